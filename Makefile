@@ -1,0 +1,42 @@
+# The README's commands. Everything a fresh machine needs is installed here: a Python venv
+# with the build tool and libraries (from PyPI) and the native module (built with the Rust
+# toolchain the machine provides).
+SHELL := /bin/bash
+VENV ?= .venv
+PY := $(VENV)/bin/python
+DEPS := $(VENV)/.deps-stamp
+SCENARIO ?= scenarios/three-regions.toml
+
+.PHONY: run test test-rust test-python bench lint build clean
+
+$(DEPS): pyproject.toml
+	@command -v cargo >/dev/null || { echo "error: cargo (Rust toolchain) not found; this machine kind provides it via rustup" >&2; exit 1; }
+	python3 -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet "maturin>=1.5,<2" "pydantic>=2" typer rich pandas pytest
+	touch $@
+
+# Always rebuild: cargo is incremental, so an unchanged tree costs seconds.
+build: $(DEPS)
+	VIRTUAL_ENV=$(abspath $(VENV)) PATH=$(abspath $(VENV))/bin:$$PATH $(VENV)/bin/maturin develop --release --quiet
+
+run: build
+	$(VENV)/bin/reclaimlab compare $(SCENARIO)
+
+test: test-rust test-python
+
+# Debug build: page conservation is checked as the simulation runs.
+test-rust:
+	cargo test --workspace --exclude reclaimlab-py
+
+test-python: build
+	$(PY) -m pytest -q
+
+bench: build
+	cargo bench -p reclaimlab-core --bench throughput
+
+lint:
+	cargo clippy --workspace --all-targets -- -D warnings
+
+clean:
+	rm -rf $(VENV) target

@@ -1,0 +1,160 @@
+//! LZ4 block compression as Linux's `LZ4_compress_default` does it for a page: lib/lz4 is LZ4
+//! v1.7.3 adapted for the kernel (2017) and has not followed upstream since.
+//!
+//! For inputs below 64 KiB with an output buffer of at least `LZ4_COMPRESSBOUND(len)` (zswap
+//! gives two pages), that is `LZ4_compress_generic(.., noLimit, byU16, noDict, noDictIssue,
+//! acceleration = 1)`:
+//! * a 2^13-entry u16 table indexed by `(le32(p) * 2654435761) >> 19`, zeroed per call;
+//! * search: each probe inserts the current position; after a miss the step grows by one
+//!   every 64 probes (`step = probes >> 6`, starting at 64 probes = step 1);
+//! * a found match is extended backwards over equal bytes, then forwards up to
+//!   `len - LASTLITERALS(5)`;
+//! * after a match, position `ip - 2` is inserted and `ip` is probed once for an immediate
+//!   next match;
+//! * the last 5 bytes are always literals, and no match may start after `len - MFLIMIT(12)`.
+//!
+//! Upstream LZ4 from 1.9.0 on (and so the lz4-sys crate's bundled 1.10.0) also probes the
+//! position `len - 11` (its limit is `mflimitPlusOne`); otherwise the algorithm is the same.
+//! [`compress`] with `Limit::Upstream` reproduces that, and the tests check it byte for byte
+//! against lz4-sys; `Limit::Kernel` is what the kernel emits (compared once with the kernel's
+//! C compressor built in user space: identical on 5039 inputs). Written for reclaimlab from the
+//! algorithm description above, not transcribed.
+
+const MINMATCH: usize = 4;
+const MFLIMIT: usize = 12;
+const LASTLITERALS: usize = 5;
+const HASH_BITS: u32 = 13;
+const SKIP_TRIGGER: u32 = 6;
+const ML_MASK: usize = 15;
+const RUN_MASK: usize = 15;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Limit {
+    /// lib/lz4 (LZ4 1.7.3): the last probe is at `len - 12`.
+    Kernel,
+    /// LZ4 >= 1.9.0: the last probe is at `len - 11`.
+    #[cfg_attr(not(test), allow(dead_code))]
+    Upstream,
+}
+
+#[inline]
+fn read32(s: &[u8], at: usize) -> u32 {
+    u32::from_le_bytes(s[at..at + 4].try_into().unwrap())
+}
+
+#[inline]
+fn hash(v: u32) -> usize {
+    (v.wrapping_mul(2_654_435_761) >> (32 - HASH_BITS)) as usize
+}
+
+/// Compresses `src` (shorter than 64 KiB) into `out` (cleared first); returns the length.
+pub(crate) fn compress(src: &[u8], limit: Limit, out: &mut Vec<u8>) -> usize {
+    assert!(src.len() < 65536 + MFLIMIT - 1, "byU16 tables only address 64 KiB");
+    out.clear();
+    let mut anchor = 0;
+    // Shorter inputs (below LZ4_minLength = MFLIMIT + 1) are a single literal run.
+    if src.len() > MFLIMIT {
+        let mflimit = src.len() - MFLIMIT;
+        let last_probe = match limit {
+            Limit::Kernel => mflimit,
+            Limit::Upstream => mflimit + 1,
+        };
+        let matchlimit = src.len() - LASTLITERALS;
+        let mut table = vec![0u16; 1 << HASH_BITS];
+
+        table[hash(read32(src, 0))] = 0;
+        let mut ip = 1;
+        let mut forward_h = hash(read32(src, ip));
+        'sequences: loop {
+            // Find a match.
+            let mut forward_ip = ip;
+            let mut step = 1;
+            let mut probes = 1u32 << SKIP_TRIGGER;
+            let mut m;
+            loop {
+                let h = forward_h;
+                ip = forward_ip;
+                forward_ip += step;
+                step = (probes >> SKIP_TRIGGER) as usize;
+                probes += 1;
+                if forward_ip > last_probe {
+                    break 'sequences;
+                }
+                m = usize::from(table[h]);
+                forward_h = hash(read32(src, forward_ip));
+                table[h] = ip as u16;
+                if read32(src, m) == read32(src, ip) {
+                    break;
+                }
+            }
+            while ip > anchor && m > 0 && src[ip - 1] == src[m - 1] {
+                ip -= 1;
+                m -= 1;
+            }
+
+            let mut token = out.len();
+            let lits = ip - anchor;
+            out.push(0);
+            if lits >= RUN_MASK {
+                out[token] = (RUN_MASK << 4) as u8;
+                push_length(out, lits - RUN_MASK);
+            } else {
+                out[token] = (lits << 4) as u8;
+            }
+            out.extend_from_slice(&src[anchor..ip]);
+
+            loop {
+                out.extend_from_slice(&((ip - m) as u16).to_le_bytes());
+                let extra = common_prefix(src, ip + MINMATCH, m + MINMATCH, matchlimit);
+                ip += MINMATCH + extra;
+                if extra >= ML_MASK {
+                    out[token] += ML_MASK as u8;
+                    push_length(out, extra - ML_MASK);
+                } else {
+                    out[token] += extra as u8;
+                }
+                anchor = ip;
+                if ip > mflimit {
+                    break 'sequences;
+                }
+                table[hash(read32(src, ip - 2))] = (ip - 2) as u16;
+                let h = hash(read32(src, ip));
+                m = usize::from(table[h]);
+                table[h] = ip as u16;
+                if read32(src, m) != read32(src, ip) {
+                    break;
+                }
+                // An immediate match: a sequence without literals.
+                token = out.len();
+                out.push(0);
+            }
+            ip += 1;
+            forward_h = hash(read32(src, ip));
+        }
+    }
+
+    let last = src.len() - anchor;
+    if last >= RUN_MASK {
+        out.push((RUN_MASK << 4) as u8);
+        push_length(out, last - RUN_MASK);
+    } else {
+        out.push((last << 4) as u8);
+    }
+    out.extend_from_slice(&src[anchor..]);
+    out.len()
+}
+
+/// LZ4's length continuation: 255 per full 255, then the remainder (possibly 0).
+fn push_length(out: &mut Vec<u8>, mut n: usize) {
+    while n >= 255 {
+        out.push(255);
+        n -= 255;
+    }
+    out.push(n as u8);
+}
+
+/// How many bytes from `a` equal those from `b`, not counting past `limit` (on `a`).
+#[inline]
+fn common_prefix(s: &[u8], a: usize, b: usize, limit: usize) -> usize {
+    s[a..limit].iter().zip(&s[b..]).take_while(|(x, y)| x == y).count()
+}

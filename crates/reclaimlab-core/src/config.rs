@@ -1,0 +1,155 @@
+//! The lowered scenario: what the Python loader hands the simulator, after validation, unit
+//! conversion (bytes, pages, nanoseconds) and name resolution (regions and cgroups are indices).
+//! The TOML format users write is documented in docs/scenario.md; this is its resolved form.
+
+use std::collections::BTreeMap;
+
+use reclaimlab_workload::Phase;
+use serde::{Deserialize, Serialize};
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SimConfig {
+    pub seed: u64,
+    pub machine: Machine,
+    pub kernel: Kernel,
+    pub cgroups: Cgroups,
+    pub processes: Vec<Process>,
+    /// Time-model overrides, by the names of [`crate::costs::Costs`] fields.
+    #[serde(default)]
+    pub costs: BTreeMap<String, u64>,
+    /// Stop the simulation at this virtual time even if processes are still running.
+    #[serde(default)]
+    pub max_time_ns: Option<u64>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Machine {
+    pub memory_bytes: u64,
+    pub cpus: u32,
+    #[serde(default)]
+    pub swap: Vec<SwapDevice>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SwapDevice {
+    pub name: String,
+    /// "file" (a swap file on a block device) or "zram".
+    pub kind: SwapKind,
+    pub size_bytes: u64,
+    /// swapon priority; higher is used first.
+    pub priority: i32,
+    pub device: DeviceModel,
+    /// zram only: comp_algorithm.
+    #[serde(default)]
+    pub comp_algorithm: Option<String>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SwapKind {
+    File,
+    Zram,
+}
+
+/// A block device: fixed latency per request plus transfer time at `*_bandwidth`, transfers
+/// serialised (one queue), latencies overlapped.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DeviceModel {
+    pub rotational: bool,
+    pub read_latency_ns: u64,
+    pub write_latency_ns: u64,
+    pub read_bytes_per_s: u64,
+    pub write_bytes_per_s: u64,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Kernel {
+    /// Version preset: "6.18" (default), later issues add "6.8", "6.10", "6.12".
+    pub version: String,
+    pub zswap: ZswapParams,
+    pub vm: VmSysctls,
+    /// Policy switch overrides on top of the preset (see crate::policy).
+    #[serde(default)]
+    pub switches: BTreeMap<String, serde_json::Value>,
+}
+
+/// /sys/module/zswap/parameters/*
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ZswapParams {
+    pub enabled: bool,
+    pub compressor: String,
+    pub max_pool_percent: u32,
+    pub accept_threshold_percent: u32,
+    pub shrinker_enabled: bool,
+}
+
+/// /proc/sys/vm/*
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct VmSysctls {
+    pub swappiness: u32,
+    pub page_cluster: u32,
+    /// None: computed as the kernel does at boot (calculate_min_free_kbytes).
+    pub min_free_kbytes: Option<u64>,
+    pub watermark_scale_factor: u32,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Cgroups {
+    pub version: u8,
+    /// Pre-order list; index 0 is always the root cgroup ("/"), parents precede children.
+    pub groups: Vec<Cgroup>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Cgroup {
+    /// "/" for the root, otherwise "/a/b".
+    pub path: String,
+    pub parent: Option<u32>,
+    /// v1 memory.limit_in_bytes or v2 memory.max, in bytes (None = unlimited).
+    pub limit_bytes: Option<u64>,
+    /// v2 memory.high (None = max).
+    pub high_bytes: Option<u64>,
+    /// v1 memory.swappiness (None = inherited from the parent, or vm.swappiness at the root).
+    pub swappiness: Option<u32>,
+    /// v2 memory.zswap.max (None = max).
+    pub zswap_max_bytes: Option<u64>,
+    /// v2 memory.zswap.writeback.
+    pub zswap_writeback: bool,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Process {
+    pub name: String,
+    /// Index into `cgroups.groups`.
+    pub cgroup: u32,
+    pub regions: Vec<Region>,
+    pub phases: Vec<NamedPhase>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Region {
+    pub name: String,
+    pub pages: u64,
+    /// Content class as written in the scenario ("text", "mix1024", "same:0x5a", ...).
+    pub content: String,
+    /// Distinct page contents in the region.
+    pub variants: u32,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NamedPhase {
+    pub name: String,
+    pub phase: Phase,
+}

@@ -1,0 +1,370 @@
+//! Memory cgroups: page counters, charging, limit reclaim, memory.high.
+//!
+//! Follows mm/memcontrol.c (6.12 ≈ 6.18): try_charge_memcg, mem_cgroup_handle_over_high,
+//! calculate_overage/calculate_high_delay, and the v2-only zswap charging
+//! (obj_cgroup_charge_zswap). Simplifications: one CPU's charge stock per memcg (the kernel has
+//! one per CPU), no memsw counter (v1 memory.memsw.*), no memory.min/low, no soft limits.
+
+use super::page::{list, List};
+use super::{Actor, Ctx, Mm, Oom, MAX_RECLAIM_RETRIES, PAGE_SIZE, SWAP_CLUSTER_MAX};
+use crate::sim::JIFFY_NS;
+use crate::stats::MemcgEvents;
+
+/// MEMCG_CHARGE_BATCH: charges are taken 64 pages at a time and cached in a per-CPU stock.
+pub const MEMCG_CHARGE_BATCH: u64 = 64;
+const MEMCG_DELAY_PRECISION_SHIFT: u32 = 20;
+const MEMCG_DELAY_SCALING_SHIFT: u32 = 14;
+/// MEMCG_MAX_HIGH_DELAY_JIFFIES = 2 s.
+const MEMCG_MAX_HIGH_DELAY_JIFFIES: u64 = 2 * crate::sim::HZ;
+
+pub struct Memcg {
+    pub path: String,
+    pub parent: Option<u16>,
+    /// Pre-order: the subtree of memcg i is the index range [i, subtree_end).
+    pub subtree_end: u16,
+    /// Page counter limit (v1 memory.limit_in_bytes, v2 memory.max), pages.
+    pub limit: u64,
+    /// v2 memory.high, pages.
+    pub high: u64,
+    pub zswap_max_bytes: u64,
+    pub zswap_writeback: bool,
+    pub swappiness: u32,
+    /// Page counter (memory.usage_in_bytes / memory.current in pages): charged folios, the
+    /// charge stock, and (v2) zswap's compressed bytes rounded up to pages. Hierarchical.
+    pub usage: u64,
+    pub stock: u64,
+    /// v2: MEMCG_ZSWAP_B and MEMCG_ZSWAPPED of this memcg alone (not hierarchical).
+    pub zswap_bytes: u64,
+    pub zswapped: u64,
+    /// Pages of this memcg charged for zswap bytes (v2), own only.
+    pub zswap_charged: u64,
+    /// LRU lists of this memcg's lruvec: inactive_anon, active_anon, inactive_file, active_file.
+    pub lru: [List; 4],
+    pub zswap_lru: List,
+    pub anon_cost: u64,
+    pub file_cost: u64,
+    /// lruvec->nonresident_age, the workingset clock (advanced here and in all ancestors).
+    pub nonresident_age: u64,
+    /// lruvec->refaults[ANON]: WORKINGSET_ACTIVATE_ANON at the last snapshot_refaults.
+    pub refaults_snapshot: u64,
+    /// zswap_lruvec_state.nr_disk_swapins (6.12+ shrinker feedback).
+    pub nr_disk_swapins: u64,
+    /// The zswap shrinker's deferred work for this memcg (nr_deferred).
+    pub zswap_shrinker_deferred: u64,
+    pub events: MemcgEvents,
+    /// Pages of this memcg holding a swap slot (v1 `swap`).
+    pub swap_pages: u64,
+    /// Pages of this memcg in the swap cache.
+    pub swapcached: u64,
+}
+
+impl Memcg {
+    pub fn new(path: String, parent: Option<u16>) -> Memcg {
+        Memcg {
+            path,
+            parent,
+            subtree_end: 0,
+            limit: u64::MAX,
+            high: u64::MAX,
+            zswap_max_bytes: u64::MAX,
+            zswap_writeback: true,
+            swappiness: 60,
+            usage: 0,
+            stock: 0,
+            zswap_bytes: 0,
+            zswapped: 0,
+            zswap_charged: 0,
+            lru: [List::new(list::INACTIVE_ANON), List::new(list::ACTIVE_ANON), List::new(list::INACTIVE_FILE), List::new(list::ACTIVE_FILE)],
+            zswap_lru: List::new(list::ZSWAP),
+            anon_cost: 0,
+            file_cost: 0,
+            nonresident_age: 0,
+            refaults_snapshot: 0,
+            nr_disk_swapins: 0,
+            zswap_shrinker_deferred: 0,
+            events: MemcgEvents::default(),
+            swap_pages: 0,
+            swapcached: 0,
+        }
+    }
+}
+
+/// calculate_overage: how far usage is over high, as a fixed-point fraction of high.
+fn calculate_overage(usage: u64, high: u64) -> u64 {
+    if usage <= high {
+        return 0;
+    }
+    let high = high.max(1);
+    ((usage - high) << MEMCG_DELAY_PRECISION_SHIFT) / high
+}
+
+impl Mm {
+    /// Ancestors of `m` including itself, leaf first.
+    pub fn memcg_ancestry(&self, m: u16) -> impl Iterator<Item = u16> + '_ {
+        std::iter::successors(Some(m), move |&c| self.memcgs[c as usize].parent)
+    }
+
+    /// Sum of an LRU list size over the subtree (lruvec_page_state is hierarchical for memcgs).
+    pub fn lru_size_tree(&self, m: u16, which: u8) -> u64 {
+        let end = self.memcgs[m as usize].subtree_end;
+        (m..end).map(|c| self.memcgs[c as usize].lru[which as usize - 1].len).sum()
+    }
+
+    pub fn zswap_tree(&self, m: u16) -> (u64, u64) {
+        let end = self.memcgs[m as usize].subtree_end;
+        (m..end).fold((0, 0), |(b, n), c| (b + self.memcgs[c as usize].zswap_bytes, n + self.memcgs[c as usize].zswapped))
+    }
+
+    /// The workingset clock advances in the lruvec and all its ancestors.
+    pub fn age_nonresident(&mut self, m: u16, nr: u64) {
+        let mut c = Some(m);
+        while let Some(i) = c {
+            self.memcgs[i as usize].nonresident_age += nr;
+            c = self.memcgs[i as usize].parent;
+        }
+    }
+
+    /// page_counter_try_charge up the hierarchy; on failure returns the memcg over its limit.
+    fn page_counter_try_charge(&mut self, m: u16, nr: u64) -> Result<(), u16> {
+        for c in self.memcg_ancestry(m).collect::<Vec<_>>() {
+            let mc = &self.memcgs[c as usize];
+            if mc.usage + nr > mc.limit {
+                return Err(c);
+            }
+        }
+        for c in self.memcg_ancestry(m).collect::<Vec<_>>() {
+            self.memcgs[c as usize].usage += nr;
+        }
+        Ok(())
+    }
+
+    fn page_counter_charge_force(&mut self, m: u16, nr: u64) {
+        let mut c = Some(m);
+        while let Some(i) = c {
+            self.memcgs[i as usize].usage += nr;
+            c = self.memcgs[i as usize].parent;
+        }
+    }
+
+    fn page_counter_uncharge(&mut self, m: u16, nr: u64) {
+        let mut c = Some(m);
+        while let Some(i) = c {
+            let mc = &mut self.memcgs[i as usize];
+            mc.usage = mc.usage.saturating_sub(nr);
+            c = mc.parent;
+        }
+    }
+
+    /// try_charge_memcg for one page (mm/memcontrol.c). Reclaims from the memcg over its limit
+    /// in the caller's context; inside reclaim (PF_MEMALLOC) the charge is forced.
+    pub fn try_charge(&mut self, ctx: &mut Ctx, m: u16) -> Result<(), Oom> {
+        if m == 0 {
+            // The root memcg has no page counter limit and no stock to manage.
+            self.memcgs[0].usage += 1;
+            return Ok(());
+        }
+        let nr = 1;
+        if self.memcgs[m as usize].stock >= nr {
+            self.memcgs[m as usize].stock -= nr;
+            return Ok(());
+        }
+        let mut batch = MEMCG_CHARGE_BATCH.max(nr);
+        let mut retries = MAX_RECLAIM_RETRIES;
+        let mut drained = false;
+        // The kernel retries without bound while reclaim reports progress; a charge whose
+        // reclaim "progresses" without ever making room (e.g. v2 pages going to zswap as-is,
+        // each charging back a full page) would spin forever, so bound the total.
+        let mut guard = 64 * MAX_RECLAIM_RETRIES;
+        loop {
+            match self.page_counter_try_charge(m, batch) {
+                Ok(()) => break,
+                Err(_) if batch > nr => batch = nr,
+                Err(over) => {
+                    if ctx.memalloc {
+                        self.page_counter_charge_force(m, batch);
+                        break;
+                    }
+                    self.memcgs[over as usize].events.max_events += 1;
+                    let reclaimed = self.try_to_free_mem_cgroup_pages(ctx, over, nr);
+                    if self.memcg_margin(over) >= nr {
+                        continue;
+                    }
+                    if !drained {
+                        drained = true;
+                        for c in over..self.memcgs[over as usize].subtree_end {
+                            self.drain_stock(c);
+                        }
+                        continue;
+                    }
+                    guard -= 1;
+                    if reclaimed > 0 && guard > 0 {
+                        continue;
+                    }
+                    if retries == 0 || guard == 0 {
+                        self.memcgs[over as usize].events.oom_kill += 1;
+                        return Err(Oom { memcg: Some(over) });
+                    }
+                    retries -= 1;
+                }
+            }
+        }
+        self.memcgs[m as usize].stock += batch - nr;
+        if self.cgroup_v2 {
+            self.note_over_high(ctx, m, batch);
+        }
+        Ok(())
+    }
+
+    /// Smallest margin below the limit along the ancestry, pages.
+    fn memcg_margin(&self, m: u16) -> u64 {
+        self.memcg_ancestry(m)
+            .map(|c| {
+                let mc = &self.memcgs[c as usize];
+                mc.limit.saturating_sub(mc.usage)
+            })
+            .min()
+            .unwrap_or(u64::MAX)
+    }
+
+    /// Account a newly charged resident page's memcg statistics.
+    pub fn commit_charge(&mut self, m: u16) {
+        self.memcgs[m as usize].events.pgpgin += 1;
+    }
+
+    pub fn uncharge(&mut self, m: u16) {
+        self.memcgs[m as usize].events.pgpgout += 1;
+        self.page_counter_uncharge(m, 1);
+    }
+
+    /// Drop the stock (on exit): stock pages go back to the counter.
+    pub fn drain_stock(&mut self, m: u16) {
+        let s = std::mem::take(&mut self.memcgs[m as usize].stock);
+        self.page_counter_uncharge(m, s);
+    }
+
+    /// The high check at the end of try_charge_memcg: accumulate memcg_nr_pages_over_high, and
+    /// reclaim synchronously once more than a batch is pending.
+    fn note_over_high(&mut self, ctx: &mut Ctx, m: u16, batch: u64) {
+        let Actor::Process(p) = ctx.actor else { return };
+        let over = self.memcg_ancestry(m).any(|c| {
+            let mc = &self.memcgs[c as usize];
+            mc.usage > mc.high
+        });
+        if over {
+            self.over_high[p as usize] += batch;
+            if self.over_high[p as usize] > MEMCG_CHARGE_BATCH && !ctx.memalloc {
+                self.mem_cgroup_handle_over_high(ctx, m);
+            }
+        }
+    }
+
+    /// mem_cgroup_handle_over_high: reclaim from every over-high ancestor, then sleep the
+    /// penalty (overage² scaled, ≤ 2 s) unless it is ≤ 10 ms or reclaim keeps making progress.
+    /// Called on return to user space and when over-high charges exceed a batch.
+    pub fn mem_cgroup_handle_over_high(&mut self, ctx: &mut Ctx, m: u16) {
+        let Actor::Process(p) = ctx.actor else { return };
+        let nr_pages = std::mem::take(&mut self.over_high[p as usize]);
+        if nr_pages == 0 {
+            return;
+        }
+        let mut retries = MAX_RECLAIM_RETRIES;
+        let mut in_retry = false;
+        loop {
+            let goal = if in_retry { SWAP_CLUSTER_MAX } else { nr_pages };
+            let mut nr_reclaimed = 0;
+            // reclaim_high: each ancestor over its high, leaf first.
+            for c in self.memcg_ancestry(m).collect::<Vec<_>>() {
+                let mc = &self.memcgs[c as usize];
+                if mc.usage <= mc.high {
+                    continue;
+                }
+                self.memcgs[c as usize].events.high_events += 1;
+                nr_reclaimed += self.try_to_free_mem_cgroup_pages(ctx, c, goal);
+            }
+            let max_overage = self
+                .memcg_ancestry(m)
+                .map(|c| {
+                    let mc = &self.memcgs[c as usize];
+                    calculate_overage(mc.usage, mc.high)
+                })
+                .max()
+                .unwrap_or(0);
+            let penalty = if max_overage == 0 {
+                0
+            } else {
+                let j = ((max_overage * max_overage * crate::sim::HZ) >> MEMCG_DELAY_PRECISION_SHIFT) >> MEMCG_DELAY_SCALING_SHIFT;
+                j * nr_pages / MEMCG_CHARGE_BATCH
+            }
+            .min(MEMCG_MAX_HIGH_DELAY_JIFFIES);
+            if penalty <= crate::sim::HZ / 100 {
+                return;
+            }
+            if nr_reclaimed > 0 || retries > 0 {
+                if nr_reclaimed == 0 {
+                    retries -= 1;
+                }
+                in_retry = true;
+                continue;
+            }
+            // Reclaim did not make enough progress: sleep the penalty.
+            let t = ctx.now + penalty * JIFFY_NS;
+            ctx.wait_until(t);
+            return;
+        }
+    }
+
+    /// v2 zswap charge of `bytes` (obj_cgroup_charge_zswap): forced, inside reclaim.
+    pub fn charge_zswap(&mut self, m: u16, bytes: u64) {
+        if !self.cgroup_v2 {
+            return;
+        }
+        let mc = &mut self.memcgs[m as usize];
+        mc.zswap_bytes += bytes;
+        mc.zswapped += 1;
+        let need = mc.zswap_bytes.div_ceil(PAGE_SIZE);
+        if need > mc.zswap_charged {
+            let d = need - mc.zswap_charged;
+            mc.zswap_charged = need;
+            if m != 0 {
+                self.page_counter_charge_force(m, d);
+            }
+        }
+    }
+
+    pub fn uncharge_zswap(&mut self, m: u16, bytes: u64) {
+        if !self.cgroup_v2 {
+            return;
+        }
+        let mc = &mut self.memcgs[m as usize];
+        mc.zswap_bytes -= bytes;
+        mc.zswapped -= 1;
+        let need = mc.zswap_bytes.div_ceil(PAGE_SIZE);
+        if need < mc.zswap_charged {
+            let d = mc.zswap_charged - need;
+            mc.zswap_charged = need;
+            if m != 0 {
+                self.page_counter_uncharge(m, d);
+            }
+        }
+    }
+
+    /// obj_cgroup_may_zswap: false if this memcg or an ancestor below root is at memory.zswap.max.
+    pub fn memcg_may_zswap(&self, m: u16) -> bool {
+        if !self.cgroup_v2 {
+            return true;
+        }
+        self.memcg_ancestry(m).filter(|&c| c != 0).all(|c| {
+            let mc = &self.memcgs[c as usize];
+            if mc.zswap_max_bytes == u64::MAX {
+                return true;
+            }
+            let (bytes, _) = self.zswap_tree(c);
+            bytes < mc.zswap_max_bytes
+        })
+    }
+
+    /// mem_cgroup_zswap_writeback_enabled: hierarchical (v2 only; always true on v1).
+    pub fn zswap_writeback_enabled(&self, m: u16) -> bool {
+        !self.cgroup_v2 || self.memcg_ancestry(m).all(|c| self.memcgs[c as usize].zswap_writeback)
+    }
+}

@@ -1,0 +1,303 @@
+//! Page faults and process exit: mm/memory.c (do_anonymous_page, do_wp_page on the zero page,
+//! do_swap_page, should_try_to_free_swap) and the swap-in side of mm/swap_state.c
+//! (swap_cache_get_folio, __read_swap_cache_async, swap_cluster_readahead,
+//! swap_vma_readahead), as of 6.18.
+//!
+//! Simplified: regions are PMD-aligned VMAs with no THP; no fork, so every anonymous page is
+//! exclusive (a swap-in maps it writable; a later write needs no fault); SWP_SYNCHRONOUS_IO
+//! (zram) devices are not modelled yet.
+
+use super::page::{pg, NONE};
+use super::swap::swapin_nr_pages;
+use super::{Ctx, Mm, Oom};
+use crate::sim::Time;
+
+/// SWAP_RA_ORDER_CEILING.
+const SWAP_RA_ORDER_CEILING: u32 = 5;
+/// Pages per PMD: VMA readahead stays inside the faulting address's 2 MiB block.
+const PMD_PAGES: u64 = 512;
+
+impl Mm {
+    /// One access by a process. Returns whether it faulted.
+    #[inline]
+    pub fn access(&mut self, ctx: &mut Ctx, i: u32, write: bool) -> Result<bool, Oom> {
+        let p = &mut self.pages[i as usize];
+        if p.flags & (pg::MAPPED | pg::ZERO_PFN) == pg::MAPPED {
+            p.flags |= pg::YOUNG | if write { pg::DIRTY } else { 0 };
+            ctx.cpu(self.costs.access_ns);
+            return Ok(false);
+        }
+        if p.has(pg::MAPPED) && !write {
+            // Reading the shared zero page.
+            ctx.cpu(self.costs.access_ns);
+            return Ok(false);
+        }
+        self.handle_mm_fault(ctx, i, write)?;
+        ctx.cpu(self.costs.access_ns);
+        Ok(true)
+    }
+
+    fn handle_mm_fault(&mut self, ctx: &mut Ctx, i: u32, write: bool) -> Result<(), Oom> {
+        let m = self.pages[i as usize].memcg;
+        self.vm.pgfault += 1;
+        self.memcgs[m as usize].events.pgfault += 1;
+        ctx.cpu(self.costs.fault_ns);
+        let p = self.pages[i as usize];
+        if p.has(pg::RESIDENT) {
+            // A swap-cache folio whose PTE is still a swap entry: a minor swap fault.
+            debug_assert!(p.has(pg::SWAPCACHE));
+            self.swap_cache_hit(i);
+            self.map_swapped_in(i, write);
+            return Ok(());
+        }
+        if p.slot != NONE {
+            return self.do_swap_page(ctx, i, write);
+        }
+        if !write && !p.has(pg::ZERO_PFN) {
+            // do_anonymous_page, read: map the shared zero page, allocate nothing.
+            self.pages[i as usize].set(pg::MAPPED | pg::ZERO_PFN);
+            return Ok(());
+        }
+        // do_anonymous_page (write) or do_wp_page copying the zero page.
+        if !self.alloc_frame(ctx) {
+            return Err(Oom { memcg: None });
+        }
+        if let Err(e) = self.try_charge(ctx, m) {
+            self.free_frame();
+            return Err(e);
+        }
+        self.commit_charge(m);
+        ctx.cpu(self.costs.page_alloc_zero_ns);
+        let p = &mut self.pages[i as usize];
+        p.clear(pg::ZERO_PFN);
+        p.set(pg::RESIDENT | pg::MAPPED | pg::YOUNG | pg::DIRTY);
+        self.nr_resident += 1;
+        self.lru_add(i);
+        Ok(())
+    }
+
+    /// swap_cache_get_folio's readahead accounting for a hit.
+    fn swap_cache_hit(&mut self, i: u32) {
+        let readahead = self.pages[i as usize].has(pg::READAHEAD);
+        self.pages[i as usize].clear(pg::READAHEAD);
+        let vma_ra = !self.swap.rotational;
+        if vma_ra {
+            let base = self.region_of(i).base;
+            let r = &mut self.regions[self.pages[i as usize].region as usize];
+            let (_, win, hits) = r.ra_info.unwrap_or((0, 0, 4));
+            let hits = if readahead { (hits + 1).min(63) } else { hits };
+            r.ra_info = Some(((i - base) as u64, win, hits));
+        }
+        if readahead {
+            self.vm.swap_ra_hit += 1;
+            if !vma_ra {
+                self.swap.ra_hits += 1;
+            }
+        }
+    }
+
+    /// Map a swap-cache folio into the faulting PTE; free its swap slot if should_try_to_free_swap.
+    fn map_swapped_in(&mut self, i: u32, write: bool) {
+        let p = &mut self.pages[i as usize];
+        p.set(pg::MAPPED | pg::YOUNG);
+        if write {
+            p.set(pg::DIRTY);
+        }
+        // should_try_to_free_swap: swap half full, or a write fault on an exclusive page.
+        if self.swap.vm_swap_full() || write {
+            self.folio_free_swap(i);
+        }
+    }
+
+    /// do_swap_page on a swap-cache miss: a major fault that reads the page (and a readahead
+    /// window around it) into the swap cache, then maps it.
+    fn do_swap_page(&mut self, ctx: &mut Ctx, i: u32, write: bool) -> Result<(), Oom> {
+        let m = self.pages[i as usize].memcg;
+        self.vm.pgmajfault += 1;
+        self.memcgs[m as usize].events.pgmajfault += 1;
+        let window = if self.swap.rotational { self.cluster_ra_window(i) } else { self.vma_ra_window(i) };
+        let mut ready: Time = ctx.now;
+        for j in window {
+            if j == i {
+                ready = self.read_swap_cache_async(ctx, i, false)?;
+            } else {
+                // Readahead allocation failures just skip the page.
+                let _ = self.read_swap_cache_async(ctx, j, true);
+            }
+        }
+        if !self.pages[i as usize].has(pg::RESIDENT) {
+            ready = self.read_swap_cache_async(ctx, i, false)?;
+        }
+        ctx.wait_until(ready);
+        self.map_swapped_in(i, write);
+        Ok(())
+    }
+
+    /// __read_swap_cache_async + swap_read_folio for page `j` if its PTE holds a swap entry
+    /// and it is not in the swap cache yet. Returns when its data is there.
+    fn read_swap_cache_async(&mut self, ctx: &mut Ctx, j: u32, readahead: bool) -> Result<Time, Oom> {
+        let p = self.pages[j as usize];
+        if p.has(pg::RESIDENT) || p.slot == NONE {
+            return Ok(ctx.now);
+        }
+        let m = p.memcg;
+        if !self.alloc_frame(ctx) {
+            return Err(Oom { memcg: None });
+        }
+        if let Err(e) = self.try_charge(ctx, m) {
+            self.free_frame();
+            return Err(e);
+        }
+        // The charge may have reclaimed; reclaim never touches a non-resident page, so `j`
+        // is still ours to bring in.
+        self.commit_charge(m);
+        ctx.cpu(self.costs.swapin_page_ns);
+        self.pages[j as usize].set(pg::RESIDENT | pg::SWAPCACHE);
+        self.memcgs[m as usize].swapcached += 1;
+        self.nr_resident += 1;
+        if self.pages[j as usize].has(pg::SHADOW) {
+            self.workingset_refault(j);
+        }
+        // Read before the LRU add: a zswap entry's links must be released first (one set of
+        // links serves both LRUs).
+        let done = self.swap_read_folio(ctx, j);
+        self.lru_add(j);
+        if readahead {
+            self.pages[j as usize].set(pg::READAHEAD);
+            self.vm.swap_ra += 1;
+        }
+        Ok(done)
+    }
+
+    /// swap_cluster_readahead's window: an aligned block of swap offsets around the fault.
+    fn cluster_ra_window(&mut self, i: u32) -> Vec<u32> {
+        let slot = self.pages[i as usize].slot;
+        let d = self.swap.dev_of(slot);
+        let (base, max) = (self.swap.devs[d].base, self.swap.devs[d].max);
+        let off = (slot - base) as u64;
+        let max_pages = 1u32 << self.page_cluster;
+        let pages = if max_pages <= 1 {
+            1
+        } else {
+            let hits = std::mem::take(&mut self.swap.ra_hits);
+            let pages = swapin_nr_pages(self.swap.ra_prev_offset, off, hits, max_pages, self.swap.ra_last_pages);
+            if hits == 0 {
+                self.swap.ra_prev_offset = off;
+            }
+            self.swap.ra_last_pages = pages;
+            pages
+        };
+        let mask = pages as u64 - 1;
+        if mask == 0 {
+            return vec![i];
+        }
+        let start = (off & !mask).max(1);
+        let end = (off | mask).min(max as u64 - 1);
+        (start..=end)
+            .filter_map(|o| {
+                let s = base + o as u32;
+                if !self.swap.devs[d].slot_used(o as u32) {
+                    return None;
+                }
+                let j = self.swap.slot_page[s as usize];
+                (j != NONE).then_some(j)
+            })
+            .collect()
+    }
+
+    /// swap_vma_readahead's window: pages of the faulting VMA around the fault whose PTEs hold
+    /// swap entries.
+    fn vma_ra_window(&mut self, i: u32) -> Vec<u32> {
+        let r = &self.regions[self.pages[i as usize].region as usize];
+        let (base, npages) = (r.base, r.pages as u64);
+        let fpfn = (i - base) as u64;
+        let max_win = 1u32 << self.page_cluster.min(SWAP_RA_ORDER_CEILING);
+        if max_win == 1 {
+            return vec![i];
+        }
+        let (pfn, prev_win, hits) = r.ra_info.unwrap_or((0, 0, 4));
+        let win = swapin_nr_pages(pfn, fpfn, hits, max_win, prev_win) as u64;
+        self.regions[self.pages[i as usize].region as usize].ra_info = Some((fpfn, win as u32, 0));
+        if win == 1 {
+            return vec![i];
+        }
+        let (l, r) = if fpfn == pfn + 1 {
+            (fpfn as i64, (fpfn + win) as i64)
+        } else if pfn == fpfn + 1 {
+            (fpfn as i64 - win as i64 + 1, fpfn as i64 + 1)
+        } else {
+            let left = ((win - 1) / 2) as i64;
+            (fpfn as i64 - left, fpfn as i64 + win as i64 - left)
+        };
+        let pmd = (fpfn & !(PMD_PAGES - 1)) as i64;
+        let start = l.max(0).max(pmd);
+        let end = r.min(npages as i64).min(pmd + PMD_PAGES as i64);
+        (start..end)
+            .map(|x| base + x as u32)
+            .filter(|&j| {
+                let p = &self.pages[j as usize];
+                p.slot != NONE && !p.has(pg::MAPPED)
+            })
+            .collect()
+    }
+
+    /// folio_free_swap for a resident swap-cache folio: release the slot; the folio is dirty
+    /// again since no copy remains.
+    pub fn folio_free_swap(&mut self, i: u32) -> bool {
+        let p = self.pages[i as usize];
+        if !p.has(pg::SWAPCACHE) || p.has(pg::WRITEBACK) {
+            return false;
+        }
+        let m = p.memcg;
+        self.memcgs[m as usize].swapcached -= 1;
+        self.release_swap_entry(i);
+        let p = &mut self.pages[i as usize];
+        p.clear(pg::SWAPCACHE);
+        p.set(pg::DIRTY);
+        true
+    }
+
+    /// Free page `i`'s swap slot and whatever holds its data (zswap entry, zeromap bit, shadow).
+    pub fn release_swap_entry(&mut self, i: u32) {
+        let p = self.pages[i as usize];
+        if p.slot == NONE {
+            return;
+        }
+        if p.has(pg::ZSWAP) {
+            self.zswap_invalidate(i);
+        }
+        self.swap.free_slot(p.slot);
+        self.memcgs[p.memcg as usize].swap_pages -= 1;
+        let p = &mut self.pages[i as usize];
+        p.slot = NONE;
+        p.clear(pg::ZEROMAP | pg::SHADOW);
+    }
+
+    /// Process exit (exit_mmap): free every page, swap slot and zswap entry of its regions.
+    pub fn exit_process(&mut self, process: u32) {
+        let regions: Vec<(u32, u32, u16)> =
+            self.regions.iter().filter(|r| r.process == process).map(|r| (r.base, r.pages, r.memcg)).collect();
+        for &(base, pages, _) in &regions {
+            for i in base..base + pages {
+                let p = self.pages[i as usize];
+                if p.has(pg::RESIDENT) {
+                    if p.list != super::page::list::NONE {
+                        self.lru_del(i);
+                    }
+                    if p.has(pg::SWAPCACHE) {
+                        self.memcgs[p.memcg as usize].swapcached -= 1;
+                    }
+                    self.uncharge(p.memcg);
+                    self.free_frame();
+                    self.nr_resident -= 1;
+                }
+                self.release_swap_entry(i);
+                let q = &mut self.pages[i as usize];
+                *q = super::page::Page::new(q.region, q.memcg);
+            }
+        }
+        for &(_, _, m) in &regions {
+            self.drain_stock(m);
+        }
+    }
+}

@@ -1,0 +1,187 @@
+//! The memory-management state of one simulated machine (one NUMA node), and the kernel paths
+//! that act on it. `Mm` is split over files the way mm/ is: memory.rs (faults), memcg.rs
+//! (charging, memory.high), vmscan.rs (LRU scanning, kswapd, direct and memcg reclaim),
+//! workingset.rs, swap.rs (slots, devices, swap cache, readahead) and zswap/.
+
+pub mod memcg;
+pub mod memory;
+pub mod page;
+pub mod page_io;
+pub mod swap;
+pub mod vmscan;
+pub mod workingset;
+
+use reclaimlab_workload::Content;
+
+use crate::compress::Codec;
+use crate::costs::Costs;
+use crate::policy::Switches;
+use crate::sim::{EventKind, EventQueue, Time};
+use crate::stats::VmEvents;
+use crate::zswap::Zswap;
+pub use memcg::Memcg;
+use page::Page;
+use swap::Swap;
+
+pub const PAGE_SIZE: u64 = 4096;
+/// SWAP_CLUSTER_MAX: reclaim works in batches of 32 pages.
+pub const SWAP_CLUSTER_MAX: u64 = 32;
+/// MAX_RECLAIM_RETRIES.
+pub const MAX_RECLAIM_RETRIES: u32 = 16;
+
+/// Who is running kernel code, and on whose behalf: decides which counters move and whether
+/// allocations may dip into reserves (PF_MEMALLOC).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Actor {
+    Process(u32),
+    Kswapd,
+    ZswapWorker,
+}
+
+/// The running thread's clock and state while it executes kernel code. CPU work advances
+/// `now` by its cost times the CPU-contention factor the engine computed for this run.
+#[derive(Clone, Copy, Debug)]
+pub struct Ctx {
+    pub now: Time,
+    pub actor: Actor,
+    /// PF_MEMALLOC: inside reclaim, allocations ignore watermarks and memcg charges are forced.
+    pub memalloc: bool,
+    /// CPU-time multiplier ×1024 (1024 = a core of its own).
+    pub slowdown: u64,
+}
+
+impl Ctx {
+    pub fn new(now: Time, actor: Actor, slowdown: u64) -> Ctx {
+        Ctx { now, actor, memalloc: false, slowdown }
+    }
+
+    #[inline]
+    pub fn cpu(&mut self, ns: u64) {
+        self.now += ns * self.slowdown / 1024;
+    }
+
+    /// Wait (off CPU) until `t`.
+    pub fn wait_until(&mut self, t: Time) {
+        self.now = self.now.max(t);
+    }
+}
+
+/// The allocation failed even after reclaim: the caller OOM-kills.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Oom {
+    pub memcg: Option<u16>,
+}
+
+/// Per-region facts the kernel paths need (a region is one VMA of one process).
+pub struct RegionInfo {
+    pub name: String,
+    pub process: u32,
+    pub base: u32,
+    pub pages: u32,
+    pub memcg: u16,
+    /// reclaimlab_workload::content::region_id of this region.
+    pub content_id: u32,
+    pub content: Content,
+    pub variants: u32,
+    /// Per variant: zswap compressor output length (saturated at u16::MAX).
+    pub zlen: Vec<u16>,
+    /// Per variant: the page is zero-filled / all 8-byte words equal.
+    pub zero: Vec<bool>,
+    pub same_filled: Vec<bool>,
+    /// vma->swap_readahead_info: (last fault page, window, hits); None = never set (reads as hits 4).
+    pub ra_info: Option<(u64, u32, u32)>,
+}
+
+/// kswapd's state between its priority passes.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Kswapd {
+    pub running: bool,
+    pub priority: i32,
+    pub nr_reclaimed: u64,
+    pub failures: u32,
+    pub clock: Time,
+}
+
+pub struct Mm {
+    pub pages: Vec<Page>,
+    pub regions: Vec<RegionInfo>,
+    pub memcgs: Vec<Memcg>,
+    pub cgroup_v2: bool,
+    /// totalram_pages (MemTotal): what zswap's limit is a percentage of.
+    pub totalram: u64,
+    pub nr_free: u64,
+    pub wmark_min: u64,
+    pub wmark_low: u64,
+    pub wmark_high: u64,
+    pub swappiness: u32,
+    pub page_cluster: u32,
+    pub swap: Swap,
+    pub zswap: Zswap,
+    pub vm: VmEvents,
+    pub costs: Costs,
+    pub switches: Switches,
+    pub kswapd: Kswapd,
+    pub queue: EventQueue,
+    pub seed: u64,
+    /// current->memcg_nr_pages_over_high per process.
+    pub over_high: Vec<u64>,
+    /// mem_cgroup_iter's shared reclaim position, per reclaim target memcg.
+    pub reclaim_cursor: Vec<u16>,
+    /// Resident pages (folios of workload memory), for the conservation check.
+    pub nr_resident: u64,
+    /// Pages the machine holds besides workload memory and zsmalloc (kernel, other tasks).
+    pub reserved: u64,
+}
+
+impl Mm {
+    pub fn region_of(&self, page: u32) -> &RegionInfo {
+        &self.regions[self.pages[page as usize].region as usize]
+    }
+
+    /// Content variant of a page (which of its region's distinct contents it holds).
+    pub fn variant(&self, page: u32) -> usize {
+        let r = self.region_of(page);
+        reclaimlab_workload::content::variant_of(self.seed, r.content_id, (page - r.base) as u64, r.variants) as usize
+    }
+
+    pub fn codec(&self) -> Codec {
+        self.zswap.codec
+    }
+
+    /// Put a resident page on its memcg's LRU list (head), per its ACTIVE flag.
+    pub fn lru_add(&mut self, i: u32) {
+        let p = &self.pages[i as usize];
+        let which = if p.has(page::pg::ACTIVE) { page::list::ACTIVE_ANON } else { page::list::INACTIVE_ANON };
+        let mc = p.memcg as usize;
+        self.memcgs[mc].lru[which as usize - 1].push_head(&mut self.pages, i);
+    }
+
+    pub fn lru_add_tail(&mut self, i: u32) {
+        let p = &self.pages[i as usize];
+        let which = if p.has(page::pg::ACTIVE) { page::list::ACTIVE_ANON } else { page::list::INACTIVE_ANON };
+        let mc = p.memcg as usize;
+        self.memcgs[mc].lru[which as usize - 1].push_tail(&mut self.pages, i);
+    }
+
+    pub fn lru_del(&mut self, i: u32) {
+        let p = &self.pages[i as usize];
+        let which = p.list;
+        debug_assert!((1..=4).contains(&which), "page {i} not on an LRU (list {which})");
+        let mc = p.memcg as usize;
+        self.memcgs[mc].lru[which as usize - 1].remove(&mut self.pages, i);
+    }
+
+    /// Wake kswapd (wakeup_kswapd): not if it is running, the node is balanced, or it is
+    /// hopeless (kswapd_failures ≥ MAX_RECLAIM_RETRIES).
+    pub fn wakeup_kswapd(&mut self, now: Time) {
+        if self.kswapd.running || self.kswapd.failures >= MAX_RECLAIM_RETRIES || self.nr_free >= self.wmark_high {
+            return;
+        }
+        self.kswapd.running = true;
+        self.kswapd.priority = vmscan::DEF_PRIORITY;
+        self.kswapd.nr_reclaimed = 0;
+        self.kswapd.clock = self.kswapd.clock.max(now);
+        self.vm.pageoutrun += 1;
+        self.queue.push(self.kswapd.clock, EventKind::Kswapd);
+    }
+}

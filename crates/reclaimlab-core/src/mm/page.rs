@@ -1,0 +1,195 @@
+//! Pages (one record per virtual page of every workload region) and intrusive lists by index.
+//!
+//! A page record carries both the virtual page (PTE state, swap entry) and, while resident,
+//! its folio (LRU flags). There is no fork and no sharing, so the mapping is 1:1. The same two
+//! link fields serve the memory LRU while the page is resident and the zswap LRU while its data
+//! sits in zswap: a page is never on both (kernel-model.md §2, §9.1).
+
+pub const NONE: u32 = u32::MAX;
+
+/// Page flags. Names follow the kernel's folio flags where one exists.
+pub mod pg {
+    /// Occupies a page frame (a folio exists).
+    pub const RESIDENT: u32 = 1 << 0;
+    /// PTE present: accesses need no fault.
+    pub const MAPPED: u32 = 1 << 1;
+    /// PG_swapcache: the folio is in the swap cache, `slot` is its swap entry.
+    pub const SWAPCACHE: u32 = 1 << 2;
+    pub const ACTIVE: u32 = 1 << 3;
+    /// PG_referenced while resident; zswap_entry->referenced while in zswap.
+    pub const REFERENCED: u32 = 1 << 4;
+    /// PTE accessed ("young") bit, read and cleared by folio_referenced.
+    pub const YOUNG: u32 = 1 << 5;
+    pub const WORKINGSET: u32 = 1 << 6;
+    /// Folio or PTE dirty (the PTE bit is transferred to the folio at unmap).
+    pub const DIRTY: u32 = 1 << 7;
+    pub const WRITEBACK: u32 = 1 << 8;
+    pub const RECLAIM: u32 = 1 << 9;
+    pub const READAHEAD: u32 = 1 << 10;
+    /// The swap slot's data is a zswap entry (`handle`, `zlen`).
+    pub const ZSWAP: u32 = 1 << 11;
+    /// The swap slot's zeromap bit (6.12+).
+    pub const ZEROMAP: u32 = 1 << 12;
+    /// A workingset shadow entry sits in the swap cache slot (`shadow`).
+    pub const SHADOW: u32 = 1 << 13;
+    /// The PTE maps the shared zero page (read fault on never-written anonymous memory).
+    pub const ZERO_PFN: u32 = 1 << 14;
+    /// Isolated from its LRU by reclaim (off every list for the duration of a batch).
+    pub const ISOLATED: u32 = 1 << 15;
+}
+
+/// Which list a page's links are on.
+pub mod list {
+    pub const NONE: u8 = 0;
+    pub const INACTIVE_ANON: u8 = 1;
+    pub const ACTIVE_ANON: u8 = 2;
+    pub const INACTIVE_FILE: u8 = 3;
+    pub const ACTIVE_FILE: u8 = 4;
+    pub const ZSWAP: u8 = 5;
+}
+
+#[derive(Clone, Copy, Debug)]
+#[repr(C)]
+pub struct Page {
+    pub prev: u32,
+    pub next: u32,
+    /// Global swap slot id (see swap.rs), or NONE.
+    pub slot: u32,
+    /// Workingset shadow: the lruvec's nonresident_age at eviction (low 32 bits).
+    pub shadow: u32,
+    /// zsmalloc handle of the zswap entry.
+    pub handle: u32,
+    pub flags: u32,
+    /// zswap entry length in bytes (0: same-filled entry of ≤6.11).
+    pub zlen: u16,
+    pub memcg: u16,
+    /// Index into the simulation's region table.
+    pub region: u16,
+    pub list: u8,
+    pub _pad: u8,
+}
+
+impl Page {
+    pub fn new(region: u16, memcg: u16) -> Page {
+        Page { prev: NONE, next: NONE, slot: NONE, shadow: 0, handle: NONE, flags: 0, zlen: 0, memcg, region, list: list::NONE, _pad: 0 }
+    }
+
+    #[inline]
+    pub fn has(&self, f: u32) -> bool {
+        self.flags & f != 0
+    }
+    #[inline]
+    pub fn set(&mut self, f: u32) {
+        self.flags |= f;
+    }
+    #[inline]
+    pub fn clear(&mut self, f: u32) {
+        self.flags &= !f;
+    }
+}
+
+/// A doubly linked list threaded through `Page::prev/next`. Head = most recently added
+/// (list_add), tail = oldest (where reclaim isolates). The zswap LRU adds at the tail and walks
+/// from the head, as list_lru does; both use the same primitives.
+#[derive(Clone, Copy, Debug)]
+pub struct List {
+    pub head: u32,
+    pub tail: u32,
+    pub len: u64,
+    pub id: u8,
+}
+
+impl List {
+    pub const fn new(id: u8) -> List {
+        List { head: NONE, tail: NONE, len: 0, id }
+    }
+
+    pub fn push_head(&mut self, pages: &mut [Page], i: u32) {
+        let p = &mut pages[i as usize];
+        debug_assert_eq!(p.list, list::NONE, "page {i} already on list {}", p.list);
+        p.list = self.id;
+        p.prev = NONE;
+        p.next = self.head;
+        if self.head != NONE {
+            pages[self.head as usize].prev = i;
+        } else {
+            self.tail = i;
+        }
+        self.head = i;
+        self.len += 1;
+    }
+
+    pub fn push_tail(&mut self, pages: &mut [Page], i: u32) {
+        let p = &mut pages[i as usize];
+        debug_assert_eq!(p.list, list::NONE, "page {i} already on list {}", p.list);
+        p.list = self.id;
+        p.next = NONE;
+        p.prev = self.tail;
+        if self.tail != NONE {
+            pages[self.tail as usize].next = i;
+        } else {
+            self.head = i;
+        }
+        self.tail = i;
+        self.len += 1;
+    }
+
+    pub fn remove(&mut self, pages: &mut [Page], i: u32) {
+        let (prev, next) = {
+            let p = &pages[i as usize];
+            debug_assert_eq!(p.list, self.id);
+            (p.prev, p.next)
+        };
+        if prev != NONE {
+            pages[prev as usize].next = next;
+        } else {
+            self.head = next;
+        }
+        if next != NONE {
+            pages[next as usize].prev = prev;
+        } else {
+            self.tail = prev;
+        }
+        let p = &mut pages[i as usize];
+        p.prev = NONE;
+        p.next = NONE;
+        p.list = list::NONE;
+        self.len -= 1;
+    }
+
+    pub fn pop_tail(&mut self, pages: &mut [Page]) -> Option<u32> {
+        let t = self.tail;
+        if t == NONE {
+            return None;
+        }
+        self.remove(pages, t);
+        Some(t)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn page_record_is_small() {
+        assert_eq!(std::mem::size_of::<Page>(), 32);
+    }
+
+    #[test]
+    fn list_order() {
+        let mut pages = vec![Page::new(0, 0); 4];
+        let mut l = List::new(list::INACTIVE_ANON);
+        l.push_head(&mut pages, 0);
+        l.push_head(&mut pages, 1);
+        l.push_tail(&mut pages, 2);
+        assert_eq!(l.len, 3);
+        assert_eq!(l.pop_tail(&mut pages), Some(2));
+        l.remove(&mut pages, 1);
+        assert_eq!(l.head, 0);
+        assert_eq!(l.tail, 0);
+        assert_eq!(l.pop_tail(&mut pages), Some(0));
+        assert_eq!(l.pop_tail(&mut pages), None);
+        assert_eq!(l.len, 0);
+    }
+}

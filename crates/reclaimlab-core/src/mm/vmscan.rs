@@ -1,0 +1,738 @@
+//! Page reclaim on the classic two-list LRU: mm/vmscan.c as of 6.18 (read in 6.12.107; the
+//! 6.18 delta does not touch these paths for anonymous memory).
+//!
+//! Modelled: do_try_to_free_pages (direct and memcg limit reclaim) with its priority loop and
+//! force_deactivate retry; try_to_free_mem_cgroup_pages; balance_pgdat one priority pass per
+//! kswapd event, kswapd_age_node, kswapd_failures; shrink_node with the partial memcg walk;
+//! prepare_scan_control (may_deactivate, file_is_tiny, cache_trim_mode); get_scan_count;
+//! shrink_lruvec with its proportional cut; shrink_active_list; shrink_inactive_list;
+//! shrink_folio_list for anonymous folios; lru_note_cost; shrink_slab for the zswap and
+//! zsmalloc shrinkers.
+//!
+//! Simplified: one node and one zone (watermarks summed); no file pages yet (the lists exist and
+//! are empty, so file paths compute to zero work); no reclaim_throttle / too_many_isolated /
+//! pfmemalloc throttling (they concern file writeback and highly parallel reclaim); no
+//! memory.min/low; no soft limit reclaim; no compaction; no MGLRU.
+
+use super::page::{list, pg, NONE};
+use super::{Actor, Ctx, Mm, MAX_RECLAIM_RETRIES, SWAP_CLUSTER_MAX};
+use crate::mm::page_io::Writeout;
+use crate::sim::EventKind;
+
+pub const DEF_PRIORITY: i32 = 12;
+/// MAX_SWAPPINESS.
+const MAX_SWAPPINESS: u64 = 200;
+/// SHRINK_BATCH: the generic shrinker batch.
+const SHRINK_BATCH: u64 = 128;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reclaimer {
+    Kswapd,
+    Direct,
+    /// Memcg limit (or memory.high) reclaim: cgroup_reclaim(sc).
+    Memcg,
+}
+
+#[derive(Clone, Copy, Debug)]
+pub struct ScanControl {
+    pub nr_to_reclaim: u64,
+    pub priority: i32,
+    pub target: u16,
+    pub kind: Reclaimer,
+    pub may_writepage: bool,
+    pub may_swap: bool,
+    pub may_deactivate_anon: bool,
+    pub may_deactivate_file: bool,
+    pub force_deactivate: bool,
+    pub skipped_deactivate: bool,
+    pub file_is_tiny: bool,
+    pub cache_trim_mode: bool,
+    pub anon_cost: u64,
+    pub file_cost: u64,
+    pub nr_scanned: u64,
+    pub nr_reclaimed: u64,
+}
+
+impl ScanControl {
+    pub fn new(kind: Reclaimer, target: u16, nr_to_reclaim: u64) -> ScanControl {
+        ScanControl {
+            nr_to_reclaim,
+            priority: DEF_PRIORITY,
+            target,
+            kind,
+            may_writepage: true,
+            may_swap: true,
+            may_deactivate_anon: false,
+            may_deactivate_file: false,
+            force_deactivate: false,
+            skipped_deactivate: false,
+            file_is_tiny: false,
+            cache_trim_mode: false,
+            anon_cost: 0,
+            file_cost: 0,
+            nr_scanned: 0,
+            nr_reclaimed: 0,
+        }
+    }
+
+    fn cgroup_reclaim(&self) -> bool {
+        self.kind == Reclaimer::Memcg
+    }
+}
+
+/// int_sqrt.
+fn int_sqrt(x: u64) -> u64 {
+    let mut r = (x as f64).sqrt() as u64;
+    while r * r > x {
+        r -= 1;
+    }
+    while (r + 1) * (r + 1) <= x {
+        r += 1;
+    }
+    r
+}
+
+/// Which of the reclaim outcomes shrink_folio_list reached for a page.
+enum Fate {
+    Freed,
+    Keep,
+    Activate,
+}
+
+impl Mm {
+    /// inactive_is_low: inactive × ratio < active, ratio = int_sqrt(10 × GiB) (1 below 1 GiB).
+    fn inactive_is_low(&self, m: u16, inactive: u8) -> bool {
+        let inact = self.lru_size_tree(m, inactive);
+        let act = self.lru_size_tree(m, inactive + 1);
+        let gb = (inact + act) >> (30 - 12);
+        let ratio = if gb > 0 { int_sqrt(10 * gb) } else { 1 };
+        inact * ratio < act
+    }
+
+    fn workingset_activate_tree(&self, m: u16) -> u64 {
+        let end = self.memcgs[m as usize].subtree_end;
+        (m..end).map(|c| self.memcgs[c as usize].events.workingset_activate_anon).sum()
+    }
+
+    /// snapshot_refaults: remember WORKINGSET_ACTIVATE of the target lruvec.
+    fn snapshot_refaults(&mut self, target: u16) {
+        self.memcgs[target as usize].refaults_snapshot = self.workingset_activate_tree(target);
+    }
+
+    /// lru_note_cost: IO costs 32 × the pages written, rotations 1 each; added to this lruvec
+    /// and every ancestor, halving both costs whenever they exceed a quarter of the lists.
+    pub fn lru_note_cost(&mut self, m: u16, file: bool, nr_io: u64, nr_rotated: u64) {
+        let cost = nr_io * SWAP_CLUSTER_MAX + nr_rotated;
+        let mut c = Some(m);
+        while let Some(i) = c {
+            let lrusize: u64 = (1..=4).map(|l| self.lru_size_tree(i, l)).sum();
+            let mc = &mut self.memcgs[i as usize];
+            if file {
+                mc.file_cost += cost;
+            } else {
+                mc.anon_cost += cost;
+            }
+            if mc.file_cost + mc.anon_cost > lrusize / 4 {
+                mc.file_cost /= 2;
+                mc.anon_cost /= 2;
+            }
+            c = mc.parent;
+        }
+    }
+
+    /// can_reclaim_anon_pages: free swap exists (zswap sits behind slot allocation).
+    fn can_reclaim_anon(&self) -> bool {
+        self.swap.nr_swap_pages > 0
+    }
+
+    fn swappiness_of(&self, m: u16) -> u64 {
+        // v1 uses the per-memcg memory.swappiness for non-root memcgs; v2 and root use vm.swappiness.
+        if !self.cgroup_v2 && m != 0 {
+            self.memcgs[m as usize].swappiness as u64
+        } else {
+            self.swappiness as u64
+        }
+    }
+
+    /// prepare_scan_control.
+    fn prepare_scan_control(&self, sc: &mut ScanControl) {
+        let t = &self.memcgs[sc.target as usize];
+        sc.anon_cost = t.anon_cost;
+        sc.file_cost = t.file_cost;
+        let refaults = self.workingset_activate_tree(sc.target);
+        sc.may_deactivate_anon =
+            sc.force_deactivate || refaults != t.refaults_snapshot || self.inactive_is_low(sc.target, list::INACTIVE_ANON);
+        // No file refaults exist in the model, so only a low inactive file list deactivates.
+        sc.may_deactivate_file = sc.force_deactivate || self.inactive_is_low(sc.target, list::INACTIVE_FILE);
+        let inactive_file = self.lru_size_tree(sc.target, list::INACTIVE_FILE);
+        sc.cache_trim_mode = !sc.may_deactivate_file && (inactive_file >> sc.priority) > 0;
+        sc.file_is_tiny = false;
+        if !sc.cgroup_reclaim() {
+            let file = inactive_file + self.lru_size_tree(0, list::ACTIVE_FILE);
+            let anon = self.lru_size_tree(0, list::INACTIVE_ANON);
+            sc.file_is_tiny =
+                file + self.nr_free <= self.wmark_high && !sc.may_deactivate_anon && (anon >> sc.priority) > 0;
+        }
+    }
+
+    /// get_scan_count → scan targets for [inactive_anon, active_anon, inactive_file, active_file].
+    fn get_scan_count(&self, m: u16, sc: &ScanControl) -> [u64; 4] {
+        #[derive(PartialEq)]
+        enum Balance {
+            Equal,
+            Fract,
+            File,
+            Anon,
+        }
+        let swappiness = self.swappiness_of(m);
+        let mut fraction = [0u64; 2];
+        let mut denominator = 1u64;
+        let balance = if !sc.may_swap || !self.can_reclaim_anon() {
+            Balance::File
+        } else if sc.cgroup_reclaim() && swappiness == 0 {
+            Balance::File
+        } else if sc.priority == 0 && swappiness > 0 {
+            Balance::Equal
+        } else if sc.file_is_tiny {
+            Balance::Anon
+        } else if sc.cache_trim_mode {
+            Balance::File
+        } else {
+            let total = sc.anon_cost + sc.file_cost;
+            let anon_cost = total + sc.anon_cost;
+            let file_cost = total + sc.file_cost;
+            let total = anon_cost + file_cost;
+            let ap = swappiness * (total + 1) / (anon_cost + 1);
+            let fp = (MAX_SWAPPINESS - swappiness) * (total + 1) / (file_cost + 1);
+            fraction = [ap, fp];
+            denominator = ap + fp;
+            Balance::Fract
+        };
+        let mut nr = [0u64; 4];
+        for (idx, which) in [list::INACTIVE_ANON, list::ACTIVE_ANON, list::INACTIVE_FILE, list::ACTIVE_FILE].into_iter().enumerate() {
+            let file = which >= list::INACTIVE_FILE;
+            let size = self.memcgs[m as usize].lru[which as usize - 1].len;
+            let scan = size >> sc.priority;
+            nr[idx] = match balance {
+                Balance::Equal => scan,
+                Balance::Fract => scan * fraction[file as usize] / denominator.max(1),
+                Balance::File => {
+                    if file {
+                        scan
+                    } else {
+                        0
+                    }
+                }
+                Balance::Anon => {
+                    if file {
+                        0
+                    } else {
+                        scan
+                    }
+                }
+            };
+        }
+        nr
+    }
+
+    /// shrink_lruvec.
+    fn shrink_lruvec(&mut self, ctx: &mut Ctx, m: u16, sc: &mut ScanControl) {
+        let mut nr = self.get_scan_count(m, sc);
+        let targets = nr;
+        let proportional = sc.kind == Reclaimer::Direct && sc.priority == DEF_PRIORITY;
+        let mut nr_reclaimed = 0;
+        while nr[0] > 0 || nr[3] > 0 || nr[2] > 0 {
+            for idx in 0..4 {
+                if nr[idx] == 0 {
+                    continue;
+                }
+                let n = nr[idx].min(SWAP_CLUSTER_MAX);
+                nr[idx] -= n;
+                let which = [list::INACTIVE_ANON, list::ACTIVE_ANON, list::INACTIVE_FILE, list::ACTIVE_FILE][idx];
+                if which == list::ACTIVE_ANON || which == list::ACTIVE_FILE {
+                    let may = if which == list::ACTIVE_ANON { sc.may_deactivate_anon } else { sc.may_deactivate_file };
+                    if may {
+                        self.shrink_active_list(ctx, n, m, which, sc);
+                    } else {
+                        sc.skipped_deactivate = true;
+                    }
+                } else {
+                    nr_reclaimed += self.shrink_inactive_list(ctx, n, m, which, sc);
+                }
+            }
+            if nr_reclaimed < sc.nr_to_reclaim || proportional {
+                continue;
+            }
+            // Enough reclaimed: stop the smaller-remaining type and scale the other so that the
+            // scan keeps the anon/file proportion of the original targets.
+            let nr_file = nr[2] + nr[3];
+            let nr_anon = nr[0] + nr[1];
+            if nr_file == 0 || nr_anon == 0 {
+                break;
+            }
+            let (stop, other, percentage) = if nr_file > nr_anon {
+                (0usize, 2usize, nr_anon * 100 / (targets[0] + targets[1] + 1))
+            } else {
+                (2usize, 0usize, nr_file * 100 / (targets[2] + targets[3] + 1))
+            };
+            nr[stop] = 0;
+            nr[stop + 1] = 0;
+            for l in [other, other + 1] {
+                let scanned = targets[l] - nr[l];
+                nr[l] = targets[l] * (100 - percentage) / 100;
+                nr[l] -= nr[l].min(scanned);
+            }
+        }
+        sc.nr_reclaimed += nr_reclaimed;
+        if self.can_reclaim_anon() && self.inactive_is_low(m, list::INACTIVE_ANON) {
+            self.shrink_active_list(ctx, SWAP_CLUSTER_MAX, m, list::ACTIVE_ANON, sc);
+        }
+    }
+
+    /// shrink_active_list: deactivate from the tail of an active list. Referenced anon pages are
+    /// deactivated too (only executable file pages stay active); they get PG_workingset.
+    fn shrink_active_list(&mut self, ctx: &mut Ctx, n: u64, m: u16, which: u8, sc: &ScanControl) {
+        let mut moved = 0;
+        let mut taken = Vec::with_capacity(n as usize);
+        for _ in 0..n {
+            let Some(i) = self.memcgs[m as usize].lru[which as usize - 1].pop_tail(&mut self.pages) else { break };
+            taken.push(i);
+        }
+        let nr_taken = taken.len() as u64;
+        if !sc.cgroup_reclaim() {
+            self.vm.pgrefill += nr_taken;
+        }
+        self.memcgs[m as usize].events.pgrefill += nr_taken;
+        ctx.cpu(nr_taken * self.costs.scan_page_ns);
+        for i in taken {
+            let p = &mut self.pages[i as usize];
+            // folio_referenced clears the young bits as it reads them.
+            p.clear(pg::YOUNG | pg::ACTIVE);
+            p.set(pg::WORKINGSET);
+            self.memcgs[m as usize].lru[which as usize - 2].push_head(&mut self.pages, i);
+            moved += 1;
+        }
+        self.vm.pgdeactivate += moved;
+        self.memcgs[m as usize].events.pgdeactivate += moved;
+    }
+
+    /// shrink_inactive_list: isolate up to `n` from the tail and run shrink_folio_list.
+    fn shrink_inactive_list(&mut self, ctx: &mut Ctx, n: u64, m: u16, which: u8, sc: &mut ScanControl) -> u64 {
+        let file = which == list::INACTIVE_FILE;
+        let mut taken = Vec::with_capacity(n as usize);
+        for _ in 0..n {
+            let Some(i) = self.memcgs[m as usize].lru[which as usize - 1].pop_tail(&mut self.pages) else { break };
+            self.pages[i as usize].set(pg::ISOLATED);
+            taken.push(i);
+        }
+        let nr_scanned = taken.len() as u64;
+        if nr_scanned == 0 {
+            return 0;
+        }
+        sc.nr_scanned += nr_scanned;
+        match sc.kind {
+            Reclaimer::Kswapd => self.vm.pgscan_kswapd += nr_scanned,
+            Reclaimer::Direct => self.vm.pgscan_direct += nr_scanned,
+            Reclaimer::Memcg => {}
+        }
+        if file {
+            self.vm.pgscan_file += nr_scanned;
+        } else {
+            self.vm.pgscan_anon += nr_scanned;
+        }
+        {
+            let ev = &mut self.memcgs[m as usize].events;
+            ev.pgscan += nr_scanned;
+            match sc.kind {
+                Reclaimer::Kswapd => ev.pgscan_kswapd += nr_scanned,
+                _ => ev.pgscan_direct += nr_scanned,
+            }
+        }
+        ctx.cpu(nr_scanned * self.costs.scan_page_ns);
+
+        let mut nr_reclaimed = 0;
+        let mut nr_pageout = 0;
+        let mut nr_activate = 0;
+        for &i in &taken {
+            self.pages[i as usize].clear(pg::ISOLATED);
+            match self.shrink_folio(ctx, i, sc, &mut nr_pageout) {
+                Fate::Freed => nr_reclaimed += 1,
+                Fate::Keep => self.lru_add(i),
+                Fate::Activate => {
+                    self.pages[i as usize].set(pg::ACTIVE);
+                    nr_activate += 1;
+                    self.lru_add(i);
+                }
+            }
+        }
+        if nr_activate > 0 {
+            // move_folios_to_lru: active folios going back age the workingset clock.
+            self.age_nonresident(m, nr_activate);
+            self.vm.pgactivate += nr_activate;
+            self.memcgs[m as usize].events.pgactivate += nr_activate;
+        }
+        match sc.kind {
+            Reclaimer::Kswapd => self.vm.pgsteal_kswapd += nr_reclaimed,
+            Reclaimer::Direct => self.vm.pgsteal_direct += nr_reclaimed,
+            Reclaimer::Memcg => {}
+        }
+        if file {
+            self.vm.pgsteal_file += nr_reclaimed;
+        } else {
+            self.vm.pgsteal_anon += nr_reclaimed;
+        }
+        {
+            let ev = &mut self.memcgs[m as usize].events;
+            ev.pgsteal += nr_reclaimed;
+            match sc.kind {
+                Reclaimer::Kswapd => ev.pgsteal_kswapd += nr_reclaimed,
+                _ => ev.pgsteal_direct += nr_reclaimed,
+            }
+        }
+        self.lru_note_cost(m, file, nr_pageout, nr_scanned - nr_reclaimed);
+        nr_reclaimed
+    }
+
+    /// shrink_folio_list for one isolated anonymous folio (6.18 order, kernel-model.md §5.7).
+    fn shrink_folio(&mut self, ctx: &mut Ctx, i: u32, sc: &ScanControl, nr_pageout: &mut u64) -> Fate {
+        // Under writeback (a swap write in flight).
+        if self.pages[i as usize].has(pg::WRITEBACK) {
+            let v1_memcg = sc.cgroup_reclaim() && !self.cgroup_v2;
+            if !v1_memcg || !self.pages[i as usize].has(pg::RECLAIM) {
+                // Cases 1 and 2: kswapd's nr_immediate or everyone's nr_writeback → activate.
+                self.pages[i as usize].set(pg::RECLAIM);
+                return self.activate_locked(i);
+            }
+            // Case 3: v1 memcg reclaim waits for the write to finish, then retries the folio.
+            self.wait_on_writeback(ctx, i);
+        }
+
+        // folio_check_references.
+        let p = &mut self.pages[i as usize];
+        let referenced_ptes = p.has(pg::MAPPED) && p.has(pg::YOUNG);
+        p.clear(pg::YOUNG);
+        let referenced_folio = p.has(pg::REFERENCED);
+        p.clear(pg::REFERENCED);
+        if referenced_ptes {
+            p.set(pg::REFERENCED);
+            if referenced_folio {
+                return self.activate_locked(i);
+            }
+            return Fate::Keep;
+        }
+
+        // Anonymous, not yet in the swap cache: allocate a slot (folio_alloc_swap).
+        if !self.pages[i as usize].has(pg::SWAPCACHE) {
+            if !sc.may_swap {
+                return Fate::Keep;
+            }
+            ctx.cpu(self.costs.swap_alloc_ns);
+            let Some(slot) = self.swap.alloc_slot(i) else {
+                return self.activate_locked(i);
+            };
+            let m = self.pages[i as usize].memcg;
+            let p = &mut self.pages[i as usize];
+            p.slot = slot;
+            p.set(pg::SWAPCACHE | pg::DIRTY);
+            p.clear(pg::ZEROMAP | pg::ZSWAP | pg::SHADOW);
+            self.memcgs[m as usize].swap_pages += 1;
+            self.memcgs[m as usize].swapcached += 1;
+        }
+
+        // try_to_unmap: the PTE becomes a swap entry; a dirty PTE dirties the folio (DIRTY is
+        // already the folio's bit here).
+        self.pages[i as usize].clear(pg::MAPPED);
+
+        if self.pages[i as usize].has(pg::DIRTY) {
+            if !sc.may_writepage {
+                return Fate::Keep;
+            }
+            // pageout → swap_writeout.
+            let p = &mut self.pages[i as usize];
+            p.clear(pg::DIRTY);
+            p.set(pg::RECLAIM);
+            match self.swap_writeout(ctx, i) {
+                Writeout::Activate => {
+                    let p = &mut self.pages[i as usize];
+                    p.clear(pg::RECLAIM);
+                    p.set(pg::DIRTY);
+                    return self.activate_locked(i);
+                }
+                Writeout::Io => {
+                    self.vm.nr_vmscan_write += 1;
+                    *nr_pageout += 1;
+                    return Fate::Keep;
+                }
+                Writeout::Done => {
+                    self.vm.nr_vmscan_write += 1;
+                    *nr_pageout += 1;
+                    self.pages[i as usize].clear(pg::RECLAIM);
+                }
+            }
+        }
+
+        // __remove_mapping: leave a shadow in the swap cache and free the folio.
+        ctx.cpu(self.costs.reclaim_page_ns);
+        self.remove_from_swap_cache_for_reclaim(i);
+        Fate::Freed
+    }
+
+    /// activate_locked: free the swap slot of a swap-cache folio when swap is half full
+    /// (folio_free_swap), then activate.
+    fn activate_locked(&mut self, i: u32) -> Fate {
+        let p = &self.pages[i as usize];
+        if p.has(pg::SWAPCACHE) && !p.has(pg::WRITEBACK) && p.has(pg::MAPPED) && self.swap.vm_swap_full() {
+            self.folio_free_swap(i);
+        }
+        Fate::Activate
+    }
+
+    /// A clean, unmapped swap-cache folio leaves memory: shadow entry, uncharge, free frame.
+    fn remove_from_swap_cache_for_reclaim(&mut self, i: u32) {
+        let m = self.pages[i as usize].memcg;
+        self.workingset_eviction(i);
+        let p = &mut self.pages[i as usize];
+        // PG_referenced was already test-and-cleared by folio_check_references; the bit now
+        // belongs to the zswap entry if there is one.
+        p.clear(pg::RESIDENT | pg::SWAPCACHE | pg::ACTIVE | pg::YOUNG | pg::RECLAIM | pg::READAHEAD | pg::MAPPED);
+        self.memcgs[m as usize].swapcached -= 1;
+        self.nr_resident -= 1;
+        self.uncharge(m);
+        self.free_frame();
+    }
+
+    /// Direct reclaim from the page allocator (try_to_free_pages).
+    pub fn try_to_free_pages(&mut self, ctx: &mut Ctx) -> u64 {
+        let mut sc = ScanControl::new(Reclaimer::Direct, 0, SWAP_CLUSTER_MAX);
+        let saved = ctx.memalloc;
+        ctx.memalloc = true;
+        let r = self.do_try_to_free_pages(ctx, &mut sc);
+        ctx.memalloc = saved;
+        r
+    }
+
+    /// Memcg limit / memory.high reclaim (try_to_free_mem_cgroup_pages).
+    pub fn try_to_free_mem_cgroup_pages(&mut self, ctx: &mut Ctx, m: u16, nr_pages: u64) -> u64 {
+        let mut sc = ScanControl::new(Reclaimer::Memcg, m, nr_pages.max(SWAP_CLUSTER_MAX));
+        let saved = ctx.memalloc;
+        ctx.memalloc = true;
+        let r = self.do_try_to_free_pages(ctx, &mut sc);
+        ctx.memalloc = saved;
+        r
+    }
+
+    /// do_try_to_free_pages: priority 12 → 0 until the goal is met, then the force_deactivate
+    /// retry if active lists were skipped and nothing was reclaimed.
+    fn do_try_to_free_pages(&mut self, ctx: &mut Ctx, sc: &mut ScanControl) -> u64 {
+        loop {
+            if sc.kind == Reclaimer::Direct {
+                self.vm.allocstall_movable += 1;
+            }
+            sc.priority = DEF_PRIORITY;
+            loop {
+                sc.nr_scanned = 0;
+                self.shrink_node(ctx, sc);
+                if sc.nr_reclaimed >= sc.nr_to_reclaim {
+                    break;
+                }
+                if sc.priority < DEF_PRIORITY - 2 {
+                    sc.may_writepage = true;
+                }
+                if sc.priority == 0 {
+                    break;
+                }
+                sc.priority -= 1;
+            }
+            self.snapshot_refaults(sc.target);
+            if sc.nr_reclaimed > 0 {
+                return sc.nr_reclaimed;
+            }
+            if sc.skipped_deactivate && !sc.force_deactivate {
+                sc.force_deactivate = true;
+                sc.skipped_deactivate = false;
+                continue;
+            }
+            return 0;
+        }
+    }
+
+    /// shrink_node: every memcg of the target's subtree (pre-order), with shrink_slab after each
+    /// lruvec. Reclaimers other than kswapd resume a shared cursor and stop once the goal is met.
+    fn shrink_node(&mut self, ctx: &mut Ctx, sc: &mut ScanControl) {
+        self.prepare_scan_control(sc);
+        let start = sc.target;
+        let end = self.memcgs[start as usize].subtree_end;
+        let n = (end - start) as usize;
+        let partial = sc.kind != Reclaimer::Kswapd;
+        let first = if partial { self.reclaim_cursor[start as usize].max(start).min(end - 1) } else { start };
+        let before = sc.nr_reclaimed;
+        for k in 0..n {
+            let m = start + ((first - start) as usize + k) as u16 % (n as u16);
+            self.shrink_lruvec(ctx, m, sc);
+            self.shrink_slab(ctx, m, sc);
+            if partial && sc.nr_reclaimed >= sc.nr_to_reclaim {
+                self.reclaim_cursor[start as usize] = if m + 1 >= end { start } else { m + 1 };
+                break;
+            }
+        }
+        if sc.nr_reclaimed > before {
+            self.kswapd.failures = 0;
+        }
+    }
+
+    /// shrink_slab for memcg `m`: the zswap shrinker (memcg-aware) for every memcg, and the
+    /// zsmalloc compaction shrinker when `m` is the root.
+    fn shrink_slab(&mut self, ctx: &mut Ctx, m: u16, sc: &ScanControl) {
+        let freeable = self.zswap_shrinker_count(m);
+        if freeable > 0 {
+            let deferred = std::mem::take(&mut self.memcgs[m as usize].zswap_shrinker_deferred);
+            let scanned = self.do_shrink_slab(ctx, freeable, deferred, sc.priority, |mm, ctx, nr| {
+                mm.zswap_shrinker_scan(ctx, m, nr)
+            });
+            let delta = (freeable >> sc.priority) * 2;
+            let next = (deferred + delta).saturating_sub(scanned).min(2 * freeable);
+            self.memcgs[m as usize].zswap_shrinker_deferred = next;
+        }
+        if m == 0 {
+            let freeable = self.zswap.pool.compactable_pages();
+            if freeable > 0 {
+                let deferred = std::mem::take(&mut self.zswap.compact_deferred);
+                let scanned = self.do_shrink_slab(ctx, freeable, deferred, sc.priority, |mm, _ctx, _nr| {
+                    let freed = mm.zswap.pool.compact();
+                    mm.nr_free += freed;
+                    if freed > 0 {
+                        Some(freed)
+                    } else {
+                        None
+                    }
+                });
+                let delta = (freeable >> sc.priority) * 2;
+                self.zswap.compact_deferred = (deferred + delta).saturating_sub(scanned).min(2 * freeable);
+            }
+        }
+    }
+
+    /// do_shrink_slab arithmetic (seeks = DEFAULT_SEEKS, batch = SHRINK_BATCH). `scan` returns
+    /// None for SHRINK_STOP. Returns the objects scanned.
+    fn do_shrink_slab(
+        &mut self,
+        ctx: &mut Ctx,
+        freeable: u64,
+        deferred: u64,
+        priority: i32,
+        mut scan: impl FnMut(&mut Mm, &mut Ctx, u64) -> Option<u64>,
+    ) -> u64 {
+        let delta = (freeable >> priority) * 4 / 2;
+        let mut total = ((deferred >> priority) + delta).min(2 * freeable);
+        let mut scanned = 0;
+        while total >= SHRINK_BATCH || total >= freeable {
+            let nr = total.min(SHRINK_BATCH);
+            if scan(self, ctx, nr).is_none() {
+                break;
+            }
+            self.vm.slabs_scanned += nr;
+            total -= nr;
+            scanned += nr;
+            if total == 0 {
+                break;
+            }
+        }
+        scanned
+    }
+
+    /// One balance_pgdat priority pass; kswapd reschedules itself until the node is balanced.
+    pub fn kswapd_step(&mut self, ctx: &mut Ctx) {
+        if self.nr_free >= self.wmark_high {
+            self.kswapd_finish_run(ctx);
+            return;
+        }
+        let mut sc = ScanControl::new(Reclaimer::Kswapd, 0, self.wmark_high.max(SWAP_CLUSTER_MAX));
+        sc.priority = self.kswapd.priority;
+        // kswapd_age_node: keep the inactive anon list from running empty.
+        if self.can_reclaim_anon() && self.inactive_is_low(0, list::INACTIVE_ANON) {
+            for m in 0..self.memcgs.len() as u16 {
+                self.shrink_active_list(ctx, SWAP_CLUSTER_MAX, m, list::ACTIVE_ANON, &sc);
+            }
+        }
+        self.shrink_node(ctx, &mut sc);
+        let raise_priority = sc.nr_scanned < sc.nr_to_reclaim;
+        self.kswapd.nr_reclaimed += sc.nr_reclaimed;
+        if raise_priority || sc.nr_reclaimed == 0 {
+            self.kswapd.priority -= 1;
+        }
+        if self.kswapd.priority < 1 {
+            self.kswapd_finish_run(ctx);
+        } else {
+            self.kswapd.clock = ctx.now;
+            self.queue.push(ctx.now, EventKind::Kswapd);
+        }
+    }
+
+    /// End of balance_pgdat, then kswapd_try_to_sleep: sleep if balanced or hopeless,
+    /// otherwise start another run.
+    fn kswapd_finish_run(&mut self, ctx: &mut Ctx) {
+        if self.kswapd.nr_reclaimed == 0 {
+            self.kswapd.failures += 1;
+        }
+        self.snapshot_refaults(0);
+        self.kswapd.clock = ctx.now;
+        if self.nr_free >= self.wmark_high || self.kswapd.failures >= MAX_RECLAIM_RETRIES {
+            self.kswapd.running = false;
+            return;
+        }
+        self.vm.pageoutrun += 1;
+        self.kswapd.priority = DEF_PRIORITY;
+        self.kswapd.nr_reclaimed = 0;
+        self.queue.push(ctx.now, EventKind::Kswapd);
+    }
+
+    /// The page allocator for one order-0 user page (__alloc_pages): low watermark fast path,
+    /// wake kswapd, min watermark, then direct reclaim up to MAX_RECLAIM_RETRIES rounds without
+    /// progress. Allocations inside reclaim (PF_MEMALLOC) may use the reserves.
+    pub fn alloc_frame(&mut self, ctx: &mut Ctx) -> bool {
+        if self.nr_free > self.wmark_low {
+            self.nr_free -= 1;
+            return true;
+        }
+        self.wakeup_kswapd(ctx.now);
+        if self.nr_free > self.wmark_min || (ctx.memalloc && self.nr_free > 0) {
+            self.nr_free -= 1;
+            return true;
+        }
+        // kswapd and everything already inside reclaim must not recurse into direct reclaim.
+        if ctx.memalloc || ctx.actor == Actor::Kswapd {
+            return false;
+        }
+        let mut no_progress = 0;
+        while no_progress < MAX_RECLAIM_RETRIES {
+            let got = self.try_to_free_pages(ctx);
+            if self.nr_free > self.wmark_min {
+                self.nr_free -= 1;
+                return true;
+            }
+            if got == 0 {
+                no_progress += 1;
+            }
+        }
+        false
+    }
+
+    pub fn free_frame(&mut self) {
+        self.nr_free += 1;
+    }
+
+    /// Reclaim waits on a folio's writeback (v1 memcg reclaim, case 3): complete the device's
+    /// writes up to and including this one at their completion time.
+    fn wait_on_writeback(&mut self, ctx: &mut Ctx, i: u32) {
+        let slot = self.pages[i as usize].slot;
+        debug_assert_ne!(slot, NONE);
+        let d = self.swap.dev_of(slot);
+        while let Some((done, page)) = self.swap.devs[d].inflight.pop_front() {
+            ctx.wait_until(done);
+            self.end_swap_writeback(page);
+            if page == i {
+                break;
+            }
+        }
+    }
+}

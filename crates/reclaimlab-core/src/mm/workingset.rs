@@ -1,0 +1,57 @@
+//! Workingset detection for anonymous pages (mm/workingset.c, classic LRU, 6.12 ≈ 6.18):
+//! workingset_eviction leaves a shadow with the lruvec's nonresident_age; workingset_refault
+//! compares the refault distance with the workingset size and activates the new folio.
+//!
+//! Simplifications: shadows keep the low 32 bits of the clock (no bucket_order: a simulated
+//! machine's clock never wraps 2^32 evictions within one refault distance in practice); the
+//! eviction memcg is the page's own memcg (no reparenting).
+
+use super::page::{list, pg};
+use super::Mm;
+
+impl Mm {
+    /// workingset_eviction: store the clock in the page's shadow and advance the clock.
+    pub fn workingset_eviction(&mut self, i: u32) {
+        let m = self.pages[i as usize].memcg;
+        let clock = self.memcgs[m as usize].nonresident_age;
+        let p = &mut self.pages[i as usize];
+        p.shadow = clock as u32;
+        p.set(pg::SHADOW);
+        self.age_nonresident(m, 1);
+    }
+
+    /// workingset_refault for a swap-in that found a shadow: counts the refault and decides
+    /// whether the new folio starts active. Returns true if it was activated.
+    pub fn workingset_refault(&mut self, i: u32) -> bool {
+        let (m, shadow, was_workingset) = {
+            let p = &self.pages[i as usize];
+            (p.memcg, p.shadow, p.has(pg::WORKINGSET))
+        };
+        self.vm.workingset_refault_anon += 1;
+        self.memcgs[m as usize].events.workingset_refault_anon += 1;
+        let now = self.memcgs[m as usize].nonresident_age as u32;
+        let distance = now.wrapping_sub(shadow) as u64;
+        // Anon refault: active_file + inactive_file + (swap available ? active_anon : 0).
+        let mut workingset_size = self.lru_size_tree(m, list::ACTIVE_FILE) + self.lru_size_tree(m, list::INACTIVE_FILE);
+        if self.swap.nr_swap_pages > 0 {
+            workingset_size += self.lru_size_tree(m, list::ACTIVE_ANON);
+        }
+        // The new folio gets PG_workingset back only if the refault activates it.
+        self.pages[i as usize].clear(pg::SHADOW | pg::WORKINGSET);
+        if distance > workingset_size {
+            return false;
+        }
+        self.pages[i as usize].set(pg::ACTIVE);
+        self.age_nonresident(m, 1);
+        self.vm.workingset_activate_anon += 1;
+        self.memcgs[m as usize].events.workingset_activate_anon += 1;
+        if was_workingset {
+            // The page record kept PG_workingset across eviction: that is the shadow's bit.
+            self.pages[i as usize].set(pg::WORKINGSET);
+            self.vm.workingset_restore_anon += 1;
+            self.memcgs[m as usize].events.workingset_restore_anon += 1;
+            self.lru_note_cost(m, false, 1, 0);
+        }
+        true
+    }
+}

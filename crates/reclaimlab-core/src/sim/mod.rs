@@ -1,0 +1,89 @@
+//! Virtual time and the event queue.
+//!
+//! Time is integer nanoseconds. Events are ordered by (time, priority, sequence): ties at the
+//! same time go by priority, then FIFO by insertion, so a run is a pure function of its inputs.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+pub type Time = u64;
+
+pub const NSEC_PER_USEC: u64 = 1_000;
+pub const NSEC_PER_MSEC: u64 = 1_000_000;
+pub const NSEC_PER_SEC: u64 = 1_000_000_000;
+/// CONFIG_HZ of the target kernel (250): one jiffy is 4 ms.
+pub const HZ: u64 = 250;
+pub const JIFFY_NS: u64 = NSEC_PER_SEC / HZ;
+
+/// What happens when an event fires.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum EventKind {
+    /// Swap device `0` completes every request due by now.
+    DeviceDone(u16),
+    /// kswapd runs one balance_pgdat priority pass.
+    Kswapd,
+    /// The zswap shrink worker runs one step.
+    ZswapWorker,
+    /// Process `0` runs for up to one quantum.
+    Process(u32),
+}
+
+impl EventKind {
+    /// Completions first (they make pages reclaimable), then kernel threads, then user tasks.
+    fn priority(self) -> u8 {
+        match self {
+            EventKind::DeviceDone(_) => 0,
+            EventKind::Kswapd => 1,
+            EventKind::ZswapWorker => 2,
+            EventKind::Process(_) => 3,
+        }
+    }
+}
+
+#[derive(Default)]
+pub struct EventQueue {
+    heap: BinaryHeap<Reverse<(Time, u8, u64, EventKind)>>,
+    seq: u64,
+}
+
+impl EventQueue {
+    pub fn push(&mut self, time: Time, kind: EventKind) {
+        self.seq += 1;
+        self.heap.push(Reverse((time, kind.priority(), self.seq, kind)));
+    }
+
+    pub fn pop(&mut self) -> Option<(Time, EventKind)> {
+        self.heap.pop().map(|Reverse((t, _, _, k))| (t, k))
+    }
+
+    pub fn peek_time(&self) -> Option<Time> {
+        self.heap.peek().map(|Reverse((t, ..))| *t)
+    }
+
+    pub fn len(&self) -> usize {
+        self.heap.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.heap.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ties_break_by_priority_then_fifo() {
+        let mut q = EventQueue::default();
+        q.push(10, EventKind::Process(1));
+        q.push(10, EventKind::Process(0));
+        q.push(10, EventKind::Kswapd);
+        q.push(5, EventKind::Process(7));
+        assert_eq!(q.pop(), Some((5, EventKind::Process(7))));
+        assert_eq!(q.pop(), Some((10, EventKind::Kswapd)));
+        assert_eq!(q.pop(), Some((10, EventKind::Process(1))));
+        assert_eq!(q.pop(), Some((10, EventKind::Process(0))));
+        assert_eq!(q.pop(), None);
+    }
+}

@@ -1,0 +1,474 @@
+//! zswap as of 6.18 (mm/zswap.c; kernel-model.md §9): store, load, invalidate, writeback, the
+//! pool limit with its accept-threshold hysteresis, the global shrink worker, and the
+//! memory-pressure shrinker. zsmalloc is called directly (6.18 removed zpool).
+//!
+//! Simplified: one node (so shrink_memcg walks one LRU item per call); one pool (the
+//! compressor never changes during a run); the entry's memcg is the page's memcg; no large
+//! folios; compressor errors other than "output ≥ PAGE_SIZE" do not occur (real codecs on
+//! 4 KiB inputs with a 2-page buffer); allocation failures happen only when no page is free.
+
+use crate::compress::Codec;
+use crate::mm::page::{list, pg, NONE};
+use crate::mm::{Ctx, Mm, MAX_RECLAIM_RETRIES, PAGE_SIZE};
+use crate::policy::{Incompressible, SameFilled};
+use crate::sim::{EventKind, Time};
+use crate::stats::ZswapEvents;
+use crate::zpool::Zpool;
+
+/// Why one writeback attempt failed (the kernel's errno).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WbError {
+    /// -EEXIST: the slot already has a swap-cache folio (a racing swap-in).
+    Exist,
+    /// -ENOMEM: no folio could be allocated or charged, or the entry was invalidated.
+    NoMem,
+}
+
+/// What shrink_memcg_cb did with the entry at the LRU head.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Visit {
+    /// Second chance: referenced bit cleared, entry rotated.
+    Rotated,
+    WrittenBack,
+    Failed(WbError),
+}
+
+/// shrink_memcg's result.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ShrinkResult {
+    Ok,
+    /// -ENOENT: writeback disabled or nothing on this memcg's LRU.
+    NoEnt,
+    /// -EAGAIN: visited entries, wrote none back.
+    Again,
+}
+
+/// The global shrink worker's loop state (shrink_worker's locals).
+#[derive(Clone, Copy, Debug, Default)]
+struct WorkerRun {
+    thr: u64,
+    failures: u32,
+    attempts: u32,
+}
+
+pub struct Zswap {
+    pub enabled: bool,
+    pub codec: Codec,
+    pub max_pool_percent: u64,
+    pub accept_threshold_percent: u64,
+    pub shrinker_enabled: bool,
+    pub pool: Box<dyn Zpool>,
+    /// zswap_pool_reached_full.
+    pub reached_full: bool,
+    pub stored_pages: u64,
+    pub stored_incompressible_pages: u64,
+    /// ≤6.11 same_filled_pages gauge.
+    pub same_filled_pages: u64,
+    pub ev: ZswapEvents,
+    /// zswap_next_shrink: the worker's memcg cursor (None = before the first memcg).
+    next_shrink: Option<u16>,
+    worker_pending: bool,
+    worker: Option<WorkerRun>,
+    pub worker_clock: Time,
+    /// The zsmalloc compaction shrinker's deferred count.
+    pub compact_deferred: u64,
+}
+
+impl Zswap {
+    pub fn new(
+        enabled: bool,
+        codec: Codec,
+        max_pool_percent: u64,
+        accept_threshold_percent: u64,
+        shrinker_enabled: bool,
+        pool: Box<dyn Zpool>,
+    ) -> Zswap {
+        Zswap {
+            enabled,
+            codec,
+            max_pool_percent,
+            accept_threshold_percent,
+            shrinker_enabled,
+            pool,
+            reached_full: false,
+            stored_pages: 0,
+            stored_incompressible_pages: 0,
+            same_filled_pages: 0,
+            ev: ZswapEvents::default(),
+            next_shrink: None,
+            worker_pending: false,
+            worker: None,
+            worker_clock: 0,
+            compact_deferred: 0,
+        }
+    }
+}
+
+impl Mm {
+    /// zswap_max_pages: totalram × max_pool_percent / 100.
+    pub fn zswap_max_pages(&self) -> u64 {
+        self.totalram * self.zswap.max_pool_percent / 100
+    }
+
+    /// zswap_accept_thr_pages: max_pages × accept_threshold_percent / 100.
+    pub fn zswap_accept_thr_pages(&self) -> u64 {
+        self.zswap_max_pages() * self.zswap.accept_threshold_percent / 100
+    }
+
+    /// zswap_check_limits: pool_limit_hit counts store attempts at or over the limit; the
+    /// reached_full flag clears only once the pool is back at the accept threshold.
+    pub fn zswap_check_limits(&mut self) -> bool {
+        let cur = self.zswap.pool.total_pages();
+        let max = self.zswap_max_pages();
+        if cur >= max {
+            self.zswap.ev.pool_limit_hit += 1;
+            self.zswap.reached_full = true;
+        } else if self.zswap.reached_full && cur <= self.zswap_accept_thr_pages() {
+            self.zswap.reached_full = false;
+        }
+        self.zswap.reached_full
+    }
+
+    /// zs_malloc with the pool's page growth taken from the free pages.
+    fn zswap_pool_malloc(&mut self, len: u32) -> Option<u32> {
+        let before = self.zswap.pool.total_pages();
+        let h = self.zswap.pool.malloc(len).ok()?;
+        let grew = self.zswap.pool.total_pages() - before;
+        if grew > self.nr_free {
+            self.zswap.pool.free(h);
+            return None;
+        }
+        self.nr_free -= grew;
+        Some(h)
+    }
+
+    fn zswap_pool_free(&mut self, h: u32) {
+        let before = self.zswap.pool.total_pages();
+        self.zswap.pool.free(h);
+        self.nr_free += before - self.zswap.pool.total_pages();
+    }
+
+    /// zswap_store for an order-0 folio. True if stored (the caller frees the folio).
+    pub fn zswap_store(&mut self, ctx: &mut Ctx, i: u32) -> bool {
+        if !self.zswap.enabled {
+            return false;
+        }
+        let m = self.pages[i as usize].memcg;
+        let stored = self.zswap_store_inner(ctx, i, m);
+        if !stored && self.zswap.reached_full {
+            self.queue_shrink_worker(ctx.now);
+        }
+        stored
+    }
+
+    fn zswap_store_inner(&mut self, ctx: &mut Ctx, i: u32, m: u16) -> bool {
+        if !self.memcg_may_zswap(m) && self.shrink_memcg(ctx, m) != ShrinkResult::Ok {
+            return false;
+        }
+        if self.zswap_check_limits() {
+            return false;
+        }
+        ctx.cpu(self.costs.zswap_entry_ns);
+        let v = self.variant(i);
+        let (same, dlen) = {
+            let r = self.region_of(i);
+            (r.same_filled[v], r.zlen[v] as u32)
+        };
+        if self.switches.same_filled == SameFilled::Zswap && same {
+            // ≤6.11: a length-0 entry, no zpool memory, not on the LRU.
+            let p = &mut self.pages[i as usize];
+            p.set(pg::ZSWAP);
+            p.zlen = 0;
+            p.handle = NONE;
+            self.zswap.stored_pages += 1;
+            self.zswap.same_filled_pages += 1;
+            self.count_zswpout(m);
+            return true;
+        }
+        ctx.cpu(self.costs.compress_ns(self.zswap.codec));
+        let len = if dlen >= PAGE_SIZE as u32 {
+            match self.switches.incompressible {
+                Incompressible::StoreRaw if self.zswap_writeback_enabled(m) => PAGE_SIZE as u32,
+                Incompressible::StoreRaw => {
+                    self.zswap.ev.reject_compress_fail += 1;
+                    return false;
+                }
+                // zsmalloc takes at most PAGE_SIZE: a larger output is -ENOSPC.
+                Incompressible::Reject if dlen > PAGE_SIZE as u32 => {
+                    self.zswap.ev.reject_compress_poor += 1;
+                    return false;
+                }
+                Incompressible::Reject => dlen,
+            }
+        } else {
+            dlen
+        };
+        let Some(h) = self.zswap_pool_malloc(len) else {
+            self.zswap.ev.reject_alloc_fail += 1;
+            return false;
+        };
+        if len == PAGE_SIZE as u32 {
+            ctx.cpu(self.costs.zswap_copy_ns);
+            self.zswap.stored_incompressible_pages += 1;
+        }
+        self.zswap.stored_pages += 1;
+        let p = &mut self.pages[i as usize];
+        p.set(pg::ZSWAP | pg::REFERENCED);
+        p.handle = h;
+        p.zlen = len as u16;
+        // Entries join the LRU tail and are walked from the head (oldest first).
+        self.memcgs[m as usize].zswap_lru.push_tail(&mut self.pages, i);
+        self.charge_zswap(m, len as u64);
+        self.count_zswpout(m);
+        true
+    }
+
+    fn count_zswpout(&mut self, m: u16) {
+        self.vm.zswpout += 1;
+        self.memcgs[m as usize].events.zswpout += 1;
+    }
+
+    /// zswap_entry_free: unlink, free the object, uncharge.
+    fn zswap_entry_free(&mut self, i: u32) {
+        let p = self.pages[i as usize];
+        debug_assert!(p.has(pg::ZSWAP));
+        let m = p.memcg;
+        if p.list == list::ZSWAP {
+            self.memcgs[m as usize].zswap_lru.remove(&mut self.pages, i);
+        }
+        if p.handle != NONE {
+            self.zswap_pool_free(p.handle);
+            self.uncharge_zswap(m, p.zlen as u64);
+            if p.zlen as u64 == PAGE_SIZE {
+                self.zswap.stored_incompressible_pages -= 1;
+            }
+        } else {
+            self.zswap.same_filled_pages -= 1;
+        }
+        self.zswap.stored_pages -= 1;
+        let p = &mut self.pages[i as usize];
+        p.clear(pg::ZSWAP | pg::REFERENCED);
+        p.handle = NONE;
+        p.zlen = 0;
+    }
+
+    /// zswap_invalidate: the swap slot is being freed.
+    pub fn zswap_invalidate(&mut self, i: u32) {
+        if self.pages[i as usize].has(pg::ZSWAP) {
+            self.zswap_entry_free(i);
+        }
+    }
+
+    /// zswap_load into a newly allocated swap-cache folio: decompress, count zswpin, free the
+    /// entry (loads are exclusive) and dirty the folio.
+    pub fn zswap_load(&mut self, ctx: &mut Ctx, i: u32) -> bool {
+        let p = self.pages[i as usize];
+        if !p.has(pg::ZSWAP) {
+            return false;
+        }
+        ctx.cpu(self.costs.zswap_entry_ns);
+        if p.handle != NONE {
+            if p.zlen as u64 == PAGE_SIZE {
+                ctx.cpu(self.costs.zswap_copy_ns);
+            } else {
+                ctx.cpu(self.costs.decompress_ns(self.zswap.codec));
+            }
+        }
+        self.vm.zswpin += 1;
+        self.memcgs[p.memcg as usize].events.zswpin += 1;
+        self.zswap_entry_free(i);
+        self.pages[i as usize].set(pg::DIRTY);
+        true
+    }
+
+    /// zswap_writeback_entry: bring the entry into a new swap-cache folio and write it to the
+    /// swap device. The folio goes on the inactive LRU with PG_reclaim, so the end of the write
+    /// rotates it to the tail and the next scan frees it without IO.
+    fn zswap_writeback_entry(&mut self, ctx: &mut Ctx, i: u32) -> Result<(), WbError> {
+        let p = self.pages[i as usize];
+        if p.has(pg::RESIDENT) {
+            return Err(WbError::Exist);
+        }
+        if !self.alloc_frame(ctx) {
+            return Err(WbError::NoMem);
+        }
+        let m = p.memcg;
+        if self.try_charge(ctx, m).is_err() {
+            self.free_frame();
+            return Err(WbError::NoMem);
+        }
+        self.commit_charge(m);
+        ctx.cpu(self.costs.swapin_page_ns);
+        if p.zlen as u64 == PAGE_SIZE {
+            ctx.cpu(self.costs.zswap_copy_ns);
+        } else if p.handle != NONE {
+            ctx.cpu(self.costs.decompress_ns(self.zswap.codec));
+        }
+        // The entry leaves the zswap LRU before the folio joins the memory LRU: one set of links.
+        self.zswap_entry_free(i);
+        self.vm.zswpwb += 1;
+        self.memcgs[m as usize].events.zswpwb += 1;
+        self.pages[i as usize].set(pg::RESIDENT | pg::SWAPCACHE);
+        self.memcgs[m as usize].swapcached += 1;
+        self.nr_resident += 1;
+        if self.pages[i as usize].has(pg::SHADOW) {
+            self.workingset_refault(i);
+        }
+        self.lru_add(i);
+        self.pages[i as usize].set(pg::RECLAIM);
+        self.swap_writepage(ctx, i);
+        Ok(())
+    }
+
+    /// shrink_memcg_cb on the entry at the head of memcg `m`'s zswap LRU.
+    fn shrink_memcg_cb(&mut self, ctx: &mut Ctx, m: u16) -> Option<Visit> {
+        let e = self.memcgs[m as usize].zswap_lru.head;
+        if e == NONE {
+            return None;
+        }
+        // Rotate first: failures leave the entry rotated, successes unlink it anyway.
+        self.memcgs[m as usize].zswap_lru.remove(&mut self.pages, e);
+        self.memcgs[m as usize].zswap_lru.push_tail(&mut self.pages, e);
+        if self.pages[e as usize].has(pg::REFERENCED) {
+            self.pages[e as usize].clear(pg::REFERENCED);
+            ctx.cpu(self.costs.zswap_lru_visit_ns);
+            return Some(Visit::Rotated);
+        }
+        match self.zswap_writeback_entry(ctx, e) {
+            Ok(()) => {
+                self.zswap.ev.written_back_pages += 1;
+                Some(Visit::WrittenBack)
+            }
+            Err(err) => {
+                self.zswap.ev.reject_reclaim_fail += 1;
+                Some(Visit::Failed(err))
+            }
+        }
+    }
+
+    /// shrink_memcg: walk one LRU item (one node, nr_to_walk = 1 in 6.10–6.18).
+    pub fn shrink_memcg(&mut self, ctx: &mut Ctx, m: u16) -> ShrinkResult {
+        if !self.zswap_writeback_enabled(m) {
+            return ShrinkResult::NoEnt;
+        }
+        match self.shrink_memcg_cb(ctx, m) {
+            None => ShrinkResult::NoEnt,
+            Some(Visit::WrittenBack) => ShrinkResult::Ok,
+            Some(_) => ShrinkResult::Again,
+        }
+    }
+
+    /// queue_work(shrink_wq, &zswap_shrink_work): one instance at a time; queueing while it is
+    /// pending does nothing, while it runs makes it run again afterwards.
+    pub fn queue_shrink_worker(&mut self, now: Time) {
+        if self.zswap.worker_pending {
+            return;
+        }
+        self.zswap.worker_pending = true;
+        if self.zswap.worker.is_none() {
+            self.zswap.worker_clock = self.zswap.worker_clock.max(now);
+            self.queue.push(self.zswap.worker_clock, EventKind::ZswapWorker);
+        }
+    }
+
+    pub fn zswap_worker_busy(&self) -> bool {
+        self.zswap.worker.is_some() || self.zswap.worker_pending
+    }
+
+    /// One iteration of shrink_worker's loop (6.12–6.18): advance the memcg cursor (pre-order,
+    /// root included), shrink that memcg; memcgs with nothing to write back are skipped for
+    /// free; abort after MAX_RECLAIM_RETRIES failures or fruitless tree walks; stop at the
+    /// accept threshold.
+    pub fn zswap_worker_step(&mut self, ctx: &mut Ctx) {
+        let mut run = match self.zswap.worker {
+            Some(r) => r,
+            None => {
+                self.zswap.worker_pending = false;
+                WorkerRun { thr: self.zswap_accept_thr_pages(), failures: 0, attempts: 0 }
+            }
+        };
+        let next = match self.zswap.next_shrink {
+            None => Some(0u16),
+            Some(c) if (c as usize) + 1 < self.memcgs.len() => Some(c + 1),
+            Some(_) => None,
+        };
+        self.zswap.next_shrink = next;
+        let mut done = false;
+        match next {
+            None => {
+                if run.attempts == 0 {
+                    run.failures += 1;
+                    done = run.failures == MAX_RECLAIM_RETRIES;
+                }
+                run.attempts = 0;
+            }
+            Some(m) => {
+                let ret = self.shrink_memcg(ctx, m);
+                if ret != ShrinkResult::NoEnt {
+                    run.attempts += 1;
+                    if ret != ShrinkResult::Ok {
+                        run.failures += 1;
+                        done = run.failures == MAX_RECLAIM_RETRIES;
+                    }
+                }
+            }
+        }
+        ctx.cpu(self.costs.zswap_lru_visit_ns);
+        self.zswap.worker_clock = ctx.now;
+        if !done && self.zswap.pool.total_pages() > run.thr {
+            self.zswap.worker = Some(run);
+            self.queue.push(ctx.now, EventKind::ZswapWorker);
+            return;
+        }
+        self.zswap.worker = None;
+        if self.zswap.worker_pending {
+            self.queue.push(ctx.now, EventKind::ZswapWorker);
+        }
+    }
+
+    /// zswap_shrinker_count (6.12–6.18) for memcg `m` (one node).
+    pub fn zswap_shrinker_count(&mut self, m: u16) -> u64 {
+        if !self.zswap.shrinker_enabled || !self.zswap_writeback_enabled(m) {
+            return 0;
+        }
+        // memcg ZSWAP_B / ZSWAPPED are cgroup-v2 statistics: zero on v1, so the shrinker is inert.
+        let (bytes, nr_stored) = self.zswap_tree(m);
+        if nr_stored == 0 {
+            return 0;
+        }
+        let nr_backing = bytes / PAGE_SIZE;
+        let mut nr_freeable = self.memcgs[m as usize].zswap_lru.len;
+        if nr_freeable == 0 {
+            return 0;
+        }
+        // Protect as many entries as there were recent disk swap-ins.
+        let swapins = self.memcgs[m as usize].nr_disk_swapins;
+        let take = swapins.min(nr_freeable);
+        self.memcgs[m as usize].nr_disk_swapins = swapins - take;
+        nr_freeable -= take;
+        if nr_freeable == 0 {
+            return 0;
+        }
+        // mult_frac(nr_freeable, nr_backing, nr_stored).
+        let q = nr_freeable / nr_stored;
+        let r = nr_freeable % nr_stored;
+        q * nr_backing + r * nr_backing / nr_stored
+    }
+
+    /// zswap_shrinker_scan: walk `nr_to_scan` entries of memcg `m`'s LRU. None = SHRINK_STOP.
+    pub fn zswap_shrinker_scan(&mut self, ctx: &mut Ctx, m: u16, nr_to_scan: u64) -> Option<u64> {
+        if !self.zswap.shrinker_enabled || !self.zswap_writeback_enabled(m) {
+            return None;
+        }
+        let mut freed = 0;
+        for _ in 0..nr_to_scan {
+            match self.shrink_memcg_cb(ctx, m) {
+                None => break,
+                Some(Visit::WrittenBack) => freed += 1,
+                Some(Visit::Failed(WbError::Exist)) => return None,
+                Some(_) => {}
+            }
+        }
+        (freed > 0).then_some(freed)
+    }
+}

@@ -1,0 +1,49 @@
+use crate::common::*;
+
+#[test]
+fn same_seed_same_result() {
+    let v = scenario(&[("a", 600, "text"), ("b", 600, "random")], 20_000, 900, true, false);
+    let a = run(&v);
+    let b = run(&v);
+    assert_eq!(a.counters, b.counters);
+    assert_eq!(serde_json::to_string(&a.phases).unwrap(), serde_json::to_string(&b.phases).unwrap());
+}
+
+#[test]
+fn different_seed_different_access_order() {
+    let v = scenario(&[("a", 600, "text"), ("b", 600, "random")], 20_000, 900, true, false);
+    let mut w = v.clone();
+    w["seed"] = serde_json::json!(8);
+    assert_ne!(run(&v).counters, run(&w).counters);
+}
+
+/// Every page is in exactly one place after every event of a long run with swap, zswap at its
+/// pool limit (worker writeback), readahead and the zeromap all active (cgroup v1 limit).
+#[test]
+fn page_conservation_every_event_v1() {
+    let mut v = scenario(&[("a", 1000, "text"), ("b", 2500, "random"), ("z", 300, "zero")], 60_000, 1200, true, false);
+    v["kernel"]["zswap"]["max_pool_percent"] = serde_json::json!(1);
+    // Writes free the swap copies of pages (write faults free the slot), so pages keep
+    // returning to zswap and the pool stays at its limit.
+    v["processes"][0]["phases"][3]["phase"]["write_percent"] = serde_json::json!(50);
+    let mut s = build(&v);
+    s.set_check_interval(1);
+    let r = s.run_to_end();
+    assert!(counter(&r, "vmstat.zswpwb") > 0, "the run should exercise writeback");
+    assert!(counter(&r, "vmstat.swpout_zero") > 0);
+    assert!(counter(&r, "vmstat.pswpin") > 0);
+    s.check_conservation().unwrap();
+}
+
+/// The same under cgroup v2 memory.high with the zswap shrinker on.
+#[test]
+fn page_conservation_every_event_v2_shrinker() {
+    let mut v = scenario(&[("a", 1500, "text"), ("b", 1500, "random"), ("z", 300, "zero")], 30_000, 1200, true, true);
+    v["kernel"]["zswap"]["shrinker_enabled"] = serde_json::json!(true);
+    let mut s = build(&v);
+    s.set_check_interval(1);
+    let r = s.run_to_end();
+    assert!(counter(&r, "vmstat.zswpwb") > 0, "the shrinker should write back");
+    assert!(counter(&r, "memcg[/t].memory.events.high") > 0);
+    s.check_conservation().unwrap();
+}

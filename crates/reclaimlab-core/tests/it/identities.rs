@@ -1,0 +1,65 @@
+//! kernel-model.md §14.3: identities observed on the live 6.18.44 machine.
+use crate::common::*;
+
+#[test]
+fn zswap_only_memcg_reclaim_identities() {
+    // Pool limit far away: everything goes to zswap or the zeromap, nothing to disk.
+    let v = scenario(&[("t", 2000, "text"), ("z", 200, "zero"), ("r", 500, "random")], 40_000, 1800, true, false);
+    let r = run(&v);
+    assert_eq!(counter(&r, "vmstat.pswpout"), 0);
+    assert_eq!(counter(&r, "vmstat.pswpin"), 0);
+    assert!(counter(&r, "vmstat.zswpout") > 0);
+    // 1. nr_vmscan_write = zswpout + swpout_zero.
+    assert_eq!(counter(&r, "vmstat.nr_vmscan_write"), counter(&r, "vmstat.zswpout") + counter(&r, "vmstat.swpout_zero"));
+    // 2. workingset_refault_anon = zswpin + swpin_zero.
+    assert_eq!(counter(&r, "vmstat.workingset_refault_anon"), counter(&r, "vmstat.zswpin") + counter(&r, "vmstat.swpin_zero"));
+    // 3. swap_ra = workingset_refault_anon - pgmajfault(memcg): every swapped-in page that was
+    //    not the faulting one was read ahead.
+    assert_eq!(
+        counter(&r, "vmstat.swap_ra"),
+        counter(&r, "vmstat.workingset_refault_anon") - counter(&r, "memcg[/t].memory.stat.pgmajfault")
+    );
+    // 4. Pure memcg limit reclaim moves no global reclaim counter.
+    assert!(counter(&r, "vmstat.pgscan_anon") > 0);
+    assert_eq!(counter(&r, "vmstat.pgscan_kswapd"), 0);
+    assert_eq!(counter(&r, "vmstat.pgscan_direct"), 0);
+    assert_eq!(counter(&r, "vmstat.allocstall_movable"), 0);
+    // Incompressible pages are stored as-is in 6.18.
+    assert!(counter(&r, "zswap.stored_incompressible_pages") > 0);
+    assert_eq!(counter(&r, "zswap.reject_compress_poor"), 0);
+}
+
+#[test]
+fn swap_only_reads_from_disk() {
+    let v = scenario(&[("t", 2000, "text"), ("r", 500, "random")], 30_000, 1800, false, false);
+    let r = run(&v);
+    assert!(counter(&r, "vmstat.pswpin") > 0);
+    assert!(counter(&r, "vmstat.pswpout") > 0);
+    assert_eq!(counter(&r, "vmstat.zswpin"), 0);
+    assert_eq!(counter(&r, "vmstat.zswpout"), 0);
+    // pgpgin/pgpgout are KB: 4 per swapped page.
+    assert_eq!(counter(&r, "vmstat.pgpgin"), 4 * counter(&r, "vmstat.pswpin"));
+    assert_eq!(counter(&r, "vmstat.pgpgout"), 4 * counter(&r, "vmstat.pswpout"));
+}
+
+#[test]
+fn v612_rejects_incompressible_pages() {
+    let mut v = scenario(&[("t", 1000, "text"), ("r", 1000, "random")], 30_000, 1500, true, false);
+    v["kernel"]["version"] = serde_json::json!("6.12");
+    let r = run(&v);
+    assert!(counter(&r, "zswap.reject_compress_poor") > 0);
+    assert!(counter(&r, "vmstat.pswpout") > 0);
+    assert!(!has(&r, "zswap.stored_incompressible_pages"), "6.12 has no such debugfs file");
+}
+
+#[test]
+fn zswap_beats_swap_only() {
+    let regions = [("a", 1500, "text"), ("b", 1500, "text"), ("r", 1500, "random")];
+    let swap = run(&scenario(&regions, 50_000, 4000, false, false));
+    let zswap = run(&scenario(&regions, 50_000, 4000, true, false));
+    let rate = |r: &reclaimlab_core::SimResult| {
+        let p = r.phases.iter().find(|p| p.phase == "measure").unwrap();
+        p.accesses as f64 / (p.end_ns - p.start_ns) as f64
+    };
+    assert!(rate(&zswap) > 3.0 * rate(&swap), "zswap {} vs swap {}", rate(&zswap), rate(&swap));
+}

@@ -1,0 +1,7 @@
+//! Integration tests: whole simulations checked against kernel invariants. One binary, one
+//! module per subject.
+
+mod common;
+mod determinism;
+mod identities;
+mod zswap_limits;

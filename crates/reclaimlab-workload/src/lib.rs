@@ -1,0 +1,13 @@
+//! Page contents and access patterns shared by the reclaimlab simulator and the real-kernel
+//! runner. Everything here is a pure function of (seed, region, page index, phase), so the
+//! simulator and a process on the real kernel see the same bytes in the same order.
+//!
+//! See `docs/workload.md` for the PRNG and content definitions.
+
+pub mod content;
+pub mod pattern;
+pub mod rng;
+
+pub use content::{Content, PAGE_SIZE};
+pub use pattern::{Access, AccessGen, Dist, Phase};
+pub use rng::{SplitMix64, Stream};

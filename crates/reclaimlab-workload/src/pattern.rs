@@ -1,0 +1,939 @@
+//! Access phases and their deterministic access generators.
+//!
+//! `AccessGen::next` sits in the simulator's innermost loop, so a generator precomputes
+//! everything it can in `new` and never allocates afterwards. The order of random draws is
+//! part of the workload definition (see `docs/workload.md`): changing it changes every
+//! simulated run and breaks agreement with the real-kernel runner.
+
+use serde::{Deserialize, Serialize};
+
+use crate::rng::SplitMix64;
+
+/// One memory access: page `page` of region `region` (index into the process's regions).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Access {
+    pub region: u32,
+    pub page: u64,
+    pub write: bool,
+}
+
+/// How a random phase picks pages in the concatenated index space of its regions.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum Dist {
+    Uniform,
+    /// `hot_percent` % of the pages (the lowest indices) get `hot_access_percent` % of accesses.
+    HotCold {
+        hot_percent: u8,
+        hot_access_percent: u8,
+    },
+    /// Rank r (page index r, from 0) has weight 1/(r+1)^theta.
+    Zipf {
+        theta: f64,
+    },
+}
+
+/// A phase of a process, as lowered by the scenario loader: regions are indices.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum Phase {
+    /// Write every page of the region once, in index order.
+    Fill {
+        region: u32,
+    },
+    /// `passes` passes over the regions in order, one access per page.
+    Sequential {
+        regions: Vec<u32>,
+        passes: u32,
+        write_percent: u8,
+    },
+    /// Random accesses over the concatenation of `regions`, until `count` accesses were made or
+    /// `duration_ns` of (simulated or real) time has passed, whichever is set.
+    Random {
+        regions: Vec<u32>,
+        dist: Dist,
+        count: Option<u64>,
+        duration_ns: Option<u64>,
+        write_percent: u8,
+    },
+    Sleep {
+        duration_ns: u64,
+    },
+    /// The process exits: all its memory, swap slots and zswap entries are freed.
+    Exit,
+}
+
+/// The accesses of one phase, in order. See `docs/workload.md` for the exact definition.
+#[derive(Clone, Debug)]
+pub struct AccessGen {
+    rng: SplitMix64,
+    done: u64,
+    write: WriteMode,
+    state: State,
+}
+
+#[derive(Clone, Copy, Debug)]
+enum WriteMode {
+    Never,
+    Always,
+    /// Write with this probability in percent (strictly between 0 and 100): one `below(100)`
+    /// draw per access.
+    Percent(u64),
+}
+
+impl WriteMode {
+    fn from_percent(p: u8) -> Self {
+        match p {
+            0 => WriteMode::Never,
+            100.. => WriteMode::Always,
+            p => WriteMode::Percent(u64::from(p)),
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+enum State {
+    Done,
+    Fill {
+        region: u32,
+        next: u64,
+        pages: u64,
+    },
+    /// `regions` holds (region, pages) with empty regions dropped; `at` indexes it.
+    Sequential {
+        regions: Box<[(u32, u64)]>,
+        passes_left: u32,
+        at: usize,
+        page: u64,
+    },
+    Random {
+        map: RegionMap,
+        pick: Picker,
+        remaining: Option<u64>,
+    },
+}
+
+impl AccessGen {
+    /// A generator for `phase` of a process whose region `i` has `region_pages[i]` pages,
+    /// drawing from `rng` (normally `rng::stream(seed, Stream::Access, ..)`).
+    ///
+    /// Out-of-range percentages are clamped to 100. Regions with no pages are never accessed;
+    /// a phase without any page to access yields nothing.
+    ///
+    /// # Panics
+    /// If the phase names a region index outside `region_pages`, or a Zipf `theta` that is
+    /// negative or not finite.
+    pub fn new(phase: &Phase, region_pages: &[u64], rng: SplitMix64) -> AccessGen {
+        let pages_of = |r: u32| -> u64 {
+            *region_pages.get(r as usize).unwrap_or_else(|| {
+                panic!(
+                    "phase names region {r} but the process has {} regions",
+                    region_pages.len()
+                )
+            })
+        };
+        let (state, write) = match phase {
+            Phase::Fill { region } => {
+                let pages = pages_of(*region);
+                (
+                    State::Fill {
+                        region: *region,
+                        next: 0,
+                        pages,
+                    },
+                    WriteMode::Always,
+                )
+            }
+            Phase::Sequential {
+                regions,
+                passes,
+                write_percent,
+            } => {
+                let regions: Box<[(u32, u64)]> = regions
+                    .iter()
+                    .map(|&r| (r, pages_of(r)))
+                    .filter(|&(_, n)| n > 0)
+                    .collect();
+                let state = if regions.is_empty() || *passes == 0 {
+                    State::Done
+                } else {
+                    State::Sequential {
+                        regions,
+                        passes_left: *passes,
+                        at: 0,
+                        page: 0,
+                    }
+                };
+                (state, WriteMode::from_percent(*write_percent))
+            }
+            Phase::Random {
+                regions,
+                dist,
+                count,
+                duration_ns: _,
+                write_percent,
+            } => {
+                let map = RegionMap::new(regions.iter().map(|&r| (r, pages_of(r))));
+                let state = if map.total == 0 || *count == Some(0) {
+                    State::Done
+                } else {
+                    let pick = Picker::new(dist, map.total);
+                    State::Random {
+                        map,
+                        pick,
+                        remaining: *count,
+                    }
+                };
+                (state, WriteMode::from_percent(*write_percent))
+            }
+            Phase::Sleep { .. } | Phase::Exit => (State::Done, WriteMode::Never),
+        };
+        AccessGen {
+            rng,
+            done: 0,
+            write,
+            state,
+        }
+    }
+
+    /// The next access, or `None` when the phase has no more (a `Random` phase without
+    /// `count` never ends: the caller stops it after `duration_ns`).
+    #[allow(clippy::should_implement_trait)] // It also implements Iterator; this is the fast path.
+    #[inline]
+    pub fn next(&mut self) -> Option<Access> {
+        let (region, page) = match &mut self.state {
+            State::Done => return None,
+            State::Fill { region, next, pages } => {
+                if *next == *pages {
+                    self.state = State::Done;
+                    return None;
+                }
+                let page = *next;
+                *next += 1;
+                (*region, page)
+            }
+            State::Sequential {
+                regions,
+                passes_left,
+                at,
+                page,
+            } => {
+                let (region, pages) = regions[*at];
+                let this = *page;
+                *page += 1;
+                if *page == pages {
+                    *page = 0;
+                    *at += 1;
+                    if *at == regions.len() {
+                        *at = 0;
+                        *passes_left -= 1;
+                        if *passes_left == 0 {
+                            // This access is the last one; the next call sees Done.
+                            self.state = State::Done;
+                        }
+                    }
+                }
+                (region, this)
+            }
+            State::Random { map, pick, remaining } => {
+                if let Some(left) = remaining {
+                    if *left == 0 {
+                        self.state = State::Done;
+                        return None;
+                    }
+                    *left -= 1;
+                }
+                let index = pick.pick(&mut self.rng, map.total);
+                map.locate(index)
+            }
+        };
+        let write = match self.write {
+            WriteMode::Never => false,
+            WriteMode::Always => true,
+            WriteMode::Percent(p) => self.rng.below(100) < p,
+        };
+        self.done += 1;
+        Some(Access { region, page, write })
+    }
+
+    /// How many accesses `next` has returned so far.
+    #[inline]
+    pub fn accesses_done(&self) -> u64 {
+        self.done
+    }
+}
+
+impl Iterator for AccessGen {
+    type Item = Access;
+
+    #[inline]
+    fn next(&mut self) -> Option<Access> {
+        AccessGen::next(self)
+    }
+}
+
+/// Maps an index in the concatenation of a phase's regions to (region, page).
+#[derive(Clone, Debug)]
+struct RegionMap {
+    /// Non-empty regions in phase order.
+    regions: Box<[u32]>,
+    /// `starts[i]` = total pages of `regions[..i]`; `starts[0] == 0`.
+    starts: Box<[u64]>,
+    total: u64,
+}
+
+/// Up to this many regions a linear scan beats binary search (and phases rarely list more).
+const LINEAR_SEARCH_MAX: usize = 8;
+
+impl RegionMap {
+    fn new(regions: impl Iterator<Item = (u32, u64)>) -> Self {
+        let mut ids = Vec::new();
+        let mut starts = Vec::new();
+        let mut total = 0u64;
+        for (r, n) in regions.filter(|&(_, n)| n > 0) {
+            ids.push(r);
+            starts.push(total);
+            total = total.checked_add(n).expect("phase has more than 2^64 pages");
+        }
+        RegionMap {
+            regions: ids.into(),
+            starts: starts.into(),
+            total,
+        }
+    }
+
+    #[inline]
+    fn locate(&self, index: u64) -> (u32, u64) {
+        let n = self.starts.len();
+        let i = if n == 1 {
+            0
+        } else if n <= LINEAR_SEARCH_MAX {
+            // starts is sorted, so counting the later starts <= index finds the region without
+            // a data-dependent branch (random indices would defeat the branch predictor).
+            self.starts[1..].iter().map(|&s| usize::from(s <= index)).sum()
+        } else {
+            self.starts.partition_point(|&s| s <= index) - 1
+        };
+        (self.regions[i], index - self.starts[i])
+    }
+}
+
+#[derive(Clone, Debug)]
+enum Picker {
+    Uniform,
+    /// `hot` = ceil(total * hot_percent / 100) lowest indices are hot, the rest cold.
+    HotCold {
+        hot: u64,
+        hot_access_percent: u64,
+    },
+    Zipf(Zipf),
+}
+
+impl Picker {
+    fn new(dist: &Dist, total: u64) -> Self {
+        match dist {
+            Dist::Uniform => Picker::Uniform,
+            Dist::HotCold {
+                hot_percent,
+                hot_access_percent,
+            } => {
+                let hp = u128::from((*hot_percent).min(100));
+                let hot = (u128::from(total) * hp).div_ceil(100) as u64;
+                Picker::HotCold {
+                    hot,
+                    hot_access_percent: u64::from((*hot_access_percent).min(100)),
+                }
+            }
+            Dist::Zipf { theta } => Picker::Zipf(Zipf::new(total, *theta)),
+        }
+    }
+
+    /// An index in `[0, total)`.
+    #[inline]
+    fn pick(&self, rng: &mut SplitMix64, total: u64) -> u64 {
+        match self {
+            Picker::Uniform => rng.below(total),
+            Picker::HotCold {
+                hot,
+                hot_access_percent,
+            } => {
+                let cold = total - hot;
+                let want_hot = rng.below(100) < *hot_access_percent;
+                // An empty side sends its share to the other one.
+                if (want_hot && *hot > 0) || cold == 0 {
+                    rng.below(*hot)
+                } else {
+                    hot + rng.below(cold)
+                }
+            }
+            Picker::Zipf(z) => z.sample(rng) - 1,
+        }
+    }
+}
+
+/// Zipf sampler over ranks 1..=n with P(k) proportional to k^-theta, by rejection-inversion
+/// (W. Hörmann, G. Derflinger, "Rejection-inversion to generate variates from monotone discrete
+/// distributions", ACM TOMACS 6(3), 1996): invert the integral H of the continuous hat
+/// h(x) = x^-theta, round to the nearest rank, accept unless the point fell in the part of the
+/// hat above the step function. O(1) expected time (acceptance is above 90 % for all theta),
+/// no tables, valid for every theta >= 0 including 1.
+#[derive(Clone, Debug)]
+struct Zipf {
+    n: u64,
+    theta: f64,
+    /// H(1.5) - 1: the lower end of the inverted range (rank 1 gets H(1.5) - h(1) .. H(1.5)).
+    h_x1: f64,
+    /// H(n + 0.5): the upper end.
+    h_n: f64,
+    /// Points with k - x <= s lie under the step function and need no acceptance test.
+    s: f64,
+}
+
+impl Zipf {
+    fn new(n: u64, theta: f64) -> Self {
+        assert!(
+            theta.is_finite() && theta >= 0.0,
+            "zipf theta must be finite and >= 0, got {theta}"
+        );
+        let mut z = Zipf {
+            n,
+            theta,
+            h_x1: 0.0,
+            h_n: 0.0,
+            s: 0.0,
+        };
+        z.h_x1 = z.h_integral(1.5) - 1.0;
+        z.h_n = z.h_integral(n as f64 + 0.5);
+        z.s = 2.0 - z.h_integral_inv(z.h_integral(2.5) - z.h(2.0));
+        z
+    }
+
+    /// Draws `unit_f64` until acceptance (usually once); returns a rank in 1..=n.
+    #[inline]
+    fn sample(&self, rng: &mut SplitMix64) -> u64 {
+        loop {
+            let u = self.h_n + rng.unit_f64() * (self.h_x1 - self.h_n);
+            let x = self.h_integral_inv(u);
+            // x > 0.5 in exact arithmetic; the clamp guards rounding at both ends.
+            let k = ((x + 0.5) as u64).clamp(1, self.n);
+            let kf = k as f64;
+            if kf - x <= self.s || u >= self.h_integral(kf + 0.5) - self.h(kf) {
+                return k;
+            }
+        }
+    }
+
+    /// h(x) = x^-theta.
+    #[inline]
+    fn h(&self, x: f64) -> f64 {
+        (-self.theta * x.ln()).exp()
+    }
+
+    /// H(x) = (x^(1-theta) - 1) / (1 - theta), or ln x when theta = 1, written so that it stays
+    /// accurate as theta approaches 1.
+    #[inline]
+    fn h_integral(&self, x: f64) -> f64 {
+        let log_x = x.ln();
+        expm1_over_x((1.0 - self.theta) * log_x) * log_x
+    }
+
+    /// The inverse of H.
+    #[inline]
+    fn h_integral_inv(&self, x: f64) -> f64 {
+        // t < -1 is only reachable through rounding; log1p would return NaN there.
+        let t = (x * (1.0 - self.theta)).max(-1.0);
+        (log1p_over_x(t) * x).exp()
+    }
+}
+
+/// ln(1 + x) / x, continuous at 0.
+#[inline]
+fn log1p_over_x(x: f64) -> f64 {
+    if x.abs() > 1e-8 {
+        x.ln_1p() / x
+    } else {
+        1.0 - x * (0.5 - x * (1.0 / 3.0 - 0.25 * x))
+    }
+}
+
+/// (e^x - 1) / x, continuous at 0.
+#[inline]
+fn expm1_over_x(x: f64) -> f64 {
+    if x.abs() > 1e-8 {
+        x.exp_m1() / x
+    } else {
+        1.0 + x * 0.5 * (1.0 + x / 3.0 * (1.0 + 0.25 * x))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rng::{stream, Stream};
+
+    fn rng() -> SplitMix64 {
+        stream(1234, Stream::Access, 0, 0)
+    }
+
+    fn random(regions: Vec<u32>, dist: Dist, count: Option<u64>, write_percent: u8) -> Phase {
+        Phase::Random {
+            regions,
+            dist,
+            count,
+            duration_ns: None,
+            write_percent,
+        }
+    }
+
+    fn pages(g: AccessGen) -> Vec<(u32, u64)> {
+        g.map(|a| (a.region, a.page)).collect()
+    }
+
+    #[test]
+    fn fill_writes_every_page_in_order() {
+        let mut g = AccessGen::new(&Phase::Fill { region: 1 }, &[3, 4], rng());
+        for p in 0..4 {
+            assert_eq!(
+                g.next(),
+                Some(Access {
+                    region: 1,
+                    page: p,
+                    write: true
+                })
+            );
+        }
+        assert_eq!(g.next(), None);
+        assert_eq!(g.next(), None);
+        assert_eq!(g.accesses_done(), 4);
+        assert_eq!(AccessGen::new(&Phase::Fill { region: 0 }, &[0], rng()).next(), None);
+    }
+
+    #[test]
+    fn sequential_visits_regions_in_list_order_each_pass() {
+        let phase = Phase::Sequential {
+            regions: vec![2, 0, 1],
+            passes: 2,
+            write_percent: 0,
+        };
+        let g = AccessGen::new(&phase, &[2, 0, 3], rng());
+        let one_pass = [(2, 0), (2, 1), (2, 2), (0, 0), (0, 1)];
+        let expect: Vec<(u32, u64)> = one_pass.iter().chain(one_pass.iter()).copied().collect();
+        let got: Vec<Access> = g.collect();
+        assert_eq!(got.iter().map(|a| (a.region, a.page)).collect::<Vec<_>>(), expect);
+        assert!(got.iter().all(|a| !a.write));
+    }
+
+    #[test]
+    fn sequential_edge_cases() {
+        let seq = |regions: Vec<u32>, passes| Phase::Sequential {
+            regions,
+            passes,
+            write_percent: 100,
+        };
+        assert_eq!(AccessGen::new(&seq(vec![0], 0), &[5], rng()).next(), None);
+        assert_eq!(AccessGen::new(&seq(vec![], 3), &[5], rng()).next(), None);
+        assert_eq!(AccessGen::new(&seq(vec![0, 0], 3), &[0], rng()).next(), None);
+        let all: Vec<Access> = AccessGen::new(&seq(vec![0], 3), &[1], rng()).collect();
+        assert_eq!(all.len(), 3);
+        assert!(all.iter().all(|a| a.write && a.page == 0));
+    }
+
+    #[test]
+    fn sequential_write_percent_draws_once_per_access() {
+        let phase = Phase::Sequential {
+            regions: vec![0],
+            passes: 1,
+            write_percent: 30,
+        };
+        let got: Vec<bool> = AccessGen::new(&phase, &[1000], rng()).map(|a| a.write).collect();
+        let mut r = rng();
+        let expect: Vec<bool> = (0..1000).map(|_| r.below(100) < 30).collect();
+        assert_eq!(got, expect);
+        let writes = got.iter().filter(|&&w| w).count();
+        assert!((240..360).contains(&writes), "{writes}");
+    }
+
+    #[test]
+    fn sleep_and_exit_yield_nothing() {
+        assert_eq!(
+            AccessGen::new(&Phase::Sleep { duration_ns: 5 }, &[1], rng()).next(),
+            None
+        );
+        assert_eq!(AccessGen::new(&Phase::Exit, &[1], rng()).next(), None);
+    }
+
+    #[test]
+    fn same_seed_same_sequence_other_seed_other_sequence() {
+        for dist in [
+            Dist::Uniform,
+            Dist::HotCold {
+                hot_percent: 10,
+                hot_access_percent: 90,
+            },
+            Dist::Zipf { theta: 0.99 },
+        ] {
+            let phase = random(vec![0, 1], dist.clone(), Some(5000), 50);
+            let a: Vec<Access> = AccessGen::new(&phase, &[100, 900], rng()).collect();
+            let b: Vec<Access> = AccessGen::new(&phase, &[100, 900], rng()).collect();
+            let c: Vec<Access> = AccessGen::new(&phase, &[100, 900], stream(1235, Stream::Access, 0, 0)).collect();
+            assert_eq!(a, b, "{dist:?}");
+            assert_ne!(a, c, "{dist:?}");
+        }
+    }
+
+    #[test]
+    fn random_count_is_honoured() {
+        let phase = random(vec![0], Dist::Uniform, Some(777), 0);
+        let mut g = AccessGen::new(&phase, &[10], rng());
+        let n = (&mut g).count();
+        assert_eq!(n, 777);
+        assert_eq!(g.accesses_done(), 777);
+        assert_eq!(g.next(), None);
+        assert_eq!(
+            AccessGen::new(&random(vec![0], Dist::Uniform, Some(0), 0), &[10], rng()).next(),
+            None
+        );
+        assert_eq!(
+            AccessGen::new(&random(vec![0], Dist::Uniform, Some(5), 0), &[0], rng()).next(),
+            None
+        );
+    }
+
+    #[test]
+    fn random_without_count_keeps_going() {
+        let phase = random(vec![0], Dist::Uniform, None, 0);
+        let g = AccessGen::new(&phase, &[10], rng());
+        assert_eq!(g.take(100_000).count(), 100_000);
+    }
+
+    #[test]
+    fn write_decision_does_not_disturb_page_choice_when_fixed() {
+        // write_percent 0 and 100 draw nothing for the write flag, so the pages coincide.
+        let a = pages(AccessGen::new(
+            &random(vec![0], Dist::Uniform, Some(1000), 0),
+            &[50],
+            rng(),
+        ));
+        let b = pages(AccessGen::new(
+            &random(vec![0], Dist::Uniform, Some(1000), 100),
+            &[50],
+            rng(),
+        ));
+        assert_eq!(a, b);
+        let w: Vec<bool> = AccessGen::new(&random(vec![0], Dist::Uniform, Some(1000), 100), &[50], rng())
+            .map(|a| a.write)
+            .collect();
+        assert!(w.iter().all(|&w| w));
+    }
+
+    #[test]
+    fn uniform_order_of_draws() {
+        // One below(total) for the page, then one below(100) for the write flag.
+        let got: Vec<Access> =
+            AccessGen::new(&random(vec![1, 0], Dist::Uniform, Some(100), 50), &[7, 5], rng()).collect();
+        let mut r = rng();
+        for a in got {
+            let i = r.below(12);
+            let expect = if i < 5 { (1, i) } else { (0, i - 5) };
+            assert_eq!((a.region, a.page), expect);
+            assert_eq!(a.write, r.below(100) < 50);
+        }
+    }
+
+    /// The vectors quoted in docs/workload.md. Zipf goes through libm's ln/exp, so its vector
+    /// could in principle differ in the last place on another platform.
+    #[test]
+    fn documented_vectors() {
+        let run = |dist: Dist, write_percent| -> Vec<(u32, u64, bool)> {
+            let phase = random(vec![1, 0], dist, Some(6), write_percent);
+            AccessGen::new(&phase, &[1000, 24], stream(1, Stream::Access, 0, 0))
+                .map(|a| (a.region, a.page, a.write))
+                .collect()
+        };
+        assert_eq!(
+            run(Dist::Uniform, 50),
+            [
+                (0, 980, true),
+                (0, 876, false),
+                (0, 173, false),
+                (0, 445, false),
+                (0, 798, false),
+                (0, 336, true)
+            ]
+        );
+        assert_eq!(
+            run(
+                Dist::HotCold {
+                    hot_percent: 10,
+                    hot_access_percent: 90
+                },
+                0
+            ),
+            [
+                (0, 490, false),
+                (0, 76, false),
+                (0, 42, false),
+                (0, 77, false),
+                (0, 61, false),
+                (1, 23, false)
+            ]
+        );
+        assert_eq!(
+            run(Dist::Zipf { theta: 0.99 }, 0),
+            [
+                (1, 0, false),
+                (0, 13, false),
+                (1, 0, false),
+                (1, 0, false),
+                (0, 226, false),
+                (1, 8, false)
+            ]
+        );
+    }
+
+    /// Pearson's chi-square of observed counts against equal expectations.
+    fn chi_square(counts: &[u64]) -> f64 {
+        let total: u64 = counts.iter().sum();
+        let e = total as f64 / counts.len() as f64;
+        counts.iter().map(|&c| (c as f64 - e).powi(2) / e).sum()
+    }
+
+    #[test]
+    fn uniform_covers_all_regions_evenly() {
+        // Uneven region sizes, an empty region, and more regions than the linear scan handles.
+        for sizes in [vec![100u64, 37, 0, 263], (1..=12).map(|i| i * 7).collect::<Vec<u64>>()] {
+            let regions: Vec<u32> = (0..sizes.len() as u32).collect();
+            let total: u64 = sizes.iter().sum();
+            let offsets: Vec<u64> = sizes
+                .iter()
+                .scan(0, |acc, &n| {
+                    let o = *acc;
+                    *acc += n;
+                    Some(o)
+                })
+                .collect();
+            let n = total * 1000;
+            let mut counts = vec![0u64; total as usize];
+            for a in AccessGen::new(&random(regions, Dist::Uniform, Some(n), 0), &sizes, rng()) {
+                assert!(a.page < sizes[a.region as usize]);
+                counts[(offsets[a.region as usize] + a.page) as usize] += 1;
+            }
+            // dof = total - 1; its standard deviation is sqrt(2 dof). Deterministic, so the
+            // bound cannot flake; 6 sigma either side still rejects any biased mapping.
+            let dof = (total - 1) as f64;
+            let chi = chi_square(&counts);
+            let sd = (2.0 * dof).sqrt();
+            assert!((dof - 6.0 * sd..dof + 6.0 * sd).contains(&chi), "chi2 {chi} dof {dof}");
+        }
+    }
+
+    #[test]
+    fn hotcold_share_within_tolerance() {
+        let sizes = [333u64, 667];
+        let phase = random(
+            vec![0, 1],
+            Dist::HotCold {
+                hot_percent: 20,
+                hot_access_percent: 80,
+            },
+            Some(200_000),
+            0,
+        );
+        let hot = 200; // ceil(1000 * 20 / 100)
+        let mut hot_hits = 0u64;
+        let mut counts = vec![0u64; 1000];
+        for a in AccessGen::new(&phase, &sizes, rng()) {
+            let i = if a.region == 0 { a.page } else { 333 + a.page };
+            counts[i as usize] += 1;
+            hot_hits += u64::from(i < hot);
+        }
+        let share = hot_hits as f64 / 200_000.0;
+        assert!((share - 0.8).abs() < 0.005, "{share}");
+        // Uniform within each side.
+        let hot_chi = chi_square(&counts[..200]);
+        let cold_chi = chi_square(&counts[200..]);
+        assert!(hot_chi < 199.0 + 6.0 * (2.0f64 * 199.0).sqrt(), "{hot_chi}");
+        assert!(cold_chi < 799.0 + 6.0 * (2.0f64 * 799.0).sqrt(), "{cold_chi}");
+    }
+
+    #[test]
+    fn hotcold_hot_set_rounds_up_and_empty_sides_fall_back() {
+        let run = |hot_percent, hot_access_percent, total: u64| -> Vec<u64> {
+            let phase = random(
+                vec![0],
+                Dist::HotCold {
+                    hot_percent,
+                    hot_access_percent,
+                },
+                Some(5000),
+                0,
+            );
+            AccessGen::new(&phase, &[total], rng()).map(|a| a.page).collect()
+        };
+        // 10 % of 15 pages = 1.5, rounded up to 2 hot pages.
+        let p = run(10, 100, 15);
+        assert!(p.iter().all(|&i| i < 2) && p.contains(&0) && p.contains(&1));
+        // No hot pages: every access is cold.
+        assert!(run(0, 100, 15).iter().any(|&i| i > 10));
+        // Everything hot: a cold pick falls back to the hot set.
+        let p = run(100, 0, 15);
+        assert!(p.iter().all(|&i| i < 15) && p.contains(&14));
+    }
+
+    fn zipf_rank1_share(theta: f64) -> (f64, f64) {
+        let n = 1000u64;
+        let samples = 400_000u64;
+        let phase = random(vec![0], Dist::Zipf { theta }, Some(samples), 0);
+        let mut counts = vec![0u64; n as usize];
+        for a in AccessGen::new(&phase, &[n], rng()) {
+            counts[a.page as usize] += 1;
+        }
+        let norm: f64 = (1..=n).map(|k| (k as f64).powf(-theta)).sum();
+        (counts[0] as f64 / samples as f64, 1.0 / norm)
+    }
+
+    #[test]
+    fn zipf_rank1_frequency_matches_theory() {
+        for theta in [1.0, 0.8] {
+            let (got, expect) = zipf_rank1_share(theta);
+            // sd = sqrt(p (1 - p) / n) is about 0.0005 here.
+            assert!((got - expect).abs() < 0.003, "theta {theta}: {got} vs {expect}");
+        }
+    }
+
+    #[test]
+    fn zipf_whole_distribution_matches_theory() {
+        // Pool the tail into bins so every bin expects plenty of samples.
+        let n = 1000u64;
+        let theta = 0.99;
+        let samples = 300_000u64;
+        let phase = random(vec![0, 1], Dist::Zipf { theta }, Some(samples), 0);
+        let mut counts = vec![0u64; n as usize];
+        for a in AccessGen::new(&phase, &[400, 600], rng()) {
+            counts[(if a.region == 0 { a.page } else { 400 + a.page }) as usize] += 1;
+        }
+        let w: Vec<f64> = (1..=n).map(|k| (k as f64).powf(-theta)).collect();
+        let norm: f64 = w.iter().sum();
+        let bins: [(usize, usize); 8] = [
+            (0, 1),
+            (1, 2),
+            (2, 4),
+            (4, 10),
+            (10, 30),
+            (30, 100),
+            (100, 400),
+            (400, 1000),
+        ];
+        let mut chi = 0.0;
+        for (lo, hi) in bins {
+            let e = w[lo..hi].iter().sum::<f64>() / norm * samples as f64;
+            let o = counts[lo..hi].iter().sum::<u64>() as f64;
+            chi += (o - e).powi(2) / e;
+        }
+        // 7 dof: 99.9th percentile is 24.3.
+        assert!(chi < 24.3, "chi2 {chi}");
+    }
+
+    #[test]
+    fn zipf_small_and_flat_cases() {
+        let one = random(vec![0], Dist::Zipf { theta: 1.0 }, Some(100), 0);
+        assert!(AccessGen::new(&one, &[1], rng()).all(|a| a.page == 0));
+        // theta = 0 is uniform.
+        let flat = random(vec![0], Dist::Zipf { theta: 0.0 }, Some(100_000), 0);
+        let mut counts = vec![0u64; 10];
+        for a in AccessGen::new(&flat, &[10], rng()) {
+            counts[a.page as usize] += 1;
+        }
+        assert!(chi_square(&counts) < 9.0 + 6.0 * 18f64.sqrt(), "{counts:?}");
+        // Steep theta stays in range.
+        let steep = random(vec![0], Dist::Zipf { theta: 3.0 }, Some(10_000), 0);
+        assert!(AccessGen::new(&steep, &[5], rng()).all(|a| a.page < 5));
+    }
+
+    #[test]
+    #[should_panic(expected = "theta")]
+    fn zipf_rejects_negative_theta() {
+        AccessGen::new(&random(vec![0], Dist::Zipf { theta: -1.0 }, None, 0), &[10], rng());
+    }
+
+    #[test]
+    #[should_panic(expected = "region 3")]
+    fn unknown_region_panics() {
+        AccessGen::new(&Phase::Fill { region: 3 }, &[10], rng());
+    }
+
+    /// `cargo test -p reclaimlab-workload --release -- --ignored --nocapture speed`
+    #[test]
+    #[ignore]
+    fn speed() {
+        use std::hint::black_box;
+        use std::time::Instant;
+        let cases: [(&str, Phase, Vec<u64>); 9] = [
+            ("fill", Phase::Fill { region: 0 }, vec![u64::MAX]),
+            (
+                "sequential wp50",
+                Phase::Sequential {
+                    regions: vec![0, 1],
+                    passes: u32::MAX,
+                    write_percent: 50,
+                },
+                vec![1 << 20, 1 << 20],
+            ),
+            (
+                "uniform 1 region",
+                random(vec![0], Dist::Uniform, None, 0),
+                vec![1 << 20],
+            ),
+            (
+                "uniform 1 region wp50",
+                random(vec![0], Dist::Uniform, None, 50),
+                vec![1 << 20],
+            ),
+            (
+                "uniform 4 regions",
+                random(vec![0, 1, 2, 3], Dist::Uniform, None, 0),
+                vec![1 << 18; 4],
+            ),
+            (
+                "uniform 4 regions wp50",
+                random(vec![0, 1, 2, 3], Dist::Uniform, None, 50),
+                vec![1 << 18; 4],
+            ),
+            (
+                "uniform 20 regions",
+                random((0..20).collect(), Dist::Uniform, None, 0),
+                vec![1 << 16; 20],
+            ),
+            (
+                "hotcold",
+                random(
+                    vec![0],
+                    Dist::HotCold {
+                        hot_percent: 10,
+                        hot_access_percent: 90,
+                    },
+                    None,
+                    0,
+                ),
+                vec![1 << 20],
+            ),
+            (
+                "zipf 0.99",
+                random(vec![0], Dist::Zipf { theta: 0.99 }, None, 0),
+                vec![1 << 20],
+            ),
+        ];
+        for (name, phase, sizes) in cases {
+            let mut g = AccessGen::new(&phase, &sizes, rng());
+            let n = 20_000_000u64;
+            let t = Instant::now();
+            let mut acc = 0u64;
+            for _ in 0..n {
+                let a = g.next().unwrap();
+                acc = acc.wrapping_add(a.page ^ u64::from(a.write));
+            }
+            black_box(acc);
+            println!("{name}: {:.2} ns/access", t.elapsed().as_nanos() as f64 / n as f64);
+        }
+    }
+}

@@ -1,0 +1,3 @@
+from reclaimlab.cli import app
+
+app(prog_name="reclaimlab")

@@ -1,0 +1,34 @@
+"""The simulator core (Rust, crates/reclaimlab-py/src/lib.rs). Hand-written; keep in sync
+(checked with `python -m mypy.stubtest reclaimlab._core`)."""
+
+class Simulation:
+    """A simulation of one lowered config (the SimConfig JSON of reclaimlab-core's config.rs)."""
+
+    def __new__(cls, config_json: str) -> Simulation:
+        """Raises ValueError when the core rejects the config (the message names the key)."""
+
+    def step(self, max_events: int) -> bool:
+        """Run up to ``max_events`` events (without holding the GIL); True once finished."""
+
+    def progress(self) -> float:
+        """Virtual time over the expected end, in [0, 1] (best effort)."""
+
+    def finished(self) -> bool: ...
+    def result_json(self) -> str:
+        """``{"counters": {...}, "phases": [{"process", "phase", "start_ns", "end_ns", "accesses"}],
+        "stats": {"events", "sim_time_ns", "pages"}}``"""
+
+def default_costs() -> dict[str, int]:
+    """Time-model parameter names and their defaults (the keys scenario ``[costs]`` may set)."""
+
+def preset_switches(version: str) -> dict[str, bool | int | float | str]:
+    """The policy switches a kernel version preset sets. ValueError on an unknown version."""
+
+def presets() -> list[str]:
+    """Kernel versions with a preset."""
+
+def codecs() -> list[str]:
+    """Codec names, as the kernel spells them (lzo, lzo-rle, lz4, zstd, deflate)."""
+
+def version() -> str:
+    """The native module's version (its crate version)."""

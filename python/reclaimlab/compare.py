@@ -1,0 +1,213 @@
+"""Comparing configurations of one scenario: same workload, same seed, one knob changed.
+
+Configurations come from the scenario's ``[compare] configs`` or from ``--vary key=v1,v2``
+(cartesian product). The first configuration is the baseline; the table shows every other
+configuration's values with their change against it, mmtests style: ``1234 (+15.2%)``.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import itertools
+import json
+import os
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+
+from reclaimlab.errors import Problem, ScenarioError
+from reclaimlab.overrides import Override, parse_value
+from reclaimlab.result import RunResult, counter_sort_key, split_counter
+from reclaimlab.scenario import Scenario, load
+
+__all__ = [
+    "CompareResult",
+    "Config",
+    "Row",
+    "compare",
+    "expand",
+    "format_cell",
+    "parse_vary",
+    "split_values",
+]
+
+
+@dataclass(frozen=True)
+class Config:
+    name: str
+    overrides: tuple[Override, ...]
+
+
+def split_values(text: str) -> list[str]:
+    """Split ``v1,v2,...`` at top-level commas (not inside [], {} or quotes)."""
+    out: list[str] = []
+    depth, quote, start = 0, "", 0
+    for i, c in enumerate(text):
+        if quote:
+            if c == quote:
+                quote = ""
+        elif c in "\"'":
+            quote = c
+        elif c in "[{":
+            depth += 1
+        elif c in "]}":
+            depth -= 1
+        elif c == "," and depth == 0:
+            out.append(text[start:i].strip())
+            start = i + 1
+    out.append(text[start:].strip())
+    return out
+
+
+def parse_vary(spec: str) -> tuple[str, list[tuple[str, Any]]]:
+    """``"kernel.zswap.enabled=true,false"`` -> (key, [("true", True), ("false", False)])."""
+    key, sep, values = spec.partition("=")
+    if not sep or not key.strip() or not values.strip():
+        raise ValueError(f"--vary: expected key=value1,value2,... ; got {spec!r}")
+    return key.strip(), [(v, parse_value(v)) for v in split_values(values)]
+
+
+def configs_from_vary(varies: Sequence[str]) -> list[Config]:
+    axes = [parse_vary(v) for v in varies]
+    configs = []
+    for combo in itertools.product(*(values for _, values in axes)):
+        name = ", ".join(f"{key}={text}" for (key, _), (text, _) in zip(axes, combo, strict=True))
+        ovs = tuple(Override(key, value, f"--vary {key}={text}", text) for (key, _), (text, value) in zip(axes, combo, strict=True))
+        configs.append(Config(name, ovs))
+    return configs
+
+
+def configs_from_scenario(scenario: Scenario) -> list[Config]:
+    if scenario.compare is None or not scenario.compare.configs:
+        raise ScenarioError.single(scenario.file, "no configurations to compare: add [compare] configs to the scenario or pass --vary")
+    return [Config(c.name, tuple(c.overrides())) for c in scenario.compare.configs]
+
+
+def expand(scenario: Scenario, vary: Sequence[str] = ()) -> list[tuple[Config, Scenario]]:
+    """Every configuration with its validated scenario; all problems raised together."""
+    try:
+        configs = configs_from_vary(vary) if vary else configs_from_scenario(scenario)
+    except ValueError as e:
+        raise ScenarioError.single(scenario.file, str(e)) from None
+    out: list[tuple[Config, Scenario]] = []
+    problems: list[Problem] = []
+    for cfg in configs:
+        try:
+            out.append((cfg, scenario.with_overrides(cfg.overrides)))
+        except ScenarioError as e:
+            problems += e.problems
+    if problems:
+        raise ScenarioError(scenario.file, problems)
+    return out
+
+
+@dataclass(frozen=True)
+class Row:
+    label: str
+    source: str  # counter source, or "phase"
+    values: tuple[float | int | None, ...]  # per configuration; None = absent
+
+
+def format_number(value: float | int) -> str:
+    if isinstance(value, int):
+        return str(value)
+    return f"{value:.1f}"
+
+
+def format_cell(value: float | int | None, base: float | int | None, is_baseline: bool) -> str:
+    """``1234 (+15.2%)`` against the baseline; ``-`` when absent."""
+    if value is None:
+        return "-"
+    text = format_number(value)
+    if is_baseline:
+        return text
+    if base is None:
+        return f"{text} (n/a)"
+    if base == 0:
+        return f"{text} (+0.0%)" if value == 0 else f"{text} (n/a)"
+    return f"{text} ({(value - base) / abs(base) * 100:+.1f}%)"
+
+
+@dataclass
+class CompareResult:
+    scenario: str
+    configs: list[tuple[Config, RunResult]]
+
+    @property
+    def names(self) -> list[str]:
+        return [c.name for c, _ in self.configs]
+
+    def rows(self, patterns: Sequence[str] = (), show_all: bool = False) -> list[Row]:
+        """Counter rows (sorted by source, then name) then per-phase accesses/s rows.
+
+        ``patterns`` (fnmatch, on the full key) select counters; rows absent or zero in every
+        configuration are skipped unless ``show_all``.
+        """
+        keys: set[str] = set()
+        for _, r in self.configs:
+            keys.update(r.counters)
+        rows: list[Row] = []
+        for key in sorted(keys, key=counter_sort_key):
+            if patterns and not any(fnmatch.fnmatchcase(key, p) for p in patterns):
+                continue
+            values = tuple(r.counters.get(key) for _, r in self.configs)
+            if not show_all and all(not v for v in values):
+                continue
+            rows.append(Row(key, split_counter(key)[0], values))
+        phases: dict[tuple[str, str], None] = {}
+        for _, r in self.configs:
+            for p in r.phase_records:
+                phases.setdefault((p["process"], p["phase"]), None)
+        for proc, phase in phases:
+            rates: tuple[float | int | None, ...] = tuple(_phase_rate(r, proc, phase) for _, r in self.configs)
+            rows.append(Row(f"{proc}/{phase} accesses/s", "phase", rates))
+        return rows
+
+    def frame(self, patterns: Sequence[str] = (), show_all: bool = False) -> pd.DataFrame:
+        """Rows x configurations; NaN where a counter is absent."""
+        rows = self.rows(patterns, show_all)
+        data = {name: [float("nan") if row.values[i] is None else row.values[i] for row in rows] for i, name in enumerate(self.names)}
+        return pd.DataFrame(data, index=pd.Index([r.label for r in rows], name="metric"))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "schema_version": 1,
+            "scenario": self.scenario,
+            "configs": [{"name": c.name, "overrides": [str(o) for o in c.overrides], "result": r.to_dict()} for c, r in self.configs],
+        }
+
+    def to_json(self, indent: int | None = 2) -> str:
+        return json.dumps(self.to_dict(), sort_keys=True, indent=indent, allow_nan=False) + "\n"
+
+
+def _phase_rate(r: RunResult, proc: str, phase: str) -> float | None:
+    for p in r.phase_records:
+        if p["process"] == proc and p["phase"] == phase:
+            return float(p["accesses_per_s"])
+    return None
+
+
+def compare(
+    scenario: Scenario | str | os.PathLike[str],
+    vary: Sequence[str] = (),
+    overrides: Iterable[str] = (),
+    progress: bool = False,
+    run: Callable[..., RunResult] | None = None,
+) -> CompareResult:
+    """Run every configuration (sequentially, sharing the scenario's seed) and collect results."""
+    if isinstance(scenario, Scenario):
+        base = scenario.with_overrides(overrides) if overrides else scenario
+    else:
+        base = load(scenario, overrides)
+    configs = expand(base, vary)
+    if run is None:
+        from reclaimlab.backends import sim
+
+        run = sim.run
+    results = []
+    for i, (cfg, sc) in enumerate(configs):
+        label = f"[{i + 1}/{len(configs)}] {cfg.name}"
+        results.append((cfg, run(sc, progress=progress, label=label)))
+    return CompareResult(base.name or "scenario", results)

@@ -1,0 +1,176 @@
+"""Lowering: a validated Scenario -> the SimConfig JSON the Rust core consumes.
+
+The output mirrors crates/reclaimlab-core/src/config.rs field for field (the core rejects
+unknown fields): sizes in bytes or pages, times in ns, bandwidths in bytes/s, regions and
+cgroups as indices, phases in the serde ``kind``-tagged form of reclaimlab_workload::Phase.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from reclaimlab.scenario import (
+    ZRAM_DEVICE,
+    Cgroups,
+    DeviceModel,
+    ExitPhase,
+    FillPhase,
+    HotCold,
+    Kernel,
+    Machine,
+    Process,
+    RandomPhase,
+    Scenario,
+    SequentialPhase,
+    SleepPhase,
+    Uniform,
+    Zipf,
+    phase_name,
+)
+from reclaimlab.units import pages
+
+__all__ = ["lower"]
+
+
+def lower(scenario: Scenario) -> dict[str, Any]:
+    """The lowered config (a JSON-ready dict) for ``_core.Simulation``."""
+    cgroups = _cgroups(scenario.cgroups)
+    index = {g["path"]: i for i, g in enumerate(cgroups["groups"])}
+    return {
+        "seed": scenario.seed,
+        "machine": _machine(scenario.machine),
+        "kernel": _kernel(scenario.kernel),
+        "cgroups": cgroups,
+        "processes": [_process(p, index) for p in scenario.processes],
+        "costs": dict(sorted(scenario.costs.items())),
+        "max_time_ns": scenario.max_time,
+    }
+
+
+def _device(d: DeviceModel) -> dict[str, Any]:
+    return {
+        "rotational": d.rotational,
+        "read_latency_ns": d.read_latency_ns,
+        "write_latency_ns": d.write_latency_ns,
+        "read_bytes_per_s": d.read_bytes_per_s,
+        "write_bytes_per_s": d.write_bytes_per_s,
+    }
+
+
+def _machine(m: Machine) -> dict[str, Any]:
+    swaps = []
+    least_priority = -1  # mm/swapfile.c: swapon without a priority gets --least_priority
+    for i, sw in enumerate(m.swap):
+        if sw.priority is not None:
+            prio = sw.priority
+        elif sw.kind == "zram":
+            prio = 100  # what zramswap/zram-generator set
+        else:
+            least_priority -= 1
+            prio = least_priority
+        device = sw.device.model() if sw.device is not None else ZRAM_DEVICE
+        swaps.append(
+            {
+                "name": sw.name if sw.name is not None else f"swap{i}",
+                "kind": sw.kind,
+                "size_bytes": sw.size,
+                "priority": prio,
+                "device": _device(device),
+                "comp_algorithm": (sw.comp_algorithm or "lzo-rle") if sw.kind == "zram" else None,
+            }
+        )
+    return {"memory_bytes": m.memory, "cpus": m.cpus, "swap": swaps}
+
+
+def _kernel(k: Kernel) -> dict[str, Any]:
+    z, vm = k.zswap, k.vm
+    return {
+        "version": k.version,
+        "zswap": {
+            "enabled": z.enabled,
+            "compressor": z.compressor,
+            "max_pool_percent": z.max_pool_percent,
+            "accept_threshold_percent": z.accept_threshold_percent,
+            "shrinker_enabled": z.shrinker_enabled,
+        },
+        "vm": {
+            "swappiness": vm.swappiness,
+            "page_cluster": vm.page_cluster,
+            "min_free_kbytes": vm.min_free_kbytes,
+            "watermark_scale_factor": vm.watermark_scale_factor,
+        },
+        "switches": dict(sorted(k.switches.items())),
+    }
+
+
+def _cgroups(c: Cgroups) -> dict[str, Any]:
+    files = {"/" + "/".join(p for p in key.split("/") if p): f for key, f in c.groups.items()}
+    groups: list[dict[str, Any]] = []
+    index: dict[str, int] = {}
+    for path in c.all_paths():  # pre-order: sorted by components puts parents first
+        parent = None if path == "/" else index[path.rsplit("/", 1)[0] or "/"]
+        f = files.get(path)
+        g: dict[str, Any] = {
+            "path": path,
+            "parent": parent,
+            "limit_bytes": None,
+            "high_bytes": None,
+            "swappiness": None,
+            "zswap_max_bytes": None,
+            "zswap_writeback": True,
+        }
+        if f is not None:
+            if c.cgroup_version == 1:
+                g["limit_bytes"] = f.memory_limit_in_bytes
+                g["swappiness"] = f.memory_swappiness
+            else:
+                g["limit_bytes"] = f.memory_max
+                g["high_bytes"] = f.memory_high
+                g["zswap_max_bytes"] = f.memory_zswap_max
+                g["zswap_writeback"] = f.memory_zswap_writeback
+        index[path] = len(groups)
+        groups.append(g)
+    return {"version": c.cgroup_version, "groups": groups}
+
+
+def _dist(d: Uniform | HotCold | Zipf) -> dict[str, Any]:
+    if isinstance(d, HotCold):
+        return {"kind": "hot_cold", "hot_percent": d.hot_percent, "hot_access_percent": d.hot_access_percent}
+    if isinstance(d, Zipf):
+        return {"kind": "zipf", "theta": d.theta}
+    return {"kind": "uniform"}
+
+
+def _phase(ph: Any, regions: dict[str, int]) -> dict[str, Any]:
+    if isinstance(ph, FillPhase):
+        return {"kind": "fill", "region": regions[ph.region]}
+    if isinstance(ph, SequentialPhase):
+        return {
+            "kind": "sequential",
+            "regions": [regions[r] for r in ph.region_names()],
+            "passes": ph.passes,
+            "write_percent": ph.write_percent,
+        }
+    if isinstance(ph, RandomPhase):
+        return {
+            "kind": "random",
+            "regions": [regions[r] for r in ph.region_names()],
+            "dist": _dist(ph.dist),
+            "count": ph.count,
+            "duration_ns": ph.duration,
+            "write_percent": ph.write_percent,
+        }
+    if isinstance(ph, SleepPhase):
+        return {"kind": "sleep", "duration_ns": ph.duration}
+    assert isinstance(ph, ExitPhase)
+    return {"kind": "exit"}
+
+
+def _process(p: Process, cgroups: dict[str, int]) -> dict[str, Any]:
+    regions = {r.name: i for i, r in enumerate(p.regions)}
+    return {
+        "name": p.name,
+        "cgroup": cgroups[p.cgroup_path()],
+        "regions": [{"name": r.name, "pages": pages(r.size), "content": r.content, "variants": r.variants} for r in p.regions],
+        "phases": [{"name": phase_name(ph, j), "phase": _phase(ph, regions)} for j, ph in enumerate(p.phases)],
+    }

@@ -1,0 +1,145 @@
+"""RunResult: what one run of a scenario produced, and its JSON form.
+
+The JSON is deterministic: keys sorted, no wall-clock timestamps, floats computed from integers
+in a fixed order. The same scenario and seed give byte-identical JSON.
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
+
+from reclaimlab.scenario import Scenario
+
+__all__ = ["PHASE_COLUMNS", "RESULT_SCHEMA_VERSION", "RunResult", "counter_sort_key", "split_counter"]
+
+RESULT_SCHEMA_VERSION = 1
+PHASE_COLUMNS = ("process", "phase", "elapsed_s", "accesses", "accesses_per_s", "outcome")
+
+# Counter sources in the order tables show them; others follow alphabetically.
+_SOURCE_ORDER = {"vmstat": 0, "zswap": 1, "memcg": 2, "meminfo": 3}
+
+
+def split_counter(key: str) -> tuple[str, str]:
+    """``"vmstat.zswpout"`` -> ("vmstat", "zswpout"); ``"memcg[/a].memory.stat.zswapped"`` ->
+    ("memcg[/a]", "memory.stat.zswapped")."""
+    if key.startswith("memcg["):
+        end = key.find("]")
+        if end > 0:
+            return key[: end + 1], key[end + 1 :].lstrip(".")
+    source, _, name = key.partition(".")
+    return source, name
+
+
+def counter_sort_key(key: str) -> tuple[int, str, str]:
+    source, name = split_counter(key)
+    family = source.split("[", 1)[0]
+    return (_SOURCE_ORDER.get(family, len(_SOURCE_ORDER)), source, name)
+
+
+def _phase_record(p: dict[str, Any]) -> dict[str, Any]:
+    elapsed_ns = int(p["end_ns"]) - int(p["start_ns"])
+    accesses = int(p["accesses"])
+    elapsed_s = elapsed_ns / 1e9
+    return {
+        "process": str(p["process"]),
+        "phase": str(p["phase"]),
+        "elapsed_s": elapsed_s,
+        "accesses": accesses,
+        "accesses_per_s": accesses * 1e9 / elapsed_ns if elapsed_ns > 0 else 0.0,
+        # How the phase ended ("completed", or cut short, e.g. by max_time), when the core says.
+        "outcome": None if p.get("outcome") is None else str(p["outcome"]),
+    }
+
+
+def _phases_frame(records: list[dict[str, Any]]) -> pd.DataFrame:
+    return pd.DataFrame(
+        {
+            "process": pd.Series([r["process"] for r in records], dtype=object),
+            "phase": pd.Series([r["phase"] for r in records], dtype=object),
+            "elapsed_s": pd.Series([r["elapsed_s"] for r in records], dtype="float64"),
+            "accesses": pd.Series([r["accesses"] for r in records], dtype="int64"),
+            "accesses_per_s": pd.Series([r["accesses_per_s"] for r in records], dtype="float64"),
+            "outcome": pd.Series([r.get("outcome") for r in records], dtype=object),
+        },
+        columns=list(PHASE_COLUMNS),
+    )
+
+
+@dataclass
+class RunResult:
+    """One run: counters keyed ``<source>.<name>`` as the kernel names them, per-phase timings."""
+
+    scenario: str
+    backend: str
+    config: dict[str, Any]
+    counters: dict[str, int]
+    phase_records: list[dict[str, Any]]
+    stats: dict[str, Any] = field(default_factory=dict)
+    provenance: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def phases(self) -> pd.DataFrame:
+        """Columns: process, phase, elapsed_s, accesses, accesses_per_s, outcome."""
+        return _phases_frame(self.phase_records)
+
+    @classmethod
+    def from_native(cls, scenario: Scenario, config: dict[str, Any], raw: dict[str, Any], backend: str = "sim") -> RunResult:
+        from reclaimlab import __version__, native
+
+        counters = {str(k): int(v) for k, v in raw.get("counters", {}).items()}
+        return cls(
+            scenario=scenario.name or "scenario",
+            backend=backend,
+            config=config,
+            counters=dict(sorted(counters.items())),
+            phase_records=[_phase_record(p) for p in raw.get("phases", [])],
+            stats=dict(raw.get("stats", {})),
+            provenance={
+                "reclaimlab_version": __version__,
+                "scenario_path": scenario.path,
+                "scenario_sha256": scenario.sha256,
+                "overrides": [str(o) for o in scenario.overrides],
+                "seed": scenario.seed,
+                "kernel_preset": scenario.kernel.version,
+                "python": platform.python_version(),
+                "native_version": native.native_version(),
+            },
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "schema_version": RESULT_SCHEMA_VERSION,
+            "backend": self.backend,
+            "scenario": self.scenario,
+            "config": self.config,
+            "counters": dict(sorted(self.counters.items())),
+            "phases": [dict(r) for r in self.phase_records],
+            "stats": dict(self.stats),
+            "provenance": dict(self.provenance),
+        }
+
+    def to_json(self, indent: int | None = 2) -> str:
+        return json.dumps(self.to_dict(), sort_keys=True, indent=indent, allow_nan=False) + "\n"
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> RunResult:
+        if d.get("schema_version") != RESULT_SCHEMA_VERSION:
+            raise ValueError(f"expected a result with schema_version {RESULT_SCHEMA_VERSION}; got {d.get('schema_version')!r}")
+        return cls(
+            scenario=d["scenario"],
+            backend=d["backend"],
+            config=d["config"],
+            counters={k: int(v) for k, v in d["counters"].items()},
+            phase_records=[dict(r) for r in d["phases"]],
+            stats=dict(d.get("stats", {})),
+            provenance=dict(d.get("provenance", {})),
+        )
+
+    @classmethod
+    def from_json(cls, text: str) -> RunResult:
+        return cls.from_dict(json.loads(text))

@@ -1,0 +1,140 @@
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+import reclaimlab
+from conftest import MINIMAL, THREE_REGIONS
+from reclaimlab.cli import app
+
+runner = CliRunner()
+Write = Callable[..., Path]
+
+
+def test_version() -> None:
+    r = runner.invoke(app, ["--version"])
+    assert r.exit_code == 0
+    assert r.output.startswith(f"reclaimlab {reclaimlab.__version__}")
+
+
+def test_help_lists_commands() -> None:
+    r = runner.invoke(app, ["--help"])
+    assert r.exit_code == 0
+    assert "run" in r.output and "compare" in r.output
+
+
+def test_bad_scenario_exits_2_with_the_message(write: Write) -> None:
+    path = write(MINIMAL.replace('content = "text"', 'content = "txet"').replace("schema_version = 1", "schema_version = 1\nbogus = 1"))
+    r = runner.invoke(app, ["run", str(path)])
+    assert r.exit_code == 2
+    assert f"{path}: bogus: unknown key" in r.stderr
+    assert f"{path}: processes[0].regions[0].content: expected a content class" in r.stderr
+    assert "Traceback" not in r.output
+
+
+def test_missing_file_exits_2() -> None:
+    r = runner.invoke(app, ["run", "does-not-exist.toml"])
+    assert r.exit_code == 2
+    assert "does-not-exist.toml: cannot read the scenario" in r.stderr
+
+
+def test_bad_set_exits_2(write: Write) -> None:
+    r = runner.invoke(app, ["run", str(write(MINIMAL)), "--set", "kernel.vm.swappiness=900", "--set", "kernel.zswap.nope=1"])
+    assert r.exit_code == 2
+    assert "--set kernel.zswap.nope=1: unknown key 'nope' under kernel.zswap" in r.stderr
+    assert "kernel.vm.swappiness: expected an integer in 0..200; got 900 (from --set kernel.vm.swappiness=900)" in r.stderr
+
+
+def test_compare_bad_vary_exits_2() -> None:
+    r = runner.invoke(app, ["compare", str(THREE_REGIONS), "--vary", "kernel.vm.swappiness"])
+    assert r.exit_code == 2
+    assert "--vary: expected key=value1,value2" in r.stderr
+
+
+def test_compare_without_configs_exits_2(write: Write) -> None:
+    r = runner.invoke(app, ["compare", str(write(MINIMAL))])
+    assert r.exit_code == 2
+    assert "no configurations to compare" in r.stderr
+
+
+def test_native_missing_exits_1(monkeypatch: pytest.MonkeyPatch, write: Write) -> None:
+    monkeypatch.setitem(sys.modules, "reclaimlab._core", None)
+    monkeypatch.delattr(reclaimlab, "_core", raising=False)
+    r = runner.invoke(app, ["run", str(write(MINIMAL))])
+    assert r.exit_code == 1
+    assert "maturin develop" in r.stderr
+
+
+def test_run_prints_counters_and_phases(fake_core: Any, tmp_path: Path) -> None:
+    out = tmp_path / "r.json"
+    r = runner.invoke(app, ["run", str(THREE_REGIONS), "--no-progress", "--json", str(out), "--set", "kernel.zswap.enabled=false"])
+    assert r.exit_code == 0, r.output
+    text = r.stdout
+    for needle in ("counters", "vmstat", "pswpout", "memcg[/workload]", "meminfo", "phases", "fill0", "access", "accesses/s"):
+        assert needle in text, needle
+    # counters grouped by source: vmstat before zswap before memcg before meminfo
+    assert text.index("vmstat") < text.index("zswap ") < text.index("memcg[") < text.index("meminfo")
+    d = json.loads(out.read_text(encoding="utf-8"))
+    assert d["backend"] == "sim"
+    assert d["provenance"]["overrides"] == ["kernel.zswap.enabled=false"]
+
+
+def test_run_json_to_stdout(fake_core: Any) -> None:
+    r = runner.invoke(app, ["run", str(THREE_REGIONS), "--json", "-"])
+    assert r.exit_code == 0
+    d = json.loads(r.stdout)
+    assert d["scenario"] == "three-regions"
+    assert "pswpout" in r.stderr  # the tables went to stderr
+
+
+def test_run_json_is_deterministic(fake_core: Any, tmp_path: Path) -> None:
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    assert runner.invoke(app, ["run", str(THREE_REGIONS), "--json", str(a)]).exit_code == 0
+    assert runner.invoke(app, ["run", str(THREE_REGIONS), "--json", str(b)]).exit_code == 0
+    assert a.read_bytes() == b.read_bytes()
+
+
+def test_compare_table(fake_core: Any, tmp_path: Path) -> None:
+    out = tmp_path / "c.json"
+    r = runner.invoke(app, ["compare", str(THREE_REGIONS), "--json", str(out)], env={"COLUMNS": "200"})
+    assert r.exit_code == 0, r.output
+    lines = r.stdout.splitlines()
+    header = next(line for line in lines if "no-limit" in line and "swap-only" in line)
+    assert header.index("no-limit") < header.index("swap-only") < header.index("zswap+shrinker")
+    pswpout = next(line for line in lines if "vmstat.pswpout" in line)
+    assert "(n/a)" in pswpout  # baseline 0
+    assert "vmstat.oom_kill" not in r.stdout  # zero everywhere
+    access = next(line for line in lines if "eval_zswap/access accesses/s" in line)
+    assert "%)" in access
+    d = json.loads(out.read_text(encoding="utf-8"))
+    assert [c["name"] for c in d["configs"]] == ["no-limit", "swap-only", "zswap", "zswap+shrinker"]
+
+
+def test_compare_vary_counters_and_all(fake_core: Any) -> None:
+    r = runner.invoke(
+        app,
+        ["compare", str(THREE_REGIONS), "--vary", "kernel.zswap.enabled=false,true", "--counters", "vmstat.*", "--all", "--no-progress"],
+        env={"COLUMNS": "200"},
+    )
+    assert r.exit_code == 0, r.output
+    assert "kernel.zswap.enabled=false" in r.stdout and "kernel.zswap.enabled=true" in r.stdout
+    assert "vmstat.oom_kill" in r.stdout
+    assert "zswap.written_back_pages" not in r.stdout
+    assert "meminfo" not in r.stdout
+
+
+@pytest.mark.native
+def test_native_run(real_core: Any, write: Write, tmp_path: Path) -> None:
+    path = write(MINIMAL)
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    r = runner.invoke(app, ["run", str(path), "--json", str(a)])
+    assert r.exit_code == 0, r.output
+    assert runner.invoke(app, ["run", str(path), "--json", str(b)]).exit_code == 0
+    assert a.read_bytes() == b.read_bytes()
+    assert "vmstat" in r.stdout

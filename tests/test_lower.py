@@ -1,0 +1,335 @@
+"""Lowering to the core's SimConfig: units, indices, order, and the exact field names of config.rs."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conftest import MINIMAL, ROOT, THREE_REGIONS
+from reclaimlab import load, lower
+
+CONFIG_RS = ROOT / "crates" / "reclaimlab-core" / "src" / "config.rs"
+PATTERN_RS = ROOT / "crates" / "reclaimlab-workload" / "src" / "pattern.rs"
+
+
+def rust_structs(path: Path) -> dict[str, list[str]]:
+    text = path.read_text(encoding="utf-8")
+    structs = {}
+    for m in re.finditer(r"pub struct (\w+) \{(.*?)\n\}", text, re.S):
+        structs[m.group(1)] = re.findall(r"^\s*pub (\w+):", m.group(2), re.M)
+    return structs
+
+
+def rust_enum(path: Path, name: str) -> dict[str, list[str]]:
+    text = path.read_text(encoding="utf-8")
+    m = re.search(rf"pub enum {name} \{{(.*?)\n\}}", text, re.S)
+    assert m is not None
+    body = re.sub(r"^\s*(///|//).*$", "", m.group(1), flags=re.M)
+    variants = {}
+    for v in re.finditer(r"(\w+)\s*(\{(.*?)\})?\s*,", body, re.S):
+        snake = re.sub(r"(?<!^)([A-Z])", r"_\1", v.group(1)).lower()
+        variants[snake] = re.findall(r"(\w+)\s*:", v.group(3) or "")
+    return variants
+
+
+@pytest.fixture(scope="module")
+def lowered() -> dict[str, Any]:
+    return lower(load(THREE_REGIONS))
+
+
+@pytest.mark.skipif(not CONFIG_RS.exists(), reason="config.rs not found")
+def test_field_names_match_config_rs(lowered: dict[str, Any]) -> None:
+    s = rust_structs(CONFIG_RS)
+    assert sorted(lowered) == sorted(s["SimConfig"])
+    assert sorted(lowered["machine"]) == sorted(s["Machine"])
+    assert sorted(lowered["machine"]["swap"][0]) == sorted(s["SwapDevice"])
+    assert sorted(lowered["machine"]["swap"][0]["device"]) == sorted(s["DeviceModel"])
+    assert sorted(lowered["kernel"]) == sorted(s["Kernel"])
+    assert sorted(lowered["kernel"]["zswap"]) == sorted(s["ZswapParams"])
+    assert sorted(lowered["kernel"]["vm"]) == sorted(s["VmSysctls"])
+    assert sorted(lowered["cgroups"]) == sorted(s["Cgroups"])
+    assert sorted(lowered["cgroups"]["groups"][0]) == sorted(s["Cgroup"])
+    assert sorted(lowered["processes"][0]) == sorted(s["Process"])
+    assert sorted(lowered["processes"][0]["regions"][0]) == sorted(s["Region"])
+    assert sorted(lowered["processes"][0]["phases"][0]) == sorted(s["NamedPhase"])
+
+
+@pytest.mark.skipif(not PATTERN_RS.exists(), reason="pattern.rs not found")
+def test_phase_forms_match_pattern_rs() -> None:
+    phases = rust_enum(PATTERN_RS, "Phase")
+    dists = rust_enum(PATTERN_RS, "Dist")
+    text = MINIMAL.replace(
+        '[[processes.phases]]\nkind = "fill"\nregion = "a"',
+        """[[processes.phases]]
+kind = "fill"
+region = "a"
+[[processes.phases]]
+kind = "sequential"
+region = "a"
+[[processes.phases]]
+kind = "random"
+regions = ["a"]
+count = 5
+[[processes.phases]]
+kind = "random"
+regions = ["a"]
+count = 5
+dist = { kind = "hot_cold", hot_percent = 20, hot_access_percent = 80 }
+[[processes.phases]]
+kind = "random"
+regions = ["a"]
+count = 5
+dist = { kind = "zipf", theta = 0.99 }
+[[processes.phases]]
+kind = "sleep"
+duration = "1s"
+[[processes.phases]]
+kind = "exit"
+""",
+    )
+    out = [p["phase"] for p in lower(load(text))["processes"][0]["phases"]]
+    seen_phases = set()
+    seen_dists = set()
+    for ph in out:
+        kind = ph["kind"]
+        seen_phases.add(kind)
+        assert sorted(k for k in ph if k != "kind") == sorted(phases[kind]), kind
+        if "dist" in ph:
+            seen_dists.add(ph["dist"]["kind"])
+            assert sorted(k for k in ph["dist"] if k != "kind") == sorted(dists[ph["dist"]["kind"]])
+    assert seen_phases == set(phases)
+    assert seen_dists == set(dists)
+
+
+def test_three_regions_lowering(lowered: dict[str, Any]) -> None:
+    assert lowered["seed"] == 42
+    assert lowered["max_time_ns"] == 120 * 10**9
+    assert lowered["costs"] == {}
+    m = lowered["machine"]
+    assert (m["memory_bytes"], m["cpus"]) == (1 << 30, 2)
+    assert m["swap"] == [
+        {
+            "name": "swapfile",
+            "kind": "file",
+            "size_bytes": 1 << 30,
+            "priority": -2,
+            "device": {
+                "rotational": True,
+                "read_latency_ns": 150_000,
+                "write_latency_ns": 100_000,
+                "read_bytes_per_s": 10**9,
+                "write_bytes_per_s": 10**9,
+            },
+            "comp_algorithm": None,
+        }
+    ]
+    k = lowered["kernel"]
+    assert k["version"] == "6.18"
+    assert k["zswap"] == {
+        "enabled": True,
+        "compressor": "lzo",
+        "max_pool_percent": 20,
+        "accept_threshold_percent": 90,
+        "shrinker_enabled": False,
+    }
+    assert k["vm"] == {"swappiness": 60, "page_cluster": 3, "min_free_kbytes": None, "watermark_scale_factor": 10}
+    assert k["switches"] == {}
+    cg = lowered["cgroups"]
+    assert cg["version"] == 2
+    assert cg["groups"] == [
+        {
+            "path": "/",
+            "parent": None,
+            "limit_bytes": None,
+            "high_bytes": None,
+            "swappiness": None,
+            "zswap_max_bytes": None,
+            "zswap_writeback": True,
+        },
+        {
+            "path": "/workload",
+            "parent": 0,
+            "limit_bytes": None,
+            "high_bytes": 173 << 20,
+            "swappiness": None,
+            "zswap_max_bytes": None,
+            "zswap_writeback": True,
+        },
+    ]
+    (p,) = lowered["processes"]
+    assert p["name"] == "eval_zswap"
+    assert p["cgroup"] == 1
+    assert p["regions"] == [
+        {"name": "text-a", "pages": 16384, "content": "text", "variants": 256},
+        {"name": "text-b", "pages": 16384, "content": "text", "variants": 256},
+        {"name": "urandom", "pages": 16384, "content": "random", "variants": 256},
+    ]
+    assert p["phases"] == [
+        {"name": "fill0", "phase": {"kind": "fill", "region": 0}},
+        {"name": "fill1", "phase": {"kind": "fill", "region": 1}},
+        {"name": "fill2", "phase": {"kind": "fill", "region": 2}},
+        {
+            "name": "access",
+            "phase": {
+                "kind": "random",
+                "regions": [0, 1, 2],
+                "dist": {"kind": "uniform"},
+                "count": None,
+                "duration_ns": 20 * 10**9,
+                "write_percent": 0,
+            },
+        },
+    ]
+
+
+def test_memory_high_is_about_ten_percent_below_the_working_set(lowered: dict[str, Any]) -> None:
+    working_set = sum(r["pages"] for r in lowered["processes"][0]["regions"]) * 4096
+    high = lowered["cgroups"]["groups"][1]["high_bytes"]
+    assert 0.88 < high / working_set < 0.92
+
+
+def test_lowering_is_json_and_deterministic() -> None:
+    a = json.dumps(lower(load(THREE_REGIONS)), sort_keys=True)
+    b = json.dumps(lower(load(THREE_REGIONS)), sort_keys=True)
+    assert a == b
+
+
+def test_pages_round_up() -> None:
+    s = load(MINIMAL.replace('size = "1MiB"', "size = 4097"))
+    assert lower(s)["processes"][0]["regions"][0]["pages"] == 2
+
+
+def test_cgroups_pre_order_with_implicit_parents() -> None:
+    text = MINIMAL.replace(
+        "[[processes]]",
+        """[cgroups]
+cgroup_version = 2
+[cgroups.groups."b/c"]
+"memory.max" = "100MiB"
+"memory.zswap.writeback" = false
+[cgroups.groups.a]
+"memory.zswap.max" = "10MiB"
+[cgroups.groups."a/x/y"]
+"memory.high" = "max"
+[[processes]]""",
+    ).replace('name = "p"', 'name = "p"\ncgroup = "a/x/y"')
+    out = lower(load(text))
+    groups = out["cgroups"]["groups"]
+    assert [g["path"] for g in groups] == ["/", "/a", "/a/x", "/a/x/y", "/b", "/b/c"]
+    assert [g["parent"] for g in groups] == [None, 0, 1, 2, 0, 4]
+    by_path = {g["path"]: g for g in groups}
+    assert by_path["/b/c"]["limit_bytes"] == 100 << 20
+    assert by_path["/b/c"]["zswap_writeback"] is False
+    assert by_path["/a"]["zswap_max_bytes"] == 10 << 20
+    assert by_path["/a/x"] == {
+        "path": "/a/x",
+        "parent": 1,
+        "limit_bytes": None,
+        "high_bytes": None,
+        "swappiness": None,
+        "zswap_max_bytes": None,
+        "zswap_writeback": True,
+    }
+    assert out["processes"][0]["cgroup"] == 3
+
+
+def test_cgroup_v1() -> None:
+    text = MINIMAL.replace(
+        "[[processes]]",
+        '[cgroups.groups.w]\n"memory.limit_in_bytes" = "172MiB"\n"memory.swappiness" = 100\n[cgroups.groups.u]\n"memory.limit_in_bytes" = -1\n[[processes]]',
+    )
+    groups = {g["path"]: g for g in lower(load(text))["cgroups"]["groups"]}
+    assert groups["/w"]["limit_bytes"] == 172 << 20
+    assert groups["/w"]["swappiness"] == 100
+    assert groups["/w"]["high_bytes"] is None
+    assert groups["/u"]["limit_bytes"] is None
+
+
+def test_swap_priorities_and_zram() -> None:
+    text = MINIMAL.replace(
+        'device = "ssd"',
+        """device = "ssd"
+[[machine.swap]]
+kind = "zram"
+size = "512MiB"
+[[machine.swap]]
+size = "1GiB"
+device = { preset = "hdd", read_latency = "4ms" }
+[[machine.swap]]
+size = "1GiB"
+priority = 5
+device = { rotational = false, read_latency = "80us", write_latency = "30us", read_bandwidth = "500MB/s", write_bandwidth = "400MB/s" }
+[[machine.swap]]
+kind = "zram"
+size = "1GiB"
+priority = 50
+comp_algorithm = "zstd"
+""",
+    )
+    swaps = lower(load(text))["machine"]["swap"]
+    assert [s["name"] for s in swaps] == ["swap0", "swap1", "swap2", "swap3", "swap4"]
+    assert [s["priority"] for s in swaps] == [-2, 100, -3, 5, 50]
+    assert [s["comp_algorithm"] for s in swaps] == [None, "lzo-rle", None, None, "zstd"]
+    assert swaps[2]["device"] == {
+        "rotational": True,
+        "read_latency_ns": 4_000_000,
+        "write_latency_ns": 8_000_000,
+        "read_bytes_per_s": 150_000_000,
+        "write_bytes_per_s": 150_000_000,
+    }
+    assert swaps[3]["device"] == {
+        "rotational": False,
+        "read_latency_ns": 80_000,
+        "write_latency_ns": 30_000,
+        "read_bytes_per_s": 500_000_000,
+        "write_bytes_per_s": 400_000_000,
+    }
+    assert swaps[1]["device"]["read_latency_ns"] == 0
+
+
+def test_kernel_knobs_lowered() -> None:
+    text = MINIMAL.replace(
+        "[machine]",
+        """[kernel]
+version = "6.12"
+zswap.enabled = true
+zswap.compressor = "zstd"
+zswap.shrinker_enabled = true
+vm.min_free_kbytes = 67584
+vm.page-cluster = 0
+[kernel.switches]
+zswap.same_filled = "zeromap"
+[costs]
+access_ns = 200
+fault_ns = 1000
+[machine]""",
+    )
+    out = lower(load(text))
+    assert out["kernel"]["version"] == "6.12"
+    assert out["kernel"]["zswap"]["compressor"] == "zstd"
+    assert out["kernel"]["zswap"]["shrinker_enabled"] is True
+    assert out["kernel"]["vm"]["min_free_kbytes"] == 67584
+    assert out["kernel"]["vm"]["page_cluster"] == 0
+    assert out["kernel"]["switches"] == {"zswap.same_filled": "zeromap"}
+    assert out["costs"] == {"access_ns": 200, "fault_ns": 1000}
+    assert out["max_time_ns"] is None
+
+
+def test_phase_names_and_region_indices() -> None:
+    text = MINIMAL.replace(
+        'content = "text"', 'content = "text"\n[[processes.regions]]\nname = "b"\nsize = 8192\ncontent = "same:0x5a"\nvariants = 1'
+    ).replace(
+        '[[processes.phases]]\nkind = "fill"\nregion = "a"',
+        '[[processes.phases]]\nkind = "fill"\nregion = "b"\n[[processes.phases]]\nkind = "sequential"\nregions = ["b", "a"]\npasses = 3\nwrite_percent = 50\n'
+        '[[processes.phases]]\nname = "nap"\nkind = "sleep"\nduration = "5ms"',
+    )
+    phases = lower(load(text))["processes"][0]["phases"]
+    assert phases == [
+        {"name": "fill0", "phase": {"kind": "fill", "region": 1}},
+        {"name": "sequential1", "phase": {"kind": "sequential", "regions": [1, 0], "passes": 3, "write_percent": 50}},
+        {"name": "nap", "phase": {"kind": "sleep", "duration_ns": 5_000_000}},
+    ]
