@@ -22,6 +22,14 @@ use crate::stats::VmEvents;
 use crate::zpool::{new_zpool, ZpoolKind};
 use crate::zswap::Zswap;
 
+/// Per content variant of a region: compressed length and same-filled facts.
+#[derive(Clone, Debug, Default)]
+struct ContentTable {
+    zlen: Vec<u16>,
+    zero: Vec<bool>,
+    same_filled: Vec<bool>,
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum ProcState {
     Running,
@@ -169,7 +177,7 @@ impl Simulation {
         let mut regions = Vec::new();
         let mut pages: Vec<Page> = Vec::new();
         let mut procs = Vec::new();
-        let mut size_cache: Vec<(Content, u32, Vec<u16>, Vec<bool>, Vec<bool>, u32)> = Vec::new();
+        let mut shared_tables: Vec<(Content, ContentTable)> = Vec::new();
         for (pi, p) in cfg.processes.iter().enumerate() {
             let memcg = p.cgroup as u16;
             if p.cgroup as usize >= memcgs.len() {
@@ -188,7 +196,7 @@ impl Simulation {
                 }
                 let content_id = content::region_id(pi as u32, ri as u32);
                 let distinct = content::distinct_variants(content, r.variants);
-                let (zlen, zero, same) = Self::content_table(cfg.seed, content, content_id, distinct, codec, &mut size_cache);
+                let table = Self::content_table(cfg.seed, content, content_id, distinct, codec, &mut shared_tables);
                 let idx = regions.len() as u16;
                 regions.push(RegionInfo {
                     name: r.name.clone(),
@@ -199,12 +207,12 @@ impl Simulation {
                     content_id,
                     content,
                     variants: distinct,
-                    zlen,
-                    zero,
-                    same_filled: same,
+                    zlen: table.zlen,
+                    zero: table.zero,
+                    same_filled: table.same_filled,
                     ra_info: None,
                 });
-                pages.extend(std::iter::repeat(Page::new(idx, memcg)).take(r.pages as usize));
+                pages.extend(std::iter::repeat_n(Page::new(idx, memcg), r.pages as usize));
                 my_regions.push(idx as u32);
                 region_pages.push(r.pages);
             }
@@ -298,29 +306,28 @@ impl Simulation {
         content_id: u32,
         variants: u32,
         codec: Codec,
-        cache: &mut Vec<(Content, u32, Vec<u16>, Vec<bool>, Vec<bool>, u32)>,
-    ) -> (Vec<u16>, Vec<bool>, Vec<bool>) {
-        // Zero and same-filled pages are identical in every region: share their table.
-        let shareable = variants == 1;
+        shared: &mut Vec<(Content, ContentTable)>,
+    ) -> ContentTable {
+        // Zero and same-filled pages are the same bytes in every region: share their table.
+        // (Other classes with one variant still differ per region.)
+        let shareable = matches!(content, Content::Zero | Content::Same { .. } | Content::Mix { random_bytes: 0 });
         if shareable {
-            if let Some(c) = cache.iter().find(|c| c.0 == content && c.1 == variants) {
-                return (c.2.clone(), c.3.clone(), c.4.clone());
+            if let Some((_, t)) = shared.iter().find(|(c, _)| *c == content) {
+                return t.clone();
             }
         }
         let mut page = [0u8; WL_PAGE];
-        let mut zlen = Vec::with_capacity(variants as usize);
-        let mut zero = Vec::with_capacity(variants as usize);
-        let mut same = Vec::with_capacity(variants as usize);
+        let mut t = ContentTable::default();
         for v in 0..variants {
             content::fill_page(content, seed, content_id, v, &mut page);
-            zlen.push(compressed_len(codec, &page).min(u16::MAX as u32) as u16);
-            zero.push(content::is_zero_page(&page));
-            same.push(content::same_filled_word(&page).is_some());
+            t.zlen.push(compressed_len(codec, &page).min(u16::MAX as u32) as u16);
+            t.zero.push(content::is_zero_page(&page));
+            t.same_filled.push(content::same_filled_word(&page).is_some());
         }
         if shareable {
-            cache.push((content, variants, zlen.clone(), zero.clone(), same.clone(), content_id));
+            shared.push((content, t.clone()));
         }
-        (zlen, zero, same)
+        t
     }
 
     fn check_phase(phase: &Phase, nregions: usize) -> Result<(), String> {
@@ -406,7 +413,7 @@ impl Simulation {
                 }
                 EventKind::Process(p) => self.run_process(p, t),
             }
-            if self.check_every > 0 && self.events % self.check_every == 0 {
+            if self.check_every > 0 && self.events.is_multiple_of(self.check_every) {
                 if let Err(e) = self.check_conservation() {
                     panic!("page conservation violated after event {} ({ev:?} at {t} ns): {e}", self.events);
                 }
@@ -770,9 +777,9 @@ impl Simulation {
             }
         }
         for (m, mc) in mm.memcgs.iter().enumerate() {
-            for l in 0..4 {
-                if mc.lru[l].len != lru_count[m][l] {
-                    return Err(format!("memcg {} list {} has len {} but {} pages", mc.path, l + 1, mc.lru[l].len, lru_count[m][l]));
+            for (l, (list, counted)) in mc.lru.iter().zip(lru_count[m]).enumerate() {
+                if list.len != counted {
+                    return Err(format!("memcg {} list {} has len {} but {counted} pages", mc.path, l + 1, list.len));
                 }
             }
             if mc.zswap_lru.len != zswap_lru[m] {

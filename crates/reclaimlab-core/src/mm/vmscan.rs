@@ -187,9 +187,7 @@ impl Mm {
         let swappiness = self.swappiness_of(m);
         let mut fraction = [0u64; 2];
         let mut denominator = 1u64;
-        let balance = if !sc.may_swap || !self.can_reclaim_anon() {
-            Balance::File
-        } else if sc.cgroup_reclaim() && swappiness == 0 {
+        let balance = if !sc.may_swap || !self.can_reclaim_anon() || (sc.cgroup_reclaim() && swappiness == 0) {
             Balance::File
         } else if sc.priority == 0 && swappiness > 0 {
             Balance::Equal
