@@ -139,7 +139,7 @@ def test_three_regions_lowering(lowered: dict[str, Any]) -> None:
     assert k["vm"] == {"swappiness": 60, "page_cluster": 3, "min_free_kbytes": None, "watermark_scale_factor": 10}
     assert k["switches"] == {}
     cg = lowered["cgroups"]
-    assert cg["version"] == 2
+    assert cg["version"] == 1
     assert cg["groups"] == [
         {
             "path": "/",
@@ -153,8 +153,8 @@ def test_three_regions_lowering(lowered: dict[str, Any]) -> None:
         {
             "path": "/workload",
             "parent": 0,
-            "limit_bytes": None,
-            "high_bytes": 173 << 20,
+            "limit_bytes": 173 << 20,
+            "high_bytes": None,
             "swappiness": None,
             "zswap_max_bytes": None,
             "zswap_writeback": True,
@@ -186,10 +186,10 @@ def test_three_regions_lowering(lowered: dict[str, Any]) -> None:
     ]
 
 
-def test_memory_high_is_about_ten_percent_below_the_working_set(lowered: dict[str, Any]) -> None:
+def test_memcg_limit_is_about_ten_percent_below_the_working_set(lowered: dict[str, Any]) -> None:
     working_set = sum(r["pages"] for r in lowered["processes"][0]["regions"]) * 4096
-    high = lowered["cgroups"]["groups"][1]["high_bytes"]
-    assert 0.88 < high / working_set < 0.92
+    limit = lowered["cgroups"]["groups"][1]["limit_bytes"]
+    assert 0.88 < limit / working_set < 0.92
 
 
 def test_lowering_is_json_and_deterministic() -> None:

@@ -100,7 +100,7 @@ def test_overrides_apply_and_validate() -> None:
     s = load(
         THREE_REGIONS,
         [
-            "cgroups.groups.workload.memory.high=max",
+            "cgroups.groups.workload.memory.limit_in_bytes=max",
             "kernel.zswap.enabled=false",
             "kernel.vm.page-cluster=0",
             "processes.0.regions.1.size=1GiB",
@@ -108,13 +108,13 @@ def test_overrides_apply_and_validate() -> None:
             "seed=7",
         ],
     )
-    assert s.cgroups.groups["workload"].memory_high is None
+    assert s.cgroups.groups["workload"].memory_limit_in_bytes is None
     assert s.kernel.zswap.enabled is False
     assert s.kernel.vm.page_cluster == 0
     assert s.processes[0].regions[1].size == 1 << 30
     assert s.machine.memory == 2 << 30
     assert s.seed == 7
-    assert str(s.overrides[0]) == "cgroups.groups.workload.memory.high=max"
+    assert str(s.overrides[0]) == "cgroups.groups.workload.memory.limit_in_bytes=max"
     assert str(Override("kernel.version", "6.12")) == 'kernel.version="6.12"'
 
 
@@ -132,8 +132,8 @@ def test_with_overrides_stacks() -> None:
 
 
 def test_new_cgroup_via_set() -> None:
-    s = load(THREE_REGIONS, ["cgroups.groups.batch.memory.max=64MiB", "processes.0.cgroup=batch"])
-    assert s.cgroups.groups["batch"].memory_max == 64 << 20
+    s = load(THREE_REGIONS, ["cgroups.groups.batch.memory.limit_in_bytes=64MiB", "processes.0.cgroup=batch"])
+    assert s.cgroups.groups["batch"].memory_limit_in_bytes == 64 << 20
     assert s.processes[0].cgroup_path() == "/batch"
 
 
