@@ -268,6 +268,7 @@ impl Simulation {
             reclaim_cursor: vec![0; nmemcg],
             nr_resident: 0,
             reserved: 0,
+            shrinker_objects_scanned: 0,
         };
         for p in 0..procs.len() {
             mm.queue.push(0, EventKind::Process(p as u32));
@@ -620,7 +621,7 @@ impl Simulation {
                 events: self.events,
                 sim_time_ns: self.now,
                 pages: self.mm.pages.len() as u64,
-                page_events: accesses + vm.pgscan_anon + vm.pgscan_file + vm.pswpout + vm.zswpout + vm.pswpin + vm.zswpin + vm.swpout_zero + vm.swpin_zero,
+                page_events: accesses + vm.pgscan_anon + vm.pswpout + vm.zswpout + vm.pswpin + vm.zswpin + vm.swpout_zero + vm.swpin_zero,
             },
         }
     }

@@ -131,6 +131,8 @@ pub struct Mm {
     pub nr_resident: u64,
     /// Pages the machine holds besides workload memory and zsmalloc (kernel, other tasks).
     pub reserved: u64,
+    /// Objects scanned by the zswap and zsmalloc shrinkers: our share of slabs_scanned.
+    pub shrinker_objects_scanned: u64,
 }
 
 impl Mm {

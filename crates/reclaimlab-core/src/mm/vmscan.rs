@@ -333,11 +333,9 @@ impl Mm {
             Reclaimer::Direct => self.vm.pgscan_direct += nr_scanned,
             Reclaimer::Memcg => {}
         }
-        if file {
-            self.vm.pgscan_file += nr_scanned;
-        } else {
-            self.vm.pgscan_anon += nr_scanned;
-        }
+        // No file pages exist in the model yet (their lists stay empty), so every scan is anon.
+        debug_assert!(!file, "file LRU pages are not modelled yet");
+        self.vm.pgscan_anon += nr_scanned;
         {
             let ev = &mut self.memcgs[m as usize].events;
             ev.pgscan += nr_scanned;
@@ -374,11 +372,7 @@ impl Mm {
             Reclaimer::Direct => self.vm.pgsteal_direct += nr_reclaimed,
             Reclaimer::Memcg => {}
         }
-        if file {
-            self.vm.pgsteal_file += nr_reclaimed;
-        } else {
-            self.vm.pgsteal_anon += nr_reclaimed;
-        }
+        self.vm.pgsteal_anon += nr_reclaimed;
         {
             let ev = &mut self.memcgs[m as usize].events;
             ev.pgsteal += nr_reclaimed;
@@ -628,7 +622,9 @@ impl Mm {
             if scan(self, ctx, nr).is_none() {
                 break;
             }
-            self.vm.slabs_scanned += nr;
+            // slabs_scanned in the kernel also counts every other slab shrinker (dentries,
+            // inodes, ...), which the model cannot produce; keep our share unexported.
+            self.shrinker_objects_scanned += nr;
             total -= nr;
             scanned += nr;
             if total == 0 {

@@ -27,14 +27,16 @@ counters! {
         /// KB, like /proc/vmstat (the kernel counts sectors and halves on output).
         pgpgin,
         pgpgout,
-        pgscan_kswapd, pgscan_direct, pgscan_anon, pgscan_file,
-        pgsteal_kswapd, pgsteal_direct, pgsteal_anon, pgsteal_file,
+        // pgscan_file / pgsteal_file / workingset_*_file join when file pages are modelled: until
+        // then the model cannot produce them, so they are absent rather than a false 0.
+        pgscan_kswapd, pgscan_direct, pgscan_anon,
+        pgsteal_kswapd, pgsteal_direct, pgsteal_anon,
         pgrefill, pgactivate, pgdeactivate, pgrotated,
         workingset_refault_anon, workingset_activate_anon, workingset_restore_anon,
         nr_vmscan_write, swap_ra, swap_ra_hit,
         /// User page allocations are __GFP_MOVABLE, so direct reclaim counts against ZONE_MOVABLE.
         allocstall_movable,
-        pageoutrun, slabs_scanned, oom_kill,
+        pageoutrun, oom_kill,
     }
 }
 

@@ -63,3 +63,36 @@ fn zswap_beats_swap_only() {
     };
     assert!(rate(&zswap) > 3.0 * rate(&swap), "zswap {} vs swap {}", rate(&zswap), rate(&swap));
 }
+
+/// On cgroup v1 the zswap shrinker's count reads v2-only memcg statistics, so enabling it
+/// changes nothing (kernel-model.md §9.8).
+#[test]
+fn v1_zswap_shrinker_is_inert() {
+    let regions = [("t", 1500, "text"), ("r", 1500, "random")];
+    let off = scenario(&regions, 30_000, 1800, true, false);
+    let mut on = off.clone();
+    on["kernel"]["zswap"]["shrinker_enabled"] = serde_json::json!(true);
+    assert_eq!(run(&off).counters, run(&on).counters);
+}
+
+/// The same switch acts on cgroup v2: the shrinker writes back.
+#[test]
+fn v2_zswap_shrinker_writes_back() {
+    let regions = [("t", 1500, "text"), ("r", 1500, "random")];
+    let mut v = scenario(&regions, 30_000, 1800, true, true);
+    assert_eq!(counter(&run(&v), "vmstat.zswpwb"), 0, "pool far from its limit: no worker writeback");
+    v["kernel"]["zswap"]["shrinker_enabled"] = serde_json::json!(true);
+    let r = run(&v);
+    assert!(counter(&r, "vmstat.zswpwb") > 0);
+    assert_eq!(counter(&r, "vmstat.zswpwb"), counter(&r, "memcg[/t].memory.stat.zswpwb"));
+}
+
+/// Counters for what is not modelled are absent, not a false 0.
+#[test]
+fn unmodelled_counters_are_absent() {
+    let r = run(&scenario(&[("t", 100, "text")], 100, 1000, true, false));
+    for key in ["vmstat.pgscan_file", "vmstat.workingset_refault_file", "vmstat.slabs_scanned", "vmstat.pgscan_khugepaged"] {
+        assert!(!has(&r, key), "{key} should be absent");
+    }
+    assert!(has(&r, "vmstat.pgscan_anon"));
+}
