@@ -13,6 +13,7 @@ pub mod policy;
 pub mod sim;
 pub mod stats;
 pub mod zpool;
+pub mod zram;
 pub mod zswap;
 
 pub use config::SimConfig;

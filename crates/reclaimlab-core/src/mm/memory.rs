@@ -4,8 +4,8 @@
 //! swap_vma_readahead), as of 6.18.
 //!
 //! Simplified: regions are PMD-aligned VMAs with no THP; no fork, so every anonymous page is
-//! exclusive (a swap-in maps it writable; a later write needs no fault); SWP_SYNCHRONOUS_IO
-//! (zram) devices are not modelled yet.
+//! exclusive (a swap-in maps it writable; a later write needs no fault, and a swap slot is
+//! never shared, so SWP_SYNCHRONOUS_IO devices always skip readahead).
 
 use super::page::{pg, NONE};
 use super::swap::swapin_nr_pages;
@@ -115,7 +115,15 @@ impl Mm {
         let m = self.pages[i as usize].memcg;
         self.vm.pgmajfault += 1;
         self.memcgs[m as usize].events.pgmajfault += 1;
-        let window = if self.swap.rotational { self.cluster_ra_window(i) } else { self.vma_ra_window(i) };
+        // SWP_SYNCHRONOUS_IO devices (zram) read just the faulting page when it is mapped once.
+        let dev = self.swap.dev_of(self.pages[i as usize].slot);
+        let window = if self.swap.devs[dev].synchronous() {
+            vec![i]
+        } else if self.swap.rotational {
+            self.cluster_ra_window(i)
+        } else {
+            self.vma_ra_window(i)
+        };
         let mut ready: Time = ctx.now;
         for j in window {
             if j == i {
@@ -265,6 +273,14 @@ impl Mm {
         }
         if p.has(pg::ZSWAP) {
             self.zswap_invalidate(i);
+        }
+        let d = self.swap.dev_of(p.slot);
+        let off = p.slot - self.swap.devs[d].base;
+        if let Some(zram) = self.swap.devs[d].zram.as_mut() {
+            // The swap slot-free notification frees the zram object at once.
+            let before = zram.pool.total_pages();
+            zram.free_slot(off, true);
+            self.nr_free += before - zram.pool.total_pages();
         }
         self.swap.free_slot(p.slot);
         self.memcgs[p.memcg as usize].swap_pages -= 1;

@@ -83,8 +83,9 @@ pub struct RegionInfo {
     pub content_id: u32,
     pub content: Content,
     pub variants: u32,
-    /// Per variant: zswap compressor output length (saturated at u16::MAX).
-    pub zlen: Vec<u16>,
+    /// Per codec slot (Mm::codecs), per variant: compressor output length (saturated at
+    /// u16::MAX). Slot 0 is zswap's compressor.
+    pub zlen: Vec<Vec<u16>>,
     /// Per variant: the page is zero-filled / all 8-byte words equal.
     pub zero: Vec<bool>,
     pub same_filled: Vec<bool>,
@@ -117,6 +118,10 @@ pub struct Mm {
     pub page_cluster: u32,
     pub swap: Swap,
     pub zswap: Zswap,
+    /// Compressors in use: [0] zswap's, then each zram device's comp_algorithm.
+    pub codecs: Vec<Codec>,
+    /// zsmalloc's huge_class_size: zram stores pages compressing to this or more uncompressed.
+    pub zram_huge_class_size: u32,
     pub vm: VmEvents,
     pub costs: Costs,
     pub switches: Switches,
@@ -146,8 +151,15 @@ impl Mm {
         reclaimlab_workload::content::variant_of(self.seed, r.content_id, (page - r.base) as u64, r.variants) as usize
     }
 
-    pub fn codec(&self) -> Codec {
-        self.zswap.codec
+    /// Compressed length of page `i` with codec slot `c`.
+    pub fn compressed_len(&self, i: u32, c: usize) -> u32 {
+        let v = self.variant(i);
+        self.region_of(i).zlen[c][v] as u32
+    }
+
+    /// Zsmalloc pages of every pool (zswap's and each zram device's).
+    pub fn zsmalloc_pages(&self) -> u64 {
+        self.zswap.pool.total_pages() + self.swap.devs.iter().filter_map(|d| d.zram.as_ref()).map(|z| z.pool.total_pages()).sum::<u64>()
     }
 
     /// Put a resident page on its memcg's LRU list (head), per its ACTIVE flag.

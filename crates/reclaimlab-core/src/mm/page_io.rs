@@ -40,13 +40,12 @@ impl Mm {
         if !self.zswap_writeback_enabled(m) {
             return Writeout::Activate;
         }
-        self.swap_writepage(ctx, i);
-        Writeout::Io
+        self.swap_writepage(ctx, i)
     }
 
-    /// __swap_writepage: submit the write; the folio is under writeback until the device
-    /// completes it.
-    pub fn swap_writepage(&mut self, ctx: &mut Ctx, i: u32) {
+    /// __swap_writepage: submit the write. A block device leaves the folio under writeback
+    /// until it completes; zram (SWP_SYNCHRONOUS_IO) completes it inline.
+    pub fn swap_writepage(&mut self, ctx: &mut Ctx, i: u32) -> Writeout {
         let m = self.pages[i as usize].memcg;
         self.vm.pswpout += 1;
         self.vm.pgpgout += 4;
@@ -54,12 +53,50 @@ impl Mm {
         ctx.cpu(self.costs.bio_submit_ns);
         let slot = self.pages[i as usize].slot;
         let d = self.swap.dev_of(slot);
+        if self.swap.devs[d].synchronous() {
+            return self.zram_write(ctx, d, i);
+        }
         let done = self.swap.devs[d].submit_write(ctx.now, i);
         self.pages[i as usize].set(pg::WRITEBACK);
         if self.swap.devs[d].scheduled.is_none() {
             self.swap.devs[d].scheduled = Some(done);
             self.queue.push(done, EventKind::DeviceDone(d as u16));
         }
+        Writeout::Io
+    }
+
+    /// zram_bio_write for one page, completed inline (the folio's writeback ends at once).
+    fn zram_write(&mut self, ctx: &mut Ctx, d: usize, i: u32) -> Writeout {
+        let off = self.pages[i as usize].slot - self.swap.devs[d].base;
+        let v = self.variant(i);
+        let same = self.region_of(i).same_filled[v];
+        let zram = self.swap.devs[d].zram.as_ref().expect("synchronous device is zram");
+        let codec_slot = zram.codec_slot;
+        let comp_len = self.compressed_len(i, codec_slot);
+        if !same {
+            ctx.cpu(self.costs.compress_ns(self.codecs[codec_slot]));
+        }
+        let before = self.zsmalloc_pages();
+        let huge = self.zram_huge_class_size;
+        let zram = self.swap.devs[d].zram.as_mut().expect("zram");
+        let ok = matches!(zram.write(off, same, comp_len, huge), crate::zram::ZramWrite::Stored);
+        let after = self.zsmalloc_pages();
+        // The pool grows from free pages (GFP_NOIO, may use reserves in reclaim).
+        if after > before && after - before > self.nr_free {
+            let zram = self.swap.devs[d].zram.as_mut().expect("zram");
+            zram.free_slot(off, false);
+            zram.failed_writes += 1;
+            return Writeout::Activate;
+        }
+        // after ≤ before + nr_free here, so this cannot underflow.
+        self.nr_free = self.nr_free + before - after;
+        if !ok {
+            return Writeout::Activate;
+        }
+        // folio_end_writeback, inline.
+        self.pages[i as usize].set(pg::WRITEBACK);
+        self.end_swap_writeback(i);
+        Writeout::Done
     }
 
     /// swap_read_folio: zeromap, then zswap, then the device. Returns when the data is there.
@@ -80,6 +117,16 @@ impl Mm {
         ctx.cpu(self.costs.bio_submit_ns);
         let slot = self.pages[i as usize].slot;
         let d = self.swap.dev_of(slot);
+        if let Some(zram) = &self.swap.devs[d].zram {
+            // zram_read_page: same-element fill, plain copy of a huge page, or decompression.
+            let s = zram.slot(slot - self.swap.devs[d].base);
+            if s.flags & crate::zram::SLOT_HUGE != 0 {
+                ctx.cpu(self.costs.zswap_copy_ns);
+            } else if s.flags & crate::zram::SLOT_SAME == 0 {
+                ctx.cpu(self.costs.decompress_ns(self.codecs[zram.codec_slot]));
+            }
+            return ctx.now;
+        }
         self.swap.devs[d].submit_read(ctx.now)
     }
 

@@ -53,6 +53,8 @@ pub struct SwapDev {
     pub inflight: VecDeque<(Time, u32)>,
     /// Time of the DeviceDone event already queued for this device, if any.
     pub scheduled: Option<Time>,
+    /// A zram device (SWP_SYNCHRONOUS_IO, in memory) instead of a block device.
+    pub zram: Option<crate::zram::Zram>,
 }
 
 impl SwapDev {
@@ -86,7 +88,13 @@ impl SwapDev {
             pipe_free: 0,
             inflight: VecDeque::new(),
             scheduled: None,
+            zram: None,
         }
+    }
+
+    /// SWP_SYNCHRONOUS_IO: IO completes inline (zram).
+    pub fn synchronous(&self) -> bool {
+        self.zram.is_some()
     }
 
     pub fn usable(&self) -> u64 {

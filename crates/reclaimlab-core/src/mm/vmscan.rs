@@ -572,40 +572,47 @@ impl Mm {
         }
     }
 
-    /// shrink_slab for memcg `m`: the zswap shrinker (memcg-aware) for every memcg, and the
-    /// zsmalloc compaction shrinker when `m` is the root.
+    /// shrink_slab for memcg `m`: the zswap shrinker (memcg-aware) for every memcg, and each
+    /// zsmalloc pool's compaction shrinker (zswap's, every zram device's) when `m` is the root.
     fn shrink_slab(&mut self, ctx: &mut Ctx, m: u16, sc: &ScanControl) {
         let freeable = self.zswap_shrinker_count(m);
         if freeable > 0 {
             let deferred = std::mem::take(&mut self.memcgs[m as usize].zswap_shrinker_deferred);
-            let scanned = self.do_shrink_slab(ctx, freeable, deferred, sc.priority, |mm, ctx, nr| {
-                mm.zswap_shrinker_scan(ctx, m, nr)
-            });
-            let delta = (freeable >> sc.priority) * 2;
-            let next = (deferred + delta).saturating_sub(scanned).min(2 * freeable);
-            self.memcgs[m as usize].zswap_shrinker_deferred = next;
+            self.memcgs[m as usize].zswap_shrinker_deferred =
+                self.do_shrink_slab(ctx, freeable, deferred, sc.priority, |mm, ctx, nr| mm.zswap_shrinker_scan(ctx, m, nr));
         }
-        if m == 0 {
-            let freeable = self.zswap.pool.compactable_pages();
-            if freeable > 0 {
-                let deferred = std::mem::take(&mut self.zswap.compact_deferred);
-                let scanned = self.do_shrink_slab(ctx, freeable, deferred, sc.priority, |mm, _ctx, _nr| {
-                    let freed = mm.zswap.pool.compact();
-                    mm.nr_free += freed;
-                    if freed > 0 {
-                        Some(freed)
-                    } else {
-                        None
-                    }
-                });
-                let delta = (freeable >> sc.priority) * 2;
-                self.zswap.compact_deferred = (deferred + delta).saturating_sub(scanned).min(2 * freeable);
+        if m != 0 {
+            return;
+        }
+        // Pool 0 is zswap's, pool k > 0 the (k-1)-th swap device's zram pool if it has one.
+        for k in 0..=self.swap.devs.len() {
+            let Some((pool, deferred)) = self.zsmalloc_pool(k) else { continue };
+            let freeable = pool.compactable_pages();
+            if freeable == 0 {
+                continue;
             }
+            let deferred = std::mem::take(deferred);
+            let next = self.do_shrink_slab(ctx, freeable, deferred, sc.priority, |mm, _ctx, _nr| {
+                let (pool, _) = mm.zsmalloc_pool(k).expect("pool exists");
+                let freed = pool.compact();
+                mm.nr_free += freed;
+                (freed > 0).then_some(freed)
+            });
+            *self.zsmalloc_pool(k).expect("pool exists").1 = next;
         }
     }
 
-    /// do_shrink_slab arithmetic (seeks = DEFAULT_SEEKS, batch = SHRINK_BATCH). `scan` returns
-    /// None for SHRINK_STOP. Returns the objects scanned.
+    /// A zsmalloc pool and its compaction shrinker's deferred count (see shrink_slab).
+    fn zsmalloc_pool(&mut self, k: usize) -> Option<(&mut (dyn crate::zpool::Zpool + 'static), &mut u64)> {
+        if k == 0 {
+            return Some((self.zswap.pool.as_mut(), &mut self.zswap.compact_deferred));
+        }
+        self.swap.devs[k - 1].zram.as_mut().map(|z| (z.pool.as_mut(), &mut z.compact_deferred))
+    }
+
+    /// do_shrink_slab arithmetic (seeks = DEFAULT_SEEKS, batch = SHRINK_BATCH): scan
+    /// `(deferred >> priority) + 2 × (freeable >> priority)` objects (at most 2 × freeable) in
+    /// batches; `scan` returns None for SHRINK_STOP. Returns the new deferred count.
     fn do_shrink_slab(
         &mut self,
         ctx: &mut Ctx,
@@ -631,7 +638,7 @@ impl Mm {
                 break;
             }
         }
-        scanned
+        (deferred + delta).saturating_sub(scanned).min(2 * freeable)
     }
 
     /// One balance_pgdat priority pass; kswapd reschedules itself until the node is balanced.

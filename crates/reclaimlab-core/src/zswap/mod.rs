@@ -172,7 +172,7 @@ impl Mm {
         let v = self.variant(i);
         let (same, dlen) = {
             let r = self.region_of(i);
-            (r.same_filled[v], r.zlen[v] as u32)
+            (r.same_filled[v], r.zlen[0][v] as u32)
         };
         if self.switches.same_filled == SameFilled::Zswap && same {
             // ≤6.11: a length-0 entry, no zpool memory, not on the LRU.

@@ -47,3 +47,18 @@ fn page_conservation_every_event_v2_shrinker() {
     assert!(counter(&r, "memcg[/t].memory.events.high") > 0);
     s.check_conservation().unwrap();
 }
+
+/// Conservation with zram as the swap device and zswap in front of it.
+#[test]
+fn page_conservation_every_event_zram() {
+    let mut v = scenario(&[("a", 1000, "text"), ("b", 2500, "random"), ("z", 300, "zero")], 30_000, 1200, true, false);
+    v["kernel"]["zswap"]["max_pool_percent"] = serde_json::json!(1);
+    v["machine"]["swap"][0]["kind"] = serde_json::json!("zram");
+    v["processes"][0]["phases"][3]["phase"]["write_percent"] = serde_json::json!(50);
+    let mut s = build(&v);
+    s.set_check_interval(1);
+    let r = s.run_to_end();
+    assert!(counter(&r, "vmstat.zswpwb") > 0);
+    assert!(counter(&r, "zram0.mm_stat.pages_compacted") + counter(&r, "zram0.mm_stat.orig_data_size") > 0);
+    s.check_conservation().unwrap();
+}

@@ -96,3 +96,30 @@ fn unmodelled_counters_are_absent() {
     }
     assert!(has(&r, "vmstat.pgscan_anon"));
 }
+
+/// zram as the swap device: synchronous writes free pages in the same pass, same-element
+/// pages take no memory, incompressible pages are stored whole ("huge").
+#[test]
+fn zram_swap() {
+    let mut v = scenario(&[("t", 1500, "text"), ("r", 500, "random"), ("s", 200, "same:0x5a")], 20_000, 1200, false, false);
+    v["machine"]["swap"][0]["kind"] = serde_json::json!("zram");
+    v["machine"]["swap"][0]["comp_algorithm"] = serde_json::json!("lzo-rle");
+    v["processes"][0]["phases"][3]["phase"]["write_percent"] = serde_json::json!(30);
+    let r = run(&v);
+    let slots_used = (counter(&r, "meminfo.SwapTotal") - counter(&r, "meminfo.SwapFree")) / 4;
+    assert!(counter(&r, "vmstat.pswpout") > 0);
+    assert!(counter(&r, "vmstat.pswpin") > 0);
+    // Every write is synchronous: reclaim frees the page at once, never waits for IO.
+    assert_eq!(counter(&r, "vmstat.nr_vmscan_write"), counter(&r, "vmstat.pswpout"));
+    assert_eq!(counter(&r, "vmstat.pgrotated"), 0);
+    // No readahead from a synchronous device.
+    assert_eq!(counter(&r, "vmstat.swap_ra"), 0);
+    assert_eq!(counter(&r, "vmstat.pgmajfault"), counter(&r, "vmstat.pswpin"));
+    // Every allocated slot holds a zram object (no zero pages here).
+    assert_eq!(counter(&r, "zram0.mm_stat.orig_data_size") / 4096, slots_used);
+    assert!(counter(&r, "zram0.mm_stat.same_pages") > 0);
+    assert!(counter(&r, "zram0.mm_stat.huge_pages") > 0);
+    assert!(counter(&r, "zram0.mm_stat.compr_data_size") < counter(&r, "zram0.mm_stat.orig_data_size"));
+    assert_eq!(counter(&r, "zram0.mm_stat.mem_used_total"), counter(&r, "vmstat.nr_zspages") * 4096);
+    assert!(counter(&r, "zram0.io_stat.notify_free") > 0, "write faults free slots");
+}
