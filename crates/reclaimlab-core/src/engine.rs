@@ -16,7 +16,7 @@ use crate::costs::Costs;
 use crate::mm::page::{list, pg, Page, NONE};
 use crate::mm::swap::{Swap, SwapDev};
 use crate::mm::{Actor, Ctx, Kswapd, Memcg, Mm, Oom, RegionInfo, PAGE_SIZE};
-use crate::policy::{Incompressible, SameFilled, Switches};
+use crate::policy::{Incompressible, SameFilled, Switches, ZswapLru};
 use crate::sim::{EventKind, EventQueue, Time};
 use crate::stats::VmEvents;
 use crate::zpool::zsmalloc::Zsmalloc;
@@ -249,14 +249,19 @@ impl Simulation {
             });
         }
 
-        let pool = new_zpool(ZpoolKind::Zsmalloc { chain_size: 8 });
+        if switches.lru == ZswapLru::Global && cfg.kernel.zswap.shrinker_enabled {
+            return Err("kernel.zswap.shrinker_enabled: the memory-pressure shrinker needs the per-memcg zswap LRU \
+                        (kernel.switches.\"zswap.lru\" = \"per_memcg\", 6.8+)"
+                .into());
+        }
+        let pools = (0..switches.zpools).map(|_| new_zpool(ZpoolKind::Zsmalloc { chain_size: 8 })).collect();
         let zswap = Zswap::new(
             cfg.kernel.zswap.enabled,
             codec,
             cfg.kernel.zswap.max_pool_percent as u64,
             cfg.kernel.zswap.accept_threshold_percent as u64,
             cfg.kernel.zswap.shrinker_enabled,
-            pool,
+            pools,
         );
         let nmemcg = memcgs.len();
         let mut mm = Mm {
@@ -420,6 +425,8 @@ impl Simulation {
             }
             self.now = self.now.max(t);
             self.events += 1;
+            let running = self.procs.iter().filter(|p| p.state == ProcState::Running).count() as u64;
+            self.mm.zswap.cpus_saturated = running >= self.cpus;
             match ev {
                 EventKind::DeviceDone(d) => self.mm.device_done(d as usize, t),
                 EventKind::Kswapd => {
@@ -650,7 +657,7 @@ impl Simulation {
         let mm = &self.mm;
         let mut out = Vec::new();
         mm.vm.export("vmstat.", &mut out);
-        let pool_pages = mm.zswap.pool.total_pages();
+        let pool_pages = mm.zswap_total_pages();
         out.push(("vmstat.nr_free_pages".into(), mm.nr_free));
         out.push(("vmstat.nr_inactive_anon".into(), mm.lru_size_tree(0, list::INACTIVE_ANON)));
         out.push(("vmstat.nr_active_anon".into(), mm.lru_size_tree(0, list::ACTIVE_ANON)));

@@ -12,8 +12,9 @@ use serde_json::Value;
 pub enum Incompressible {
     /// ≤6.17: zsmalloc refuses objects over 4096 bytes → reject_compress_poor, page goes to disk.
     Reject,
-    /// 6.18 (SeongJae Park, "mm/zswap: store <PAGE_SIZE compression failed page as-is"): the page
-    /// is stored raw (length 4096) unless the memcg's zswap writeback is disabled.
+    /// 6.18 (SeongJae Park, "mm/zswap: store <PAGE_SIZE compression failed page as-is"; also
+    /// Takero Funaki's patch 5): stored raw (length 4096) unless the memcg's zswap writeback is
+    /// disabled.
     StoreRaw,
 }
 
@@ -28,20 +29,109 @@ pub enum SameFilled {
     Zeromap,
 }
 
+/// The global shrink worker's memcg iteration and error handling.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ShrinkWorker {
+    /// 6.8–6.11: every wrap of the memcg cursor and every shrink_memcg failure (including "this
+    /// memcg has nothing in zswap") counts toward the 16-failure abort; a memcg with writeback
+    /// disabled aborts the run.
+    V6_10,
+    /// 6.12+ (Takero Funaki's patches 1–2 as merged): memcgs with nothing to write back are
+    /// skipped for free; a tree walk counts as a failure only if it made no attempt.
+    Fixed,
+}
+
+/// What protects recently stored entries from the memory-pressure shrinker.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ShrinkerProtection {
+    /// 6.8–6.11: lruvec nr_zswap_protected (grows with LRU adds and disk swap-ins, decays by
+    /// halving above a quarter of the LRU); no second chance.
+    NrZswapProtected,
+    /// 6.12+ (Nhat Pham): each entry has a referenced bit (second chance) and disk swap-ins since
+    /// the last count are subtracted from the freeable count.
+    Referenced,
+}
+
+/// How zswap entries are ordered for writeback.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ZswapLru {
+    /// ≤6.7: one LRU for all entries, whatever their memcg (no memory-pressure shrinker).
+    Global,
+    /// 6.8+ (Nhat Pham / Domenico Cerasuolo): a list_lru per memcg and node.
+    PerMemcg,
+}
+
 #[derive(Clone, Debug, PartialEq)]
 pub struct Switches {
     pub incompressible: Incompressible,
     pub same_filled: SameFilled,
+    pub shrink_worker: ShrinkWorker,
+    /// Takero Funaki's patch 3: start the worker once the pool reaches
+    /// max × (accept_threshold + 1)%, accept stores up to the max, reject only at the max.
+    pub proactive_shrink: bool,
+    /// The shrink workqueue has WQ_MEM_RECLAIM (every kernel). Funaki's patch 4 removes it so
+    /// the worker runs in the background and yields while tasks are reclaiming.
+    pub worker_mem_reclaim: bool,
+    /// Funaki's patch 6: the worker pauses writeback until this long after the last store
+    /// reject or zswap load miss (500 ms in the patch; 0 = never pauses).
+    pub writeback_pause_ms: u64,
+    pub shrinker_protection: ShrinkerProtection,
+    pub lru: ZswapLru,
+    /// zsmalloc pools per zswap pool: 32 up to 6.11 (entries spread by a hash), 1 since.
+    pub zpools: u32,
 }
 
 /// Kernel versions with a preset.
-pub const PRESETS: &[&str] = &["6.12", "6.18"];
+pub const PRESETS: &[&str] = &["6.8", "6.10", "6.12", "6.18"];
+
+fn bad(k: &str, v: &Value, expected: &str) -> String {
+    format!("kernel.switches.{k}: expected {expected}, got {v}")
+}
+
+fn choice<T: Copy>(k: &str, v: &Value, options: &[(&str, T)]) -> Result<T, String> {
+    let names: Vec<String> = options.iter().map(|(n, _)| format!("{n:?}")).collect();
+    v.as_str()
+        .and_then(|s| options.iter().find(|(n, _)| *n == s).map(|(_, t)| *t))
+        .ok_or_else(|| bad(k, v, &format!("one of {}", names.join(", "))))
+}
+
+const INCOMPRESSIBLE: &[(&str, Incompressible)] = &[("reject", Incompressible::Reject), ("store_raw", Incompressible::StoreRaw)];
+const SAME_FILLED: &[(&str, SameFilled)] = &[("zswap", SameFilled::Zswap), ("zeromap", SameFilled::Zeromap)];
+const SHRINK_WORKER: &[(&str, ShrinkWorker)] = &[("6.10", ShrinkWorker::V6_10), ("fixed", ShrinkWorker::Fixed)];
+const PROTECTION: &[(&str, ShrinkerProtection)] =
+    &[("nr_zswap_protected", ShrinkerProtection::NrZswapProtected), ("referenced", ShrinkerProtection::Referenced)];
+const LRU: &[(&str, ZswapLru)] = &[("global", ZswapLru::Global), ("per_memcg", ZswapLru::PerMemcg)];
+
+fn name_of<T: Copy + PartialEq>(options: &[(&'static str, T)], t: T) -> &'static str {
+    options.iter().find(|(_, x)| *x == t).map(|(n, _)| *n).expect("every value has a name")
+}
 
 impl Switches {
     pub fn preset(version: &str) -> Result<Switches, String> {
+        // 6.8 and 6.10 behave the same for every switch modelled here; 6.10 is the base of
+        // Takero Funaki's series.
+        let v6_10 = Switches {
+            incompressible: Incompressible::Reject,
+            same_filled: SameFilled::Zswap,
+            shrink_worker: ShrinkWorker::V6_10,
+            proactive_shrink: false,
+            worker_mem_reclaim: true,
+            writeback_pause_ms: 0,
+            shrinker_protection: ShrinkerProtection::NrZswapProtected,
+            lru: ZswapLru::PerMemcg,
+            zpools: 32,
+        };
+        let v6_12 = Switches {
+            same_filled: SameFilled::Zeromap,
+            shrink_worker: ShrinkWorker::Fixed,
+            shrinker_protection: ShrinkerProtection::Referenced,
+            zpools: 1,
+            ..v6_10.clone()
+        };
         match version {
-            "6.18" => Ok(Switches { incompressible: Incompressible::StoreRaw, same_filled: SameFilled::Zeromap }),
-            "6.12" => Ok(Switches { incompressible: Incompressible::Reject, same_filled: SameFilled::Zeromap }),
+            "6.8" | "6.10" => Ok(v6_10),
+            "6.12" => Ok(v6_12),
+            "6.18" => Ok(Switches { incompressible: Incompressible::StoreRaw, ..v6_12 }),
             _ => Err(format!(
                 "kernel.version: no preset for {version:?}; expected one of {}",
                 PRESETS.iter().map(|p| format!("{p:?}")).collect::<Vec<_>>().join(", ")
@@ -52,40 +142,37 @@ impl Switches {
     /// The switches as name → value, in the form scenarios write them.
     pub fn to_map(&self) -> BTreeMap<&'static str, Value> {
         let mut m = BTreeMap::new();
-        m.insert(
-            "zswap.incompressible",
-            Value::from(match self.incompressible {
-                Incompressible::Reject => "reject",
-                Incompressible::StoreRaw => "store_raw",
-            }),
-        );
-        m.insert(
-            "zswap.same_filled",
-            Value::from(match self.same_filled {
-                SameFilled::Zswap => "zswap",
-                SameFilled::Zeromap => "zeromap",
-            }),
-        );
+        m.insert("zswap.incompressible", Value::from(name_of(INCOMPRESSIBLE, self.incompressible)));
+        m.insert("zswap.same_filled", Value::from(name_of(SAME_FILLED, self.same_filled)));
+        m.insert("zswap.shrink_worker", Value::from(name_of(SHRINK_WORKER, self.shrink_worker)));
+        m.insert("zswap.proactive_shrink", Value::from(self.proactive_shrink));
+        m.insert("zswap.worker_mem_reclaim", Value::from(self.worker_mem_reclaim));
+        m.insert("zswap.writeback_pause_ms", Value::from(self.writeback_pause_ms));
+        m.insert("zswap.shrinker_protection", Value::from(name_of(PROTECTION, self.shrinker_protection)));
+        m.insert("zswap.lru", Value::from(name_of(LRU, self.lru)));
+        m.insert("zswap.zpools", Value::from(self.zpools));
         m
     }
 
     pub fn with_overrides(version: &str, overrides: &BTreeMap<String, Value>) -> Result<Switches, String> {
         let mut s = Switches::preset(version)?;
         for (k, v) in overrides {
-            let bad = |expected: &str| format!("kernel.switches.{k}: expected {expected}, got {v}");
+            let boolean = || v.as_bool().ok_or_else(|| bad(k, v, "true or false"));
             match k.as_str() {
-                "zswap.incompressible" => {
-                    s.incompressible = match v.as_str() {
-                        Some("reject") => Incompressible::Reject,
-                        Some("store_raw") => Incompressible::StoreRaw,
-                        _ => return Err(bad("\"reject\" or \"store_raw\"")),
-                    }
+                "zswap.incompressible" => s.incompressible = choice(k, v, INCOMPRESSIBLE)?,
+                "zswap.same_filled" => s.same_filled = choice(k, v, SAME_FILLED)?,
+                "zswap.shrink_worker" => s.shrink_worker = choice(k, v, SHRINK_WORKER)?,
+                "zswap.proactive_shrink" => s.proactive_shrink = boolean()?,
+                "zswap.worker_mem_reclaim" => s.worker_mem_reclaim = boolean()?,
+                "zswap.writeback_pause_ms" => {
+                    s.writeback_pause_ms = v.as_u64().ok_or_else(|| bad(k, v, "a whole number of milliseconds"))?
                 }
-                "zswap.same_filled" => {
-                    s.same_filled = match v.as_str() {
-                        Some("zswap") => SameFilled::Zswap,
-                        Some("zeromap") => SameFilled::Zeromap,
-                        _ => return Err(bad("\"zswap\" or \"zeromap\"")),
+                "zswap.shrinker_protection" => s.shrinker_protection = choice(k, v, PROTECTION)?,
+                "zswap.lru" => s.lru = choice(k, v, LRU)?,
+                "zswap.zpools" => {
+                    s.zpools = match v.as_u64() {
+                        Some(n @ (1 | 32)) => n as u32,
+                        _ => return Err(bad(k, v, "1 or 32")),
                     }
                 }
                 _ => {
@@ -97,5 +184,30 @@ impl Switches {
             }
         }
         Ok(s)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn presets_round_trip_through_their_map() {
+        for v in PRESETS {
+            let s = Switches::preset(v).unwrap();
+            let map: BTreeMap<String, Value> = s.to_map().into_iter().map(|(k, v)| (k.to_string(), v)).collect();
+            assert_eq!(Switches::with_overrides(v, &map).unwrap(), s);
+        }
+    }
+
+    #[test]
+    fn bad_switches_are_named() {
+        let mut o = BTreeMap::new();
+        o.insert("zswap.lru".to_string(), Value::from("lifo"));
+        let e = Switches::with_overrides("6.18", &o).unwrap_err();
+        assert!(e.contains("kernel.switches.zswap.lru") && e.contains("\"global\""), "{e}");
+        let mut o = BTreeMap::new();
+        o.insert("zswap.nope".to_string(), Value::from(1));
+        assert!(Switches::with_overrides("6.18", &o).unwrap_err().contains("unknown switch"));
     }
 }

@@ -49,6 +49,8 @@ pub struct Memcg {
     pub refaults_snapshot: u64,
     /// zswap_lruvec_state.nr_disk_swapins (6.12+ shrinker feedback).
     pub nr_disk_swapins: u64,
+    /// zswap_lruvec_state.nr_zswap_protected (6.8–6.11 shrinker protection).
+    pub nr_zswap_protected: u64,
     /// The zswap shrinker's deferred work for this memcg (nr_deferred).
     pub zswap_shrinker_deferred: u64,
     pub events: MemcgEvents,
@@ -81,6 +83,7 @@ impl Memcg {
             nonresident_age: 0,
             refaults_snapshot: 0,
             nr_disk_swapins: 0,
+            nr_zswap_protected: 0,
             zswap_shrinker_deferred: 0,
             events: MemcgEvents::default(),
             swap_pages: 0,

@@ -159,7 +159,7 @@ impl Mm {
 
     /// Zsmalloc pages of every pool (zswap's and each zram device's).
     pub fn zsmalloc_pages(&self) -> u64 {
-        self.zswap.pool.total_pages() + self.swap.devs.iter().filter_map(|d| d.zram.as_ref()).map(|z| z.pool.total_pages()).sum::<u64>()
+        self.zswap_total_pages() + self.swap.devs.iter().filter_map(|d| d.zram.as_ref()).map(|z| z.pool.total_pages()).sum::<u64>()
     }
 
     /// Put a resident page on its memcg's LRU list (head), per its ACTIVE flag.

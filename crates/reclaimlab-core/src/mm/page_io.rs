@@ -110,7 +110,11 @@ impl Mm {
         if self.zswap_load(ctx, i) {
             return ctx.now;
         }
+        // A zswap miss: shrinker feedback (6.12+ nr_disk_swapins, 6.8–6.11 protection) and
+        // Funaki's writeback pause.
         self.memcgs[m as usize].nr_disk_swapins += 1;
+        self.memcgs[m as usize].nr_zswap_protected += 1;
+        self.note_zswap_contention(ctx.now);
         self.vm.pswpin += 1;
         self.vm.pgpgin += 4;
         self.memcgs[m as usize].events.pswpin += 1;

@@ -584,8 +584,8 @@ impl Mm {
         if m != 0 {
             return;
         }
-        // Pool 0 is zswap's, pool k > 0 the (k-1)-th swap device's zram pool if it has one.
-        for k in 0..=self.swap.devs.len() {
+        // Pools 0..n are zswap's zsmalloc pools, then one per swap device (zram only).
+        for k in 0..self.zswap.pools.len() + self.swap.devs.len() {
             let Some((pool, deferred)) = self.zsmalloc_pool(k) else { continue };
             let freeable = pool.compactable_pages();
             if freeable == 0 {
@@ -604,10 +604,11 @@ impl Mm {
 
     /// A zsmalloc pool and its compaction shrinker's deferred count (see shrink_slab).
     fn zsmalloc_pool(&mut self, k: usize) -> Option<(&mut (dyn crate::zpool::Zpool + 'static), &mut u64)> {
-        if k == 0 {
-            return Some((self.zswap.pool.as_mut(), &mut self.zswap.compact_deferred));
+        let n = self.zswap.pools.len();
+        if k < n {
+            return Some((self.zswap.pools[k].as_mut(), &mut self.zswap.compact_deferred[k]));
         }
-        self.swap.devs[k - 1].zram.as_mut().map(|z| (z.pool.as_mut(), &mut z.compact_deferred))
+        self.swap.devs[k - n].zram.as_mut().map(|z| (z.pool.as_mut(), &mut z.compact_deferred))
     }
 
     /// do_shrink_slab arithmetic (seeks = DEFAULT_SEEKS, batch = SHRINK_BATCH): scan

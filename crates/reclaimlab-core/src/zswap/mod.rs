@@ -10,7 +10,7 @@
 use crate::compress::Codec;
 use crate::mm::page::{list, pg, NONE};
 use crate::mm::{Ctx, Mm, MAX_RECLAIM_RETRIES, PAGE_SIZE};
-use crate::policy::{Incompressible, SameFilled};
+use crate::policy::{Incompressible, SameFilled, ShrinkWorker, ShrinkerProtection, ZswapLru};
 use crate::sim::{EventKind, Time};
 use crate::stats::ZswapEvents;
 use crate::zpool::Zpool;
@@ -39,8 +39,10 @@ pub enum ShrinkResult {
     Ok,
     /// -ENOENT: writeback disabled or nothing on this memcg's LRU.
     NoEnt,
-    /// -EAGAIN: visited entries, wrote none back.
+    /// -EAGAIN: visited entries, wrote none back (6.10: also an empty LRU).
     Again,
+    /// -EINVAL (6.10 only): writeback disabled; aborts the 6.10 worker.
+    Inval,
 }
 
 /// The global shrink worker's loop state (shrink_worker's locals).
@@ -57,7 +59,9 @@ pub struct Zswap {
     pub max_pool_percent: u64,
     pub accept_threshold_percent: u64,
     pub shrinker_enabled: bool,
-    pub pool: Box<dyn Zpool>,
+    /// The zswap pool's zsmalloc pools: 32 up to 6.11 (an entry's pool chosen by a hash of the
+    /// entry), one since.
+    pub pools: Vec<Box<dyn Zpool>>,
     /// zswap_pool_reached_full.
     pub reached_full: bool,
     pub stored_pages: u64,
@@ -70,8 +74,13 @@ pub struct Zswap {
     worker_pending: bool,
     worker: Option<WorkerRun>,
     pub worker_clock: Time,
-    /// The zsmalloc compaction shrinker's deferred count.
-    pub compact_deferred: u64,
+    /// Each zsmalloc pool's compaction shrinker's deferred count.
+    pub compact_deferred: Vec<u64>,
+    /// Last store reject or load miss (Funaki's patch 6 pauses writeback after it).
+    pub last_contention: Option<Time>,
+    /// Set by the engine before each event: user tasks occupy every CPU. A worker without
+    /// WQ_MEM_RECLAIM (patch 4) yields then.
+    pub cpus_saturated: bool,
 }
 
 impl Zswap {
@@ -81,15 +90,16 @@ impl Zswap {
         max_pool_percent: u64,
         accept_threshold_percent: u64,
         shrinker_enabled: bool,
-        pool: Box<dyn Zpool>,
+        pools: Vec<Box<dyn Zpool>>,
     ) -> Zswap {
+        let n = pools.len();
         Zswap {
             enabled,
             codec,
             max_pool_percent,
             accept_threshold_percent,
             shrinker_enabled,
-            pool,
+            pools,
             reached_full: false,
             stored_pages: 0,
             stored_incompressible_pages: 0,
@@ -99,7 +109,9 @@ impl Zswap {
             worker_pending: false,
             worker: None,
             worker_clock: 0,
-            compact_deferred: 0,
+            compact_deferred: vec![0; n],
+            last_contention: None,
+            cpus_saturated: false,
         }
     }
 }
@@ -115,11 +127,31 @@ impl Mm {
         self.zswap_max_pages() * self.zswap.accept_threshold_percent / 100
     }
 
+    /// zswap_total_pages: pages of all the pool's zsmalloc pools.
+    pub fn zswap_total_pages(&self) -> u64 {
+        self.zswap.pools.iter().map(|p| p.total_pages()).sum()
+    }
+
     /// zswap_check_limits: pool_limit_hit counts store attempts at or over the limit; the
     /// reached_full flag clears only once the pool is back at the accept threshold.
-    pub fn zswap_check_limits(&mut self) -> bool {
-        let cur = self.zswap.pool.total_pages();
+    /// With proactive shrinking (Funaki's patch 3) there is no hysteresis: stores are refused
+    /// only at the limit, and the worker starts at accept_threshold + 1% of the limit.
+    pub fn zswap_check_limits(&mut self, now: Time) -> bool {
+        let cur = self.zswap_total_pages();
         let max = self.zswap_max_pages();
+        if self.switches.proactive_shrink {
+            let start = max * (self.zswap.accept_threshold_percent + 1).min(100) / 100;
+            if cur >= max {
+                self.zswap.ev.pool_limit_hit += 1;
+                self.zswap.reached_full = true;
+                return true;
+            }
+            self.zswap.reached_full = false;
+            if cur >= start {
+                self.queue_shrink_worker(now);
+            }
+            return false;
+        }
         if cur >= max {
             self.zswap.ev.pool_limit_hit += 1;
             self.zswap.reached_full = true;
@@ -129,23 +161,53 @@ impl Mm {
         self.zswap.reached_full
     }
 
+    /// Which zsmalloc pool holds page `i`'s entry: the kernel hashed the entry's address over
+    /// 32 pools (≤6.11); a hash of the page index spreads entries the same way, reproducibly.
+    fn zswap_pool_of(&self, i: u32) -> usize {
+        let n = self.zswap.pools.len();
+        if n == 1 {
+            0
+        } else {
+            ((i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32) as usize % n
+        }
+    }
+
     /// zs_malloc with the pool's page growth taken from the free pages.
-    fn zswap_pool_malloc(&mut self, len: u32) -> Option<u32> {
-        let before = self.zswap.pool.total_pages();
-        let h = self.zswap.pool.malloc(len).ok()?;
-        let grew = self.zswap.pool.total_pages() - before;
+    fn zswap_pool_malloc(&mut self, i: u32, len: u32) -> Option<u32> {
+        let k = self.zswap_pool_of(i);
+        let pool = &mut self.zswap.pools[k];
+        let before = pool.total_pages();
+        let h = pool.malloc(len).ok()?;
+        let grew = pool.total_pages() - before;
         if grew > self.nr_free {
-            self.zswap.pool.free(h);
+            pool.free(h);
             return None;
         }
         self.nr_free -= grew;
         Some(h)
     }
 
-    fn zswap_pool_free(&mut self, h: u32) {
-        let before = self.zswap.pool.total_pages();
-        self.zswap.pool.free(h);
-        self.nr_free += before - self.zswap.pool.total_pages();
+    fn zswap_pool_free(&mut self, i: u32, h: u32) {
+        let k = self.zswap_pool_of(i);
+        let pool = &mut self.zswap.pools[k];
+        let before = pool.total_pages();
+        pool.free(h);
+        self.nr_free += before - pool.total_pages();
+    }
+
+    /// The memcg whose zswap LRU holds page `i`'s entry (the root's list is the global LRU).
+    fn zswap_lru_owner(&self, i: u32) -> u16 {
+        match self.switches.lru {
+            ZswapLru::Global => 0,
+            ZswapLru::PerMemcg => self.pages[i as usize].memcg,
+        }
+    }
+
+    /// Funaki's patch 6: remember a store reject or load miss.
+    pub fn note_zswap_contention(&mut self, now: Time) {
+        if self.zswap.enabled && self.switches.writeback_pause_ms > 0 {
+            self.zswap.last_contention = Some(now);
+        }
     }
 
     /// zswap_store for an order-0 folio. True if stored (the caller frees the folio).
@@ -155,17 +217,22 @@ impl Mm {
         }
         let m = self.pages[i as usize].memcg;
         let stored = self.zswap_store_inner(ctx, i, m);
-        if !stored && self.zswap.reached_full {
-            self.queue_shrink_worker(ctx.now);
+        if !stored {
+            self.note_zswap_contention(ctx.now);
+            if self.zswap.reached_full {
+                self.queue_shrink_worker(ctx.now);
+            }
         }
         stored
     }
 
     fn zswap_store_inner(&mut self, ctx: &mut Ctx, i: u32, m: u16) -> bool {
-        if !self.memcg_may_zswap(m) && self.shrink_memcg(ctx, m) != ShrinkResult::Ok {
+        // Over memory.zswap.max: write back one of the memcg's own entries first (6.8+); with
+        // the global LRU (≤6.7) the store is simply refused.
+        if !self.memcg_may_zswap(m) && (self.switches.lru == ZswapLru::Global || self.shrink_memcg(ctx, m) != ShrinkResult::Ok) {
             return false;
         }
-        if self.zswap_check_limits() {
+        if self.zswap_check_limits(ctx.now) {
             return false;
         }
         ctx.cpu(self.costs.zswap_entry_ns);
@@ -203,7 +270,7 @@ impl Mm {
         } else {
             dlen
         };
-        let Some(h) = self.zswap_pool_malloc(len) else {
+        let Some(h) = self.zswap_pool_malloc(i, len) else {
             self.zswap.ev.reject_alloc_fail += 1;
             return false;
         };
@@ -217,7 +284,17 @@ impl Mm {
         p.handle = h;
         p.zlen = len as u16;
         // Entries join the LRU tail and are walked from the head (oldest first).
-        self.memcgs[m as usize].zswap_lru.push_tail(&mut self.pages, i);
+        let owner = self.zswap_lru_owner(i);
+        self.memcgs[owner as usize].zswap_lru.push_tail(&mut self.pages, i);
+        if self.switches.shrinker_protection == ShrinkerProtection::NrZswapProtected {
+            // zswap_lru_add: grow the protected area, halving it above a quarter of the LRU.
+            let lru_size = self.memcgs[owner as usize].zswap_lru.len;
+            let mc = &mut self.memcgs[owner as usize];
+            mc.nr_zswap_protected += 1;
+            if mc.nr_zswap_protected > lru_size / 4 {
+                mc.nr_zswap_protected /= 2;
+            }
+        }
         self.charge_zswap(m, len as u64);
         self.count_zswpout(m);
         true
@@ -234,10 +311,11 @@ impl Mm {
         debug_assert!(p.has(pg::ZSWAP));
         let m = p.memcg;
         if p.list == list::ZSWAP {
-            self.memcgs[m as usize].zswap_lru.remove(&mut self.pages, i);
+            let owner = self.zswap_lru_owner(i);
+            self.memcgs[owner as usize].zswap_lru.remove(&mut self.pages, i);
         }
         if p.handle != NONE {
-            self.zswap_pool_free(p.handle);
+            self.zswap_pool_free(i, p.handle);
             self.uncharge_zswap(m, p.zlen as u64);
             if p.zlen as u64 == PAGE_SIZE {
                 self.zswap.stored_incompressible_pages -= 1;
@@ -329,7 +407,7 @@ impl Mm {
         // Rotate first: failures leave the entry rotated, successes unlink it anyway.
         self.memcgs[m as usize].zswap_lru.remove(&mut self.pages, e);
         self.memcgs[m as usize].zswap_lru.push_tail(&mut self.pages, e);
-        if self.pages[e as usize].has(pg::REFERENCED) {
+        if self.switches.shrinker_protection == ShrinkerProtection::Referenced && self.pages[e as usize].has(pg::REFERENCED) {
             self.pages[e as usize].clear(pg::REFERENCED);
             ctx.cpu(self.costs.zswap_lru_visit_ns);
             return Some(Visit::Rotated);
@@ -347,11 +425,15 @@ impl Mm {
     }
 
     /// shrink_memcg: walk one LRU item (one node, nr_to_walk = 1 in 6.10–6.18).
+    /// 6.10 returned -EINVAL for writeback disabled and -EAGAIN for an empty LRU; the fix made
+    /// both -ENOENT ("not a candidate").
     pub fn shrink_memcg(&mut self, ctx: &mut Ctx, m: u16) -> ShrinkResult {
+        let v6_10 = self.switches.shrink_worker == ShrinkWorker::V6_10;
         if !self.zswap_writeback_enabled(m) {
-            return ShrinkResult::NoEnt;
+            return if v6_10 { ShrinkResult::Inval } else { ShrinkResult::NoEnt };
         }
         match self.shrink_memcg_cb(ctx, m) {
+            None if v6_10 => ShrinkResult::Again,
             None => ShrinkResult::NoEnt,
             Some(Visit::WrittenBack) => ShrinkResult::Ok,
             Some(_) => ShrinkResult::Again,
@@ -375,11 +457,30 @@ impl Mm {
         self.zswap.worker.is_some() || self.zswap.worker_pending
     }
 
-    /// One iteration of shrink_worker's loop (6.12–6.18): advance the memcg cursor (pre-order,
-    /// root included), shrink that memcg; memcgs with nothing to write back are skipped for
-    /// free; abort after MAX_RECLAIM_RETRIES failures or fruitless tree walks; stop at the
-    /// accept threshold.
+    /// One iteration of shrink_worker's loop: advance the memcg cursor (pre-order, root
+    /// included), shrink that memcg, count failures; stop at the accept threshold or after
+    /// MAX_RECLAIM_RETRIES failures. 6.12+: memcgs with nothing to write back are skipped for
+    /// free and a tree walk is a failure only if it made no attempt. 6.10: every wrap and every
+    /// non-zero return counts, and -EINVAL (writeback disabled) aborts. With the global LRU
+    /// (≤6.7) the worker only ever walks the one list.
     pub fn zswap_worker_step(&mut self, ctx: &mut Ctx) {
+        // Patch 6: no writeback until the pause after the last reject or load miss has passed.
+        if let Some(t) = self.zswap.last_contention {
+            let resume = t + self.switches.writeback_pause_ms * crate::sim::NSEC_PER_MSEC;
+            if ctx.now < resume {
+                self.zswap.worker_clock = resume;
+                self.queue.push(resume, EventKind::ZswapWorker);
+                return;
+            }
+        }
+        // Patch 4: without WQ_MEM_RECLAIM the worker runs in the background and yields the CPU
+        // while user tasks (faulting, reclaiming) occupy every CPU.
+        if !self.switches.worker_mem_reclaim && self.zswap.cpus_saturated {
+            let later = ctx.now + self.costs.process_quantum_ns;
+            self.zswap.worker_clock = later;
+            self.queue.push(later, EventKind::ZswapWorker);
+            return;
+        }
         let mut run = match self.zswap.worker {
             Some(r) => r,
             None => {
@@ -387,35 +488,44 @@ impl Mm {
                 WorkerRun { thr: self.zswap_accept_thr_pages(), failures: 0, attempts: 0 }
             }
         };
-        let next = match self.zswap.next_shrink {
-            None => Some(0u16),
-            Some(c) if (c as usize) + 1 < self.memcgs.len() => Some(c + 1),
-            Some(_) => None,
+        let next = if self.switches.lru == ZswapLru::Global {
+            Some(0u16)
+        } else {
+            match self.zswap.next_shrink {
+                None => Some(0u16),
+                Some(c) if (c as usize) + 1 < self.memcgs.len() => Some(c + 1),
+                Some(_) => None,
+            }
         };
         self.zswap.next_shrink = next;
-        let mut done = false;
-        match next {
+        let fail = |run: &mut WorkerRun| {
+            run.failures += 1;
+            run.failures == MAX_RECLAIM_RETRIES
+        };
+        let v6_10 = self.switches.shrink_worker == ShrinkWorker::V6_10;
+        let done = match next {
+            None if v6_10 => fail(&mut run),
             None => {
-                if run.attempts == 0 {
-                    run.failures += 1;
-                    done = run.failures == MAX_RECLAIM_RETRIES;
-                }
+                let abort = run.attempts == 0 && fail(&mut run);
                 run.attempts = 0;
+                abort
             }
-            Some(m) => {
-                let ret = self.shrink_memcg(ctx, m);
-                if ret != ShrinkResult::NoEnt {
+            Some(m) => match self.shrink_memcg(ctx, m) {
+                ShrinkResult::Inval => true,
+                ShrinkResult::NoEnt => false,
+                ShrinkResult::Ok => {
                     run.attempts += 1;
-                    if ret != ShrinkResult::Ok {
-                        run.failures += 1;
-                        done = run.failures == MAX_RECLAIM_RETRIES;
-                    }
+                    false
                 }
-            }
-        }
+                ShrinkResult::Again => {
+                    run.attempts += 1;
+                    fail(&mut run)
+                }
+            },
+        };
         ctx.cpu(self.costs.zswap_lru_visit_ns);
         self.zswap.worker_clock = ctx.now;
-        if !done && self.zswap.pool.total_pages() > run.thr {
+        if !done && self.zswap_total_pages() > run.thr {
             self.zswap.worker = Some(run);
             self.queue.push(ctx.now, EventKind::ZswapWorker);
             return;
@@ -426,7 +536,9 @@ impl Mm {
         }
     }
 
-    /// zswap_shrinker_count (6.12–6.18) for memcg `m` (one node).
+    /// zswap_shrinker_count for memcg `m` (one node): entries on its LRU less the protected
+    /// ones, scaled by the compression ratio. Protection is the 6.12+ disk swap-in count
+    /// (consumed here) or the 6.8–6.11 nr_zswap_protected.
     pub fn zswap_shrinker_count(&mut self, m: u16) -> u64 {
         if !self.zswap.shrinker_enabled || !self.zswap_writeback_enabled(m) {
             return 0;
@@ -441,11 +553,17 @@ impl Mm {
         if nr_freeable == 0 {
             return 0;
         }
-        // Protect as many entries as there were recent disk swap-ins.
-        let swapins = self.memcgs[m as usize].nr_disk_swapins;
-        let take = swapins.min(nr_freeable);
-        self.memcgs[m as usize].nr_disk_swapins = swapins - take;
-        nr_freeable -= take;
+        match self.switches.shrinker_protection {
+            ShrinkerProtection::Referenced => {
+                let swapins = self.memcgs[m as usize].nr_disk_swapins;
+                let take = swapins.min(nr_freeable);
+                self.memcgs[m as usize].nr_disk_swapins = swapins - take;
+                nr_freeable -= take;
+            }
+            ShrinkerProtection::NrZswapProtected => {
+                nr_freeable = nr_freeable.saturating_sub(self.memcgs[m as usize].nr_zswap_protected);
+            }
+        }
         if nr_freeable == 0 {
             return 0;
         }
@@ -459,6 +577,13 @@ impl Mm {
     pub fn zswap_shrinker_scan(&mut self, ctx: &mut Ctx, m: u16, nr_to_scan: u64) -> Option<u64> {
         if !self.zswap.shrinker_enabled || !self.zswap_writeback_enabled(m) {
             return None;
+        }
+        if self.switches.shrinker_protection == ShrinkerProtection::NrZswapProtected {
+            // Abort rather than shrink into the protected region (unsigned arithmetic, as in C).
+            let lru_size = self.memcgs[m as usize].zswap_lru.len;
+            if self.memcgs[m as usize].nr_zswap_protected >= lru_size.wrapping_sub(nr_to_scan) {
+                return None;
+            }
         }
         let mut freed = 0;
         for _ in 0..nr_to_scan {

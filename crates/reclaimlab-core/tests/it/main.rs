@@ -4,4 +4,5 @@
 mod common;
 mod determinism;
 mod identities;
+mod switches;
 mod zswap_limits;

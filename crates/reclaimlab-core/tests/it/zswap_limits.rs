@@ -16,25 +16,25 @@ fn pool_limit_hysteresis() {
     assert_eq!(mm.zswap_max_pages(), 1310);
     assert_eq!(mm.zswap_accept_thr_pages(), 1179);
     // Huge objects take one zsmalloc page each.
-    let mut handles: Vec<u32> = (0..1309).map(|_| mm.zswap.pool.malloc(4096).unwrap()).collect();
-    assert!(!mm.zswap_check_limits());
+    let mut handles: Vec<u32> = (0..1309).map(|_| mm.zswap.pools[0].malloc(4096).unwrap()).collect();
+    assert!(!mm.zswap_check_limits(0));
     assert_eq!(mm.zswap.ev.pool_limit_hit, 0);
-    handles.push(mm.zswap.pool.malloc(4096).unwrap());
-    assert!(mm.zswap_check_limits(), "at the limit: refused");
-    assert!(mm.zswap_check_limits());
+    handles.push(mm.zswap.pools[0].malloc(4096).unwrap());
+    assert!(mm.zswap_check_limits(0), "at the limit: refused");
+    assert!(mm.zswap_check_limits(0));
     assert_eq!(mm.zswap.ev.pool_limit_hit, 2, "every attempt at the limit counts");
     for _ in 0..100 {
-        mm.zswap.pool.free(handles.pop().unwrap());
+        mm.zswap.pools[0].free(handles.pop().unwrap());
     }
-    assert_eq!(mm.zswap.pool.total_pages(), 1210);
-    assert!(mm.zswap_check_limits(), "in the band: still refused");
+    assert_eq!(mm.zswap.pools[0].total_pages(), 1210);
+    assert!(mm.zswap_check_limits(0), "in the band: still refused");
     assert_eq!(mm.zswap.ev.pool_limit_hit, 2, "band attempts do not count");
     for _ in 0..31 {
-        mm.zswap.pool.free(handles.pop().unwrap());
+        mm.zswap.pools[0].free(handles.pop().unwrap());
     }
-    assert_eq!(mm.zswap.pool.total_pages(), 1179);
-    assert!(!mm.zswap_check_limits(), "at the accept threshold: accepted again");
-    assert!(!mm.zswap_check_limits());
+    assert_eq!(mm.zswap.pools[0].total_pages(), 1179);
+    assert!(!mm.zswap_check_limits(0), "at the accept threshold: accepted again");
+    assert!(!mm.zswap_check_limits(0));
     assert_eq!(mm.zswap.ev.pool_limit_hit, 2);
 }
 
