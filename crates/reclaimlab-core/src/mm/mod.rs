@@ -138,6 +138,8 @@ pub struct Mm {
     pub reserved: u64,
     /// Objects scanned by the zswap and zsmalloc shrinkers: our share of slabs_scanned.
     pub shrinker_objects_scanned: u64,
+    /// Reclaim swap-outs that went to a device while the zswap pool held (older) entries.
+    pub lru_inversion_swapouts: u64,
 }
 
 impl Mm {

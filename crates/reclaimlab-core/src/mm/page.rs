@@ -67,11 +67,14 @@ pub struct Page {
     pub region: u16,
     pub list: u8,
     pub _pad: u8,
+    /// Virtual time (ms) at which the page's data last left memory for zswap or a swap
+    /// device: the age behind the LRU-inversion metric.
+    pub stamp: u32,
 }
 
 impl Page {
     pub fn new(region: u16, memcg: u16) -> Page {
-        Page { prev: NONE, next: NONE, slot: NONE, shadow: 0, handle: NONE, flags: 0, zlen: 0, memcg, region, list: list::NONE, _pad: 0 }
+        Page { prev: NONE, next: NONE, slot: NONE, shadow: 0, handle: NONE, flags: 0, zlen: 0, memcg, region, list: list::NONE, _pad: 0, stamp: 0 }
     }
 
     #[inline]
@@ -173,7 +176,7 @@ mod tests {
 
     #[test]
     fn page_record_is_small() {
-        assert_eq!(std::mem::size_of::<Page>(), 32);
+        assert_eq!(std::mem::size_of::<Page>(), 36);
     }
 
     #[test]

@@ -23,6 +23,7 @@ pub enum Writeout {
 impl Mm {
     /// swap_writeout (≤6.16 swap_writepage): zeromap, then zswap, then the device.
     pub fn swap_writeout(&mut self, ctx: &mut Ctx, i: u32) -> Writeout {
+        self.pages[i as usize].stamp = (ctx.now / crate::sim::NSEC_PER_MSEC) as u32;
         let v = self.variant(i);
         let r = self.region_of(i);
         if self.switches.same_filled == SameFilled::Zeromap && r.zero[v] {
@@ -39,6 +40,11 @@ impl Mm {
         let m = self.pages[i as usize].memcg;
         if !self.zswap_writeback_enabled(m) {
             return Writeout::Activate;
+        }
+        if self.zswap.enabled && self.zswap.stored_pages > 0 {
+            // LRU inversion: a page just reclaimed goes to the device while older ones stay in
+            // the pool.
+            self.lru_inversion_swapouts += 1;
         }
         self.swap_writepage(ctx, i)
     }
