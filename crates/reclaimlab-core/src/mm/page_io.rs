@@ -140,6 +140,21 @@ impl Mm {
         self.swap.devs[d].submit_read(ctx.now)
     }
 
+    /// Complete every device write due by `t`, a running thread's own clock (which runs ahead of
+    /// the event queue within its time slice): what it would find finished when it looks. The
+    /// queued DeviceDone events then find less to do and re-arm themselves.
+    pub fn complete_io_until(&mut self, t: Time) {
+        for d in 0..self.swap.devs.len() {
+            while let Some(&(done, page)) = self.swap.devs[d].inflight.front() {
+                if done > t {
+                    break;
+                }
+                self.swap.devs[d].inflight.pop_front();
+                self.end_swap_writeback(page);
+            }
+        }
+    }
+
     /// DeviceDone event: complete every write due by `now`, then re-arm for the next one.
     pub fn device_done(&mut self, d: usize, now: Time) {
         self.swap.devs[d].scheduled = None;

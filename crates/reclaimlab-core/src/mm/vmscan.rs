@@ -516,6 +516,7 @@ impl Mm {
     /// do_try_to_free_pages: priority 12 → 0 until the goal is met, then the force_deactivate
     /// retry if active lists were skipped and nothing was reclaimed.
     fn do_try_to_free_pages(&mut self, ctx: &mut Ctx, sc: &mut ScanControl) -> u64 {
+        self.complete_io_until(ctx.now);
         loop {
             if sc.kind == Reclaimer::Direct {
                 self.vm.allocstall_movable += 1;
@@ -714,6 +715,9 @@ impl Mm {
             }
             if got == 0 {
                 no_progress += 1;
+                // reclaim_throttle(NOPROGRESS) and should_reclaim_retry: the task sleeps a
+                // jiffy while swap writes in flight complete, then tries again.
+                ctx.wait_until(ctx.now + crate::sim::JIFFY_NS);
             }
         }
         false
