@@ -16,9 +16,11 @@ $(DEPS): pyproject.toml
 	$(PY) -m pip install --quiet "maturin>=1.5,<2" "pydantic>=2" typer rich pandas pytest
 	touch $@
 
-# Always rebuild: cargo is incremental, so an unchanged tree costs seconds.
+# Always rebuild: cargo is incremental, so an unchanged tree costs seconds. The runner binary
+# (target/release/reclaimlab-runner) is what the lab starts on the real kernel.
 build: $(DEPS)
 	VIRTUAL_ENV=$(abspath $(VENV)) PATH=$(abspath $(VENV))/bin:$$PATH $(VENV)/bin/maturin develop --release --quiet
+	cargo build --release --quiet -p reclaimlab-runner
 
 run: build
 	$(VENV)/bin/reclaimlab compare $(SCENARIO)

@@ -754,11 +754,11 @@ impl Simulation {
                 bucket.1 += 1;
             }
             out.push(("lru_inversion.device_swapouts_while_pool_nonempty".into(), mm.lru_inversion_swapouts));
-            if pool.1 > 0 {
-                out.push(("lru_inversion.pool_mean_age_ms".into(), pool.0 / pool.1));
+            if let Some(age) = pool.0.checked_div(pool.1) {
+                out.push(("lru_inversion.pool_mean_age_ms".into(), age));
             }
-            if disk.1 > 0 {
-                out.push(("lru_inversion.device_mean_age_ms".into(), disk.0 / disk.1));
+            if let Some(age) = disk.0.checked_div(disk.1) {
+                out.push(("lru_inversion.device_mean_age_ms".into(), age));
             }
         }
         // zram devices are named in the scenario's order (zram0, zram1, ...), as the lab

@@ -1,0 +1,378 @@
+//! The lowered scenario, as far as the runner needs it.
+//!
+//! The runner reads the same JSON the simulator reads (`reclaimlab_core::config::SimConfig`,
+//! written by `python/reclaimlab/lower.py`) but does not depend on the core: it declares only
+//! `seed` and one process's name, regions and phases, and ignores every other field (no
+//! `deny_unknown_fields` on these structs). Phases are `reclaimlab_workload::Phase`, the very type
+//! the simulator deserialises, so both read a phase identically.
+//!
+//! Validation mirrors `Simulation::new` / `check_phase` in the core for the selected process, so
+//! a config the simulator rejects is rejected here too, with the same kind of message, instead
+//! of panicking later (e.g. in `AccessGen::new`).
+
+use std::path::Path;
+
+use reclaimlab_workload::rng::{stream, Stream};
+use reclaimlab_workload::{content, AccessGen, Content, Dist, Phase, PAGE_SIZE};
+use serde::Deserialize;
+
+#[derive(Deserialize)]
+struct RawConfig {
+    seed: u64,
+    /// Kept as JSON values so that only the selected process has to parse, and errors can name
+    /// the exact element.
+    processes: Vec<serde_json::Value>,
+}
+
+#[derive(Deserialize)]
+struct RawProcess {
+    name: String,
+    regions: Vec<serde_json::Value>,
+    phases: Vec<serde_json::Value>,
+}
+
+#[derive(Deserialize)]
+struct RawRegion {
+    name: String,
+    pages: u64,
+    content: String,
+    variants: u32,
+}
+
+#[derive(Deserialize)]
+struct RawNamedPhase {
+    name: String,
+    phase: Phase,
+}
+
+/// One region of the process, resolved.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RegionPlan {
+    pub name: String,
+    pub pages: u64,
+    pub content: Content,
+    /// `variants` as written in the config.
+    pub variants: u32,
+    /// `content::distinct_variants(content, variants)`: what the simulator passes to
+    /// `variant_of` (it gives the same bytes as `variants`).
+    pub distinct: u32,
+    /// `content::region_id(process_index, region_index)`: keys the content stream.
+    pub id: u32,
+}
+
+impl RegionPlan {
+    /// The mapping length in bytes (validated to fit in `usize` with 2 MiB to spare).
+    pub fn bytes(&self) -> usize {
+        self.pages as usize * PAGE_SIZE
+    }
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct PhasePlan {
+    pub name: String,
+    pub phase: Phase,
+}
+
+/// What process `process_index` of a lowered scenario does.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Plan {
+    pub seed: u64,
+    pub process_index: u32,
+    pub process_name: String,
+    pub regions: Vec<RegionPlan>,
+    pub phases: Vec<PhasePlan>,
+}
+
+/// `content::region_id` packs the process and region indices into 16 bits each.
+const MAX_INDEX: usize = 1 << 16;
+
+impl Plan {
+    /// Reads and validates `path` for process `process`.
+    pub fn load(path: &Path, process: usize) -> Result<Plan, String> {
+        let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read config {}: {e}", path.display()))?;
+        Plan::parse(&text, process).map_err(|e| format!("config {}: {e}", path.display()))
+    }
+
+    /// Parses and validates the lowered JSON `text` for process `process`.
+    pub fn parse(text: &str, process: usize) -> Result<Plan, String> {
+        let raw: RawConfig = serde_json::from_str(text).map_err(|e| format!("not a lowered scenario: {e}"))?;
+        let n = raw.processes.len();
+        let Some(value) = raw.processes.into_iter().nth(process) else {
+            return Err(match n {
+                0 => format!("--process {process}: the config has no processes"),
+                _ => format!("--process {process}: out of range, the config has {n} process(es) (0..={})", n - 1),
+            });
+        };
+        if process >= MAX_INDEX {
+            return Err(format!("--process {process}: at most {MAX_INDEX} processes are supported (content region ids)"));
+        }
+        let at = format!("processes[{process}]");
+        let p = RawProcess::deserialize(value).map_err(|e| format!("{at}: {e}"))?;
+        let at = format!("{at} ({})", p.name);
+        if p.regions.len() > MAX_INDEX {
+            return Err(format!("{at}: at most {MAX_INDEX} regions per process"));
+        }
+
+        let mut regions = Vec::with_capacity(p.regions.len());
+        for (ri, value) in p.regions.into_iter().enumerate() {
+            let rat = format!("{at}.regions[{ri}]");
+            let r = RawRegion::deserialize(value).map_err(|e| format!("{rat}: {e}"))?;
+            let content: Content = r.content.parse().map_err(|e| format!("{rat}.content: {e}"))?;
+            if r.pages == 0 || r.variants == 0 {
+                return Err(format!("{rat} ({}): pages and variants must be > 0", r.name));
+            }
+            // The mapping is over-allocated by 2 MiB for alignment, and page offsets must fit
+            // in isize for pointer arithmetic.
+            let fits = r
+                .pages
+                .checked_mul(PAGE_SIZE as u64)
+                .and_then(|b| b.checked_add(2 << 20))
+                .is_some_and(|b| b <= isize::MAX as u64);
+            if !fits {
+                return Err(format!("{rat} ({}): {} pages do not fit in this address space", r.name, r.pages));
+            }
+            regions.push(RegionPlan {
+                name: r.name,
+                pages: r.pages,
+                content,
+                variants: r.variants,
+                distinct: content::distinct_variants(content, r.variants),
+                id: content::region_id(process as u32, ri as u32),
+            });
+        }
+
+        let mut phases = Vec::with_capacity(p.phases.len());
+        for (k, value) in p.phases.into_iter().enumerate() {
+            let pat = format!("{at}.phases[{k}]");
+            let np = RawNamedPhase::deserialize(value).map_err(|e| format!("{pat}: {e}"))?;
+            check_phase(&np.phase, regions.len()).map_err(|e| format!("{pat} ({}): {e}", np.name))?;
+            phases.push(PhasePlan {
+                name: np.name,
+                phase: np.phase,
+            });
+        }
+
+        Ok(Plan {
+            seed: raw.seed,
+            process_index: process as u32,
+            process_name: p.name,
+            regions,
+            phases,
+        })
+    }
+
+    /// Page counts by region index, as `AccessGen` wants them.
+    pub fn region_pages(&self) -> Vec<u64> {
+        self.regions.iter().map(|r| r.pages).collect()
+    }
+
+    /// The access generator of phase `phase_index`, seeded exactly as the simulator seeds it
+    /// (`engine.rs`, `start_phase`): `stream(seed, Access, process_index, phase_index)`.
+    pub fn access_gen(&self, phase_index: usize, region_pages: &[u64]) -> AccessGen {
+        let rng = stream(self.seed, Stream::Access, u64::from(self.process_index), phase_index as u64);
+        AccessGen::new(&self.phases[phase_index].phase, region_pages, rng)
+    }
+
+    /// The phases that run: everything up to and including the first `Exit`.
+    pub fn live_phases(&self) -> &[PhasePlan] {
+        match self.phases.iter().position(|p| p.phase == Phase::Exit) {
+            Some(i) => &self.phases[..=i],
+            None => &self.phases,
+        }
+    }
+
+    /// Regions that some phase fills (so their page bytes are needed).
+    pub fn filled_regions(&self) -> Vec<bool> {
+        let mut filled = vec![false; self.regions.len()];
+        for p in self.live_phases() {
+            if let Phase::Fill { region } = p.phase {
+                filled[region as usize] = true;
+            }
+        }
+        filled
+    }
+
+    /// Regions that a non-fill phase may write before any fill of that region. The simulator
+    /// gives a page its region's content on the first write of any kind (`do_anonymous_page`
+    /// allocates a page "holding" its variant), so the runner must store the full page bytes on
+    /// such a first write rather than touch one byte of a zero page.
+    pub fn needs_materialize(&self) -> Vec<bool> {
+        let mut filled = vec![false; self.regions.len()];
+        let mut need = vec![false; self.regions.len()];
+        for p in self.live_phases() {
+            match &p.phase {
+                Phase::Fill { region } => filled[*region as usize] = true,
+                Phase::Sequential { regions, write_percent, .. } | Phase::Random { regions, write_percent, .. } => {
+                    if *write_percent > 0 {
+                        for &r in regions {
+                            if !filled[r as usize] {
+                                need[r as usize] = true;
+                            }
+                        }
+                    }
+                }
+                Phase::Sleep { .. } | Phase::Exit => {}
+            }
+        }
+        need
+    }
+}
+
+/// The core's `check_phase`, plus the Zipf parameter check that `AccessGen::new` would
+/// otherwise turn into a panic.
+fn check_phase(phase: &Phase, nregions: usize) -> Result<(), String> {
+    let check = |r: &u32| {
+        if (*r as usize) < nregions {
+            Ok(())
+        } else {
+            Err(format!("region index {r} out of range (the process has {nregions} regions)"))
+        }
+    };
+    match phase {
+        Phase::Fill { region } => check(region),
+        Phase::Sequential { regions, .. } | Phase::Random { regions, .. } => {
+            if regions.is_empty() {
+                return Err("needs at least one region".into());
+            }
+            regions.iter().try_for_each(check)?;
+            if let Phase::Random {
+                count, duration_ns, dist, ..
+            } = phase
+            {
+                if count.is_some() == duration_ns.is_some() {
+                    return Err("a random phase needs exactly one of count and duration".into());
+                }
+                if let Dist::Zipf { theta } = dist {
+                    if !(theta.is_finite() && *theta >= 0.0) {
+                        return Err(format!("zipf theta must be finite and >= 0, got {theta}"));
+                    }
+                }
+            }
+            Ok(())
+        }
+        Phase::Sleep { .. } | Phase::Exit => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(processes: &str) -> String {
+        format!(r#"{{"seed": 7, "machine": {{"memory_bytes": 1}}, "future_field": [1, 2], "processes": [{processes}]}}"#)
+    }
+
+    const P0: &str = r#"{"name": "a", "cgroup": 0, "regions": [{"name": "r", "pages": 3, "content": "zero", "variants": 1}],
+        "phases": [{"name": "f", "phase": {"kind": "fill", "region": 0}}]}"#;
+
+    #[test]
+    fn tolerates_unknown_fields_outside_phases() {
+        let text = config(&format!(
+            r#"{P0}, {{"name": "b", "extra": true, "regions": [
+                {{"name": "x", "pages": 10, "content": "same:0x5a", "variants": 4, "note": 1}},
+                {{"name": "y", "pages": 20, "content": "text", "variants": 8}}],
+               "phases": [
+                {{"name": "s", "phase": {{"kind": "sequential", "regions": [1, 0], "passes": 2, "write_percent": 10}}}},
+                {{"name": "z", "phase": {{"kind": "sleep", "duration_ns": 5}}}},
+                {{"name": "e", "phase": {{"kind": "exit"}}}},
+                {{"name": "after", "phase": {{"kind": "fill", "region": 1}}}}]}}"#
+        ));
+        let plan = Plan::parse(&text, 1).unwrap();
+        assert_eq!(plan.seed, 7);
+        assert_eq!(plan.process_index, 1);
+        assert_eq!(plan.process_name, "b");
+        assert_eq!(plan.region_pages(), [10, 20]);
+        assert_eq!(plan.regions[0].content, Content::Same { byte: 0x5a });
+        assert_eq!(plan.regions[0].distinct, 1);
+        assert_eq!(plan.regions[1].distinct, 8);
+        assert_eq!(plan.regions[1].id, content::region_id(1, 1));
+        assert_eq!(plan.phases.len(), 4);
+        assert_eq!(plan.live_phases().len(), 3);
+        // The fill after exit never runs.
+        assert_eq!(plan.filled_regions(), [false, false]);
+        assert_eq!(plan.needs_materialize(), [true, true]);
+    }
+
+    #[test]
+    fn materialize_only_writes_before_the_first_fill() {
+        let text = config(
+            r#"{"name": "p", "regions": [
+                {"name": "a", "pages": 1, "content": "text", "variants": 1},
+                {"name": "b", "pages": 1, "content": "text", "variants": 1},
+                {"name": "c", "pages": 1, "content": "text", "variants": 1}],
+              "phases": [
+                {"name": "r", "phase": {"kind": "random", "regions": [0, 1], "dist": {"kind": "uniform"}, "count": 5, "duration_ns": null, "write_percent": 0}},
+                {"name": "f", "phase": {"kind": "fill", "region": 0}},
+                {"name": "w", "phase": {"kind": "sequential", "regions": [0, 1], "passes": 1, "write_percent": 1}}]}"#,
+        );
+        let plan = Plan::parse(&text, 0).unwrap();
+        assert_eq!(plan.filled_regions(), [true, false, false]);
+        assert_eq!(plan.needs_materialize(), [false, true, false]);
+    }
+
+    fn err(processes: &str, process: usize) -> String {
+        Plan::parse(&config(processes), process).unwrap_err()
+    }
+
+    #[test]
+    fn rejects_what_the_simulator_rejects() {
+        let region = |content: &str, pages: u64, variants: u32| {
+            format!(
+                r#"{{"name": "p", "regions": [{{"name": "r", "pages": {pages}, "content": "{content}", "variants": {variants}}}], "phases": []}}"#
+            )
+        };
+        let phase = |ph: &str| {
+            format!(
+                r#"{{"name": "p", "regions": [{{"name": "r", "pages": 4, "content": "zero", "variants": 1}}], "phases": [{{"name": "x", "phase": {ph}}}]}}"#
+            )
+        };
+        let cases: Vec<(String, usize, &str)> = vec![
+            (P0.into(), 1, "--process 1: out of range"),
+            (region("txt", 4, 1), 0, "processes[0] (p).regions[0].content: bad page content \"txt\""),
+            (region("text", 0, 1), 0, "pages and variants must be > 0"),
+            (region("text", 4, 0), 0, "pages and variants must be > 0"),
+            (region("text", u64::MAX / 2, 1), 0, "do not fit"),
+            (r#"{"name": "p", "regions": [{"name": "r", "pages": 4, "content": "zero"}], "phases": []}"#.into(), 0, "missing field `variants`"),
+            (phase(r#"{"kind": "fill", "region": 1}"#), 0, "phases[0] (x): region index 1 out of range"),
+            (phase(r#"{"kind": "sequential", "regions": [], "passes": 1, "write_percent": 0}"#), 0, "needs at least one region"),
+            (
+                phase(r#"{"kind": "random", "regions": [0], "dist": {"kind": "uniform"}, "count": 1, "duration_ns": 1, "write_percent": 0}"#),
+                0,
+                "exactly one of count and duration",
+            ),
+            (
+                phase(r#"{"kind": "random", "regions": [0], "dist": {"kind": "uniform"}, "count": null, "duration_ns": null, "write_percent": 0}"#),
+                0,
+                "exactly one of count and duration",
+            ),
+            (
+                phase(r#"{"kind": "random", "regions": [0], "dist": {"kind": "zipf", "theta": -1.0}, "count": 1, "duration_ns": null, "write_percent": 0}"#),
+                0,
+                "zipf theta",
+            ),
+            (phase(r#"{"kind": "teleport"}"#), 0, "processes[0] (p).phases[0]: unknown variant `teleport`"),
+        ];
+        for (p, idx, want) in cases {
+            let e = err(&p, idx);
+            assert!(e.contains(want), "{p}\n=> {e}\nwanted {want}");
+        }
+        assert!(Plan::parse(r#"{"processes": []}"#, 0).unwrap_err().contains("missing field `seed`"));
+        assert!(Plan::parse(r#"{"seed": 1, "processes": []}"#, 0).unwrap_err().contains("no processes"));
+        assert!(Plan::parse("{", 0).unwrap_err().contains("not a lowered scenario"));
+    }
+
+    #[test]
+    fn access_gen_uses_the_simulators_stream() {
+        let text = config(&format!(
+            r#"{P0}, {{"name": "b", "regions": [{{"name": "x", "pages": 100, "content": "zero", "variants": 1}}],
+               "phases": [{{"name": "s", "phase": {{"kind": "sleep", "duration_ns": 1}}}},
+                          {{"name": "r", "phase": {{"kind": "random", "regions": [0], "dist": {{"kind": "uniform"}}, "count": 50, "duration_ns": null, "write_percent": 50}}}}]}}"#
+        ));
+        let plan = Plan::parse(&text, 1).unwrap();
+        let got: Vec<_> = plan.access_gen(1, &plan.region_pages()).collect();
+        let expect: Vec<_> =
+            AccessGen::new(&plan.phases[1].phase, &[100], stream(7, Stream::Access, 1, 1)).collect();
+        assert_eq!(got.len(), 50);
+        assert_eq!(got, expect);
+    }
+}

@@ -1,0 +1,292 @@
+//! The phase loop: the simulator's `run_process` / `start_phase`, in real time.
+//!
+//! * Each phase's accesses come from `AccessGen` seeded with `stream(seed, Access, process,
+//!   phase)` ([`Plan::access_gen`]), exactly as in the simulator.
+//! * Fill: every access stores the page's full bytes. Sequential, Random: every access touches
+//!   byte 0 of the page ([`Memory::touch`]).
+//! * Random with `duration_ns`: the clock is read before the first access and then every
+//!   [`DURATION_CHECK_EVERY`] accesses; the phase ends at the first check at or past
+//!   `start + duration` (the simulator checks before every access).
+//! * Sleep: until `start + duration` on `CLOCK_MONOTONIC`. Exit: release all memory, report the
+//!   phase, stop (later phases never run, as in the simulator).
+
+use std::io;
+
+use reclaimlab_workload::{Access, AccessGen, Phase};
+
+use crate::config::Plan;
+use crate::sys::{self, Faults};
+
+/// How often a duration-bound Random phase reads the clock, in accesses.
+pub const DURATION_CHECK_EVERY: u64 = 1024;
+
+/// What an access does to memory: [`crate::RealMemory`] or, for `--dry-run`, [`crate::NullMemory`].
+pub trait Memory {
+    /// A Fill phase's access: store the page's full content.
+    fn fill(&mut self, region: u32, page: u64);
+    /// A Sequential or Random phase's access: read byte 0, or write it with its own value.
+    fn touch(&mut self, region: u32, page: u64, write: bool);
+    /// A Fill phase over `region` completed: every page of it holds its content now.
+    fn filled(&mut self, region: u32);
+    /// Exit: unmap everything.
+    fn release(&mut self);
+}
+
+/// One phase's measurements. Times are `CLOCK_MONOTONIC` nanoseconds (absolute; the reporter
+/// makes them relative to the runner's start).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PhaseReport {
+    pub index: usize,
+    pub start_ns: u64,
+    pub end_ns: u64,
+    pub accesses: u64,
+    /// `getrusage(RUSAGE_SELF)` deltas over the phase.
+    pub faults: Faults,
+}
+
+/// Where the runner's output goes.
+pub trait Sink {
+    /// A traced access (the first `trace` accesses of each phase).
+    fn access(&mut self, a: Access) -> io::Result<()>;
+    /// A finished phase.
+    fn phase(&mut self, plan: &Plan, report: &PhaseReport) -> io::Result<()>;
+}
+
+/// How the phase list ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ended {
+    /// Every phase ran; memory is still mapped.
+    PhasesDone,
+    /// An Exit phase ran; memory is released.
+    Exited,
+}
+
+/// Runs the plan's phases in order; traces the first `trace` accesses of each phase.
+pub fn run_phases<M: Memory, S: Sink>(plan: &Plan, mem: &mut M, sink: &mut S, trace: u64) -> io::Result<Ended> {
+    let region_pages = plan.region_pages();
+    for (index, p) in plan.phases.iter().enumerate() {
+        // Generator set-up (a small allocation for Sequential and Random) happens before the
+        // phase's clock starts; the simulator charges it no time either.
+        let mut gen = match p.phase {
+            Phase::Fill { .. } | Phase::Sequential { .. } | Phase::Random { .. } => Some(plan.access_gen(index, &region_pages)),
+            Phase::Sleep { .. } | Phase::Exit => None,
+        };
+        let faults_before = sys::faults();
+        let start_ns = sys::now_ns();
+        let accesses = match (&p.phase, gen.as_mut()) {
+            (Phase::Fill { region }, Some(g)) => {
+                let n = drive::<M, S, true>(g, mem, None, trace, sink)?;
+                mem.filled(*region);
+                n
+            }
+            (Phase::Sequential { .. }, Some(g)) => drive::<M, S, false>(g, mem, None, trace, sink)?,
+            (Phase::Random { duration_ns, .. }, Some(g)) => {
+                let deadline = duration_ns.map(|d| start_ns.saturating_add(d));
+                drive::<M, S, false>(g, mem, deadline, trace, sink)?
+            }
+            (Phase::Sleep { duration_ns }, _) => {
+                sys::sleep_until(start_ns.saturating_add(*duration_ns));
+                0
+            }
+            (Phase::Exit, _) => {
+                mem.release();
+                0
+            }
+            _ => unreachable!("every access phase has a generator"),
+        };
+        let end_ns = sys::now_ns();
+        let faults = sys::faults().since(faults_before);
+        sink.phase(
+            plan,
+            &PhaseReport {
+                index,
+                start_ns,
+                end_ns,
+                accesses,
+                faults,
+            },
+        )?;
+        if p.phase == Phase::Exit {
+            return Ok(Ended::Exited);
+        }
+    }
+    Ok(Ended::PhasesDone)
+}
+
+/// Performs a phase's accesses until the generator ends or, with a deadline, until a clock check
+/// finds it passed. Returns the number of accesses. `FILL` selects `Memory::fill` over `touch`.
+///
+/// The traced prefix runs in its own loop, so the hot loop does nothing but `next` and the
+/// access itself (plus a counter compare when there is a deadline).
+fn drive<M: Memory, S: Sink, const FILL: bool>(
+    gen: &mut AccessGen,
+    mem: &mut M,
+    deadline: Option<u64>,
+    trace: u64,
+    sink: &mut S,
+) -> io::Result<u64> {
+    let chunk = if deadline.is_some() { DURATION_CHECK_EVERY } else { u64::MAX };
+    let mut n = 0u64;
+    loop {
+        if let Some(d) = deadline {
+            if sys::now_ns() >= d {
+                return Ok(n);
+            }
+        }
+        let stop = n.saturating_add(chunk);
+        while n < stop && n < trace {
+            let Some(a) = gen.next() else { return Ok(n) };
+            apply::<M, FILL>(mem, a);
+            sink.access(a)?;
+            n += 1;
+        }
+        while n < stop {
+            let Some(a) = gen.next() else { return Ok(n) };
+            apply::<M, FILL>(mem, a);
+            n += 1;
+        }
+    }
+}
+
+#[inline(always)]
+fn apply<M: Memory, const FILL: bool>(mem: &mut M, a: Access) {
+    if FILL {
+        mem.fill(a.region, a.page);
+    } else {
+        mem.touch(a.region, a.page, a.write);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::mem::NullMemory;
+
+    /// Records everything.
+    #[derive(Default)]
+    struct Log {
+        accesses: Vec<Access>,
+        phases: Vec<PhaseReport>,
+    }
+
+    impl Sink for Log {
+        fn access(&mut self, a: Access) -> io::Result<()> {
+            self.accesses.push(a);
+            Ok(())
+        }
+        fn phase(&mut self, _plan: &Plan, r: &PhaseReport) -> io::Result<()> {
+            self.phases.push(*r);
+            Ok(())
+        }
+    }
+
+    /// Counts calls per kind.
+    #[derive(Default)]
+    struct CountMem {
+        fills: u64,
+        reads: u64,
+        writes: u64,
+        filled: Vec<u32>,
+        released: bool,
+    }
+
+    impl Memory for CountMem {
+        fn fill(&mut self, _r: u32, _p: u64) {
+            self.fills += 1;
+        }
+        fn touch(&mut self, _r: u32, _p: u64, write: bool) {
+            if write {
+                self.writes += 1;
+            } else {
+                self.reads += 1;
+            }
+        }
+        fn filled(&mut self, r: u32) {
+            self.filled.push(r);
+        }
+        fn release(&mut self) {
+            self.released = true;
+        }
+    }
+
+    fn plan(phases: &str) -> Plan {
+        let text = format!(
+            r#"{{"seed": 5, "processes": [{{"name": "p", "regions": [
+                {{"name": "a", "pages": 10, "content": "text", "variants": 2}},
+                {{"name": "b", "pages": 6, "content": "zero", "variants": 1}}], "phases": [{phases}]}}]}}"#
+        );
+        Plan::parse(&text, 0).unwrap()
+    }
+
+    #[test]
+    fn phases_run_in_order_with_generator_accesses() {
+        let plan = plan(
+            r#"{"name": "f", "phase": {"kind": "fill", "region": 1}},
+               {"name": "s", "phase": {"kind": "sequential", "regions": [0, 1], "passes": 2, "write_percent": 0}},
+               {"name": "z", "phase": {"kind": "sleep", "duration_ns": 1000000}},
+               {"name": "r", "phase": {"kind": "random", "regions": [0], "dist": {"kind": "zipf", "theta": 0.9}, "count": 300, "duration_ns": null, "write_percent": 100}}"#,
+        );
+        let mut mem = CountMem::default();
+        let mut log = Log::default();
+        assert_eq!(run_phases(&plan, &mut mem, &mut log, u64::MAX).unwrap(), Ended::PhasesDone);
+        assert_eq!((mem.fills, mem.reads, mem.writes), (6, 32, 300));
+        assert_eq!(mem.filled, [1]);
+        assert!(!mem.released);
+        let counts: Vec<u64> = log.phases.iter().map(|r| r.accesses).collect();
+        assert_eq!(counts, [6, 32, 0, 300]);
+        assert!(log.phases[2].end_ns - log.phases[2].start_ns >= 1_000_000);
+        for w in log.phases.windows(2) {
+            assert!(w[0].end_ns <= w[1].start_ns);
+        }
+        // The trace is every access, in the generators' order.
+        let pages = plan.region_pages();
+        let expect: Vec<Access> = [0, 1, 3].iter().flat_map(|&i| plan.access_gen(i, &pages)).collect();
+        assert_eq!(log.accesses, expect);
+    }
+
+    #[test]
+    fn trace_is_limited_per_phase() {
+        let plan = plan(
+            r#"{"name": "s", "phase": {"kind": "sequential", "regions": [0], "passes": 1, "write_percent": 50}},
+               {"name": "t", "phase": {"kind": "sequential", "regions": [1], "passes": 1, "write_percent": 50}}"#,
+        );
+        let mut log = Log::default();
+        run_phases(&plan, &mut NullMemory, &mut log, 4).unwrap();
+        assert_eq!(log.accesses.len(), 8);
+        assert!(log.accesses[..4].iter().all(|a| a.region == 0));
+        assert!(log.accesses[4..].iter().all(|a| a.region == 1));
+    }
+
+    #[test]
+    fn exit_releases_and_stops() {
+        let plan = plan(
+            r#"{"name": "f", "phase": {"kind": "fill", "region": 0}},
+               {"name": "e", "phase": {"kind": "exit"}},
+               {"name": "never", "phase": {"kind": "fill", "region": 1}}"#,
+        );
+        let mut mem = CountMem::default();
+        let mut log = Log::default();
+        assert_eq!(run_phases(&plan, &mut mem, &mut log, 0).unwrap(), Ended::Exited);
+        assert!(mem.released);
+        assert_eq!(mem.fills, 10);
+        assert_eq!(log.phases.len(), 2);
+        assert_eq!(log.phases[1].index, 1);
+        assert!(log.accesses.is_empty());
+    }
+
+    #[test]
+    fn duration_bound_random_stops_at_checks() {
+        // Zero duration: the check before the first access ends the phase, as the simulator's
+        // `now >= duration_end` does.
+        let plan = plan(
+            r#"{"name": "r0", "phase": {"kind": "random", "regions": [0, 1], "dist": {"kind": "uniform"}, "count": null, "duration_ns": 0, "write_percent": 0}},
+               {"name": "r", "phase": {"kind": "random", "regions": [0, 1], "dist": {"kind": "uniform"}, "count": null, "duration_ns": 3000000, "write_percent": 0}}"#,
+        );
+        let mut log = Log::default();
+        run_phases(&plan, &mut NullMemory, &mut log, 0).unwrap();
+        assert_eq!(log.phases[0].accesses, 0);
+        let r = log.phases[1];
+        assert!(r.accesses > 0 && r.accesses.is_multiple_of(DURATION_CHECK_EVERY), "{}", r.accesses);
+        assert!(r.end_ns - r.start_ns >= 3_000_000);
+    }
+}

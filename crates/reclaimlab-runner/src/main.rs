@@ -1,0 +1,228 @@
+//! `reclaimlab-runner --config LOWERED.json --process N [--no-wait] [--dry-run] [--trace K]`
+//!
+//! Executes process N of a lowered reclaimlab scenario on the real kernel and talks to the lab
+//! driver over stdin/stdout (see docs/runner.md). Exit codes: 0 done (or told to exit),
+//! 1 runtime failure (mmap failed, stdout closed, stdin closed before `go`), 2 bad arguments,
+//! config or protocol line.
+
+use std::ffi::OsString;
+use std::io::{self, BufRead, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use reclaimlab_runner::report::Reporter;
+use reclaimlab_runner::{run_phases, sys, Ended, Memory, NullMemory, Plan, Prepared, RealMemory};
+
+const USAGE: &str = "\
+usage: reclaimlab-runner --config LOWERED.json --process N [--no-wait] [--dry-run] [--trace K]
+
+Runs process N (index into `processes`) of a lowered reclaimlab scenario on the real kernel:
+same page bytes and same access order as the simulator. Reports JSON lines on stdout.
+
+  --config PATH   the lowered scenario JSON (what the simulator reads)
+  --process N     which process to run (0-based index)
+  --no-wait       do not wait for `go` after `ready`, nor for `exit` after `phases_done`
+  --dry-run       map and touch no memory; phases, timing and reports as usual
+  --trace K       report the first K accesses of every phase as `access` events
+  -h, --help      this text
+
+Protocol (stdout JSON lines; stdin commands `go`, `exit`): see docs/runner.md.";
+
+struct Args {
+    config: PathBuf,
+    process: usize,
+    no_wait: bool,
+    dry_run: bool,
+    trace: u64,
+}
+
+enum Cli {
+    Run(Args),
+    Help,
+}
+
+fn parse_args(mut it: impl Iterator<Item = OsString>) -> Result<Cli, String> {
+    let mut config = None;
+    let mut process = None;
+    let mut trace = None;
+    let (mut no_wait, mut dry_run) = (false, false);
+    while let Some(arg) = it.next() {
+        let arg = arg.into_string().map_err(|a| format!("argument {a:?} is not UTF-8"))?;
+        let (flag, inline) = match arg.split_once('=') {
+            Some((f, v)) if f.starts_with("--") => (f.to_string(), Some(v.to_string())),
+            _ => (arg.clone(), None),
+        };
+        let mut value = |name: &str| -> Result<String, String> {
+            match inline.clone() {
+                Some(v) => Ok(v),
+                None => it
+                    .next()
+                    .ok_or_else(|| format!("{name} needs a value"))?
+                    .into_string()
+                    .map_err(|a| format!("{name}: {a:?} is not UTF-8")),
+            }
+        };
+        let once = |seen: bool, name: &str| if seen { Err(format!("{name} given twice")) } else { Ok(()) };
+        match flag.as_str() {
+            "-h" | "--help" => return Ok(Cli::Help),
+            "--config" => {
+                once(config.is_some(), "--config")?;
+                config = Some(PathBuf::from(value("--config")?));
+            }
+            "--process" => {
+                once(process.is_some(), "--process")?;
+                let v = value("--process")?;
+                process = Some(v.parse::<usize>().map_err(|_| format!("--process: expected a process index, got {v:?}"))?);
+            }
+            "--trace" => {
+                once(trace.is_some(), "--trace")?;
+                let v = value("--trace")?;
+                trace = Some(v.parse::<u64>().map_err(|_| format!("--trace: expected a number of accesses, got {v:?}"))?);
+            }
+            "--no-wait" | "--dry-run" if inline.is_some() => return Err(format!("{flag} takes no value")),
+            "--no-wait" => {
+                once(no_wait, "--no-wait")?;
+                no_wait = true;
+            }
+            "--dry-run" => {
+                once(dry_run, "--dry-run")?;
+                dry_run = true;
+            }
+            other => return Err(format!("unknown argument {other:?} (see --help)")),
+        }
+    }
+    Ok(Cli::Run(Args {
+        config: config.ok_or("--config is required (see --help)")?,
+        process: process.ok_or("--process is required (see --help)")?,
+        no_wait,
+        dry_run,
+        trace: trace.unwrap_or(0),
+    }))
+}
+
+/// A failure after which the runner exits with `code`, having reported `message`.
+struct Fail {
+    code: u8,
+    message: String,
+}
+
+fn fail<T>(code: u8, message: impl Into<String>) -> Result<T, Fail> {
+    Err(Fail {
+        code,
+        message: message.into(),
+    })
+}
+
+/// stdout is gone (the driver died, or closed the pipe): nobody to report to.
+fn lost(e: io::Error) -> Fail {
+    Fail {
+        code: 1,
+        message: format!("writing to stdout: {e}"),
+    }
+}
+
+/// The next non-blank line of stdin, trimmed; `None` at end of file.
+fn read_command(stdin: &mut impl BufRead) -> Result<Option<String>, Fail> {
+    let mut line = String::new();
+    loop {
+        line.clear();
+        match stdin.read_line(&mut line) {
+            Ok(0) => return Ok(None),
+            Ok(_) => {
+                let cmd = line.trim();
+                if !cmd.is_empty() {
+                    return Ok(Some(cmd.to_string()));
+                }
+            }
+            Err(e) => return fail(1, format!("reading stdin: {e}")),
+        }
+    }
+}
+
+fn main() -> ExitCode {
+    sys::default_sigterm();
+    let stdout = io::stdout();
+    let mut out = Reporter::new(stdout.lock());
+    match run(&mut out) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(f) => {
+            // Best effort: stdout may be what failed.
+            let _ = out.error(&f.message);
+            eprintln!("reclaimlab-runner: error: {}", f.message);
+            ExitCode::from(f.code)
+        }
+    }
+}
+
+fn run<W: Write>(out: &mut Reporter<W>) -> Result<(), Fail> {
+    let args = match parse_args(std::env::args_os().skip(1)) {
+        Ok(Cli::Run(a)) => a,
+        Ok(Cli::Help) => {
+            println!("{USAGE}");
+            return Ok(());
+        }
+        Err(e) => return fail(2, e),
+    };
+    let plan = Plan::load(&args.config, args.process).or_else(|e| fail(2, e))?;
+
+    // Work charged to the cgroup the runner starts in: variant tables, bitmaps, and locking
+    // the runner's own pages. The regions themselves are mapped after `go`.
+    let prepared = if args.dry_run {
+        None
+    } else {
+        if sys::thp_mode().as_deref() == Some("always") {
+            eprintln!(
+                "reclaimlab-runner: warning: transparent hugepages are in `always` mode; the 2 MiB-aligned \
+                 regions may get huge pages, which the simulator does not model"
+            );
+        }
+        let prepared = Prepared::new(&plan);
+        if let Err(e) = sys::lock_current() {
+            eprintln!("reclaimlab-runner: note: mlockall(MCL_CURRENT) failed ({e}); the runner's own pages can be reclaimed");
+        }
+        Some(prepared)
+    };
+
+    out.ready(std::process::id()).map_err(lost)?;
+    let mut stdin = io::stdin().lock();
+    if !args.no_wait {
+        match read_command(&mut stdin)?.as_deref() {
+            Some("go") => {}
+            Some("exit") => return Ok(()),
+            Some(other) => return fail(2, format!("expected `go` on stdin, got {other:?}")),
+            None => return fail(1, "stdin closed before `go`"),
+        }
+    }
+    out.set_start(sys::now_ns());
+
+    match prepared {
+        None => execute(&plan, &mut NullMemory, out, &args, &mut stdin),
+        Some(prepared) => {
+            let mut mem = RealMemory::map(prepared, &plan).or_else(|e| fail(1, e.to_string()))?;
+            execute(&plan, &mut mem, out, &args, &mut stdin)
+        }
+    }
+}
+
+/// Runs the phases, then (unless they ended with Exit) holds the memory until `exit` or EOF.
+fn execute<M: Memory, W: Write>(
+    plan: &Plan,
+    mem: &mut M,
+    out: &mut Reporter<W>,
+    args: &Args,
+    stdin: &mut impl BufRead,
+) -> Result<(), Fail> {
+    match run_phases(plan, mem, out, args.trace).map_err(lost)? {
+        Ended::Exited => Ok(()),
+        Ended::PhasesDone => {
+            out.phases_done().map_err(lost)?;
+            if args.no_wait {
+                return Ok(());
+            }
+            match read_command(stdin)?.as_deref() {
+                Some("exit") | None => Ok(()),
+                Some(other) => fail(2, format!("expected `exit` on stdin, got {other:?}")),
+            }
+        }
+    }
+}
