@@ -232,7 +232,7 @@ impl Simulation {
                 region_pages.push(r.pages);
             }
             for (k, np) in p.phases.iter().enumerate() {
-                Self::check_phase(&np.phase, p.regions.len()).map_err(|e| format!("processes[{pi}].phases[{k}]: {e}"))?;
+                np.phase.check(p.regions.len()).map_err(|e| format!("processes[{pi}].phases[{k}]: {e}"))?;
             }
             procs.push(Proc {
                 name: p.name.clone(),
@@ -354,32 +354,6 @@ impl Simulation {
             shared.push((content, t.clone()));
         }
         t
-    }
-
-    fn check_phase(phase: &Phase, nregions: usize) -> Result<(), String> {
-        let check = |r: &u32| {
-            if (*r as usize) < nregions {
-                Ok(())
-            } else {
-                Err(format!("region index {r} out of range"))
-            }
-        };
-        match phase {
-            Phase::Fill { region } => check(region),
-            Phase::Sequential { regions, .. } | Phase::Random { regions, .. } => {
-                if regions.is_empty() {
-                    return Err("needs at least one region".into());
-                }
-                regions.iter().try_for_each(check)?;
-                if let Phase::Random { count, duration_ns, .. } = phase {
-                    if count.is_some() == duration_ns.is_some() {
-                        return Err("a random phase needs exactly one of count and duration".into());
-                    }
-                }
-                Ok(())
-            }
-            Phase::Sleep { .. } | Phase::Exit => Ok(()),
-        }
     }
 
     pub fn set_check_interval(&mut self, every: u64) {

@@ -13,7 +13,7 @@
 use std::path::Path;
 
 use reclaimlab_workload::rng::{stream, Stream};
-use reclaimlab_workload::{content, AccessGen, Content, Dist, Phase, PAGE_SIZE};
+use reclaimlab_workload::{content, AccessGen, Content, Phase, PAGE_SIZE};
 use serde::Deserialize;
 
 #[derive(Deserialize)]
@@ -145,7 +145,7 @@ impl Plan {
         for (k, value) in p.phases.into_iter().enumerate() {
             let pat = format!("{at}.phases[{k}]");
             let np = RawNamedPhase::deserialize(value).map_err(|e| format!("{pat}: {e}"))?;
-            check_phase(&np.phase, regions.len()).map_err(|e| format!("{pat} ({}): {e}", np.name))?;
+            np.phase.check(regions.len()).map_err(|e| format!("{pat} ({}): {e}", np.name))?;
             phases.push(PhasePlan {
                 name: np.name,
                 phase: np.phase,
@@ -215,42 +215,6 @@ impl Plan {
             }
         }
         need
-    }
-}
-
-/// The core's `check_phase`, plus the Zipf parameter check that `AccessGen::new` would
-/// otherwise turn into a panic.
-fn check_phase(phase: &Phase, nregions: usize) -> Result<(), String> {
-    let check = |r: &u32| {
-        if (*r as usize) < nregions {
-            Ok(())
-        } else {
-            Err(format!("region index {r} out of range (the process has {nregions} regions)"))
-        }
-    };
-    match phase {
-        Phase::Fill { region } => check(region),
-        Phase::Sequential { regions, .. } | Phase::Random { regions, .. } => {
-            if regions.is_empty() {
-                return Err("needs at least one region".into());
-            }
-            regions.iter().try_for_each(check)?;
-            if let Phase::Random {
-                count, duration_ns, dist, ..
-            } = phase
-            {
-                if count.is_some() == duration_ns.is_some() {
-                    return Err("a random phase needs exactly one of count and duration".into());
-                }
-                if let Dist::Zipf { theta } = dist {
-                    if !(theta.is_finite() && *theta >= 0.0) {
-                        return Err(format!("zipf theta must be finite and >= 0, got {theta}"));
-                    }
-                }
-            }
-            Ok(())
-        }
-        Phase::Sleep { .. } | Phase::Exit => Ok(()),
     }
 }
 

@@ -63,6 +63,42 @@ pub enum Phase {
     Exit,
 }
 
+impl Phase {
+    /// Whether a phase can run in a process with `nregions` regions; the message says why not.
+    /// The simulator and the real-kernel runner both refuse what fails here (an `AccessGen`
+    /// would panic on it).
+    pub fn check(&self, nregions: usize) -> Result<(), String> {
+        let check = |r: &u32| {
+            if (*r as usize) < nregions {
+                Ok(())
+            } else {
+                Err(format!("region index {r} out of range (the process has {nregions} regions)"))
+            }
+        };
+        match self {
+            Phase::Fill { region } => check(region),
+            Phase::Sequential { regions, .. } | Phase::Random { regions, .. } => {
+                if regions.is_empty() {
+                    return Err("needs at least one region".into());
+                }
+                regions.iter().try_for_each(check)?;
+                if let Phase::Random { count, duration_ns, dist, .. } = self {
+                    if count.is_some() == duration_ns.is_some() {
+                        return Err("a random phase needs exactly one of count and duration".into());
+                    }
+                    if let Dist::Zipf { theta } = dist {
+                        if !(theta.is_finite() && *theta >= 0.0) {
+                            return Err(format!("zipf theta must be finite and >= 0, got {theta}"));
+                        }
+                    }
+                }
+                Ok(())
+            }
+            Phase::Sleep { .. } | Phase::Exit => Ok(()),
+        }
+    }
+}
+
 /// The accesses of one phase, in order. See `docs/workload.md` for the exact definition.
 #[derive(Clone, Debug)]
 pub struct AccessGen {

@@ -59,6 +59,19 @@ impl Mm {
             return Ok(());
         }
         // do_anonymous_page (write) or do_wp_page copying the zero page.
+        self.alloc_charged_frame(ctx, m)?;
+        ctx.cpu(self.costs.page_alloc_zero_ns);
+        let p = &mut self.pages[i as usize];
+        p.clear(pg::ZERO_PFN);
+        p.set(pg::RESIDENT | pg::MAPPED | pg::YOUNG | pg::DIRTY);
+        self.nr_resident += 1;
+        self.lru_add(i);
+        Ok(())
+    }
+
+    /// A page frame from the page allocator, charged to memcg `m` (alloc, then
+    /// mem_cgroup_charge, as do_anonymous_page and __read_swap_cache_async do).
+    pub fn alloc_charged_frame(&mut self, ctx: &mut Ctx, m: u16) -> Result<(), Oom> {
         if !self.alloc_frame(ctx) {
             return Err(Oom { memcg: None });
         }
@@ -67,12 +80,6 @@ impl Mm {
             return Err(e);
         }
         self.commit_charge(m);
-        ctx.cpu(self.costs.page_alloc_zero_ns);
-        let p = &mut self.pages[i as usize];
-        p.clear(pg::ZERO_PFN);
-        p.set(pg::RESIDENT | pg::MAPPED | pg::YOUNG | pg::DIRTY);
-        self.nr_resident += 1;
-        self.lru_add(i);
         Ok(())
     }
 
@@ -149,16 +156,9 @@ impl Mm {
             return Ok(ctx.now);
         }
         let m = p.memcg;
-        if !self.alloc_frame(ctx) {
-            return Err(Oom { memcg: None });
-        }
-        if let Err(e) = self.try_charge(ctx, m) {
-            self.free_frame();
-            return Err(e);
-        }
-        // The charge may have reclaimed; reclaim never touches a non-resident page, so `j`
-        // is still ours to bring in.
-        self.commit_charge(m);
+        // The charge may reclaim; reclaim never touches a non-resident page, so `j` is still
+        // ours to bring in afterwards.
+        self.alloc_charged_frame(ctx, m)?;
         ctx.cpu(self.costs.swapin_page_ns);
         self.pages[j as usize].set(pg::RESIDENT | pg::SWAPCACHE);
         self.memcgs[m as usize].swapcached += 1;

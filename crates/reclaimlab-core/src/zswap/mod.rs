@@ -367,15 +367,10 @@ impl Mm {
         if p.has(pg::RESIDENT) {
             return Err(WbError::Exist);
         }
-        if !self.alloc_frame(ctx) {
-            return Err(WbError::NoMem);
-        }
         let m = p.memcg;
-        if self.try_charge(ctx, m).is_err() {
-            self.free_frame();
+        if self.alloc_charged_frame(ctx, m).is_err() {
             return Err(WbError::NoMem);
         }
-        self.commit_charge(m);
         ctx.cpu(self.costs.swapin_page_ns);
         if p.zlen as u64 == PAGE_SIZE {
             ctx.cpu(self.costs.zswap_copy_ns);
