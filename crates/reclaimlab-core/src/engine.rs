@@ -649,17 +649,29 @@ impl Simulation {
             out.push(("zswap.same_filled_pages".into(), mm.zswap.same_filled_pages));
         }
 
+        // Per memcg: mapped anonymous pages (NR_ANON_MAPPED: rss / anon) and pages out of
+        // memory holding a swap slot (v1 MEMCG_SWAP counts only those).
+        let mut mapped = vec![0u64; mm.memcgs.len()];
+        let mut swapped_out = vec![0u64; mm.memcgs.len()];
+        for p in &mm.pages {
+            if p.has(pg::RESIDENT) && p.has(pg::MAPPED) {
+                mapped[p.memcg as usize] += 1;
+            } else if !p.has(pg::RESIDENT) && p.slot != NONE {
+                swapped_out[p.memcg as usize] += 1;
+            }
+        }
         for (idx, m) in mm.memcgs.iter().enumerate() {
             let idx = idx as u16;
             let pre = format!("memcg[{}].", m.path);
             let tree = idx..m.subtree_end;
             let sum = |f: &dyn Fn(&Memcg) -> u64| tree.clone().map(|c| f(&mm.memcgs[c as usize])).sum::<u64>();
+            let sum_of = |v: &[u64]| tree.clone().map(|c| v[c as usize]).sum::<u64>();
             let lru = |which: u8| mm.lru_size_tree(idx, which) * PAGE_SIZE;
             if mm.cgroup_v2 {
                 let s = format!("{pre}memory.stat.");
                 let e = |f: &dyn Fn(&Memcg) -> u64| sum(f);
                 let mut put = |k: &str, v: u64| out.push((format!("{s}{k}"), v));
-                put("anon", lru(list::INACTIVE_ANON) + lru(list::ACTIVE_ANON));
+                put("anon", sum_of(&mapped) * PAGE_SIZE);
                 put("swapcached", e(&|m| m.swapcached) * PAGE_SIZE);
                 put("zswap", e(&|m| m.zswap_bytes));
                 put("zswapped", e(&|m| m.zswapped) * PAGE_SIZE);
@@ -686,19 +698,23 @@ impl Simulation {
                 put("pswpout", e(&|m| m.events.pswpout));
                 put("swpin_zero", e(&|m| m.events.swpin_zero));
                 put("swpout_zero", e(&|m| m.events.swpout_zero));
-                out.push((format!("{pre}memory.current"), m.usage * PAGE_SIZE));
-                out.push((format!("{pre}memory.swap.current"), e(&|m| m.swap_pages) * PAGE_SIZE));
-                out.push((format!("{pre}memory.zswap.current"), e(&|m| m.zswap_bytes)));
-                out.push((format!("{pre}memory.events.high"), m.events.high_events));
-                out.push((format!("{pre}memory.events.max"), m.events.max_events));
-                out.push((format!("{pre}memory.events.oom_kill"), m.events.oom_kill));
+                // The root cgroup has no memory.current, memory.events or *.current files.
+                if idx != 0 {
+                    out.push((format!("{pre}memory.current"), m.usage * PAGE_SIZE));
+                    out.push((format!("{pre}memory.swap.current"), e(&|m| m.swap_pages) * PAGE_SIZE));
+                    out.push((format!("{pre}memory.zswap.current"), e(&|m| m.zswap_bytes)));
+                    out.push((format!("{pre}memory.events.high"), m.events.high_events));
+                    out.push((format!("{pre}memory.events.max"), m.events.max_events));
+                    out.push((format!("{pre}memory.events.oom_kill"), m.events.oom_kill));
+                }
             } else {
                 let s = format!("{pre}memory.stat.");
                 let own = &mm.memcgs[idx as usize];
                 let own_lru = |which: u8| own.lru[which as usize - 1].len * PAGE_SIZE;
-                let rows: [(&str, u64, u64); 11] = [
-                    ("rss", own_lru(list::INACTIVE_ANON) + own_lru(list::ACTIVE_ANON), lru(list::INACTIVE_ANON) + lru(list::ACTIVE_ANON)),
-                    ("swap", own.swap_pages * PAGE_SIZE, sum(&|m| m.swap_pages) * PAGE_SIZE),
+                let i = idx as usize;
+                let rows: [(&str, u64, u64); 10] = [
+                    ("rss", mapped[i] * PAGE_SIZE, sum_of(&mapped) * PAGE_SIZE),
+                    ("swap", swapped_out[i] * PAGE_SIZE, sum_of(&swapped_out) * PAGE_SIZE),
                     ("swapcached", own.swapcached * PAGE_SIZE, sum(&|m| m.swapcached) * PAGE_SIZE),
                     ("pgfault", own.events.pgfault, sum(&|m| m.events.pgfault)),
                     ("pgmajfault", own.events.pgmajfault, sum(&|m| m.events.pgmajfault)),
@@ -707,7 +723,6 @@ impl Simulation {
                     ("inactive_anon", own_lru(list::INACTIVE_ANON), lru(list::INACTIVE_ANON)),
                     ("active_anon", own_lru(list::ACTIVE_ANON), lru(list::ACTIVE_ANON)),
                     ("workingset_refault_anon", own.events.workingset_refault_anon, sum(&|m| m.events.workingset_refault_anon)),
-                    ("workingset_activate_anon", own.events.workingset_activate_anon, sum(&|m| m.events.workingset_activate_anon)),
                 ];
                 for (k, v, total) in rows {
                     out.push((format!("{s}{k}"), v));

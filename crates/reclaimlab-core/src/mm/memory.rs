@@ -149,16 +149,22 @@ impl Mm {
     }
 
     /// __read_swap_cache_async + swap_read_folio for page `j` if its PTE holds a swap entry
-    /// and it is not in the swap cache yet. Returns when its data is there.
+    /// and it is not in the swap cache yet. Returns when its data is there (now, if someone
+    /// else brought it in meanwhile).
     fn read_swap_cache_async(&mut self, ctx: &mut Ctx, j: u32, readahead: bool) -> Result<Time, Oom> {
         let p = self.pages[j as usize];
         if p.has(pg::RESIDENT) || p.slot == NONE {
             return Ok(ctx.now);
         }
         let m = p.memcg;
-        // The charge may reclaim; reclaim never touches a non-resident page, so `j` is still
-        // ours to bring in afterwards.
         self.alloc_charged_frame(ctx, m)?;
+        if self.pages[j as usize].has(pg::RESIDENT) || self.pages[j as usize].slot == NONE {
+            // The allocation's reclaim brought `j` into the swap cache itself (zswap writeback)
+            // or freed its slot: like swapcache_prepare's -EEXIST, drop our folio and use theirs.
+            self.uncharge(m);
+            self.free_frame();
+            return Ok(ctx.now);
+        }
         ctx.cpu(self.costs.swapin_page_ns);
         self.pages[j as usize].set(pg::RESIDENT | pg::SWAPCACHE);
         self.memcgs[m as usize].swapcached += 1;

@@ -190,7 +190,7 @@ impl Mm {
     /// Wake kswapd (wakeup_kswapd): not if it is running, the node is balanced, or it is
     /// hopeless (kswapd_failures ≥ MAX_RECLAIM_RETRIES).
     pub fn wakeup_kswapd(&mut self, now: Time) {
-        if self.kswapd.running || self.kswapd.failures >= MAX_RECLAIM_RETRIES || self.nr_free >= self.wmark_high {
+        if self.kswapd.running || self.kswapd.failures >= MAX_RECLAIM_RETRIES || self.node_balanced() {
             return;
         }
         self.kswapd.running = true;

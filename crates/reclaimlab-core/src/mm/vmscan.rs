@@ -145,6 +145,11 @@ impl Mm {
         self.swap.nr_swap_pages > 0
     }
 
+    /// can_age_anon_pages: aging the anon LRU is worth it whenever swap exists at all.
+    fn can_age_anon(&self) -> bool {
+        self.swap.total_swap_pages > 0
+    }
+
     fn swappiness_of(&self, m: u16) -> u64 {
         // v1 uses the per-memcg memory.swappiness for non-root memcgs; v2 and root use vm.swappiness.
         if !self.cgroup_v2 && m != 0 {
@@ -282,7 +287,7 @@ impl Mm {
             }
         }
         sc.nr_reclaimed += nr_reclaimed;
-        if self.can_reclaim_anon() && self.inactive_is_low(m, list::INACTIVE_ANON) {
+        if self.can_age_anon() && self.inactive_is_low(m, list::INACTIVE_ANON) {
             self.shrink_active_list(ctx, SWAP_CLUSTER_MAX, m, list::ACTIVE_ANON, sc);
         }
     }
@@ -645,14 +650,14 @@ impl Mm {
 
     /// One balance_pgdat priority pass; kswapd reschedules itself until the node is balanced.
     pub fn kswapd_step(&mut self, ctx: &mut Ctx) {
-        if self.nr_free >= self.wmark_high {
-            self.kswapd_finish_run(ctx);
+        if self.node_balanced() {
+            self.kswapd_finish_run(ctx, true);
             return;
         }
         let mut sc = ScanControl::new(Reclaimer::Kswapd, 0, self.wmark_high.max(SWAP_CLUSTER_MAX));
         sc.priority = self.kswapd.priority;
         // kswapd_age_node: keep the inactive anon list from running empty.
-        if self.can_reclaim_anon() && self.inactive_is_low(0, list::INACTIVE_ANON) {
+        if self.can_age_anon() && self.inactive_is_low(0, list::INACTIVE_ANON) {
             for m in 0..self.memcgs.len() as u16 {
                 self.shrink_active_list(ctx, SWAP_CLUSTER_MAX, m, list::ACTIVE_ANON, &sc);
             }
@@ -664,22 +669,28 @@ impl Mm {
             self.kswapd.priority -= 1;
         }
         if self.kswapd.priority < 1 {
-            self.kswapd_finish_run(ctx);
+            self.kswapd_finish_run(ctx, false);
         } else {
             self.kswapd.clock = ctx.now;
             self.queue.push(ctx.now, EventKind::Kswapd);
         }
     }
 
+    /// pgdat_balanced: free pages above the high watermark (zone_watermark_ok is strict).
+    pub fn node_balanced(&self) -> bool {
+        self.nr_free > self.wmark_high
+    }
+
     /// End of balance_pgdat, then kswapd_try_to_sleep: sleep if balanced or hopeless,
-    /// otherwise start another run.
-    fn kswapd_finish_run(&mut self, ctx: &mut Ctx) {
-        if self.kswapd.nr_reclaimed == 0 {
+    /// otherwise start another run. A run that ran out of priorities without reclaiming
+    /// anything is a failure; one that found the node balanced is not.
+    fn kswapd_finish_run(&mut self, ctx: &mut Ctx, balanced: bool) {
+        if !balanced && self.kswapd.nr_reclaimed == 0 {
             self.kswapd.failures += 1;
         }
         self.snapshot_refaults(0);
         self.kswapd.clock = ctx.now;
-        if self.nr_free >= self.wmark_high || self.kswapd.failures >= MAX_RECLAIM_RETRIES {
+        if self.node_balanced() || self.kswapd.failures >= MAX_RECLAIM_RETRIES {
             self.kswapd.running = false;
             return;
         }
@@ -707,7 +718,11 @@ impl Mm {
             return false;
         }
         let mut no_progress = 0;
-        while no_progress < MAX_RECLAIM_RETRIES {
+        // The kernel retries without bound while reclaim reports progress; progress that never
+        // frees a page (pages stored as-is in zswap cost a pool page each) would spin forever.
+        let mut rounds = 0;
+        while no_progress < MAX_RECLAIM_RETRIES && rounds < 64 * MAX_RECLAIM_RETRIES {
+            rounds += 1;
             let got = self.try_to_free_pages(ctx);
             if self.nr_free > self.wmark_min {
                 self.nr_free -= 1;
@@ -718,6 +733,8 @@ impl Mm {
                 // reclaim_throttle(NOPROGRESS) and should_reclaim_retry: the task sleeps a
                 // jiffy while swap writes in flight complete, then tries again.
                 ctx.wait_until(ctx.now + crate::sim::JIFFY_NS);
+            } else {
+                no_progress = 0;
             }
         }
         false

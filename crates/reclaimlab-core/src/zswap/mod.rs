@@ -371,6 +371,14 @@ impl Mm {
         if self.alloc_charged_frame(ctx, m).is_err() {
             return Err(WbError::NoMem);
         }
+        // The allocation may have reclaimed, and that reclaim may have written this entry back
+        // or freed it: the kernel re-checks the tree (-ENOMEM when the entry is gone).
+        let now = self.pages[i as usize];
+        if now.has(pg::RESIDENT) || !now.has(pg::ZSWAP) || now.handle != p.handle {
+            self.uncharge(m);
+            self.free_frame();
+            return Err(if now.has(pg::RESIDENT) { WbError::Exist } else { WbError::NoMem });
+        }
         ctx.cpu(self.costs.swapin_page_ns);
         if p.zlen as u64 == PAGE_SIZE {
             ctx.cpu(self.costs.zswap_copy_ns);
@@ -483,6 +491,9 @@ impl Mm {
                 WorkerRun { thr: self.zswap_accept_thr_pages(), failures: 0, attempts: 0 }
             }
         };
+        // Running from here on: a store that fails during this step (reclaim inside writeback)
+        // marks the work pending instead of starting a second event chain.
+        self.zswap.worker = Some(run);
         let next = if self.switches.lru == ZswapLru::Global {
             Some(0u16)
         } else {

@@ -62,3 +62,22 @@ fn page_conservation_every_event_zram() {
     assert!(counter(&r, "zram0.mm_stat.pages_compacted") + counter(&r, "zram0.mm_stat.orig_data_size") > 0);
     s.check_conservation().unwrap();
 }
+
+/// v2 memory.max with the zswap shrinker: the reclaim that a swap-in's own charge triggers may
+/// write back the very entry being brought in; the swap-in must then use that folio.
+#[test]
+fn page_conservation_v2_memory_max_shrinker() {
+    let mut v = scenario(&[("a", 1500, "text"), ("b", 1500, "random")], 30_000, 1200, true, true);
+    v["cgroups"]["groups"][1]["limit_bytes"] = v["cgroups"]["groups"][1]["high_bytes"].clone();
+    v["cgroups"]["groups"][1]["high_bytes"] = serde_json::Value::Null;
+    v["kernel"]["zswap"]["shrinker_enabled"] = serde_json::json!(true);
+    v["processes"][0]["phases"][2]["phase"]["write_percent"] = serde_json::json!(30);
+    for seed in 1..=4 {
+        v["seed"] = serde_json::json!(seed);
+        let mut s = build(&v);
+        s.set_check_interval(1);
+        let r = s.run_to_end();
+        assert!(counter(&r, "vmstat.zswpwb") > 0);
+        s.check_conservation().unwrap();
+    }
+}
