@@ -1,15 +1,20 @@
-"""The ``reclaimlab`` command: run and compare scenarios.
+"""The ``reclaimlab`` command: run, compare and validate scenarios; the lab's probe and restore.
 
-Exit codes: 0 success, 1 the simulator is not available or failed, 2 bad input (the scenario,
-an override, or the command line).
+Exit codes: 0 success, 1 the simulator or the lab is not available or failed (lab: not root,
+the lock is held, a runner failed, the run timed out ...), 2 bad input (the scenario, an
+override, the command line, or a scenario this host cannot run), 130/143 a lab run interrupted
+by SIGINT/SIGTERM (after restoring the host).
 """
 
 from __future__ import annotations
 
+import enum
+import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, NoReturn
+from typing import TYPE_CHECKING, Annotated, NoReturn
 
 import typer
 from rich.console import Console
@@ -23,16 +28,30 @@ from reclaimlab.compare import compare as run_compare
 from reclaimlab.errors import ScenarioError
 from reclaimlab.result import RunResult, counter_sort_key, split_counter
 
+if TYPE_CHECKING:
+    from reclaimlab.validate import ValidateResult
+
 app = typer.Typer(
     name="reclaimlab",
-    help="Linux reclaim/swap/zswap: run a scenario in the simulator and compare configurations.",
+    help="Linux reclaim/swap/zswap: run a scenario in the simulator or on the real kernel, compare configurations, validate.",
     add_completion=False,
     no_args_is_help=True,
     pretty_exceptions_enable=False,
 )
+lab_app = typer.Typer(
+    name="lab",
+    help="The lab (the real-kernel backend): what this host offers, and undoing a crashed run's changes.",
+    no_args_is_help=True,
+)
+app.add_typer(lab_app)
 
 EXIT_UNAVAILABLE = 1
 EXIT_BAD_INPUT = 2
+
+
+class Backend(enum.StrEnum):
+    sim = "sim"
+    kernel = "kernel"
 
 
 def _version(value: bool) -> None:
@@ -134,16 +153,66 @@ def compare_table(result: CompareResult, patterns: Sequence[str], show_all: bool
     return table
 
 
+TimeoutOption = Annotated[
+    float | None,
+    typer.Option(
+        "--timeout",
+        metavar="SECONDS",
+        help="Kernel backend: kill the runners and restore after this long (default: 10x the timed phases, at least 600 s).",
+    ),
+]
+SampleOption = Annotated[
+    float,
+    typer.Option("--sample-interval", metavar="SECONDS", help="Kernel backend: sample the counters this often (the result's series)."),
+]
+BuildRunnerOption = Annotated[
+    bool,
+    typer.Option("--build-runner/--no-build-runner", help="Kernel backend: build the workload runner with cargo if it is not built."),
+]
+
+
+@contextmanager
+def _lab_errors() -> Iterator[None]:
+    """Lab failures as messages and exit codes (the host is restored before they get here)."""
+    from reclaimlab.lab.errors import LabError, LabInterrupted
+
+    try:
+        yield
+    except LabInterrupted as e:
+        _fail(f"reclaimlab: {e}", 128 + e.signum)
+    except LabError as e:
+        _fail(f"reclaimlab: {e}", EXIT_UNAVAILABLE)
+    except KeyboardInterrupt:  # before the lab changed anything (afterwards: LabInterrupted)
+        _fail("reclaimlab: interrupted", 128 + 2)
+
+
+def _kernel_run(scenario: reclaimlab.Scenario, timeout: float | None, sample_interval: float, build_runner: bool) -> RunResult:
+    from reclaimlab.backends import kernel
+
+    with _lab_errors():
+        return kernel.run(scenario, timeout_s=timeout, sample_interval_s=sample_interval, build=build_runner)
+    raise AssertionError("unreachable")  # pragma: no cover - _lab_errors re-raises as typer.Exit
+
+
 @app.command()
 def run(
     scenario: Annotated[Path, typer.Argument(help="The scenario file (TOML).")],
     set_: SetOption = None,
     json_out: JsonOption = None,
     progress: ProgressOption = True,
+    backend: Annotated[
+        Backend, typer.Option("--backend", "-b", help="sim: the simulator; kernel: this host's real kernel (root).")
+    ] = Backend.sim,
+    timeout: TimeoutOption = None,
+    sample_interval: SampleOption = 1.0,
+    build_runner: BuildRunnerOption = True,
 ) -> None:
-    """Run SCENARIO in the simulator; print its counters and per-phase rates."""
+    """Run SCENARIO in the simulator (or on this host's kernel); print its counters and per-phase rates."""
     try:
-        result = reclaimlab.run(scenario, overrides=set_ or (), progress=progress)
+        if backend is Backend.kernel:
+            result = _kernel_run(reclaimlab.load(scenario, set_ or ()), timeout, sample_interval, build_runner)
+        else:
+            result = reclaimlab.run(scenario, overrides=set_ or (), progress=progress)
     except ScenarioError as e:
         _fail(str(e), EXIT_BAD_INPUT)
     except native.NativeUnavailable as e:
@@ -185,4 +254,117 @@ def compare(
         _write_json(json_out, result.to_json())
 
 
-__all__ = ["app", "compare_table", "counters_table", "format_number", "phases_table"]
+def validate_table(result: ValidateResult, patterns: Sequence[str], show_all: bool) -> Table:
+    from reclaimlab.validate import format_rel_error, format_value, select
+
+    table = Table(title=Text(f"{result.scenario}: simulator vs kernel ({result.reps} kernel runs)"), title_justify="left")
+    table.add_column("metric")
+    table.add_column("kernel median [min\N{EN DASH}max]", justify="right")
+    table.add_column("sim", justify="right")
+    table.add_column("rel. error", justify="right")
+    table.add_column("in range", justify="center")
+    previous = None
+    for row in select(result.rows, patterns, show_all):
+        if previous is not None and row.source != previous:
+            table.add_section()
+        previous = row.source
+        k = row.kernel
+        kernel = "-" if k is None else f"{format_value(k.median)} [{format_value(k.min)}\N{EN DASH}{format_value(k.max)}]"
+        inside = "" if row.inside is None else ("yes" if row.inside else "no")
+        table.add_row(Text(row.metric), Text(kernel), Text(format_value(row.sim)), Text(format_rel_error(row.rel_error)), Text(inside))
+    return table
+
+
+@app.command()
+def validate(
+    scenario: Annotated[Path, typer.Argument(help="The scenario file (TOML).")],
+    reps: Annotated[int, typer.Option("--reps", "-n", min=1, help="Kernel runs (the simulator runs once: it is deterministic).")] = 3,
+    set_: SetOption = None,
+    json_out: JsonOption = None,
+    counters: Annotated[
+        list[str] | None,
+        typer.Option("--counters", metavar="PATTERN", help="Only counters matching PATTERN, e.g. 'vmstat.*swp*' (repeatable)."),
+    ] = None,
+    show_all: Annotated[bool, typer.Option("--all", help="Also show counters that are zero on both sides.")] = False,
+    timeout: TimeoutOption = None,
+    sample_interval: SampleOption = 1.0,
+    build_runner: BuildRunnerOption = True,
+) -> None:
+    """Run SCENARIO on this host's kernel --reps times and in the simulator once; compare per counter and phase."""
+    from reclaimlab.backends import kernel
+    from reclaimlab.validate import validate as run_validate
+
+    def announce(i: int, n: int) -> None:
+        typer.echo(f"kernel run {i}/{n} ...", err=True)
+
+    try:
+        loaded = reclaimlab.load(scenario, set_ or ())
+        with _lab_errors():
+            result = run_validate(
+                loaded,
+                reps=reps,
+                run_kernel=kernel.run,
+                on_run=announce,
+                timeout_s=timeout,
+                sample_interval_s=sample_interval,
+                build=build_runner,
+            )
+    except ScenarioError as e:
+        _fail(str(e), EXIT_BAD_INPUT)
+    except native.NativeUnavailable as e:
+        _fail(f"reclaimlab: {e}", EXIT_UNAVAILABLE)
+    to_stdout = json_out is not None and str(json_out) == "-"
+    _console(stderr=to_stdout).print(validate_table(result, counters or (), show_all))
+    if json_out is not None:
+        _write_json(json_out, result.to_json())
+
+
+@lab_app.command("probe")
+def lab_probe(
+    json_out: Annotated[bool, typer.Option("--json", help="Print the probe as JSON.")] = False,
+) -> None:
+    """What this host offers the lab (reads only; changes nothing)."""
+    from reclaimlab.lab.probe import probe
+
+    p = probe()
+    if json_out:
+        typer.echo(json.dumps(p.to_dict(), indent=2, sort_keys=True))
+        return
+    table = Table(title=Text("lab probe"), title_justify="left", show_header=False)
+    table.add_column("item")
+    table.add_column("value")
+    for item, value in p.rows():
+        table.add_row(Text(item), Text(value))
+    _console(stderr=False).print(table)
+
+
+@lab_app.command("restore")
+def lab_restore() -> None:
+    """Undo the changes of a lab run that did not finish (from its journal); print what was undone."""
+    from reclaimlab.lab.errors import LabError
+    from reclaimlab.lab.journal import LabLock, pending, restore, state_dir
+
+    state = state_dir()
+    try:
+        with LabLock(state).acquire("reclaimlab lab restore"):
+            journal = pending(state)
+            if journal is None:
+                typer.echo(f"nothing to restore: no journal in {state}")
+                return
+            typer.echo(f"restoring from {journal}")
+            report = restore(state, on_step=lambda step: typer.echo(f"  undone: {step}"))
+    except LabError as e:
+        _fail(f"reclaimlab: {e}", EXIT_UNAVAILABLE)
+    for step in report.skipped:
+        typer.echo(f"  already undone: {step}")
+    if not report.ok:
+        _fail(
+            "reclaimlab: could not undo:\n  "
+            + "\n  ".join(report.failed)
+            + "\nthe journal is kept; fix the cause and run `reclaimlab lab restore` again",
+            EXIT_UNAVAILABLE,
+        )
+    typer.echo(f"restored: {len(report.undone)} change(s) undone, {len(report.skipped)} already undone; journal removed")
+
+
+__all__ = ["app", "compare_table", "counters_table", "format_number", "phases_table", "validate_table"]

@@ -1,13 +1,13 @@
 """Backends run a validated scenario and return a RunResult with kernel-named counters.
 
-``sim``: the deterministic simulator (the Rust core). A ``lab`` backend (the real kernel) will
-sit beside it and produce the same counter keys.
+``sim``: the deterministic simulator (the Rust core). ``kernel``: the same scenario on the real
+kernel of this host (the lab); it produces the same counter keys.
 """
 
 from __future__ import annotations
 
-from reclaimlab.backends import sim
+from reclaimlab.backends import kernel, sim
 
-__all__ = ["BACKENDS", "sim"]
+__all__ = ["BACKENDS", "kernel", "sim"]
 
-BACKENDS = {"sim": sim.run}
+BACKENDS = {"sim": sim.run, "kernel": kernel.run}

@@ -1,0 +1,278 @@
+"""The kernel backend: run a scenario on this host's real kernel (the lab).
+
+``run()`` does, in order (docs/lab.md):
+
+1. lower the scenario, probe the host, ``check`` -> ScenarioError naming every key the host
+   cannot honour; nothing has been changed yet;
+2. find the workload runner; take the lab lock; refuse if swap is already active or an earlier
+   run left a journal;
+3. journal + apply: debugfs, sysctls, cgroups, swap devices, zswap parameters;
+4. start one runner per process (journaled), move each into its cgroup once it is ready,
+   snapshot the counters, say ``go``, sample every ``sample_interval_s``;
+5. when every runner has finished its phases (memory still held): the "after" snapshot;
+   tell the runners to exit;
+6. always (success, error, SIGINT/SIGTERM, timeout): kill our runners, restore every journaled
+   change, release the lock.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import platform
+import signal
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+from reclaimlab.errors import ScenarioError
+from reclaimlab.lab import host
+from reclaimlab.lab import probe as probing
+from reclaimlab.lab.apply import Applied, apply, new_runid
+from reclaimlab.lab.errors import LabError, LabInterrupted, LabUnavailable
+from reclaimlab.lab.journal import Journal, LabLock, restore, state_dir
+from reclaimlab.lab.record import Series, Sources, counters, sim_counter_keys, snapshot
+from reclaimlab.lab.result import KernelRunResult, phase_record
+from reclaimlab.lab.runner import Runner, RunnerSet, build_runner, locate_runner, runner_command, runner_version
+from reclaimlab.lower import lower
+from reclaimlab.scenario import Scenario
+
+__all__ = ["DEFAULT_SAMPLE_INTERVAL_S", "default_timeout", "run"]
+
+DEFAULT_SAMPLE_INTERVAL_S = 1.0
+#: The timeout when none is given: 10x the scenario's timed phases, at least this.
+MIN_DEFAULT_TIMEOUT_S = 600.0
+
+
+def default_timeout(config: dict[str, Any]) -> float:
+    """10x the longest process's timed phases (random ``duration``, ``sleep``), at least 600 s."""
+    longest = 0
+    for proc in config["processes"]:
+        total = sum(int(ph["phase"].get("duration_ns") or 0) for ph in proc["phases"])
+        longest = max(longest, total)
+    return max(MIN_DEFAULT_TIMEOUT_S, 10 * longest / 1e9)
+
+
+def _stderr(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+@contextlib.contextmanager
+def _signals(handler: Callable[[int, FrameType | None], None]) -> Iterator[None]:
+    """SIGINT and SIGTERM go to ``handler`` inside the block (main thread only)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    old = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+
+
+def _raise_interrupt(signum: int, frame: FrameType | None) -> None:
+    raise LabInterrupted(signum, f"interrupted by {signal.Signals(signum).name}; the host was restored")
+
+
+def _move(r: Runner, cgroup_dir: Path, hierarchy: Path, version: int) -> None:
+    """Put the (ready, not yet allocating) runner into its cgroup and check it arrived."""
+    host.write_text(cgroup_dir / "cgroup.procs", str(r.pid))
+    want = "/" + str(cgroup_dir.relative_to(hierarchy))
+    try:
+        lines = host.read_text(f"/proc/{r.pid}/cgroup").splitlines()
+    except OSError as e:
+        raise LabError(f"cannot read /proc/{r.pid}/cgroup: {e}") from None
+    # "ID:controllers:path"; v1 memory: controllers include "memory"; v2: "0::path".
+    paths = []
+    for ln in lines:
+        parts = ln.split(":", 2)
+        if len(parts) == 3 and ((version == 1 and "memory" in parts[1].split(",")) or (version == 2 and parts[0] == "0")):
+            paths.append(parts[2])
+    if not any(path == want or path.endswith(want) for path in paths):
+        raise LabError(f"{r.label()} is not in {cgroup_dir} after the move (it is in {', '.join(paths) or 'no memory cgroup'})")
+
+
+def _sha256(path: str) -> str | None:
+    try:
+        return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    except OSError:
+        return None
+
+
+def _provenance(scenario: Scenario, p: probing.Probe, cmd: list[str], applied: Applied | None, key_source: str) -> dict[str, Any]:
+    from reclaimlab import __version__
+
+    return {
+        "reclaimlab_version": __version__,
+        "scenario_path": scenario.path,
+        "scenario_sha256": scenario.sha256,
+        "overrides": [str(o) for o in scenario.overrides],
+        "seed": scenario.seed,
+        "kernel_preset": scenario.kernel.version,
+        "python": platform.python_version(),
+        "host_kernel_release": p.kernel_release,
+        "host": p.summary(),
+        "runner": {"command": cmd, "version": runner_version(cmd), "sha256": _sha256(cmd[-1])},
+        "counter_keys_from": key_source,
+        "runid": applied.runid if applied else None,
+        "swap_devices": [vars(s) for s in applied.swaps] if applied else [],
+        "started_at": datetime.now(UTC).isoformat(timespec="seconds"),
+    }
+
+
+def run(
+    scenario: Scenario,
+    progress: bool = False,
+    label: str | None = None,
+    timeout_s: float | None = None,
+    sample_interval_s: float = DEFAULT_SAMPLE_INTERVAL_S,
+    build: bool = False,
+    on_note: Callable[[str], None] | None = _stderr,
+) -> KernelRunResult:
+    """Run ``scenario`` on this host's kernel. See the module docstring for the steps.
+
+    Raises ScenarioError (the host cannot run this scenario; nothing changed), LabUnavailable,
+    LabBusy, LabLeftovers, RunnerFailed, LabTimeout, LabInterrupted (all LabError).
+    """
+    note = on_note or (lambda _m: None)
+    config = lower(scenario)
+    p = probing.probe()
+    problems = probing.check(config, p)
+    if problems:
+        raise ScenarioError(scenario.file, problems)
+    if not p.root:
+        raise LabUnavailable("the kernel backend needs root: it writes sysfs, sysctls and cgroups and runs swapon")
+    if runner_command() is None and build:
+        cmd = build_runner(note)
+    else:
+        cmd = locate_runner()
+    for n in probing.notes(config, p):
+        note(f"note: {n}")
+    keys, key_source = sim_counter_keys(config)
+    timeout = timeout_s if timeout_s is not None else default_timeout(config)
+    state = state_dir()
+    name = label or scenario.name or "scenario"
+
+    deferred: list[int] = []
+
+    def defer(signum: int, frame: FrameType | None) -> None:
+        deferred.append(signum)
+        _stderr(f"reclaimlab: {signal.Signals(signum).name} received: restoring the host first, please wait")
+
+    with LabLock(state).acquire(f"reclaimlab run --backend kernel {name}"), _signals(defer):
+        # Outside the inner block below, SIGINT/SIGTERM are only noted (and re-raised at the
+        # end): nothing may stop the journal from being written or the restore from running.
+        swaps = host.active_swaps()
+        if swaps:
+            raise LabError(
+                f"this host already has active swap ({', '.join(swaps)}): the lab does not mix its swap devices with "
+                "someone else's. If it is left over from a lab run, `reclaimlab lab restore` removes it."
+            )
+        runid = new_runid()
+        journal = Journal.create(
+            state,
+            runid=runid,
+            pid=os.getpid(),
+            start_time=host.proc_start_time(os.getpid()),
+            scenario=name,
+            scenario_sha256=scenario.sha256,
+        )
+        applied: Applied | None = None
+        runners: RunnerSet | None = None
+        with tempfile.TemporaryDirectory(prefix="reclaimlab-") as tmp:
+            try:
+                with _signals(_raise_interrupt):
+                    if deferred:
+                        raise LabInterrupted(deferred[0], f"interrupted by {signal.Signals(deferred[0]).name}")
+                    applied = apply(journal, p, config, runid, state)
+                    for n in applied.notes:
+                        note(f"note: {n}")
+                    cfg_path = Path(tmp, "lowered.json")
+                    cfg_path.write_text(json.dumps(config, sort_keys=True), encoding="utf-8")
+                    j = journal
+                    runners = RunnerSet(
+                        cmd, cfg_path, config, lambda r: j.record("runner", pid=r.pid, start_time=r.start_time, process=r.name)
+                    )
+                    result = _drive(scenario, config, applied, runners, keys, timeout, sample_interval_s)
+            finally:
+                if runners is not None:
+                    runners.close()
+                journal.close()
+                report = restore(state)
+                if not report.ok:
+                    raise LabError(
+                        "restoring the host failed:\n  "
+                        + "\n  ".join(report.failed)
+                        + f"\nthe journal {state}/journal.jsonl is kept: fix the cause and run `reclaimlab lab restore`"
+                    )
+        if deferred:
+            raise LabInterrupted(deferred[0], f"interrupted by {signal.Signals(deferred[0]).name}; the host was restored")
+
+    result.provenance = _provenance(scenario, p, cmd, applied, key_source)
+    return result
+
+
+def _drive(
+    scenario: Scenario,
+    config: dict[str, Any],
+    applied: Applied,
+    runners: RunnerSet,
+    keys: set[str],
+    timeout: float,
+    interval: float,
+) -> KernelRunResult:
+    groups = config["cgroups"]["groups"]
+    src = Sources(
+        cgroup_version=applied.cgroup_version,
+        cgroups=dict(applied.cgroup_dirs),
+        zswap_dir=applied.zswap_dir,
+        zram=[(s.key, s.zram_id) for s in applied.swaps if s.kind == "zram" and s.key is not None and s.zram_id is not None],
+    )
+    runners.start()
+    runners.wait_ready()
+    for r, proc in zip(runners.runners, config["processes"], strict=True):
+        _move(r, applied.cgroup_dirs[groups[proc["cgroup"]]["path"]], applied.cgroup_root.parent, applied.cgroup_version)
+
+    before = snapshot(src)
+    wanted = set(keys) | {k for k in before if k.startswith("zram")}
+    series = Series(keys=sorted(k for k in wanted if k in before), interval_s=interval)
+    t0 = time.monotonic()
+    series.add(0.0, before, before)
+    runners.go()
+
+    def tick() -> None:
+        series.add(time.monotonic() - t0, before, snapshot(src))
+
+    runners.run(t0 + timeout, tick, interval)
+    after = snapshot(src)
+    elapsed = time.monotonic() - t0
+    series.add(elapsed, before, after)
+    runners.finish()
+
+    phases = sorted(
+        ((r.index, int(ev.get("index", i)), phase_record(ev)) for r in runners.runners for i, ev in enumerate(r.phases)),
+        key=lambda x: (x[0], x[1]),
+    )
+    return KernelRunResult(
+        scenario=scenario.name or "scenario",
+        backend="kernel",
+        config=config,
+        counters=counters(before, after, wanted),
+        phase_records=[rec for _, _, rec in phases],
+        stats={
+            "elapsed_s": round(elapsed, 3),
+            "samples": len(series.t),
+            "missing_keys": sorted(k for k in keys if k not in after),
+        },
+        series=series.to_dict(),
+        raw={"before": before, "after": after},
+    )

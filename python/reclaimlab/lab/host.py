@@ -1,0 +1,197 @@
+"""Small, careful accessors for the kernel files the lab reads and writes.
+
+Every path the lab touches is spelled here once. Reads never change anything: in particular
+``/sys/class/zram-control/hot_add`` is never read here (reading it creates a zram device); only
+``apply`` reads it, journaled.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import re
+import time
+from pathlib import Path
+
+from reclaimlab.lab.errors import LabError
+
+__all__ = [
+    "DEBUGFS_DEFAULT",
+    "MEMINFO",
+    "PROC_SWAPS",
+    "SYSCTL_DIR",
+    "VMSTAT",
+    "ZRAM_CONTROL",
+    "ZSWAP_PARAMS",
+    "ZSWAP_PARAM_NAMES",
+    "Mount",
+    "active_swaps",
+    "kill_if_same",
+    "mounts",
+    "pid_alive",
+    "proc_start_time",
+    "read_int_file",
+    "read_kv_file",
+    "read_text",
+    "sysctl_path",
+    "unescape_mount",
+    "write_text",
+]
+
+PROC_SWAPS = Path("/proc/swaps")
+VMSTAT = Path("/proc/vmstat")
+MEMINFO = Path("/proc/meminfo")
+SYSCTL_DIR = Path("/proc/sys")
+ZSWAP_PARAMS = Path("/sys/module/zswap/parameters")
+#: In the order apply writes them: the compressor before enabling (so the pool is created once,
+#: with the right compressor), ``enabled`` last. Restore undoes in reverse: ``enabled`` first.
+ZSWAP_PARAM_NAMES = ("compressor", "max_pool_percent", "accept_threshold_percent", "shrinker_enabled", "enabled")
+ZRAM_CONTROL = Path("/sys/class/zram-control")
+DEBUGFS_DEFAULT = Path("/sys/kernel/debug")
+_OCTAL = re.compile(r"\\([0-7]{3})")
+
+
+def read_text(path: str | os.PathLike[str]) -> str:
+    with open(path, encoding="utf-8", errors="replace") as f:
+        return f.read()
+
+
+def write_text(path: str | os.PathLike[str], value: str) -> None:
+    """Write ``value`` to an existing kernel file (no create, no truncate semantics needed)."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_TRUNC)  # O_TRUNC: sysfs and procfs ignore it; plain files need it
+    except OSError as e:
+        raise LabError(f"cannot open {path} for writing: {e.strerror or e}") from None
+    try:
+        os.write(fd, value.encode())
+    except OSError as e:
+        raise LabError(f"writing {value!r} to {path} failed: {e.strerror or e}") from None
+    finally:
+        os.close(fd)
+
+
+def read_int_file(path: str | os.PathLike[str]) -> int | None:
+    try:
+        return int(read_text(path).split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def read_kv_file(path: str | os.PathLike[str]) -> dict[str, int]:
+    """``name value`` lines (vmstat, memory.stat, memory.events); non-integer values skipped."""
+    out: dict[str, int] = {}
+    for line in read_text(path).splitlines():
+        parts = line.split()
+        if len(parts) >= 2:
+            try:
+                out[parts[0]] = int(parts[1])
+            except ValueError:
+                continue
+    return out
+
+
+def sysctl_path(name: str) -> Path:
+    """``vm.page-cluster`` -> /proc/sys/vm/page-cluster."""
+    return SYSCTL_DIR.joinpath(*name.split("."))
+
+
+def unescape_mount(field: str) -> str:
+    """Undo the octal escapes of /proc/swaps and mountinfo (``\\040`` is a space)."""
+    return _OCTAL.sub(lambda m: chr(int(m[1], 8)), field)
+
+
+def active_swaps(text: str | None = None) -> list[str]:
+    """The file names of the active swap devices (/proc/swaps without its header)."""
+    if text is None:
+        text = read_text(PROC_SWAPS)
+    lines = text.splitlines()[1:]
+    return [unescape_mount(line.split()[0]) for line in lines if line.strip()]
+
+
+class Mount:
+    """One line of /proc/self/mountinfo: where, what type, and the super-block options."""
+
+    __slots__ = ("fstype", "options", "point", "source")
+
+    def __init__(self, point: str, fstype: str, source: str, options: tuple[str, ...]):
+        self.point = point
+        self.fstype = fstype
+        self.source = source
+        self.options = options
+
+    def __repr__(self) -> str:
+        return f"Mount({self.point!r}, {self.fstype!r})"
+
+
+def mounts(text: str | None = None) -> list[Mount]:
+    if text is None:
+        text = read_text("/proc/self/mountinfo")
+    out = []
+    for line in text.splitlines():
+        left, sep, right = line.partition(" - ")
+        if not sep:
+            continue
+        lf, rf = left.split(), right.split()
+        if len(lf) < 5 or len(rf) < 2:
+            continue
+        opts = tuple(rf[2].split(",")) if len(rf) > 2 else ()
+        out.append(Mount(unescape_mount(lf[4]), rf[0], rf[1], opts))
+    return out
+
+
+def proc_start_time(pid: int) -> int | None:
+    """Field 22 of /proc/PID/stat (start time in clock ticks since boot): with the pid, it
+    identifies one process for its lifetime. None if there is no such process."""
+    try:
+        stat = read_text(f"/proc/{pid}/stat")
+    except OSError:
+        return None
+    # The command name (field 2) is in parentheses and may contain spaces and ')'.
+    rest = stat[stat.rfind(")") + 2 :].split()
+    try:
+        return int(rest[19])  # rest[0] is field 3
+    except (IndexError, ValueError):
+        return None
+
+
+def _state(pid: int) -> str | None:
+    try:
+        stat = read_text(f"/proc/{pid}/stat")
+    except OSError:
+        return None
+    rest = stat[stat.rfind(")") + 2 :].split()
+    return rest[0] if rest else None
+
+
+def pid_alive(pid: int, start_time: int | None = None) -> bool:
+    """The process exists, is not a zombie, and (if given) has this start time."""
+    state = _state(pid)
+    if state is None or state in ("Z", "X"):
+        return False
+    return start_time is None or proc_start_time(pid) == start_time
+
+
+def kill_if_same(pid: int, start_time: int, signum: int = 9, wait_s: float = 5.0) -> str:
+    """SIGKILL ``pid`` only if it is still the process that started at ``start_time``.
+
+    Returns what happened: "killed", "gone" (no such process, or a zombie), or "not ours" (the
+    pid now belongs to another process). Raises LabError if it survives ``wait_s``.
+    """
+    if not pid_alive(pid):
+        return "gone"
+    if proc_start_time(pid) != start_time:
+        return "not ours"
+    try:
+        os.kill(pid, signum)
+    except ProcessLookupError:
+        return "gone"
+    except OSError as e:
+        if e.errno == errno.EPERM:
+            raise LabError(f"cannot kill pid {pid}: {e.strerror}") from None
+        raise
+    deadline = time.monotonic() + wait_s
+    while time.monotonic() < deadline:
+        if not pid_alive(pid, start_time):
+            return "killed"
+        time.sleep(0.01)
+    raise LabError(f"pid {pid} survived SIGKILL for {wait_s:.0f}s")

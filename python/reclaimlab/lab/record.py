@@ -1,0 +1,322 @@
+"""Reading the kernel's counters under the simulator's names, before/after and over time.
+
+A snapshot reads /proc/vmstat, every file in the zswap debugfs directory, each of the run's
+cgroups (memory.stat, plus v1 memory.usage_in_bytes; v2 memory.current, memory.events,
+memory.swap.current, memory.zswap.current), /proc/meminfo and the mm_stat of the run's zram
+devices, keyed exactly as ``Simulation::counters`` keys them (crates/reclaimlab-core/src/
+engine.rs):
+
+* ``vmstat.<name>``; ``zswap.<debugfs file>``; ``meminfo.<Field>`` (kB, as shown);
+* ``memcg[<scenario path>].memory.stat.<key>``, ``memcg[<path>].memory.usage_in_bytes`` ...,
+  where the scenario's "/" is the run's own top cgroup (``reclaimlab-<runid>``);
+* ``zram<k>.mm_stat.<field>``, k = the device's index among the scenario's zram devices.
+
+A run's counters are ``after - before`` for event counters and the value in ``after`` for
+gauges (``CLASSIFICATION``). ``after`` is read when every runner has finished its phases but
+still holds its memory, as the simulator reads its counters before the processes exit.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from reclaimlab.lab import host
+
+__all__ = [
+    "CLASSIFICATION",
+    "EVENT",
+    "GAUGE",
+    "ZRAM_MM_STAT",
+    "Series",
+    "Sources",
+    "counters",
+    "expected_keys",
+    "kind",
+    "sim_counter_keys",
+    "snapshot",
+]
+
+GAUGE = "gauge"
+EVENT = "event"
+
+#: The 9 fields of /sys/block/zramN/mm_stat, in the kernel's order (kernel-model.md §12.2).
+ZRAM_MM_STAT = (
+    "orig_data_size",
+    "compr_data_size",
+    "mem_used_total",
+    "mem_limit",
+    "mem_used_max",
+    "same_pages",
+    "pages_compacted",
+    "huge_pages",
+    "huge_pages_since",
+)
+
+#: Gauge or event, by key pattern (fnmatch); the first match wins. memcg keys are matched
+#: without their path and with ``total_`` removed from memory.stat names
+#: (``memcg[/a].memory.stat.total_pgfault`` is matched as ``memcg.memory.stat.pgfault``).
+#: A key no pattern matches is a gauge (its value at the snapshot).
+CLASSIFICATION: tuple[tuple[str, str], ...] = (
+    # /proc/vmstat: these nr_* are cumulative node counters (pages written by reclaim, dirtied,
+    # written, FOLL_PIN acquisitions), not current sizes.
+    ("vmstat.nr_vmscan_write", EVENT),
+    ("vmstat.nr_vmscan_immediate_reclaim", EVENT),
+    ("vmstat.nr_dirtied", EVENT),
+    ("vmstat.nr_written", EVENT),
+    ("vmstat.nr_throttled_written", EVENT),
+    ("vmstat.nr_foll_pin_acquired", EVENT),
+    ("vmstat.nr_foll_pin_released", EVENT),
+    # /proc/vmstat: every other nr_* is a zone/node page count now (nr_free_pages, nr_zspages,
+    # nr_swapcached, nr_*_anon, dirty thresholds ...), and workingset_nodes is a node count.
+    ("vmstat.nr_*", GAUGE),
+    ("vmstat.workingset_nodes", GAUGE),
+    # /proc/vmstat: the rest count events since boot (pgscan_*, pswpout, zswpout, allocstall_*).
+    ("vmstat.*", EVENT),
+    # zswap debugfs: the pool's size and its entry counts now ...
+    ("zswap.pool_total_size", GAUGE),
+    ("zswap.stored_pages", GAUGE),
+    ("zswap.stored_incompressible_pages", GAUGE),
+    ("zswap.same_filled_pages", GAUGE),
+    # ... the rest count events (rejects, pool_limit_hit, written_back_pages, decompress_fail).
+    ("zswap.*", EVENT),
+    # memcg memory.stat (v1 and v2): faults, charge/uncharge (v1 pgpgin/pgpgout), scans,
+    # steals, (de)activations, refaults and swap traffic count events ...
+    ("memcg.memory.stat.pg*", EVENT),
+    ("memcg.memory.stat.workingset_refault_*", EVENT),
+    ("memcg.memory.stat.workingset_activate_*", EVENT),
+    ("memcg.memory.stat.workingset_restore_*", EVENT),
+    ("memcg.memory.stat.workingset_nodereclaim", EVENT),
+    ("memcg.memory.stat.zswpin", EVENT),
+    ("memcg.memory.stat.zswpout", EVENT),
+    ("memcg.memory.stat.zswpwb", EVENT),
+    ("memcg.memory.stat.pswpin", EVENT),
+    ("memcg.memory.stat.pswpout", EVENT),
+    ("memcg.memory.stat.swpin_zero", EVENT),
+    ("memcg.memory.stat.swpout_zero", EVENT),
+    ("memcg.memory.stat.thp_*", EVENT),
+    # ... and every size is a gauge: rss, swap, swapcached, anon, zswap, zswapped,
+    # inactive_anon, active_anon, *_file, hierarchical_*_limit, workingset_nodes ...
+    ("memcg.memory.stat.*", GAUGE),
+    # memory.events (v2): counts of high, max, oom, oom_kill events.
+    ("memcg.memory.events.*", EVENT),
+    # memory.current, memory.swap.current, memory.zswap.current (v2), memory.usage_in_bytes
+    # (v1): bytes charged now.
+    ("memcg.memory.*", GAUGE),
+    # /proc/meminfo: sizes now, in kB as shown (MemFree, SwapFree, Zswap, Zswapped ...).
+    ("meminfo.*", GAUGE),
+    # zram mm_stat: compaction and "huge pages since reset" are cumulative ...
+    ("zram*.mm_stat.pages_compacted", EVENT),
+    ("zram*.mm_stat.huge_pages_since", EVENT),
+    # ... the sizes (orig/compr data, mem used, max used, limit) and page counts are gauges.
+    ("zram*.mm_stat.*", GAUGE),
+)
+
+_MEMCG = re.compile(r"^memcg\[[^\]]*\]\.")
+
+
+def _normalise(key: str) -> str:
+    m = _MEMCG.match(key)
+    if m is None:
+        return key
+    rest = key[m.end() :]
+    if rest.startswith("memory.stat.total_"):
+        rest = "memory.stat." + rest[len("memory.stat.total_") :]
+    return "memcg." + rest
+
+
+def kind(key: str) -> str:
+    """GAUGE or EVENT for a counter key (see CLASSIFICATION)."""
+    k = _normalise(key)
+    for pattern, what in CLASSIFICATION:
+        if fnmatch.fnmatchcase(k, pattern):
+            return what
+    return GAUGE
+
+
+# ---------------------------------------------------------------------------------------------
+# Snapshots
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Sources:
+    """Where a snapshot reads from."""
+
+    cgroup_version: int = 1
+    cgroups: dict[str, Path] = field(default_factory=dict)  # scenario path -> cgroup directory
+    zswap_dir: Path | None = None
+    zram: list[tuple[str, int]] = field(default_factory=list)  # (key prefix "zram0", device id)
+
+
+def _meminfo() -> dict[str, int]:
+    out = {}
+    for line in host.read_text(host.MEMINFO).splitlines():
+        name, _, rest = line.partition(":")
+        parts = rest.split()
+        if parts:
+            try:
+                out[f"meminfo.{name.strip()}"] = int(parts[0])
+            except ValueError:
+                continue
+    return out
+
+
+def _int_or_none(path: Path) -> int | None:
+    try:
+        return int(host.read_text(path).strip())
+    except (OSError, ValueError):
+        return None
+
+
+def snapshot(src: Sources) -> dict[str, int]:
+    """Every counter the sources offer, now, under its simulator key."""
+    out: dict[str, int] = {}
+    for k, v in host.read_kv_file(host.VMSTAT).items():
+        out[f"vmstat.{k}"] = v
+    if src.zswap_dir is not None:
+        try:
+            files = sorted(src.zswap_dir.iterdir())
+        except OSError:
+            files = []
+        for f in files:
+            value = _int_or_none(f)
+            if value is not None:
+                out[f"zswap.{f.name}"] = value
+    for path, d in src.cgroups.items():
+        pre = f"memcg[{path}]."
+        try:
+            for k, v in host.read_kv_file(d / "memory.stat").items():
+                out[f"{pre}memory.stat.{k}"] = v
+        except OSError:
+            continue
+        if src.cgroup_version == 1:
+            names = ["memory.usage_in_bytes"]
+        else:
+            names = ["memory.current", "memory.swap.current", "memory.zswap.current"]
+            try:
+                for k, v in host.read_kv_file(d / "memory.events").items():
+                    out[f"{pre}memory.events.{k}"] = v
+            except OSError:
+                pass
+        for name in names:
+            value = _int_or_none(d / name)
+            if value is not None:
+                out[f"{pre}{name}"] = value
+    out.update(_meminfo())
+    for key, zid in src.zram:
+        try:
+            fields = host.read_text(f"/sys/block/zram{zid}/mm_stat").split()
+        except OSError:
+            continue
+        for name, text in zip(ZRAM_MM_STAT, fields, strict=False):
+            try:
+                out[f"{key}.mm_stat.{name}"] = int(text)
+            except ValueError:
+                continue
+    return out
+
+
+def counters(before: Mapping[str, int], after: Mapping[str, int], keys: Iterable[str] | None = None) -> dict[str, int]:
+    """Event counters as ``after - before``, gauges as ``after``; only ``keys`` if given."""
+    wanted = None if keys is None else set(keys)
+    out = {}
+    for k, v in after.items():
+        if wanted is not None and k not in wanted:
+            continue
+        out[k] = v - before.get(k, 0) if kind(k) == EVENT else v
+    return dict(sorted(out.items()))
+
+
+@dataclass
+class Series:
+    """Samples over time: ``t`` (seconds since the workload started) and one column per key,
+    each value as ``counters()`` would report it at that moment."""
+
+    keys: list[str]
+    interval_s: float
+    t: list[float] = field(default_factory=list)
+    values: dict[str, list[int | None]] = field(default_factory=dict)
+
+    def add(self, t: float, before: Mapping[str, int], now: Mapping[str, int]) -> None:
+        self.t.append(round(t, 3))
+        for k in self.keys:
+            col = self.values.setdefault(k, [None] * (len(self.t) - 1))
+            v = now.get(k)
+            col.append(None if v is None else (v - before.get(k, 0) if kind(k) == EVENT else v))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"interval_s": self.interval_s, "t": list(self.t), "values": {k: list(v) for k, v in sorted(self.values.items())}}
+
+
+# ---------------------------------------------------------------------------------------------
+# The simulator's key set
+# ---------------------------------------------------------------------------------------------
+
+_VMSTAT_EVENTS = (
+    "pswpin pswpout zswpin zswpout zswpwb swpout_zero swpin_zero pgfault pgmajfault pgpgin pgpgout "
+    "pgscan_kswapd pgscan_direct pgscan_anon pgsteal_kswapd pgsteal_direct pgsteal_anon pgrefill pgactivate "
+    "pgdeactivate pgrotated workingset_refault_anon workingset_activate_anon workingset_restore_anon "
+    "nr_vmscan_write swap_ra swap_ra_hit allocstall_movable pageoutrun oom_kill"
+).split()
+_VMSTAT_GAUGES = ("nr_free_pages", "nr_inactive_anon", "nr_active_anon", "nr_swapcached", "nr_zspages")
+_ZSWAP = (
+    "decompress_fail pool_limit_hit reject_alloc_fail reject_compress_fail reject_compress_poor "
+    "reject_kmemcache_fail reject_reclaim_fail written_back_pages pool_total_size stored_pages"
+).split()
+_MEMCG_V2_STAT = (
+    "anon swapcached zswap zswapped inactive_anon active_anon pgfault pgmajfault pgscan pgsteal pgscan_kswapd "
+    "pgscan_direct pgsteal_kswapd pgsteal_direct pgrefill pgactivate pgdeactivate workingset_refault_anon "
+    "workingset_activate_anon workingset_restore_anon zswpin zswpout zswpwb pswpin pswpout swpin_zero swpout_zero"
+).split()
+_MEMCG_V2_FILES = (
+    "memory.current",
+    "memory.swap.current",
+    "memory.zswap.current",
+    "memory.events.high",
+    "memory.events.max",
+    "memory.events.oom_kill",
+)
+_MEMCG_V1_STAT = (
+    "rss swap swapcached pgfault pgmajfault pgpgin pgpgout inactive_anon active_anon workingset_refault_anon workingset_activate_anon"
+).split()
+_MEMINFO = ("MemTotal", "MemFree", "Zswap", "Zswapped", "SwapTotal", "SwapFree")
+
+
+def expected_keys(config: dict[str, Any]) -> set[str]:
+    """The simulator's counter keys for ``config``, written out from engine.rs
+    ``Simulation::counters``: the fallback when the native module cannot say
+    (``sim_counter_keys``). The two zswap gauges that depend on the preset's switches
+    (stored_incompressible_pages, same_filled_pages) are included when the kernel has them."""
+    keys = {f"vmstat.{k}" for k in (*_VMSTAT_EVENTS, *_VMSTAT_GAUGES)}
+    keys |= {f"zswap.{k}" for k in (*_ZSWAP, "stored_incompressible_pages", "same_filled_pages")}
+    for g in config["cgroups"]["groups"]:
+        pre = f"memcg[{g['path']}]."
+        if config["cgroups"]["version"] == 2:
+            keys |= {f"{pre}memory.stat.{k}" for k in _MEMCG_V2_STAT}
+            keys |= {f"{pre}{k}" for k in _MEMCG_V2_FILES}
+        else:
+            keys |= {f"{pre}memory.stat.{k}" for k in _MEMCG_V1_STAT}
+            keys |= {f"{pre}memory.stat.total_{k}" for k in _MEMCG_V1_STAT}
+            keys.add(f"{pre}memory.usage_in_bytes")
+    keys |= {f"meminfo.{k}" for k in _MEMINFO}
+    return keys
+
+
+def sim_counter_keys(config: dict[str, Any]) -> tuple[set[str], str]:
+    """The keys the simulator reports for ``config`` and where that answer came from: the
+    native module (a Simulation built and not run) or ``expected_keys`` when the module is not
+    built or does not take the config (e.g. zram, which it does not model yet)."""
+    from reclaimlab import native
+
+    try:
+        core = native.core()
+        sim = core.Simulation(json.dumps(config, sort_keys=True))
+        return set(json.loads(sim.result_json())["counters"]), "native"
+    except (native.NativeUnavailable, ValueError, KeyError):
+        return expected_keys(config), "engine.rs key list"

@@ -1,0 +1,71 @@
+"""The kernel backend's RunResult: the simulator's fields plus a time series and raw snapshots.
+
+``counters`` holds only keys the simulator also reports (for this scenario), with the same
+meaning; everything else the kernel showed is in ``raw`` (the full before/after snapshots), and
+the samples taken during the run are in ``series``. Phase records carry two more columns than
+the simulator's: ``minflt`` and ``majflt`` (the runner's page faults in that phase).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
+
+from reclaimlab.result import PHASE_COLUMNS, RunResult
+
+__all__ = ["KERNEL_PHASE_COLUMNS", "KernelRunResult", "phase_record"]
+
+KERNEL_PHASE_COLUMNS = (*PHASE_COLUMNS, "minflt", "majflt")
+
+
+def phase_record(ev: dict[str, Any]) -> dict[str, Any]:
+    """A runner's ``phase`` event as a phase record (the simulator's columns, same formulas)."""
+    elapsed_ns = int(ev["end_ns"]) - int(ev["start_ns"])
+    accesses = int(ev["accesses"])
+    return {
+        "process": str(ev["process"]),
+        "phase": str(ev["phase"]),
+        "elapsed_s": elapsed_ns / 1e9,
+        "accesses": accesses,
+        "accesses_per_s": accesses * 1e9 / elapsed_ns if elapsed_ns > 0 else 0.0,
+        "outcome": "completed",
+        "minflt": int(ev.get("minflt", 0)),
+        "majflt": int(ev.get("majflt", 0)),
+    }
+
+
+@dataclass
+class KernelRunResult(RunResult):
+    series: dict[str, Any] = field(default_factory=dict)
+    raw: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def phases(self) -> pd.DataFrame:
+        """The simulator's columns plus minflt and majflt."""
+        frame = super().phases
+        for col in ("minflt", "majflt"):
+            frame[col] = pd.Series([int(r.get(col, 0)) for r in self.phase_records], dtype="int64")
+        return frame[list(KERNEL_PHASE_COLUMNS)]
+
+    def to_dict(self) -> dict[str, Any]:
+        d = super().to_dict()
+        d["series"] = self.series
+        d["raw"] = self.raw
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> KernelRunResult:
+        base = RunResult.from_dict(d)
+        return cls(
+            scenario=base.scenario,
+            backend=base.backend,
+            config=base.config,
+            counters=base.counters,
+            phase_records=base.phase_records,
+            stats=base.stats,
+            provenance=base.provenance,
+            series=dict(d.get("series", {})),
+            raw=dict(d.get("raw", {})),
+        )

@@ -1,0 +1,212 @@
+"""Counter classification, deltas, series and the simulator's key set (no root)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+import reclaimlab
+from lab.labutil import FAKE_RUNNER
+from reclaimlab.lab import host
+from reclaimlab.lab.errors import LabTimeout, RunnerFailed
+from reclaimlab.lab.record import EVENT, GAUGE, Series, Sources, counters, expected_keys, kind, sim_counter_keys, snapshot
+from reclaimlab.lab.runner import Runner, RunnerSet
+
+
+@pytest.mark.parametrize(
+    ("key", "want"),
+    [
+        ("vmstat.pswpout", EVENT),
+        ("vmstat.zswpout", EVENT),
+        ("vmstat.nr_vmscan_write", EVENT),
+        ("vmstat.nr_free_pages", GAUGE),
+        ("vmstat.nr_zspages", GAUGE),
+        ("vmstat.nr_swapcached", GAUGE),
+        ("vmstat.workingset_nodes", GAUGE),
+        ("vmstat.workingset_refault_anon", EVENT),
+        ("zswap.stored_pages", GAUGE),
+        ("zswap.pool_total_size", GAUGE),
+        ("zswap.stored_incompressible_pages", GAUGE),
+        ("zswap.written_back_pages", EVENT),
+        ("zswap.reject_compress_poor", EVENT),
+        ("memcg[/].memory.stat.pgfault", EVENT),
+        ("memcg[/a/b].memory.stat.total_pgmajfault", EVENT),
+        ("memcg[/a].memory.stat.pgpgout", EVENT),
+        ("memcg[/a].memory.stat.workingset_refault_anon", EVENT),
+        ("memcg[/a].memory.stat.zswpout", EVENT),
+        ("memcg[/a].memory.stat.rss", GAUGE),
+        ("memcg[/a].memory.stat.total_swap", GAUGE),
+        ("memcg[/a].memory.stat.zswapped", GAUGE),
+        ("memcg[/a].memory.stat.anon_thp", GAUGE),
+        ("memcg[/a].memory.events.high", EVENT),
+        ("memcg[/a].memory.current", GAUGE),
+        ("memcg[/a].memory.usage_in_bytes", GAUGE),
+        ("meminfo.SwapFree", GAUGE),
+        ("zram0.mm_stat.compr_data_size", GAUGE),
+        ("zram0.mm_stat.pages_compacted", EVENT),
+    ],
+)
+def test_classification(key: str, want: str) -> None:
+    assert kind(key) == want
+
+
+def test_counters_are_deltas_for_events_and_values_for_gauges() -> None:
+    before = {"vmstat.pswpout": 100, "vmstat.nr_free_pages": 5000, "zswap.stored_pages": 3}
+    after = {"vmstat.pswpout": 150, "vmstat.nr_free_pages": 4000, "zswap.stored_pages": 10, "vmstat.new": 7}
+    assert counters(before, after) == {"vmstat.new": 7, "vmstat.nr_free_pages": 4000, "vmstat.pswpout": 50, "zswap.stored_pages": 10}
+    assert counters(before, after, {"vmstat.pswpout", "vmstat.absent"}) == {"vmstat.pswpout": 50}
+
+
+def test_series_columns() -> None:
+    s = Series(keys=["vmstat.pswpout", "zswap.stored_pages"], interval_s=1.0)
+    before = {"vmstat.pswpout": 10, "zswap.stored_pages": 0}
+    s.add(0.0, before, before)
+    s.add(1.0004, before, {"vmstat.pswpout": 15})
+    assert s.to_dict() == {"interval_s": 1.0, "t": [0.0, 1.0], "values": {"vmstat.pswpout": [0, 5], "zswap.stored_pages": [0, None]}}
+
+
+def test_snapshot_of_the_global_sources_needs_no_root() -> None:
+    snap = snapshot(Sources())
+    assert snap["vmstat.pgfault"] > 0 and "meminfo.MemTotal" in snap
+
+
+def test_expected_keys_cover_the_documented_kernel_names() -> None:
+    config = reclaimlab.lower(reclaimlab.load(Path(__file__).parents[2] / "scenarios" / "three-regions.toml"))
+    keys = expected_keys(config)
+    assert {"vmstat.zswpout", "zswap.stored_pages", "memcg[/workload].memory.stat.total_swap", "memcg[/].memory.usage_in_bytes"} <= keys
+    assert "meminfo.Zswapped" in keys
+
+
+@pytest.mark.native
+def test_native_key_set_is_what_the_core_reports(real_core: object) -> None:
+    config = reclaimlab.lower(reclaimlab.load(Path(__file__).parents[2] / "scenarios" / "three-regions.toml"))
+    keys, source = sim_counter_keys(config)
+    assert source == "native"
+    assert "vmstat.zswpout" in keys and "memcg[/workload].memory.stat.total_rss" in keys
+
+
+# ---------------------------------------------------------------------------------------------
+# The runner protocol, with scripts (no root, no cgroups)
+# ---------------------------------------------------------------------------------------------
+
+SLEEPER = {
+    "seed": 1,
+    "processes": [
+        {
+            "name": "p",
+            "cgroup": 0,
+            "regions": [{"name": "a", "pages": 16, "content": "text", "variants": 4}],
+            "phases": [
+                {"name": "fill0", "phase": {"kind": "fill", "region": 0}},
+                {"name": "nap", "phase": {"kind": "sleep", "duration_ns": 0}},
+            ],
+        }
+    ],
+}
+
+
+def _set(tmp: Path, cmd: list[str], config: dict[str, object]) -> RunnerSet:
+    path = tmp / "lowered.json"
+    path.write_text(json.dumps(config))
+    started: list[Runner] = []
+    return RunnerSet(cmd, path, config, started.append)
+
+
+def test_protocol_with_the_fake_runner(tmp_path: Path) -> None:
+    rs = _set(tmp_path, [sys.executable, str(FAKE_RUNNER)], SLEEPER)
+    try:
+        rs.start()
+        rs.wait_ready()
+        rs.go()
+        ticks: list[float] = []
+        rs.run(time.monotonic() + 30, lambda: ticks.append(time.monotonic()), 0.01)
+        rs.finish()
+        r = rs.runners[0]
+        assert [p["phase"] for p in r.phases] == ["fill0", "nap"] and r.phases[0]["accesses"] == 16
+        assert r.proc.returncode == 0
+    finally:
+        rs.close()
+
+
+def test_a_runner_error_is_reported(tmp_path: Path) -> None:
+    bad = dict(SLEEPER, processes=[])  # --process 0 does not exist in what the runner reads
+    rs = _set(tmp_path, [sys.executable, str(FAKE_RUNNER)], SLEEPER)
+    rs.config_path.write_text(json.dumps(bad))
+    try:
+        rs.start()
+        with pytest.raises(RunnerFailed, match="failed: bad config"):
+            rs.wait_ready()
+    finally:
+        rs.close()
+
+
+def test_an_early_exit_is_reported_with_stderr(tmp_path: Path) -> None:
+    script = tmp_path / "crash.py"
+    script.write_text(
+        "import json, sys\nprint(json.dumps({'event': 'ready', 'pid': __import__('os').getpid()}), flush=True)\nsys.stdin.readline()\nsys.exit('boom')\n"
+    )
+    rs = _set(tmp_path, [sys.executable, str(script)], SLEEPER)
+    try:
+        rs.start()
+        rs.wait_ready()
+        rs.go()
+        with pytest.raises(RunnerFailed, match=r"stopped after 0 of 2 phases \(exit code 1\): boom"):
+            rs.run(time.monotonic() + 30, lambda: None, 1.0)
+    finally:
+        rs.close()
+
+
+def test_timeout_kills_the_runners(tmp_path: Path) -> None:
+    config = dict(SLEEPER)
+    config["processes"] = [dict(SLEEPER["processes"][0], phases=[{"name": "nap", "phase": {"kind": "sleep", "duration_ns": 60 * 10**9}}])]  # type: ignore[index]
+    rs = _set(tmp_path, [sys.executable, str(FAKE_RUNNER)], config)
+    try:
+        rs.start()
+        rs.wait_ready()
+        rs.go()
+        with pytest.raises(LabTimeout):
+            rs.run(time.monotonic() + 0.3, lambda: None, 0.1)
+    finally:
+        rs.close()
+    assert rs.runners[0].proc.returncode == -9
+
+
+def test_runners_die_with_the_driver(tmp_path: Path) -> None:
+    """PR_SET_PDEATHSIG: a driver killed with SIGKILL takes its runners along."""
+    code = f"""
+import sys, json, time
+sys.path.insert(0, {str(Path(__file__).parents[2] / "python")!r})
+from pathlib import Path
+from reclaimlab.lab.runner import RunnerSet
+cfg = json.loads(Path(sys.argv[1]).read_text())
+rs = RunnerSet([sys.executable, {str(FAKE_RUNNER)!r}], Path(sys.argv[1]), cfg, lambda r: print(r.pid, flush=True))
+rs.start(); rs.wait_ready(); rs.go(); time.sleep(60)
+"""
+    config = dict(SLEEPER)
+    config["processes"] = [dict(SLEEPER["processes"][0], phases=[{"name": "nap", "phase": {"kind": "sleep", "duration_ns": 60 * 10**9}}])]  # type: ignore[index]
+    with tempfile.NamedTemporaryFile("w", suffix=".json", dir=tmp_path, delete=False) as f:
+        f.write(json.dumps(config))
+    driver = subprocess.Popen([sys.executable, "-c", code, f.name], stdout=subprocess.PIPE, text=True)
+    try:
+        assert driver.stdout is not None
+        pid = int(driver.stdout.readline())
+        start = host.proc_start_time(pid)
+        assert host.pid_alive(pid, start)
+        driver.kill()
+        driver.wait()
+        deadline = time.monotonic() + 5
+        while host.pid_alive(pid, start) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert not host.pid_alive(pid, start)
+    finally:
+        if driver.poll() is None:
+            driver.kill()
+            driver.wait()
+        if driver.stdout is not None:
+            driver.stdout.close()
