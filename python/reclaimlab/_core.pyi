@@ -32,3 +32,12 @@ def codecs() -> list[str]:
 
 def version() -> str:
     """The native module's version (its crate version)."""
+
+def page_bytes(content: str, seed: int, region_id: int, variant: int) -> bytes:
+    """The exact bytes of one page of a content class (region_id = (process << 16) | region)."""
+
+def compressed_len(codec: str, page: bytes) -> int:
+    """The simulator's compressed length of a 4096-byte page with a kernel compressor."""
+
+def distinct_variants(content: str, variants: int) -> int:
+    """Distinct page contents of a region of this class when `variants` are requested."""

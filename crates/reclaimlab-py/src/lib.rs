@@ -88,6 +88,32 @@ fn codecs() -> Vec<String> {
     reclaimlab_core::compress::Codec::ALL.iter().map(|c| c.to_string()).collect()
 }
 
+/// The exact bytes of one page of a content class (what the runner writes, what the codecs
+/// compress): `content` as in scenarios, `region_id` = (process << 16) | region.
+#[pyfunction]
+fn page_bytes(py: Python<'_>, content: &str, seed: u64, region_id: u32, variant: u32) -> PyResult<Py<PyAny>> {
+    use reclaimlab_workload::content::{fill_page, Content};
+    let c: Content = content.parse().map_err(PyValueError::new_err)?;
+    let mut page = [0u8; reclaimlab_workload::PAGE_SIZE];
+    fill_page(c, seed, region_id, variant, &mut page);
+    Ok(pyo3::types::PyBytes::new(py, &page).into_any().unbind())
+}
+
+/// The simulator's compressed length of a 4 KiB page for a kernel compressor name.
+#[pyfunction]
+fn compressed_len(codec: &str, page: &[u8]) -> PyResult<u32> {
+    let c: reclaimlab_core::compress::Codec = codec.parse().map_err(PyValueError::new_err)?;
+    let page: &[u8; 4096] = page.try_into().map_err(|_| PyValueError::new_err("a page is exactly 4096 bytes"))?;
+    Ok(reclaimlab_core::compress::compressed_len(c, page))
+}
+
+/// How many distinct page contents a region of this class has with `variants` requested.
+#[pyfunction]
+fn distinct_variants(content: &str, variants: u32) -> PyResult<u32> {
+    let c: reclaimlab_workload::Content = content.parse().map_err(PyValueError::new_err)?;
+    Ok(reclaimlab_workload::content::distinct_variants(c, variants))
+}
+
 #[pyfunction]
 fn version() -> &'static str {
     env!("CARGO_PKG_VERSION")
@@ -101,5 +127,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(presets, m)?)?;
     m.add_function(wrap_pyfunction!(codecs, m)?)?;
     m.add_function(wrap_pyfunction!(version, m)?)?;
+    m.add_function(wrap_pyfunction!(page_bytes, m)?)?;
+    m.add_function(wrap_pyfunction!(compressed_len, m)?)?;
+    m.add_function(wrap_pyfunction!(distinct_variants, m)?)?;
     Ok(())
 }
