@@ -36,7 +36,6 @@ __all__ = [
     "Series",
     "Sources",
     "counters",
-    "expected_keys",
     "kind",
     "sim_counter_keys",
     "snapshot",
@@ -258,65 +257,10 @@ class Series:
 # The simulator's key set
 # ---------------------------------------------------------------------------------------------
 
-_VMSTAT_EVENTS = (
-    "pswpin pswpout zswpin zswpout zswpwb swpout_zero swpin_zero pgfault pgmajfault pgpgin pgpgout "
-    "pgscan_kswapd pgscan_direct pgscan_anon pgsteal_kswapd pgsteal_direct pgsteal_anon pgrefill pgactivate "
-    "pgdeactivate pgrotated workingset_refault_anon workingset_activate_anon workingset_restore_anon "
-    "nr_vmscan_write swap_ra swap_ra_hit allocstall_movable pageoutrun oom_kill"
-).split()
-_VMSTAT_GAUGES = ("nr_free_pages", "nr_inactive_anon", "nr_active_anon", "nr_swapcached", "nr_zspages")
-_ZSWAP = (
-    "decompress_fail pool_limit_hit reject_alloc_fail reject_compress_fail reject_compress_poor "
-    "reject_kmemcache_fail reject_reclaim_fail written_back_pages pool_total_size stored_pages"
-).split()
-_MEMCG_V2_STAT = (
-    "anon swapcached zswap zswapped inactive_anon active_anon pgfault pgmajfault pgscan pgsteal pgscan_kswapd "
-    "pgscan_direct pgsteal_kswapd pgsteal_direct pgrefill pgactivate pgdeactivate workingset_refault_anon "
-    "workingset_activate_anon workingset_restore_anon zswpin zswpout zswpwb pswpin pswpout swpin_zero swpout_zero"
-).split()
-_MEMCG_V2_FILES = (
-    "memory.current",
-    "memory.swap.current",
-    "memory.zswap.current",
-    "memory.events.high",
-    "memory.events.max",
-    "memory.events.oom_kill",
-)
-_MEMCG_V1_STAT = (
-    "rss swap swapcached pgfault pgmajfault pgpgin pgpgout inactive_anon active_anon workingset_refault_anon workingset_activate_anon"
-).split()
-_MEMINFO = ("MemTotal", "MemFree", "Zswap", "Zswapped", "SwapTotal", "SwapFree")
-
-
-def expected_keys(config: dict[str, Any]) -> set[str]:
-    """The simulator's counter keys for ``config``, written out from engine.rs
-    ``Simulation::counters``: the fallback when the native module cannot say
-    (``sim_counter_keys``). The two zswap gauges that depend on the preset's switches
-    (stored_incompressible_pages, same_filled_pages) are included when the kernel has them."""
-    keys = {f"vmstat.{k}" for k in (*_VMSTAT_EVENTS, *_VMSTAT_GAUGES)}
-    keys |= {f"zswap.{k}" for k in (*_ZSWAP, "stored_incompressible_pages", "same_filled_pages")}
-    for g in config["cgroups"]["groups"]:
-        pre = f"memcg[{g['path']}]."
-        if config["cgroups"]["version"] == 2:
-            keys |= {f"{pre}memory.stat.{k}" for k in _MEMCG_V2_STAT}
-            keys |= {f"{pre}{k}" for k in _MEMCG_V2_FILES}
-        else:
-            keys |= {f"{pre}memory.stat.{k}" for k in _MEMCG_V1_STAT}
-            keys |= {f"{pre}memory.stat.total_{k}" for k in _MEMCG_V1_STAT}
-            keys.add(f"{pre}memory.usage_in_bytes")
-    keys |= {f"meminfo.{k}" for k in _MEMINFO}
-    return keys
-
-
 def sim_counter_keys(config: dict[str, Any]) -> tuple[set[str], str]:
-    """The keys the simulator reports for ``config`` and where that answer came from: the
-    native module (a Simulation built and not run) or ``expected_keys`` when the module is not
-    built or does not take the config (e.g. zram, which it does not model yet)."""
+    """The keys the simulator reports for ``config`` (a Simulation built and not run) and where
+    that answer came from. There is no second, hand-written list to drift from the core's."""
     from reclaimlab import native
 
-    try:
-        core = native.core()
-        sim = core.Simulation(json.dumps(config, sort_keys=True))
-        return set(json.loads(sim.result_json())["counters"]), "native"
-    except (native.NativeUnavailable, ValueError, KeyError):
-        return expected_keys(config), "engine.rs key list"
+    sim = native.core().Simulation(json.dumps(config, sort_keys=True))
+    return set(json.loads(sim.result_json())["counters"]), "native"
