@@ -55,6 +55,8 @@ struct Proc {
     accesses: u64,
     wake_at: Time,
     state: ProcState,
+    /// The process ended its last slice waiting until then: not runnable before it.
+    blocked_until: Time,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -246,6 +248,7 @@ impl Simulation {
                 accesses: 0,
                 wake_at: 0,
                 state: ProcState::Running,
+                blocked_until: 0,
             });
         }
 
@@ -375,10 +378,13 @@ impl Simulation {
 
     /// Threads that want a CPU: running processes, kswapd, the zswap worker.
     fn slowdown(&self) -> u64 {
-        let runnable = self.procs.iter().filter(|p| p.state == ProcState::Running).count() as u64
-            + self.mm.kswapd.running as u64
-            + self.mm.zswap_worker_busy() as u64;
+        let runnable = self.runnable_processes() + self.mm.kswapd.running as u64 + self.mm.zswap_worker_busy() as u64;
         (runnable * 1024 / self.cpus).max(1024)
+    }
+
+    /// Processes that want a CPU now: running, and not blocked on IO or throttling.
+    fn runnable_processes(&self) -> u64 {
+        self.procs.iter().filter(|p| p.state == ProcState::Running && p.blocked_until <= self.now).count() as u64
     }
 
     /// Run up to `max_events` events; true once the simulation has finished.
@@ -400,8 +406,7 @@ impl Simulation {
             }
             self.now = self.now.max(t);
             self.events += 1;
-            let running = self.procs.iter().filter(|p| p.state == ProcState::Running).count() as u64;
-            self.mm.zswap.cpus_saturated = running >= self.cpus;
+            self.mm.zswap.cpus_saturated = self.runnable_processes() >= self.cpus;
             match ev {
                 EventKind::DeviceDone(d) => self.mm.device_done(d as usize, t),
                 EventKind::Kswapd => {
@@ -489,6 +494,7 @@ impl Simulation {
                 self.procs[pi].phase += 1;
                 continue;
             }
+            self.procs[pi].blocked_until = if ctx.blocked() { ctx.now } else { 0 };
             self.mm.queue.push(ctx.now, EventKind::Process(p));
             return;
         }

@@ -48,11 +48,13 @@ pub struct Ctx {
     pub memalloc: bool,
     /// CPU-time multiplier ×1024 (1024 = a core of its own).
     pub slowdown: u64,
+    /// When the thread last stopped waiting (off CPU): if that is `now`, it is blocked.
+    pub waited_until: Time,
 }
 
 impl Ctx {
     pub fn new(now: Time, actor: Actor, slowdown: u64) -> Ctx {
-        Ctx { now, actor, memalloc: false, slowdown }
+        Ctx { now, actor, memalloc: false, slowdown, waited_until: 0 }
     }
 
     #[inline]
@@ -62,7 +64,15 @@ impl Ctx {
 
     /// Wait (off CPU) until `t`.
     pub fn wait_until(&mut self, t: Time) {
-        self.now = self.now.max(t);
+        if t > self.now {
+            self.now = t;
+            self.waited_until = t;
+        }
+    }
+
+    /// The thread ended its slice waiting (IO, throttling), not computing.
+    pub fn blocked(&self) -> bool {
+        self.waited_until == self.now && self.now > 0
     }
 }
 
