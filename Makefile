@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 DEPS := $(VENV)/.deps-stamp
 SCENARIO ?= scenarios/three-regions.toml
 
-.PHONY: run test test-rust test-python bench lint build clean
+.PHONY: run test test-rust test-python bench lint build clean seeds-report
 
 $(DEPS): pyproject.toml
 	@command -v cargo >/dev/null || { echo "error: cargo (Rust toolchain) not found; this machine kind provides it via rustup" >&2; exit 1; }
@@ -36,6 +36,10 @@ test-python: build
 
 bench: build
 	cargo bench -p reclaimlab-core --bench throughput
+
+# Regenerate the tables of docs/seeds.md: each seed benchmark, published vs reclaimlab.
+seeds-report: build
+	$(PY) -m reclaimlab.report --update-doc docs/seeds.md scenarios/seeds/*.toml
 
 lint:
 	cargo clippy --workspace --all-targets -- -D warnings

@@ -12,6 +12,7 @@ import copy
 import difflib
 import hashlib
 import os
+import re
 import tomllib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -43,10 +44,13 @@ __all__ = [
     "Machine",
     "Process",
     "Region",
+    "Report",
+    "ReportClaim",
     "Scenario",
     "ScenarioError",
     "Swap",
     "load",
+    "parse_metric",
 ]
 
 SCHEMA_VERSION = 1
@@ -457,6 +461,74 @@ class Compare(_Model):
 
 
 # ---------------------------------------------------------------------------------------------
+# [report]
+# ---------------------------------------------------------------------------------------------
+
+#: Per-phase fields a report metric can name: ``phase:<process>/<phase>.<field>``.
+#: ``accesses_per_s_norm`` is accesses_per_s divided by the first [compare] config's value.
+PHASE_FIELDS = ("elapsed_s", "accesses_per_s", "accesses", "accesses_per_s_norm")
+
+#: ``vmstat.pswpin``, ``zswap.pool_total_size``, ``memcg[/a/b].memory.stat.zswpwb``.
+_COUNTER_RE = re.compile(r"^(?:memcg\[(/[^\]]*)\]|[A-Za-z_][A-Za-z0-9_]*)\.[A-Za-z0-9_.-]*[A-Za-z0-9_]$")
+
+
+@dataclass(frozen=True)
+class Metric:
+    """A parsed report metric: a counter key, or a per-phase field (``process/phase`` body)."""
+
+    text: str
+    counter: str | None = None
+    phase: str | None = None  # "process/phase" as written
+    field: str | None = None  # one of PHASE_FIELDS
+    memcg: str | None = None  # the cgroup path of a memcg[...] counter
+
+
+def parse_metric(text: str) -> Metric:
+    """``"vmstat.pswpin"`` or ``"phase:apt/update.elapsed_s"``; ValueError saying what is expected."""
+    if text.startswith("phase:"):
+        body, dot, field = text[len("phase:") :].rpartition(".")
+        if not dot or field not in PHASE_FIELDS or "/" not in body.strip("/"):
+            fields = "|".join(PHASE_FIELDS)
+            raise ValueError(f"expected 'phase:<process>/<phase>.<{fields}>'; got {text!r}")
+        return Metric(text, phase=body, field=field)
+    m = _COUNTER_RE.match(text)
+    if m is None:
+        raise ValueError(
+            f"expected a counter key like 'vmstat.pswpin' or 'memcg[/a].memory.stat.zswpwb', "
+            f"or 'phase:<process>/<phase>.<field>'; got {text!r}"
+        )
+    return Metric(text, counter=text, memcg=m.group(1))
+
+
+Direction = Literal["up", "down", "about_zero", "several_times", "greater_than"]
+
+#: Directions that compare a config's value with the baseline config's value of the same metric.
+BASELINE_DIRECTIONS = ("up", "down", "several_times")
+
+
+class ReportClaim(_Model):
+    """One published claim: ``metric`` in ``config`` moves ``direction`` against ``baseline``
+    (or, for ``greater_than``, exceeds ``other_metric`` in the same config)."""
+
+    text: str
+    metric: str
+    config: str
+    direction: Direction
+    baseline: str | None = None
+    other_metric: str | None = None
+
+
+class Report(_Model):
+    """Published numbers and claims to set beside reclaimlab's (``reclaimlab report``)."""
+
+    title: str = ""
+    source: str = ""
+    metrics: list[str] = Field(default_factory=list)
+    published: dict[str, dict[str, int | float]] = Field(default_factory=dict)
+    claims: list[ReportClaim] = Field(default_factory=list)
+
+
+# ---------------------------------------------------------------------------------------------
 # The scenario
 # ---------------------------------------------------------------------------------------------
 
@@ -484,6 +556,7 @@ class Scenario(_Model):
     processes: list[Process]
     costs: dict[str, CostValue] = Field(default_factory=dict)
     compare: Compare | None = None
+    report: Report | None = None
 
     _source: Source | None = PrivateAttr(default=None)
 
@@ -558,7 +631,8 @@ def normalize(doc: dict[str, Any]) -> dict[str, Any]:
 
     ``memory.high = "1G"`` (unquoted) in a cgroup table and ``zswap.incompressible = "reject"``
     in ``[kernel.switches]`` parse as nested tables; they mean the single keys ``"memory.high"``
-    and ``"zswap.incompressible"``. Compare ``set`` tables become flat path -> value tables.
+    and ``"zswap.incompressible"``. Compare ``set`` tables become flat path -> value tables, and
+    so do ``[report.published.<config>]`` tables (``vmstat.pswpin = 1`` means the metric).
     """
     doc = copy.deepcopy(doc)
     cgroups = doc.get("cgroups")
@@ -574,6 +648,12 @@ def normalize(doc: dict[str, Any]) -> dict[str, Any]:
     if isinstance(compare, dict) and isinstance(compare.get("configs"), list):
         for cfg in compare["configs"]:
             _flatten_in_place(cfg, "set")
+    report = doc.get("report")
+    if isinstance(report, dict) and isinstance(report.get("published"), dict):
+        published = report["published"]
+        for name, values in published.items():
+            if isinstance(values, dict):
+                published[name] = _flatten_plain(values)
     return doc
 
 
@@ -818,6 +898,8 @@ def _check(s: Scenario, caps: native.Capabilities) -> list[Problem]:
         if not s.compare.configs:
             p.append(Problem(("compare", "configs"), "expected at least one configuration"))
         p += _duplicates([c.name for c in s.compare.configs], ("compare", "configs"), "name", "configuration")
+    if s.report is not None:
+        p += _check_report(s, s.report)
     return p
 
 
@@ -955,4 +1037,83 @@ def _check_phase(ph: Any, pw: Path, proc: str, regions: list[str]) -> list[Probl
         if isinstance(ph, RandomPhase) and (ph.count is None) == (ph.duration is None):
             both = "both" if ph.count is not None else "neither"
             p.append(Problem(pw, f"expected exactly one of count or duration; got {both}"))
+    return p
+
+
+def _check_report(s: Scenario, r: Report) -> list[Problem]:
+    p: list[Problem] = []
+    configs = [c.name for c in s.compare.configs] if s.compare is not None else []
+    if not configs:
+        p.append(Problem(("report",), "a [report] needs [compare] configs: they are the report's columns"))
+    phases = sorted({f"{proc.name}/{phase_name(ph, j)}" for proc in s.processes for j, ph in enumerate(proc.phases)})
+    cgroups = s.cgroups.all_paths()
+
+    def metric(path: Path, text: str) -> list[Problem]:
+        try:
+            m = parse_metric(text)
+        except ValueError as e:
+            return [Problem(path, str(e))]
+        if m.phase is not None and m.phase not in phases:
+            return [Problem(path, f"expected '<process>/<phase>' of this scenario (one of {_quoted(phases)}); got {m.phase!r}")]
+        if m.memcg is not None and m.memcg not in cgroups:
+            return [Problem(path, f"expected a cgroup of this scenario in memcg[...] (one of {_quoted(cgroups)}); got {m.memcg!r}")]
+        return []
+
+    def config(path: Path, name: str) -> list[Problem]:
+        if not configs or name in configs:
+            return []
+        close = difflib.get_close_matches(name, configs, n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        return [Problem(path, f"expected the name of a [compare] config{hint} (one of {_quoted(configs)}); got {name!r}")]
+
+    for i, text in enumerate(r.metrics):
+        p += metric(("report", "metrics", i), text)
+    seen: dict[str, int] = {}
+    for i, text in enumerate(r.metrics):
+        if text in seen:
+            p.append(Problem(("report", "metrics", i), f"duplicate metric {text!r} (also report.metrics[{seen[text]}])"))
+        seen.setdefault(text, i)
+    for name, values in r.published.items():
+        p += config(("report", "published", name), name)
+        for key in values:
+            where: Path = ("report", "published", name, key)
+            bad = metric(where, key)
+            if not bad and key not in r.metrics:
+                bad = [Problem(where, f"a published value needs its metric in report.metrics; add {key!r} there")]
+            p += bad
+    for i, c in enumerate(r.claims):
+        w: Path = ("report", "claims", i)
+        p += metric((*w, "metric"), c.metric)
+        p += config((*w, "config"), c.config)
+        if c.direction == "greater_than":
+            if c.other_metric is None:
+                p.append(
+                    Problem(
+                        (*w, "other_metric"),
+                        'required key is missing: direction = "greater_than" compares metric with other_metric in one config',
+                    )
+                )
+            else:
+                p += metric((*w, "other_metric"), c.other_metric)
+            if c.baseline is not None:
+                p.append(Problem((*w, "baseline"), 'direction = "greater_than" compares two metrics in one config; it takes no baseline'))
+            continue
+        if c.other_metric is not None:
+            p.append(
+                Problem(
+                    (*w, "other_metric"),
+                    f'only direction = "greater_than" takes an other_metric; this claim has direction = "{c.direction}"',
+                )
+            )
+        if c.baseline is None:
+            if c.direction in BASELINE_DIRECTIONS:
+                p.append(
+                    Problem(
+                        (*w, "baseline"), f'required key is missing: direction = "{c.direction}" compares config with a baseline config'
+                    )
+                )
+        else:
+            p += config((*w, "baseline"), c.baseline)
+            if c.baseline == c.config:
+                p.append(Problem((*w, "baseline"), f"expected a config other than the claim's config; both are {c.config!r}"))
     return p
