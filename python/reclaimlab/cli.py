@@ -254,6 +254,29 @@ def compare(
         _write_json(json_out, result.to_json())
 
 
+@app.command()
+def report(
+    scenarios: Annotated[list[Path], typer.Argument(help="Scenario files with a [report] section.")],
+    out: Annotated[Path | None, typer.Option("--out", metavar="FILE", help="Write the Markdown here.")] = None,
+    update_doc: Annotated[
+        Path | None, typer.Option("--update-doc", metavar="DOC", help="Rewrite DOC's generated blocks instead of printing.")
+    ] = None,
+    progress: ProgressOption = False,
+) -> None:
+    """Published numbers beside reclaimlab's for each seed benchmark, with every claim checked."""
+    from reclaimlab.report import main as report_main
+
+    argv = [str(p) for p in scenarios]
+    if out is not None:
+        argv += ["--out", str(out)]
+    if update_doc is not None:
+        argv += ["--update-doc", str(update_doc)]
+    argv.append("--progress" if progress else "--no-progress")
+    code = report_main(argv)
+    if code:
+        raise typer.Exit(code)
+
+
 def validate_table(result: ValidateResult, patterns: Sequence[str], show_all: bool) -> Table:
     from reclaimlab.validate import format_rel_error, format_value, select
 
@@ -365,6 +388,39 @@ def lab_restore() -> None:
             EXIT_UNAVAILABLE,
         )
     typer.echo(f"restored: {len(report.undone)} change(s) undone, {len(report.skipped)} already undone; journal removed")
+
+
+@lab_app.command("codec-check")
+def lab_codec_check(
+    codecs: Annotated[str, typer.Option("--codecs", metavar="C1,C2", help="Codecs to check (those zram offers).")] = ",".join(
+        native.FALLBACK_CODECS
+    ),
+    variants: Annotated[int, typer.Option("--variants", min=1, max=2048, help="Pages per content class (at most its distinct ones).")] = 64,
+    seed: Annotated[int, typer.Option("--seed", min=0, help="The page contents' seed.")] = 1,
+    json_out: JsonOption = None,
+) -> None:
+    """Compressed page sizes: this kernel's zram against the simulator's codecs, per content class (root)."""
+    from reclaimlab.lab import codec_check
+
+    names = [c.strip() for c in codecs.split(",") if c.strip()]
+    try:
+        with _lab_errors():
+            doc = codec_check.run(names, variants=variants, seed=seed, on_note=lambda m: typer.echo(m, err=True))
+    except native.NativeUnavailable as e:
+        _fail(f"reclaimlab: {e}", EXIT_UNAVAILABLE)
+    console = _console(stderr=json_out is not None and str(json_out) == "-")
+    for codec in doc["codecs"]:
+        title, header, rows = codec_check.table(doc, codec)
+        table = Table(title=Text(title), title_justify="left")
+        for i, col in enumerate(header):
+            table.add_column(col, justify="left" if i == 0 else "right")
+        for row in rows:
+            table.add_row(*(Text(cell) for cell in row))
+        console.print(table)
+    for codec, why in doc["skipped"].items():
+        typer.echo(f"skipped {codec}: {why}", err=True)
+    if json_out is not None:
+        _write_json(json_out, json.dumps(doc, indent=2, sort_keys=True) + "\n")
 
 
 __all__ = ["app", "compare_table", "counters_table", "format_number", "phases_table", "validate_table"]
