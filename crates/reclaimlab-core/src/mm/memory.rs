@@ -110,8 +110,12 @@ impl Mm {
         if write {
             p.set(pg::DIRTY);
         }
-        // should_try_to_free_swap: swap half full, or a write fault on an exclusive page.
-        if self.swap.vm_swap_full() || write {
+        // should_try_to_free_swap: always for SWP_SYNCHRONOUS_IO devices (the swap cache does
+        // not help zram and holds memory twice), when swap is half full, or on a write fault
+        // on an exclusive page.
+        let slot = self.pages[i as usize].slot;
+        let synchronous = slot != NONE && self.swap.devs[self.swap.dev_of(slot)].synchronous();
+        if synchronous || self.swap.vm_swap_full() || write {
             self.folio_free_swap(i);
         }
     }

@@ -51,6 +51,7 @@ struct WorkerRun {
     thr: u64,
     failures: u32,
     attempts: u32,
+    started: Time,
 }
 
 pub struct Zswap {
@@ -74,6 +75,9 @@ pub struct Zswap {
     worker_pending: bool,
     worker: Option<WorkerRun>,
     pub worker_clock: Time,
+    /// Latest (virtual) time at which a store asked for the worker. A process runs ahead of
+    /// the worker by up to a quantum, so its requests may lie after the current run started.
+    last_queue_request: Time,
     /// Each zsmalloc pool's compaction shrinker's deferred count.
     pub compact_deferred: Vec<u64>,
     /// Last store reject or load miss (Funaki's patch 6 pauses writeback after it).
@@ -109,6 +113,7 @@ impl Zswap {
             worker_pending: false,
             worker: None,
             worker_clock: 0,
+            last_queue_request: 0,
             compact_deferred: vec![0; n],
             last_contention: None,
             cpus_saturated: false,
@@ -446,6 +451,7 @@ impl Mm {
     /// queue_work(shrink_wq, &zswap_shrink_work): one instance at a time; queueing while it is
     /// pending does nothing, while it runs makes it run again afterwards.
     pub fn queue_shrink_worker(&mut self, now: Time) {
+        self.zswap.last_queue_request = self.zswap.last_queue_request.max(now);
         if self.zswap.worker_pending {
             return;
         }
@@ -488,7 +494,7 @@ impl Mm {
             Some(r) => r,
             None => {
                 self.zswap.worker_pending = false;
-                WorkerRun { thr: self.zswap_accept_thr_pages(), failures: 0, attempts: 0 }
+                WorkerRun { thr: self.zswap_accept_thr_pages(), failures: 0, attempts: 0, started: ctx.now }
             }
         };
         // Running from here on: a store that fails during this step (reclaim inside writeback)
@@ -537,7 +543,11 @@ impl Mm {
             return;
         }
         self.zswap.worker = None;
-        if self.zswap.worker_pending {
+        // queue_work on a running work item makes it run again. A store that asked for the
+        // worker at a time after this run started asked during it, even if the process (which
+        // runs ahead by up to a quantum) made that request before this run began in event order.
+        if self.zswap.worker_pending || self.zswap.last_queue_request > run.started {
+            self.zswap.worker_pending = true;
             self.queue.push(ctx.now, EventKind::ZswapWorker);
         }
     }
