@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 DEPS := $(VENV)/.deps-stamp
 SCENARIO ?= scenarios/three-regions.toml
 
-.PHONY: run test test-rust test-python bench lint build clean seeds-report
+.PHONY: run test test-rust test-python bench lint build clean seeds-report validation-report
 
 $(DEPS): pyproject.toml
 	@command -v cargo >/dev/null || { echo "error: cargo (Rust toolchain) not found; this machine kind provides it via rustup" >&2; exit 1; }
@@ -40,6 +40,18 @@ bench: build
 # Regenerate the tables of docs/seeds.md: each seed benchmark, published vs reclaimlab.
 seeds-report: build
 	$(PY) -m reclaimlab.report --update-doc docs/seeds.md scenarios/seeds/*.toml
+
+# Re-run the simulator side of every recorded validation (results/validation/<s>.json, the
+# codec checks excepted) against its stored kernel runs (no root, no kernel runs; the JSON is
+# rewritten), then regenerate the tables of docs/validation.md.
+VALIDATION_RESULTS = $(filter-out results/validation/codec-check%,$(wildcard results/validation/*.json))
+
+validation-report: build
+	@for f in $(VALIDATION_RESULTS); do \
+	  s=$$(basename $$f .json); echo "validate $$s (kernel runs from $$f)"; \
+	  $(VENV)/bin/reclaimlab validate scenarios/validation/$$s.toml --kernel-results $$f --json $$f > /dev/null || exit 1; \
+	done
+	$(PY) -W ignore::RuntimeWarning:runpy -m reclaimlab.validate --update-doc docs/validation.md $(VALIDATION_RESULTS)
 
 lint:
 	cargo clippy --workspace --all-targets -- -D warnings

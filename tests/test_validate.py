@@ -14,8 +14,26 @@ from typer.testing import CliRunner
 import reclaimlab
 from conftest import MINIMAL
 from reclaimlab.cli import app
+from reclaimlab.lab.result import KernelRunResult
+from reclaimlab.report import DocError
 from reclaimlab.result import RunResult
-from reclaimlab.validate import Row, Stat, format_rel_error, relative_error, rows, select, summarize, validate
+from reclaimlab.validate import (
+    KernelResultsError,
+    Row,
+    Stat,
+    ValidateResult,
+    format_rel_error,
+    main,
+    relative_error,
+    revalidate,
+    rows,
+    scenario_markdown,
+    select,
+    summarize,
+    summary_markdown,
+    update_doc,
+    validate,
+)
 
 
 def _result(backend: str, counters: dict[str, int], rate: float = 100.0, elapsed: float = 1.0) -> RunResult:
@@ -117,3 +135,209 @@ def test_cli_validate(write: Callable[..., Path], monkeypatch: pytest.MonkeyPatc
     assert "simulator vs kernel (3 kernel runs)" in r.output
     assert "100 [80\N{EN DASH}120]" in r.output and "+50.0%" in r.output and "n/a (kernel 0)" in r.output
     assert "vmstat.pswpout" in [row["metric"] for row in json.loads(out.read_text())["rows"]]
+
+
+# --- reusing stored kernel runs ---------------------------------------------------------------
+
+NEW_SIM = _result("sim", {"vmstat.pswpout": 110, "vmstat.zswpout": 0, "vmstat.pgfault": 8}, rate=95.0, elapsed=1.1)
+
+
+def _kernel_run(r: RunResult) -> KernelRunResult:
+    return KernelRunResult(
+        scenario=r.scenario,
+        backend="kernel",
+        config=r.config,
+        counters=r.counters,
+        phase_records=r.phase_records,
+        series={"t": [0.0, 1.0], "keys": ["vmstat.pswpout"]},
+        raw={"before": {"vmstat.pswpout": 1}, "after": {"vmstat.pswpout": 101}},
+    )
+
+
+def _previous(name: str) -> dict[str, Any]:
+    runs: list[RunResult] = [_kernel_run(r) for r in KERNEL]
+    d: dict[str, Any] = json.loads(ValidateResult(name, runs, SIM, rows(runs, SIM)).to_json())
+    return d
+
+
+def test_from_dict_round_trips_and_keeps_the_kernel_snapshots() -> None:
+    d = _previous("s")
+    v = ValidateResult.from_dict(d)
+    assert v.scenario == "s" and v.reps == 3 and all(isinstance(r, KernelRunResult) for r in v.kernel_runs)
+    assert v.kernel_runs[0].raw["after"] == {"vmstat.pswpout": 101}  # type: ignore[attr-defined]
+    assert json.loads(v.to_json()) == d  # rows recomputed from the runs, identical
+    with pytest.raises(ValueError, match="schema_version"):
+        ValidateResult.from_dict({**d, "schema_version": 2})
+
+
+def test_revalidate_reuses_the_kernel_runs_and_reruns_the_sim(write: Callable[..., Path], tmp_path: Path) -> None:
+    s = reclaimlab.load(write(MINIMAL))
+    name = s.name or "scenario"
+    calls: list[str] = []
+
+    def sim(sc: Any, **kw: Any) -> RunResult:
+        calls.append("sim")
+        return NEW_SIM
+
+    path = tmp_path / "prev.json"
+    path.write_text(json.dumps(_previous(name)))
+    for previous in (path, _previous(name), ValidateResult.from_dict(_previous(name))):
+        v = revalidate(s, previous, run_sim=sim)
+        assert v.scenario == name and v.sim is NEW_SIM and v.reps == 3
+        assert [r.counters for r in v.kernel_runs] == [r.counters for r in KERNEL]
+        by = {r.metric: r for r in v.rows}
+        assert by["vmstat.pswpout"].rel_error == pytest.approx(0.1) and by["vmstat.pswpout"].inside is True
+        assert by["p/fill0 accesses/s"].rel_error == pytest.approx(-0.05)
+    assert calls == ["sim"] * 3
+
+
+def test_revalidate_refuses_another_scenario_or_configuration(write: Callable[..., Path]) -> None:
+    s = reclaimlab.load(write(MINIMAL))
+    name = s.name or "scenario"
+    with pytest.raises(KernelResultsError, match="'other'"):
+        revalidate(s, _previous("other"), run_sim=lambda sc, **kw: NEW_SIM)
+    changed = _result("sim", {"vmstat.pswpout": 1})
+    changed.config = {"seed": 2}
+    with pytest.raises(KernelResultsError, match=r"another configuration.*seed"):
+        revalidate(s, _previous(name), run_sim=lambda sc, **kw: changed)
+    # the simulator's own parameters (costs, device models) may change: the kernel did not use them
+    machine: dict[str, Any] = {"memory_bytes": 1, "swap": [{"name": "swapfile", "size_bytes": 2, "device": {"read_latency_ns": 150000}}]}
+    prev = _previous(name)
+    for run in prev["kernel_runs"]:
+        run["config"] = {"costs": {}, "machine": machine}
+    calibrated = _result("sim", {"vmstat.pswpout": 1})
+    calibrated.config = {
+        "costs": {"fault_ns": 636},
+        "machine": {**machine, "swap": [{**machine["swap"][0], "device": {"read_latency_ns": 69600}}]},
+    }
+    assert revalidate(s, prev, run_sim=lambda sc, **kw: calibrated).sim is calibrated
+    resized = _result("sim", {"vmstat.pswpout": 1})
+    resized.config = {"costs": {}, "machine": {**machine, "swap": [{**machine["swap"][0], "size_bytes": 3}]}}
+    with pytest.raises(KernelResultsError, match="machine"):
+        revalidate(s, prev, run_sim=lambda sc, **kw: resized)
+
+
+def test_cli_validate_kernel_results(write: Callable[..., Path], monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from reclaimlab.backends import kernel, sim
+
+    def no_kernel(sc: Any, **kw: Any) -> RunResult:
+        raise AssertionError("--kernel-results must not run the kernel")
+
+    monkeypatch.setattr(kernel, "run", no_kernel)
+    monkeypatch.setattr(sim, "run", lambda sc, **kw: NEW_SIM)
+    scenario = write(MINIMAL)
+    name = reclaimlab.load(scenario).name or "scenario"
+    f = tmp_path / "v.json"
+    f.write_text(json.dumps(_previous(name)))
+    r = CliRunner().invoke(app, ["validate", str(scenario), "--kernel-results", str(f), "--json", str(f)])  # rewrite in place
+    assert r.exit_code == 0, r.output
+    assert "100 [80\N{EN DASH}120]" in r.output and "+10.0%" in r.output
+    d = json.loads(f.read_text())
+    assert d["sim"]["counters"]["vmstat.pswpout"] == 110 and d["kernel_runs"][0]["raw"]["after"] == {"vmstat.pswpout": 101}
+    f.write_text(json.dumps(_previous("other")))
+    r = CliRunner().invoke(app, ["validate", str(scenario), "--kernel-results", str(f)])
+    assert r.exit_code == 2 and "'other'" in r.output
+    r = CliRunner().invoke(app, ["validate", str(scenario), "--kernel-results", str(tmp_path / "missing.json")])
+    assert r.exit_code == 2
+
+
+# --- docs/validation.md ------------------------------------------------------------------------
+
+CONFIG = {
+    "processes": [{"name": "p", "phases": [{"name": "fill0", "phase": {"kind": "fill"}}, {"name": "access", "phase": {"kind": "random"}}]}]
+}
+
+
+def _run(backend: str, counters: dict[str, int], fill: float, access: float) -> RunResult:
+    return RunResult(
+        scenario="x",
+        backend=backend,
+        config=CONFIG,
+        counters=counters,
+        phase_records=[
+            {"process": "p", "phase": "fill0", "elapsed_s": 1.0, "accesses": 1, "accesses_per_s": fill, "outcome": "completed"},
+            {"process": "p", "phase": "access", "elapsed_s": 1.0, "accesses": 1, "accesses_per_s": access, "outcome": "completed"},
+        ],
+    )
+
+
+def _vr(name: str, kernel: dict[str, int], sim: dict[str, int], fill: float = 100.0, access: float = 100.0) -> ValidateResult:
+    k = [_run("kernel", kernel, 100.0, 100.0)] * 3
+    sm = _run("sim", sim, fill, access)
+    return ValidateResult(name, k, sm, rows(k, sm))
+
+
+A = _vr(
+    "a",
+    {"vmstat.pswpout": 100, "vmstat.zswpout": 0, "vmstat.zswpwb": 0},
+    {"vmstat.pswpout": 110, "vmstat.zswpout": 0, "vmstat.zswpwb": 5},
+    200.0,
+    50.0,
+)
+B = _vr("b", {"vmstat.pswpout": 100, "vmstat.zswpout": 50}, {"vmstat.pswpout": 70, "vmstat.zswpout": 50}, 300.0, 150.0)
+C = _vr("c", {"vmstat.pswpout": 100}, {"vmstat.pswpout": 105})
+
+
+def test_summary_medians_over_scenarios_nonzero_on_either_side() -> None:
+    lines = {line.split(" | ")[0]: line for line in summary_markdown([A, B, C]).splitlines()}
+    # pswpout: +10%, -30%, +5% -> median +5%, median |err| 10%
+    assert lines["| `vmstat.pswpout`"] == "| `vmstat.pswpout` | 3 | +5.0% | 10.0% | a +10.0% (out); b -30.0% (out); c +5.0% (out) |"
+    # zswpout: zero on both sides in a (left out), 0% in b
+    assert lines["| `vmstat.zswpout`"].startswith("| `vmstat.zswpout` | 1 | +0.0% | 0.0% | b +0.0% (in) |")
+    # zswpwb: kernel 0, sim 5 -> listed, not in the medians
+    assert lines["| `vmstat.zswpwb`"] == "| `vmstat.zswpwb` | 1 | - | - | a n/a (kernel 0) (out) |"
+    assert lines["| `vmstat.pswpin`"] == "| `vmstat.pswpin` | 0 | - | - | - |"
+    # phases by kind, from the config
+    assert lines["| fill accesses/s"].startswith(
+        "| fill accesses/s | 3 | +100.0% | 100.0% | a p/fill0 +100.0% (out); b p/fill0 +200.0% (out)"
+    )
+    assert lines["| random-phase accesses/s"].startswith("| random-phase accesses/s | 3 | +0.0% | 50.0% | a p/access -50.0% (out)")
+    assert "left out of the medians" in summary_markdown([A, B, C])
+    assert "left out of the medians" not in summary_markdown([B, C])
+
+
+def test_scenario_markdown() -> None:
+    text = scenario_markdown(B)
+    assert text.splitlines()[0] == "| metric | kernel median [min\N{EN DASH}max] | sim | rel. error | in spread |"
+    assert "| `vmstat.pswpout` | 100 [100\N{EN DASH}100] | 70 | -30.0% | no |" in text
+    assert "| `p/fill0 accesses/s` | 100 [100\N{EN DASH}100] | 300 | +200.0% | no |" in text
+
+
+DOC = """# title
+
+<!-- BEGIN GENERATED: validation-summary -->
+old summary
+<!-- END GENERATED: validation-summary -->
+
+text kept
+
+<!-- BEGIN GENERATED: b -->
+old b
+<!-- END GENERATED: b -->
+
+<!-- BEGIN GENERATED: a -->
+<!-- END GENERATED: a -->
+"""
+
+
+def test_update_doc(tmp_path: Path) -> None:
+    doc = tmp_path / "v.md"
+    doc.write_text(DOC)
+    paths = []
+    for r in (A, B):
+        p = tmp_path / f"{r.scenario}.json"
+        p.write_text(r.to_json())
+        paths.append(p)
+    (tmp_path / "codec-check.json").write_text("{}")  # skipped
+    assert update_doc(doc, [*paths, tmp_path / "codec-check.json"]) == ["b", "a"]  # the document's order
+    text = doc.read_text()
+    assert "old" not in text and "text kept" in text
+    assert scenario_markdown(A) in text and scenario_markdown(B) in text
+    assert summary_markdown([B, A]) in text and "b -30.0% (out); a +10.0% (out)" in text
+    once = text
+    assert main(["--update-doc", str(doc), *map(str, paths), str(tmp_path / "codec-check.json")]) == 0
+    assert doc.read_text() == once  # deterministic
+    (tmp_path / "c.json").write_text(C.to_json())
+    with pytest.raises(DocError, match="GENERATED: c"):
+        update_doc(doc, [tmp_path / "c.json"])
+    assert doc.read_text() == once  # nothing written

@@ -312,9 +312,18 @@ def validate(
     timeout: TimeoutOption = None,
     sample_interval: SampleOption = 1.0,
     build_runner: BuildRunnerOption = True,
+    kernel_results: Annotated[
+        Path | None,
+        typer.Option(
+            "--kernel-results",
+            metavar="FILE",
+            help="Reuse the kernel runs of a previous `validate --json` FILE (no root, no kernel runs; --reps is ignored) "
+            "and run only the simulator again. FILE may also be the --json OUT.",
+        ),
+    ] = None,
 ) -> None:
     """Run SCENARIO on this host's kernel --reps times and in the simulator once; compare per counter and phase."""
-    from reclaimlab.backends import kernel
+    from reclaimlab.validate import KernelResultsError, ValidateResult, revalidate
     from reclaimlab.validate import validate as run_validate
 
     def announce(i: int, n: int) -> None:
@@ -322,16 +331,28 @@ def validate(
 
     try:
         loaded = reclaimlab.load(scenario, set_ or ())
-        with _lab_errors():
-            result = run_validate(
-                loaded,
-                reps=reps,
-                run_kernel=kernel.run,
-                on_run=announce,
-                timeout_s=timeout,
-                sample_interval_s=sample_interval,
-                build=build_runner,
-            )
+        if kernel_results is not None:
+            try:
+                previous = ValidateResult.load(kernel_results)
+            except (OSError, ValueError, KeyError) as e:
+                _fail(f"reclaimlab: --kernel-results {kernel_results}: {e}", EXIT_BAD_INPUT)
+            try:
+                result = revalidate(loaded, previous)
+            except KernelResultsError as e:
+                _fail(f"reclaimlab: {kernel_results}: {e}", EXIT_BAD_INPUT)
+        else:
+            from reclaimlab.backends import kernel
+
+            with _lab_errors():
+                result = run_validate(
+                    loaded,
+                    reps=reps,
+                    run_kernel=kernel.run,
+                    on_run=announce,
+                    timeout_s=timeout,
+                    sample_interval_s=sample_interval,
+                    build=build_runner,
+                )
     except ScenarioError as e:
         _fail(str(e), EXIT_BAD_INPUT)
     except native.NativeUnavailable as e:

@@ -11,31 +11,54 @@ once (it is deterministic). For every counter and, per phase, accesses/s and ela
 
 The statistics are plain functions over RunResults (``summarize``, ``relative_error``, ``rows``)
 so they can be tested without a kernel.
+
+``revalidate`` reuses the kernel runs of a previous result (its JSON) and runs only the
+simulator again, e.g. after a simulator change: no root, no kernel runs.
+
+``update_doc`` rewrites the generated blocks of docs/validation.md from validate JSON files:
+one table per scenario and a summary of the key counters' errors across scenarios::
+
+    <!-- BEGIN GENERATED: validation-summary -->   <!-- BEGIN GENERATED: <scenario> -->
+    ...                                             ...
+    <!-- END GENERATED: validation-summary -->     <!-- END GENERATED: <scenario> -->
+
+Command line: ``python -m reclaimlab.validate [--update-doc DOC] RESULT.json...``.
 """
 
 from __future__ import annotations
 
+import argparse
 import fnmatch
 import json
 import math
+import os
 import statistics
+import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from reclaimlab.result import RunResult, counter_sort_key, split_counter
 from reclaimlab.scenario import Scenario
 
 __all__ = [
+    "KEY_COUNTERS",
+    "SUMMARY_BLOCK",
+    "KernelResultsError",
     "Row",
     "Stat",
     "ValidateResult",
     "format_rel_error",
     "format_value",
     "relative_error",
+    "revalidate",
     "rows",
+    "scenario_markdown",
     "select",
     "summarize",
+    "summary_markdown",
+    "update_doc",
     "validate",
 ]
 
@@ -181,6 +204,28 @@ class ValidateResult:
     def to_json(self, indent: int | None = 2) -> str:
         return json.dumps(self.to_dict(), sort_keys=True, indent=indent, allow_nan=False) + "\n"
 
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> ValidateResult:
+        """The result ``to_dict`` wrote. Kernel runs keep their snapshots and time series
+        (``KernelRunResult``); the rows are recomputed from the runs (they are derived data)."""
+        from reclaimlab.lab.result import KernelRunResult
+
+        if d.get("schema_version") != 1:
+            raise ValueError(f"expected a validate result with schema_version 1; got {d.get('schema_version')!r}")
+        kernel_runs: list[RunResult] = [
+            KernelRunResult.from_dict(r) if r.get("backend") == "kernel" else RunResult.from_dict(r) for r in d["kernel_runs"]
+        ]
+        sim = RunResult.from_dict(d["sim"])
+        return cls(str(d["scenario"]), kernel_runs, sim, rows(kernel_runs, sim))
+
+    @classmethod
+    def from_json(cls, text: str) -> ValidateResult:
+        return cls.from_dict(json.loads(text))
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str]) -> ValidateResult:
+        return cls.from_json(Path(path).read_text(encoding="utf-8"))
+
 
 def validate(
     scenario: Scenario,
@@ -208,3 +253,237 @@ def validate(
             on_run(i + 1, reps)
         kernel_runs.append(run_kernel(scenario, **kernel_options))
     return ValidateResult(scenario.name or "scenario", kernel_runs, sim_result, rows(kernel_runs, sim_result))
+
+
+class KernelResultsError(ValueError):
+    """Stored kernel runs that do not belong to the scenario being validated."""
+
+
+def _workload_config(config: dict[str, Any]) -> dict[str, Any]:
+    """``config`` without what only the simulator uses: its time costs and its swap devices'
+    latency/bandwidth models (the kernel ran on the real devices). What remains is what the
+    kernel runs must share with the simulator's run: workload, cgroups, kernel settings, sizes."""
+    out = {k: v for k, v in config.items() if k != "costs"}
+    machine = out.get("machine")
+    if isinstance(machine, dict) and isinstance(machine.get("swap"), list):
+        out["machine"] = {
+            **machine,
+            "swap": [{k: v for k, v in sw.items() if k != "device"} if isinstance(sw, dict) else sw for sw in machine["swap"]],
+        }
+    return out
+
+
+def revalidate(
+    scenario: Scenario,
+    previous: ValidateResult | dict[str, Any] | str | os.PathLike[str],
+    run_sim: Callable[..., RunResult] | None = None,
+) -> ValidateResult:
+    """Compare ``scenario`` in the simulator (run now) with the kernel runs of ``previous`` (a
+    validate result, its dict, or the path of its JSON). KernelResultsError if ``previous`` is
+    for another scenario (by name) or its kernel runs ran another workload or setup than the
+    scenario lowers to now (e.g. the file or an override changed since). The simulator's own
+    parameters (costs, device latency/bandwidth models) may differ: the kernel did not use them."""
+    if isinstance(previous, ValidateResult):
+        prev = previous
+    elif isinstance(previous, dict):
+        prev = ValidateResult.from_dict(previous)
+    else:
+        prev = ValidateResult.load(previous)
+    name = scenario.name or "scenario"
+    if prev.scenario != name:
+        raise KernelResultsError(f"the kernel results are for scenario {prev.scenario!r}, not {name!r}")
+    if not prev.kernel_runs:
+        raise KernelResultsError(f"the kernel results for {name!r} hold no kernel runs")
+    if run_sim is None:
+        from reclaimlab.backends import sim
+
+        run_sim = sim.run
+    sim_result = run_sim(scenario)
+    want = _workload_config(sim_result.config)
+    for i, k in enumerate(prev.kernel_runs, 1):
+        got = _workload_config(k.config)
+        if got != want:
+            differ = sorted(key for key in set(got) | set(want) if got.get(key) != want.get(key))
+            raise KernelResultsError(
+                f"kernel run {i} of {name!r} ran another configuration than the scenario gives now (differs in: {', '.join(differ)})"
+            )
+    return ValidateResult(name, list(prev.kernel_runs), sim_result, rows(prev.kernel_runs, sim_result))
+
+
+# ---------------------------------------------------------------------------------------------
+# docs/validation.md: per-scenario tables and the summary across scenarios
+# ---------------------------------------------------------------------------------------------
+
+#: The counters of the summary table, in its order; then the phase rates (RANDOM_RATE, FILL_RATE).
+KEY_COUNTERS = (
+    "vmstat.zswpout",
+    "vmstat.zswpin",
+    "vmstat.zswpwb",
+    "vmstat.pswpin",
+    "vmstat.pswpout",
+    "zswap.pool_total_size",
+    "zswap.stored_pages",
+)
+RANDOM_RATE = "random-phase accesses/s"
+FILL_RATE = "fill accesses/s"
+SUMMARY_BLOCK = "validation-summary"
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|")
+
+
+def scenario_markdown(result: ValidateResult) -> str:
+    """The scenario's rows as ``reclaimlab validate`` prints them (rows zero on both sides left
+    out), as a Markdown table."""
+    lines = [
+        "| metric | kernel median [min\N{EN DASH}max] | sim | rel. error | in spread |",
+        "|---|---:|---:|---:|:---:|",
+    ]
+    for row in select(result.rows):
+        k = row.kernel
+        kernel = "-" if k is None else f"{format_value(k.median)} [{format_value(k.min)}\N{EN DASH}{format_value(k.max)}]"
+        inside = "" if row.inside is None else ("yes" if row.inside else "no")
+        lines.append(f"| `{_cell(row.metric)}` | {kernel} | {format_value(row.sim)} | {format_rel_error(row.rel_error)} | {inside} |")
+    return "\n".join(lines) + "\n"
+
+
+def _phase_kinds(result: ValidateResult) -> dict[tuple[str, str], str]:
+    """(process, phase) -> the phase's kind ("fill", "random", ...), from the run configs."""
+    kinds: dict[tuple[str, str], str] = {}
+    for r in (result.sim, *result.kernel_runs):
+        for proc in r.config.get("processes", []):
+            for ph in proc.get("phases", []):
+                kinds.setdefault((str(proc["name"]), str(ph["name"])), str(ph.get("phase", {}).get("kind")))
+    return kinds
+
+
+@dataclass(frozen=True)
+class SummaryEntry:
+    scenario: str
+    label: str  # the scenario, and for phase rows the process/phase
+    rel_error: float
+    inside: bool | None
+
+
+def _nonzero(row: Row) -> bool:
+    kernel_nonzero = row.kernel is not None and not (row.kernel.min == 0 and row.kernel.max == 0)
+    return kernel_nonzero or bool(row.sim)
+
+
+def summary_entries(results: Sequence[ValidateResult]) -> dict[str, list[SummaryEntry]]:
+    """Per key counter (and the random-phase and fill rates), one entry per scenario (per
+    process and phase for the rates) in which it is non-zero on either side and both sides
+    report it."""
+    out: dict[str, list[SummaryEntry]] = {key: [] for key in (*KEY_COUNTERS, RANDOM_RATE, FILL_RATE)}
+    for result in results:
+        by_metric = {r.metric: r for r in result.rows}
+        for key in KEY_COUNTERS:
+            row = by_metric.get(key)
+            if row is not None and row.rel_error is not None and _nonzero(row):
+                out[key].append(SummaryEntry(result.scenario, result.scenario, row.rel_error, row.inside))
+        kinds = _phase_kinds(result)
+        for row in result.rows:
+            if row.source != "phase" or not row.metric.endswith(" accesses/s") or row.rel_error is None:
+                continue
+            proc_phase = row.metric[: -len(" accesses/s")]
+            proc, _, phase = proc_phase.partition("/")
+            target = {"random": RANDOM_RATE, "fill": FILL_RATE}.get(kinds.get((proc, phase), ""))
+            if target is not None:
+                out[target].append(SummaryEntry(result.scenario, f"{result.scenario} {proc_phase}", row.rel_error, row.inside))
+    return out
+
+
+def summary_markdown(results: Sequence[ValidateResult]) -> str:
+    """The key counters' relative errors across scenarios: how many scenarios count, the median
+    of the signed and of the absolute errors (over finite errors), and each scenario's error."""
+    lines = [
+        "| counter | scenarios (kernel or sim \N{NOT EQUAL TO} 0) | median rel. error | median \\|rel. error\\| "
+        "| per scenario (rel. error, in spread) |",
+        "|---|---:|---:|---:|---|",
+    ]
+    infinite = False
+    for key, entries in summary_entries(results).items():
+        finite = [e.rel_error for e in entries if not math.isinf(e.rel_error)]
+        infinite = infinite or len(finite) < len(entries)
+        med = format_rel_error(statistics.median(finite)) if finite else "-"
+        med_abs = f"{statistics.median(abs(x) for x in finite) * 100:.1f}%" if finite else "-"
+        per = "; ".join(
+            f"{e.label} {format_rel_error(e.rel_error)}" + ("" if e.inside is None else (" (in)" if e.inside else " (out)"))
+            for e in entries
+        )
+        label = key if key in (RANDOM_RATE, FILL_RATE) else f"`{key}`"
+        lines.append(f"| {label} | {len(entries)} | {med} | {med_abs} | {per or '-'} |")
+    text = "\n".join(lines) + "\n"
+    if infinite:
+        text += '\nErrors against a kernel median of 0 ("n/a (kernel 0)") are listed but left out of the medians.\n'
+    return text
+
+
+def _doc_order(text: str, results: Sequence[ValidateResult]) -> list[ValidateResult]:
+    from reclaimlab.report import BEGIN
+
+    def pos(r: ValidateResult) -> int:
+        i = text.find(BEGIN.format(name=r.scenario))
+        return i if i >= 0 else len(text)
+
+    return sorted(results, key=pos)
+
+
+def is_validate_json(path: str | os.PathLike[str]) -> bool:
+    """False for the codec check's files (``codec-check*.json``), which are not validate results."""
+    return not Path(path).name.startswith("codec-check")
+
+
+def update_doc(doc_path: str | os.PathLike[str], result_paths: Sequence[str | os.PathLike[str]]) -> list[str]:
+    """Rewrite ``doc_path``'s generated blocks: each scenario's table (block named after the
+    scenario) and the summary (block ``validation-summary``, scenarios in the order of their
+    blocks in the document). ``codec-check*.json`` are skipped. Other text is kept byte for
+    byte; the file is written only once every block was found. Returns the scenarios updated."""
+    from reclaimlab.report import DocError, replace_block
+
+    path = Path(doc_path)
+    text = path.read_text(encoding="utf-8")
+    results = _doc_order(text, [ValidateResult.load(p) for p in result_paths if is_validate_json(p)])
+    try:
+        for result in results:
+            text = replace_block(text, result.scenario, scenario_markdown(result))
+        text = replace_block(text, SUMMARY_BLOCK, summary_markdown(results))
+    except DocError as e:
+        raise DocError(f"{path}: {e}") from None
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(path)
+    return [r.scenario for r in results]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m reclaimlab.validate [--update-doc DOC] RESULT.json...``: the summary and the
+    per-scenario tables as Markdown (stdout), or written into DOC's generated blocks. Exit
+    status 0 done, 2 a bad file or document."""
+    from reclaimlab.report import DocError
+
+    ap = argparse.ArgumentParser(
+        prog="python -m reclaimlab.validate",
+        description="Markdown tables from `reclaimlab validate --json` results (codec-check*.json are skipped).",
+    )
+    ap.add_argument("results", nargs="+", metavar="RESULT.json", help="validate results")
+    ap.add_argument("--update-doc", metavar="DOC", help="rewrite DOC's <!-- BEGIN/END GENERATED: <name> --> blocks instead of printing")
+    args = ap.parse_args(list(argv) if argv is not None else None)
+    try:
+        if args.update_doc:
+            names = update_doc(args.update_doc, args.results)
+            print(f"{args.update_doc}: updated {SUMMARY_BLOCK}, {', '.join(names)}", file=sys.stderr)
+            return 0
+        results = [ValidateResult.load(p) for p in args.results if is_validate_json(p)]
+    except (DocError, OSError, ValueError, KeyError) as e:
+        print(f"python -m reclaimlab.validate: {e}", file=sys.stderr)
+        return 2
+    parts = ["## Summary\n\n" + summary_markdown(results)]
+    parts += [f"## {r.scenario}\n\n" + scenario_markdown(r) for r in results]
+    sys.stdout.write("\n".join(parts))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
