@@ -38,7 +38,9 @@ def rust_enum(path: Path, name: str) -> dict[str, list[str]]:
 
 @pytest.fixture(scope="module")
 def lowered() -> dict[str, Any]:
-    return lower(load(THREE_REGIONS))
+    # Without the machine profile: the built-in cost defaults and device presets (the profile's
+    # effect on lowering is tested in test_calibrate.py).
+    return lower(load(THREE_REGIONS), profile=None)
 
 
 @pytest.mark.skipif(not CONFIG_RS.exists(), reason="config.rs not found")

@@ -41,3 +41,9 @@ def compressed_len(codec: str, page: bytes) -> int:
 
 def distinct_variants(content: str, variants: int) -> int:
     """Distinct page contents of a region of this class when `variants` are requested."""
+
+def codec_timing(codec: str, page: bytes, reps: int) -> tuple[float, float]:
+    """Wall-clock ns of one compression and one decompression of a 4096-byte page with the
+    simulator's codec implementation: medians over ``reps`` samples, each the mean of a batch
+    of back-to-back calls (hot caches). ValueError on an unknown codec, a page that is not
+    4096 bytes, ``reps`` < 1, or a failed round trip. For ``reclaimlab calibrate``."""

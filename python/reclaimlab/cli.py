@@ -277,6 +277,17 @@ def report(
         raise typer.Exit(code)
 
 
+@app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True}, add_help_option=False)
+def calibrate(ctx: typer.Context) -> None:
+    """Measure this machine (codecs, swap disk, fault and swap costs from small lab runs; root)
+    and write a machine profile for the simulator's time model (options: calibrate --help)."""
+    from reclaimlab.lab.calibrate import main as calibrate_main
+
+    code = calibrate_main(list(ctx.args))
+    if code:
+        raise typer.Exit(code)
+
+
 def validate_table(result: ValidateResult, patterns: Sequence[str], show_all: bool) -> Table:
     from reclaimlab.validate import format_rel_error, format_value, select
 

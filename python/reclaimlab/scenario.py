@@ -182,8 +182,8 @@ class DeviceModel:
     write_bytes_per_s: int
 
 
-#: Device presets. First estimates, to be replaced by `reclaimlab calibrate` measurements;
-#: docs/scenario.md gives the rationale for each.
+#: Device presets. First estimates; a machine profile (profiles/, written by `reclaimlab
+#: calibrate`) replaces the ones it measured. docs/scenario.md gives the rationale for each.
 DEVICE_PRESETS: dict[str, DeviceModel] = {
     "hdd": DeviceModel(True, 8_000_000, 8_000_000, 150_000_000, 150_000_000),
     "ssd": DeviceModel(False, 100_000, 50_000, 500_000_000, 500_000_000),

@@ -107,6 +107,67 @@ fn compressed_len(codec: &str, page: &[u8]) -> PyResult<u32> {
     Ok(reclaimlab_core::compress::compressed_len(c, page))
 }
 
+/// Wall-clock time of one compression and one decompression of a 4 KiB page with the
+/// simulator's codec implementations (`reclaimlab calibrate`): medians over `reps` samples, in
+/// ns per page. Each sample times `batch` back-to-back calls on the same page (hot caches)
+/// with `Instant` and divides, `batch` chosen so that a sample lasts at least ~2 µs (timer
+/// overhead below 2 %). The round trip is checked once first (ValueError if it fails). The
+/// clock lives here, in the bindings: the core never reads it.
+#[pyfunction]
+fn codec_timing(py: Python<'_>, codec: &str, page: &[u8], reps: u32) -> PyResult<(f64, f64)> {
+    use reclaimlab_core::compress::{compress, decompress, Codec, COMPRESS_BUF_LEN};
+    use std::hint::black_box;
+    use std::time::Instant;
+
+    let c: Codec = codec.parse().map_err(PyValueError::new_err)?;
+    let page: [u8; 4096] = page.try_into().map_err(|_| PyValueError::new_err("a page is exactly 4096 bytes"))?;
+    if reps == 0 {
+        return Err(PyValueError::new_err("reps: expected at least 1"));
+    }
+    let mut dst = vec![0u8; COMPRESS_BUF_LEN].into_boxed_slice();
+    let dst: &mut [u8; COMPRESS_BUF_LEN] = (&mut *dst).try_into().expect("buffer length");
+    let mut back = [0u8; 4096];
+    let n = compress(c, &page, dst);
+    decompress(c, &dst[..n], &mut back).map_err(PyValueError::new_err)?;
+    if back != page {
+        return Err(PyValueError::new_err(format!("{c}: the round trip changed the page")));
+    }
+    let median = |mut v: Vec<f64>| -> f64 {
+        v.sort_by(f64::total_cmp);
+        let m = v.len() / 2;
+        if v.len() % 2 == 1 { v[m] } else { (v[m - 1] + v[m]) / 2.0 }
+    };
+    let run = |f: &mut dyn FnMut()| -> f64 {
+        // Warm up and size the batch: at least ~2 µs per sample.
+        let t = Instant::now();
+        for _ in 0..4 {
+            f();
+        }
+        let one = t.elapsed().as_nanos().max(4) as f64 / 4.0;
+        let batch = ((2_000.0 / one).ceil() as u32).clamp(1, 1024);
+        let samples = (0..reps)
+            .map(|_| {
+                let t = Instant::now();
+                for _ in 0..batch {
+                    f();
+                }
+                t.elapsed().as_nanos() as f64 / f64::from(batch)
+            })
+            .collect();
+        median(samples)
+    };
+    Ok(py.detach(|| {
+        let comp = run(&mut || {
+            black_box(compress(c, black_box(&page), dst));
+        });
+        let data = dst[..n].to_vec();
+        let decomp = run(&mut || {
+            black_box(decompress(c, black_box(&data), &mut back)).expect("checked above");
+        });
+        (comp, decomp)
+    }))
+}
+
 /// How many distinct page contents a region of this class has with `variants` requested.
 #[pyfunction]
 fn distinct_variants(content: &str, variants: u32) -> PyResult<u32> {
@@ -130,5 +191,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(page_bytes, m)?)?;
     m.add_function(wrap_pyfunction!(compressed_len, m)?)?;
     m.add_function(wrap_pyfunction!(distinct_variants, m)?)?;
+    m.add_function(wrap_pyfunction!(codec_timing, m)?)?;
     Ok(())
 }

@@ -264,6 +264,358 @@ pub fn zlib_version() -> String {
         .into_owned()
 }
 
+// ---------------------------------------------------------------------------------------------
+// Whole-codec round trips: the bytes behind `compressed_len`, and their decompression. Used to
+// time the codecs (`reclaimlab calibrate`, through the Python bindings, which own the clock);
+// the simulator itself only ever needs lengths.
+// ---------------------------------------------------------------------------------------------
+
+/// The size of the output buffer [`compress`] writes to: two pages, as zswap hands the
+/// compressor (enough for every codec's worst case on one page).
+pub const COMPRESS_BUF_LEN: usize = DST_LEN;
+
+/// Compresses `page` with `codec` into `dst` and returns the length: the same bytes, so the
+/// same length, as [`compressed_len`] (a test checks both). Per-thread codec state is reused
+/// and reset for every page, as the kernel reuses its per-CPU contexts: the rust-lzo and zstd
+/// contexts of `compressed_len`, and a deflate stream reset with `deflateReset` (where
+/// `compressed_len` builds a fresh one). The lzo-rle and lz4 encoders write to a per-thread
+/// vector first; the copy into `dst` (a few hundred ns at most) is part of the work, much as
+/// zswap copies the compressed bytes from its buffer into the pool.
+pub fn compress(codec: Codec, page: &[u8; PAGE_SIZE], dst: &mut [u8; COMPRESS_BUF_LEN]) -> usize {
+    match codec {
+        Codec::Lzo => lzo_compress(page, dst).len(),
+        Codec::LzoRle => with_scratch(|out| {
+            let n = lzo::compress(page, lzo::Version::V1, out);
+            dst[..n].copy_from_slice(&out[..n]);
+            n
+        }),
+        Codec::Lz4 => with_scratch(|out| {
+            let n = lz4::compress(page, lz4::Limit::Kernel, out);
+            dst[..n].copy_from_slice(&out[..n]);
+            n
+        }),
+        Codec::Zstd => zstd_compress(page, ZSTD_ESTIMATED_SRC_SIZE, dst),
+        Codec::Deflate => deflate_compress_reset(page, dst),
+    }
+}
+
+/// Decompresses `src` (what [`compress`] wrote for `codec`) into `dst`. An error (naming what
+/// is wrong) when `src` is not a valid stream or does not decode to exactly one page.
+///
+/// * `lzo`, `lzo-rle`: one LZO1X decoder for both bitstream versions, as the kernel's
+///   `lzo1x_decompress_safe` (bounds-checked, with the zero-run instruction of version 1);
+///   matches are copied with `memmove`-style block copies, as the kernel's COPY8 loops do.
+/// * `lz4`: an LZ4 block decoder (the format of lib/lz4's `LZ4_decompress_safe`).
+/// * `zstd`: libzstd's `ZSTD_decompressDCtx` with a per-thread context (the kernel's
+///   `zstd_decompress_dctx`).
+/// * `deflate`: zlib's raw inflate (window bits 11) with a per-thread stream reset for every
+///   page (crypto/deflate.c's `zlib_inflateReset` + `zlib_inflate(Z_SYNC_FLUSH)`).
+pub fn decompress(codec: Codec, src: &[u8], dst: &mut [u8; PAGE_SIZE]) -> Result<(), String> {
+    let n = match codec {
+        Codec::Lzo | Codec::LzoRle => lzo1x_decompress(src, dst),
+        Codec::Lz4 => lz4_decompress(src, dst),
+        Codec::Zstd => zstd_decompress(src, dst),
+        Codec::Deflate => deflate_decompress(src, dst),
+    }
+    .map_err(|e| format!("{codec}: {e}"))?;
+    if n != PAGE_SIZE {
+        return Err(format!("{codec}: decompressed to {n} bytes, not one page"));
+    }
+    Ok(())
+}
+
+thread_local! {
+    static DEFLATE_STREAM: RefCell<flate2::Compress> = RefCell::new(flate2::Compress::new_with_window_bits(
+        flate2::Compression::new(DEFLATE_LEVEL),
+        false,
+        DEFLATE_WINDOW_BITS,
+    ));
+    static INFLATE_STREAM: RefCell<flate2::Decompress> =
+        RefCell::new(flate2::Decompress::new_with_window_bits(false, DEFLATE_WINDOW_BITS));
+    static ZSTD_DCTX: ZstdDctx = ZstdDctx::new();
+}
+
+/// [`deflate_compress`] on a per-thread stream reset for every page (same bytes).
+fn deflate_compress_reset(src: &[u8], dst: &mut [u8]) -> usize {
+    DEFLATE_STREAM.with(|z| {
+        let mut z = z.borrow_mut();
+        z.reset();
+        let (in0, out0) = (z.total_in(), z.total_out());
+        let status = z.compress(src, dst, flate2::FlushCompress::Finish).expect("deflate failed");
+        assert_eq!(status, flate2::Status::StreamEnd, "deflate output did not fit in two pages");
+        assert_eq!(z.total_in() - in0, src.len() as u64);
+        (z.total_out() - out0) as usize
+    })
+}
+
+fn deflate_decompress(src: &[u8], dst: &mut [u8]) -> DecodeResult<usize> {
+    INFLATE_STREAM.with(|z| {
+        let mut z = z.borrow_mut();
+        z.reset(false);
+        let (in0, out0) = (z.total_in(), z.total_out());
+        let status = z
+            .decompress(src, dst, flate2::FlushDecompress::Finish)
+            .map_err(|_| "not a valid raw deflate stream")?;
+        if status != flate2::Status::StreamEnd || z.total_in() - in0 != src.len() as u64 {
+            return Err("the deflate stream did not end at the end of the input");
+        }
+        Ok((z.total_out() - out0) as usize)
+    })
+}
+
+/// A zstd decompression context, reused for every page.
+struct ZstdDctx(*mut zstd_sys::ZSTD_DCtx);
+
+impl ZstdDctx {
+    fn new() -> Self {
+        // SAFETY: plain constructor; a null return is checked below.
+        let p = unsafe { zstd_sys::ZSTD_createDCtx() };
+        assert!(!p.is_null(), "ZSTD_createDCtx failed");
+        ZstdDctx(p)
+    }
+}
+
+impl Drop for ZstdDctx {
+    fn drop(&mut self) {
+        // SAFETY: created by ZSTD_createDCtx and freed exactly once.
+        unsafe { zstd_sys::ZSTD_freeDCtx(self.0) };
+    }
+}
+
+fn zstd_decompress(src: &[u8], dst: &mut [u8]) -> DecodeResult<usize> {
+    ZSTD_DCTX.with(|d| {
+        // SAFETY: a live context owned by this thread; buffers valid for the lengths passed.
+        let n = unsafe {
+            zstd_sys::ZSTD_decompressDCtx(d.0, dst.as_mut_ptr().cast(), dst.len(), src.as_ptr().cast(), src.len())
+        };
+        // SAFETY: ZSTD_isError only inspects the value.
+        if unsafe { zstd_sys::ZSTD_isError(n) } != 0 {
+            return Err("not a valid zstd frame of at most one page");
+        }
+        Ok(n)
+    })
+}
+
+type DecodeResult<T> = Result<T, &'static str>;
+
+#[inline(always)]
+fn take<'a>(src: &'a [u8], ip: &mut usize, n: usize) -> DecodeResult<&'a [u8]> {
+    let s = src.get(*ip..*ip + n).ok_or("input overrun")?;
+    *ip += n;
+    Ok(s)
+}
+
+#[inline(always)]
+fn byte_at(src: &[u8], ip: &mut usize) -> DecodeResult<usize> {
+    let b = *src.get(*ip).ok_or("input overrun")?;
+    *ip += 1;
+    Ok(usize::from(b))
+}
+
+#[inline(always)]
+fn le16_at(src: &[u8], ip: &mut usize) -> DecodeResult<usize> {
+    let w = take(src, ip, 2)?;
+    Ok(usize::from(u16::from_le_bytes([w[0], w[1]])))
+}
+
+/// `n` literal bytes from the input to the output. Runs of up to 32 bytes are copied as one
+/// 8-byte word or one or two 16-byte blocks (the kernel's decoders also use unaligned wide
+/// copies), possibly writing past the run, where later output overwrites it; longer runs, and
+/// runs near either end of a buffer, are copied exactly.
+#[inline(always)]
+fn copy_literals(src: &[u8], ip: &mut usize, dst: &mut [u8], op: &mut usize, n: usize) -> DecodeResult<()> {
+    if n <= 8 && *ip + 8 <= src.len() && *op + 8 <= dst.len() {
+        let w: [u8; 8] = src[*ip..*ip + 8].try_into().expect("8 bytes");
+        dst[*op..*op + 8].copy_from_slice(&w);
+    } else if n <= 32 && *ip + 32 <= src.len() && *op + 32 <= dst.len() {
+        let w: [u8; 16] = src[*ip..*ip + 16].try_into().expect("16 bytes");
+        dst[*op..*op + 16].copy_from_slice(&w);
+        if n > 16 {
+            let w: [u8; 16] = src[*ip + 16..*ip + 32].try_into().expect("16 bytes");
+            dst[*op + 16..*op + 32].copy_from_slice(&w);
+        }
+    } else {
+        let lits = src.get(*ip..*ip + n).ok_or("input overrun")?;
+        dst.get_mut(*op..*op + n).ok_or("output overrun")?.copy_from_slice(lits);
+    }
+    *ip += n;
+    *op += n;
+    Ok(())
+}
+
+/// An LZ77 match: `len` bytes from `dist` back. A match of up to 8 (16) bytes from at least 8
+/// (16) bytes back is one 8-byte word (16-byte block); other matches from at least 8 bytes
+/// back go 8 bytes at a time (every word read is final: it ends at least `dist` bytes behind
+/// the write). These may write past the match, where later output overwrites it. A run of one
+/// byte is a fill; other overlapping matches (the output repeats with period `dist`) are
+/// copied from the match start in non-overlapping blocks that double each time.
+#[inline(always)]
+fn copy_match(dst: &mut [u8], op: &mut usize, dist: usize, len: usize) -> DecodeResult<()> {
+    if dist == 0 || dist > *op {
+        return Err("lookbehind overrun");
+    }
+    if *op + len > dst.len() {
+        return Err("output overrun");
+    }
+    let from = *op - dist;
+    if dist >= 8 && len <= 8 && *op + 8 <= dst.len() {
+        let w: [u8; 8] = dst[from..from + 8].try_into().expect("8 bytes");
+        dst[*op..*op + 8].copy_from_slice(&w);
+    } else if dist >= 16 && len <= 16 && *op + 16 <= dst.len() {
+        let w: [u8; 16] = dst[from..from + 16].try_into().expect("16 bytes");
+        dst[*op..*op + 16].copy_from_slice(&w);
+    } else if dist >= 8 && *op + len + 8 <= dst.len() {
+        let (mut s, mut d) = (from, *op);
+        let end = d + len;
+        while d < end {
+            let w: [u8; 8] = dst[s..s + 8].try_into().expect("8 bytes");
+            dst[d..d + 8].copy_from_slice(&w);
+            s += 8;
+            d += 8;
+        }
+    } else if dist == 1 {
+        let b = dst[from];
+        dst[*op..*op + len].fill(b);
+    } else if dist >= len {
+        dst.copy_within(from..from + len, *op);
+    } else {
+        let mut done = 0;
+        while done < len {
+            let n = (len - done).min(dist + done);
+            dst.copy_within(from..from + n, *op + done);
+            done += n;
+        }
+    }
+    *op += len;
+    Ok(())
+}
+
+/// LZO's long length: every zero byte adds 255, the first non-zero byte ends it (base + 255 x
+/// zeros + that byte).
+#[inline]
+fn lzo_long_len(src: &[u8], ip: &mut usize, base: usize) -> DecodeResult<usize> {
+    let mut n = 0;
+    loop {
+        let b = byte_at(src, ip)?;
+        if b != 0 {
+            return Ok(n + base + b);
+        }
+        n += 255;
+    }
+}
+
+/// LZO1X decompression of both bitstream versions (lib/lzo/lzo1x_decompress_safe.c's
+/// instruction set; the zero-run instruction only in version 1). Returns the output length.
+fn lzo1x_decompress(src: &[u8], dst: &mut [u8]) -> DecodeResult<usize> {
+    const M2_MAX_OFFSET: usize = 0x0800;
+    const MIN_ZERO_RUN_LENGTH: usize = 4;
+    let mut ip = 0;
+    let mut op = 0;
+    let version = if src.len() >= 5 && src[0] == 17 {
+        ip = 2;
+        src[1]
+    } else {
+        0
+    };
+    // state: literals that followed the previous instruction (0-3), or 4 after a literal run.
+    let mut state;
+    if *src.get(ip).ok_or("input overrun")? > 17 {
+        let t = usize::from(src[ip] - 17);
+        ip += 1;
+        copy_literals(src, &mut ip, dst, &mut op, t)?;
+        state = t.min(4);
+    } else {
+        state = 0;
+    }
+    loop {
+        let t = byte_at(src, &mut ip)?;
+        let (dist, len, next);
+        if t >= 64 {
+            let b = byte_at(src, &mut ip)?;
+            next = t & 3;
+            (dist, len) = (1 + ((t >> 2) & 7) + (b << 3), (t >> 5) + 1);
+        } else if t >= 32 {
+            let l = if t & 31 == 0 { lzo_long_len(src, &mut ip, 31)? } else { t & 31 };
+            let w = le16_at(src, &mut ip)?;
+            next = w & 3;
+            (dist, len) = (1 + (w >> 2), l + 2);
+        } else if t >= 16 {
+            let peek = src.get(ip..ip + 2).ok_or("input overrun")?;
+            let w = usize::from(u16::from_le_bytes([peek[0], peek[1]]));
+            if version != 0 && w & 0xfffc == 0xfffc && t & 0xf8 == 0x18 {
+                let hi = usize::from(*src.get(ip + 2).ok_or("input overrun")?);
+                let n = ((t & 7) | (hi << 3)) + MIN_ZERO_RUN_LENGTH;
+                ip += 3;
+                dst.get_mut(op..op + n).ok_or("output overrun")?.fill(0);
+                op += n;
+                state = w & 3;
+                copy_literals(src, &mut ip, dst, &mut op, state)?;
+                continue;
+            }
+            let l = if t & 7 == 0 { lzo_long_len(src, &mut ip, 7)? } else { t & 7 };
+            let w = le16_at(src, &mut ip)?;
+            let d = ((t & 8) << 11) + (w >> 2);
+            if d == 0 {
+                if l + 2 != 3 || ip != src.len() {
+                    return Err("bad end of stream");
+                }
+                return Ok(op);
+            }
+            next = w & 3;
+            (dist, len) = (d + 0x4000, l + 2);
+        } else if state == 0 {
+            let n = if t == 0 { lzo_long_len(src, &mut ip, 15)? } else { t };
+            copy_literals(src, &mut ip, dst, &mut op, n + 3)?;
+            state = 4;
+            continue;
+        } else {
+            let b = byte_at(src, &mut ip)?;
+            next = t & 3;
+            if state != 4 {
+                (dist, len) = (1 + (t >> 2) + (b << 2), 2);
+            } else {
+                (dist, len) = (1 + M2_MAX_OFFSET + (t >> 2) + (b << 2), 3);
+            }
+        }
+        copy_match(dst, &mut op, dist, len)?;
+        state = next;
+        if next > 0 {
+            copy_literals(src, &mut ip, dst, &mut op, next)?;
+        }
+    }
+}
+
+/// LZ4 block decompression (the format lib/lz4's `LZ4_decompress_safe` reads). Returns the
+/// output length.
+fn lz4_decompress(src: &[u8], dst: &mut [u8]) -> DecodeResult<usize> {
+    #[inline(always)]
+    fn extra(src: &[u8], ip: &mut usize, mut n: usize) -> DecodeResult<usize> {
+        if n == 15 {
+            loop {
+                let b = byte_at(src, ip)?;
+                n += b;
+                if b != 255 {
+                    break;
+                }
+            }
+        }
+        Ok(n)
+    }
+    let mut ip = 0;
+    let mut op = 0;
+    loop {
+        let token = byte_at(src, &mut ip)?;
+        let lits = extra(src, &mut ip, token >> 4)?;
+        copy_literals(src, &mut ip, dst, &mut op, lits)?;
+        if ip == src.len() {
+            return Ok(op); // the last sequence has literals only
+        }
+        let dist = le16_at(src, &mut ip)?;
+        let len = extra(src, &mut ip, token & 15)? + 4;
+        copy_match(dst, &mut op, dist, len)?;
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -480,6 +832,70 @@ mod tests {
             assert_eq!(d.total_out() as usize, PAGE_SIZE);
             assert_eq!(back, &p[..]);
         }
+    }
+
+    #[test]
+    fn compress_gives_compressed_len_bytes_and_decompress_round_trips() {
+        let mut dst = [0u8; COMPRESS_BUF_LEN];
+        let mut back = [0u8; PAGE_SIZE];
+        for (i, p) in test_pages().iter().enumerate() {
+            for c in Codec::ALL {
+                let n = compress(c, p, &mut dst);
+                assert_eq!(n as u32, compressed_len(c, p), "{c} page {i}");
+                back.fill(0xa5);
+                decompress(c, &dst[..n], &mut back).unwrap_or_else(|e| panic!("page {i}: {e}"));
+                assert_eq!(&back[..], &p[..], "{c} page {i}");
+            }
+        }
+    }
+
+    #[test]
+    fn compress_bytes_are_the_reference_encoders_bytes() {
+        let mut dst = [0u8; COMPRESS_BUF_LEN];
+        let mut reference = [0u8; DST_LEN];
+        let mut back = [0u8; PAGE_SIZE];
+        for (i, p) in test_pages().iter().enumerate().take(80) {
+            // lzo: rust-lzo's bytes, and rust-lzo (the kernel's pre-RLE decoder) reads ours.
+            let n = compress(Codec::Lzo, p, &mut dst);
+            assert_eq!(&dst[..n], lzo_compress(&p[..], &mut reference), "lzo page {i}");
+            let (d, err) = rust_lzo::LZOContext::decompress_to_slice(&dst[..n], &mut back);
+            assert!(err == rust_lzo::LZOError::OK && d == &p[..], "lzo page {i}");
+            // lzo-rle: our encoder's bytes; the test decoder agrees with the production one.
+            let n = compress(Codec::LzoRle, p, &mut dst);
+            assert_eq!(lzo::decompress(&dst[..n]).unwrap(), &p[..], "lzo-rle page {i}");
+            // lz4: lz4-sys reads ours, ours reads lz4-sys's.
+            let n = compress(Codec::Lz4, p, &mut dst);
+            assert_eq!(lz4_sys_decompress(&dst[..n], PAGE_SIZE), &p[..], "lz4 page {i}");
+            decompress(Codec::Lz4, &lz4_sys_compress(&p[..]), &mut back).unwrap();
+            assert_eq!(&back[..], &p[..], "lz4 page {i}");
+            // deflate: a reset stream emits what a fresh one does.
+            let n = compress(Codec::Deflate, p, &mut dst);
+            let m = deflate_compress(&p[..], &mut reference);
+            assert_eq!(&dst[..n], &reference[..m], "deflate page {i}");
+            // zstd: libzstd's own decoder reads the frame.
+            let n = compress(Codec::Zstd, p, &mut dst);
+            assert_eq!(zstd::bulk::decompress(&dst[..n], PAGE_SIZE).unwrap(), &p[..], "zstd page {i}");
+        }
+    }
+
+    #[test]
+    fn decompress_rejects_bad_input_without_panicking() {
+        let mut dst = [0u8; COMPRESS_BUF_LEN];
+        let mut back = [0u8; PAGE_SIZE];
+        let text = page(Content::Text, 3);
+        for c in Codec::ALL {
+            let n = compress(c, &text, &mut dst);
+            for cut in [0, 1, 2, 5, n / 2, n - 1] {
+                assert!(decompress(c, &dst[..cut], &mut back).is_err(), "{c} cut at {cut}");
+            }
+            // Garbage: an error (or, by extraordinary luck, a page), never a panic.
+            let noise = page(Content::Random, 9);
+            let _ = decompress(c, &noise[..300], &mut back);
+        }
+        // A stream of a shorter input is not a page.
+        let mut out = Vec::new();
+        lz4::compress(&text[..100], lz4::Limit::Kernel, &mut out);
+        assert!(decompress(Codec::Lz4, &out, &mut back).unwrap_err().contains("not one page"));
     }
 
     #[test]

@@ -1,0 +1,1165 @@
+"""``reclaimlab calibrate``: measure this machine and write its machine profile.
+
+The profile (TOML, ``profiles/<kind>.toml``) holds the simulator's CPU cost defaults
+(``[costs]``, the names of crates/reclaimlab-core/src/costs.rs), device presets measured here
+(``[devices.<preset>]``) and the raw numbers (``[measurements]``). Lowering applies it by default
+(``reclaimlab.lower``; ``$RECLAIMLAB_PROFILE``). docs/calibration.md describes every
+measurement, its method and its caveats. In short:
+
+1. **codecs**: wall-clock time per 4 KiB page of the simulator's own codec implementations
+   (``_core.codec_timing``), per codec and content class; one figure per codec is a weighted
+   mean over the classes (``COMPRESS_WEIGHTS``, ``DECOMPRESS_WEIGHTS``).
+2. **swap device**: 4 KiB O_DIRECT random reads and writes at queue depth 1 on a temporary
+   file in the lab's state directory (the filesystem of the lab's swap files), plus 1 MiB
+   sequential transfers for bandwidth -> the ``virtio-disk`` preset. The file is journaled
+   (as a lab swap file is) and removed, also after a crash (``reclaimlab lab restore``).
+3. **fault, access, reclaim and swap-in costs**: small scenarios run on the real kernel with
+   the lab backend (``reclaimlab.backends.kernel.run``) and in the simulator; a least-squares
+   fit (``fit_costs``) of a few cost parameters makes the simulator's phase times match the
+   kernel's. The simulator's time is linear in the costs for these single-process scenarios,
+   and its slope per parameter (charges per phase) is found by re-running it with that
+   parameter raised by ``SLOPE_DELTA_NS``.
+
+Everything that changes the host goes through the lab's journal and lock; the lock is also held
+while codecs and the device are timed, so that no lab run competes with the measurement. When
+another lab process holds the lock, calibrate waits (``--wait``) instead of failing.
+
+The arithmetic (weighted codec figures, the device model, the fit, the TOML) is plain functions,
+tested without root in tests/test_calibrate.py. ``main(argv)`` is the command line
+(``python -m reclaimlab.lab.calibrate --help``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import functools
+import json
+import math
+import mmap
+import os
+import platform
+import random
+import re
+import secrets
+import signal
+import statistics
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from reclaimlab.errors import ScenarioError, format_key
+from reclaimlab.lab import host
+from reclaimlab.lab.errors import LabBusy, LabError, LabInterrupted, LabUnavailable, RunnerFailed
+from reclaimlab.lab.journal import Journal, LabLock, restore, state_dir
+from reclaimlab.lower import COST_NAMES, DEFAULT_PROFILE_KIND, PROFILE_SCHEMA_VERSION, PROFILES_DIR, lower
+
+__all__ = [
+    "CLASSES",
+    "CODECS",
+    "COMPRESS_WEIGHTS",
+    "DECOMPRESS_WEIGHTS",
+    "CodecTimer",
+    "Fit",
+    "Inline",
+    "Observation",
+    "codec_costs",
+    "device_model",
+    "fit_costs",
+    "format_bandwidth",
+    "format_duration",
+    "kernel_preset",
+    "main",
+    "measure_codecs",
+    "measure_device",
+    "nopressure_scenario",
+    "pressure_scenario",
+    "render_profile",
+    "weighted",
+]
+
+PAGE = 4096
+#: Codecs timed (kernel crypto names). The cost model has figures for lzo (also charged for
+#: lzo-rle), lz4, zstd and deflate; lzo-rle is timed for the record.
+CODECS = ("lzo", "lzo-rle", "lz4", "zstd", "deflate")
+#: The cost parameter prefix of each codec that has its own figures.
+COST_CODECS = {"lzo": "lzo", "lz4": "lz4", "zstd": "zstd", "deflate": "deflate"}
+#: Content classes timed, as scenarios spell them.
+CLASSES = ("text", "random", "mix1024", "zero")
+#: Weights of the classes in a codec's compression figure: compressible, text-like anonymous
+#: memory first; incompressible pages are compressed too (and then rejected or stored as-is);
+#: zero-filled pages never reach the compressor (zswap's same-filled/zeromap check and zram's
+#: same-page check come first).
+COMPRESS_WEIGHTS: dict[str, float] = {"text": 2, "mix1024": 1, "random": 1, "zero": 0}
+#: ... and in its decompression figure: incompressible pages are never decompressed (rejected,
+#: or stored as-is and copied on load: zswap_copy_ns), zero-filled pages never stored.
+DECOMPRESS_WEIGHTS: dict[str, float] = {"text": 2, "mix1024": 1, "random": 0, "zero": 0}
+
+#: The ns a cost parameter is raised by to read the simulator's slope (linear: any value works).
+SLOPE_DELTA_NS = 1000
+#: Parameters fitted from the no-pressure runs, and from the zswap run under a memcg limit.
+NOPRESSURE_PARAMS = ("access_ns", "fault_ns", "page_alloc_zero_ns")
+PRESSURE_PARAMS = ("reclaim_page_ns", "swapin_page_ns")
+#: Fitted along with PRESSURE_PARAMS from the zswap run, but only to absorb how much the fill
+#: cost of that run differs from the no-pressure runs' (the machine's speed drifts between
+#: runs); the profile keeps the no-pressure value.
+PRESSURE_NUISANCE = ("page_alloc_zero_ns",)
+#: The cgroup of the pressure scenario.
+PRESSURE_GROUP = "calibrate"
+POLL_S = 2.0
+
+_Note = Callable[[str], None]
+
+
+# ---------------------------------------------------------------------------------------------
+# Pure arithmetic (tested without a kernel)
+# ---------------------------------------------------------------------------------------------
+
+
+def weighted(per_class: Mapping[str, float], weights: Mapping[str, float]) -> float | None:
+    """The weighted mean of per-class figures over the classes present with weight > 0."""
+    pairs = [(weights.get(c, 0.0), v) for c, v in per_class.items() if weights.get(c, 0.0) > 0]
+    total = sum(w for w, _ in pairs)
+    if total <= 0:
+        return None
+    return sum(w * v for w, v in pairs) / total
+
+
+def codec_costs(table: Mapping[str, Mapping[str, Mapping[str, float]]]) -> dict[str, int]:
+    """The cost-model figures from a codec table (codec -> class -> {compress_ns,
+    decompress_ns}): per codec with figures, the weighted means, rounded to whole ns."""
+    out: dict[str, int] = {}
+    for codec, prefix in COST_CODECS.items():
+        classes = table.get(codec)
+        if not classes:
+            continue
+        for what, weights in (("compress", COMPRESS_WEIGHTS), ("decompress", DECOMPRESS_WEIGHTS)):
+            v = weighted({c: float(cell[f"{what}_ns"]) for c, cell in classes.items()}, weights)
+            if v is not None:
+                out[f"{prefix}_{what}_ns"] = round(v)
+    return out
+
+
+def device_model(raw: Mapping[str, Any]) -> dict[str, Any]:
+    """The device model from raw IO measurements (``measure_device``'s keys).
+
+    Bandwidth is the sequential 1 MiB throughput; latency is the median 4 KiB queue-depth-1
+    time minus one page's transfer at that bandwidth, so that the model's idle 4 KiB completion
+    (latency + transfer, docs/model/time.md) equals the measured median. Integers in the
+    simulator's units (ns, bytes/s) plus ``rotational``."""
+    out: dict[str, Any] = {"rotational": bool(raw["rotational"])}
+    for d in ("read", "write"):
+        bw = float(raw[f"seq_{d}_bytes_per_s"])
+        if not bw > 0:
+            raise ValueError(f"seq_{d}_bytes_per_s: expected > 0; got {bw}")
+        transfer = PAGE * 1e9 / bw
+        out[f"{d}_latency_ns"] = max(0, round(float(raw[f"rand_{d}_4k_median_ns"]) - transfer))
+        out[f"{d}_bytes_per_s"] = round(bw)
+    return out
+
+
+def format_duration(ns: int) -> str:
+    """A duration as scenarios write it, to 0.1 µs: ``"153.2us"``, ``"80us"``, ``"0ns"``."""
+    tenths = round(ns / 100)
+    if tenths == 0:
+        return "0ns"
+    if tenths % 10 == 0:
+        return f"{tenths // 10}us"
+    return f"{tenths // 10}.{tenths % 10}us"
+
+
+def format_bandwidth(bytes_per_s: float) -> str:
+    """A bandwidth as scenarios write it, to 1 MB/s: ``"812MB/s"``."""
+    return f"{max(1, round(bytes_per_s / 1e6))}MB/s"
+
+
+@dataclass(frozen=True)
+class Observation:
+    """One phase seen on both sides: the kernel's elapsed time, the simulator's at the base
+    costs, and the simulator's slope d(elapsed)/d(cost) for each parameter (how many times
+    the phase charges it). ``scale_ns`` weighs its error in the fit (default: ``kernel_ns``);
+    runs of the same phase share one scale, the phase's mean time, so that they weigh alike."""
+
+    name: str
+    kernel_ns: float
+    sim_ns: float
+    slopes: Mapping[str, float]
+    scale_ns: float | None = None
+
+    @property
+    def scale(self) -> float:
+        return self.scale_ns if self.scale_ns is not None else self.kernel_ns
+
+
+@dataclass
+class Fit:
+    """Fitted parameters (whole ns), the relative residual (sim - kernel) / kernel of each
+    observation at the fitted values, parameters held at the floor, and parameters that no
+    observation charges (left at their base values)."""
+
+    params: dict[str, int]
+    residuals: dict[str, float]
+    floored: list[str] = field(default_factory=list)
+    unidentified: list[str] = field(default_factory=list)
+
+
+def _solve_least_squares(rows: list[list[float]], rhs: list[float]) -> list[float]:
+    """Minimum-norm least squares (numpy's lstsq: pandas already brings numpy)."""
+    import numpy as np
+
+    a = np.array(rows, dtype=float)
+    b = np.array(rhs, dtype=float)
+    x, *_ = np.linalg.lstsq(a, b, rcond=None)
+    return [float(v) for v in x]
+
+
+def fit_costs(observations: Sequence[Observation], base: Mapping[str, int], params: Sequence[str], floor: int = 0) -> Fit:
+    """Least-squares fit of ``params`` so that the simulator's phase times match the kernel's.
+
+    The simulator's time of observation i is modelled as ``sim_ns_i + sum_j slope_ij *
+    (theta_j - base_j)`` (exact when the phase's counts do not depend on the costs). The
+    residuals are weighted by ``1 / scale_i`` (relative error; the scale is the phase's mean
+    kernel time when given), so a long phase does not drown a short one. A parameter that
+    would come out below ``floor`` is held there and the others refitted (a small active-set
+    loop); a parameter no observation charges keeps its base value. ``Fit.residuals`` are
+    (sim - kernel) / kernel per observation at the fitted values."""
+    obs = [o for o in observations if o.kernel_ns > 0 and o.scale > 0]
+    if not obs:
+        raise ValueError("no observation with a kernel time > 0")
+    unidentified = [p for p in params if all(abs(o.slopes.get(p, 0.0)) == 0 for o in obs)]
+    free = [p for p in params if p not in unidentified]
+    fixed: dict[str, float] = {p: float(base[p]) for p in unidentified}
+    floored: list[str] = []
+    while True:
+        rows, rhs = [], []
+        for o in obs:
+            # kernel = sim_ns + sum slope * (theta - base) -> sum_free slope * delta = kernel - sim - sum_fixed ...
+            target = o.kernel_ns - o.sim_ns - sum(o.slopes.get(p, 0.0) * (fixed[p] - base[p]) for p in fixed)
+            rows.append([o.slopes.get(p, 0.0) / o.scale for p in free])
+            rhs.append(target / o.scale)
+        deltas = _solve_least_squares(rows, rhs) if free else []
+        values = {p: base[p] + d for p, d in zip(free, deltas, strict=True)}
+        low = [p for p in free if values[p] < floor]
+        if not low:
+            break
+        worst = min(low, key=lambda p: values[p])
+        fixed[worst] = float(floor)
+        floored.append(worst)
+        free.remove(worst)
+    values.update(fixed)
+    fitted = {p: max(floor, round(values[p])) for p in params}
+    residuals = {}
+    for o in obs:
+        sim = o.sim_ns + sum(o.slopes.get(p, 0.0) * (fitted[p] - base[p]) for p in params)
+        residuals[o.name] = (sim - o.kernel_ns) / o.kernel_ns
+    return Fit(params=fitted, residuals=residuals, floored=floored, unidentified=unidentified)
+
+
+def kernel_preset(release: str, versions: Sequence[str]) -> str:
+    """The newest kernel preset not newer than ``release`` (else the oldest preset)."""
+
+    def key(v: str) -> tuple[int, ...]:
+        return tuple(int(x) for x in re.findall(r"\d+", v)[:2])
+
+    ordered = sorted(versions, key=key)
+    if not ordered:
+        raise ValueError("no kernel presets")
+    host_key = key(release)
+    older = [v for v in ordered if key(v) <= host_key]
+    return older[-1] if older else ordered[0]
+
+
+# ---------------------------------------------------------------------------------------------
+# The profile's TOML
+# ---------------------------------------------------------------------------------------------
+
+
+class Inline(dict):  # type: ignore[type-arg]
+    """A table rendered as a TOML inline table (``{ a = 1, b = 2 }``)."""
+
+
+def _toml_value(v: Any) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, int):
+        return str(v)
+    if isinstance(v, float):
+        if math.isnan(v):
+            return "nan"
+        if math.isinf(v):
+            return "inf" if v > 0 else "-inf"
+        return repr(v)
+    if isinstance(v, str):
+        return json.dumps(v, ensure_ascii=False)
+    if isinstance(v, Inline):
+        return "{ " + ", ".join(f"{format_key(str(k))} = {_toml_value(x)}" for k, x in v.items() if x is not None) + " }"
+    if isinstance(v, (list, tuple)):
+        return "[" + ", ".join(_toml_value(x) for x in v) + "]"
+    raise TypeError(f"cannot write {type(v).__name__} to TOML: {v!r}")
+
+
+def _toml_table(path: list[str], table: Mapping[str, Any], out: list[str], comments: Mapping[str, str] | None = None) -> None:
+    scalars = [(k, v) for k, v in table.items() if v is not None and (not isinstance(v, dict) or isinstance(v, Inline))]
+    tables = [(k, v) for k, v in table.items() if isinstance(v, dict) and not isinstance(v, Inline)]
+    if path and (scalars or not tables):
+        out.append("")
+        out.append("[" + ".".join(format_key(p) for p in path) + "]")
+    for k, v in scalars:
+        line = f"{format_key(str(k))} = {_toml_value(v)}"
+        note = (comments or {}).get(str(k))
+        out.append(f"{line:<34} # {note}" if note else line)
+    for k, v in tables:
+        _toml_table([*path, str(k)], v, out)
+
+
+def render_profile(
+    kind: str,
+    costs: Mapping[str, int],
+    devices: Mapping[str, Mapping[str, Any]],
+    measurements: Mapping[str, Any],
+    header: Sequence[str] = (),
+    cost_notes: Mapping[str, str] | None = None,
+) -> str:
+    """The profile as TOML text: header comment lines, ``schema_version``, ``kind``, ``[costs]``
+    (in costs.rs order), ``[devices.<preset>]`` (scenario units) and ``[measurements]``."""
+    unknown = [k for k in costs if k not in COST_NAMES]
+    if unknown:
+        raise ValueError(f"unknown cost parameters: {', '.join(unknown)}")
+    out = [f"# {line}".rstrip() for line in header]
+    if out:
+        out.append("")
+    out.append(f"schema_version = {PROFILE_SCHEMA_VERSION}")
+    out.append(f"kind = {_toml_value(kind)}")
+    ordered = {k: costs[k] for k in COST_NAMES if k in costs}
+    _toml_table(["costs"], ordered, out, cost_notes)
+    for name, fig in devices.items():
+        _toml_table(["devices", name], fig, out)
+    if measurements:
+        _toml_table(["measurements"], measurements, out)
+    return "\n".join(out) + "\n"
+
+
+# ---------------------------------------------------------------------------------------------
+# Locking, signals
+# ---------------------------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def _signals(handler: Callable[[int, Any], None]) -> Iterator[None]:
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    old = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+
+
+def _raise_interrupt(signum: int, frame: Any) -> None:
+    raise LabInterrupted(signum, f"interrupted by {signal.Signals(signum).name}; the host was restored")
+
+
+def _until_free(what: Callable[[], Any], note: _Note, wait_s: float) -> Any:
+    """``what()``, retried every POLL_S while another lab process holds the lock (LabBusy), for
+    at most ``wait_s`` seconds."""
+    deadline = time.monotonic() + wait_s
+    said = None
+    while True:
+        try:
+            return what()
+        except LabBusy as e:
+            if time.monotonic() >= deadline:
+                raise LabBusy(f"{e} (waited {wait_s:.0f}s; raise --wait to wait longer)") from None
+            holder = re.sub(r", for \d+s\)", ")", str(e))
+            if holder != said:
+                note(f"waiting: {e}")
+                said = holder
+            time.sleep(POLL_S)
+
+
+@contextlib.contextmanager
+def _locked(purpose: str, note: _Note, wait_s: float) -> Iterator[LabLock]:
+    lock = _until_free(lambda: LabLock(state_dir()).acquire(purpose), note, wait_s)
+    try:
+        yield lock
+    finally:
+        lock.release()
+
+
+# ---------------------------------------------------------------------------------------------
+# 1. Codecs
+# ---------------------------------------------------------------------------------------------
+
+
+class CodecTimer:
+    """Codec timing in rounds, which ``calibrate`` spreads over its run (between lab runs).
+
+    A round times every codec and class: per class, the median over up to ``variants``
+    distinct pages of each page's median over ``reps`` samples (``_core.codec_timing``). The
+    table's figure for a codec and class is the median over the rounds. (On the project's VMs
+    the vCPU's speed switches between two levels every few seconds, whatever the guest does;
+    rounds taken between the lab runs sample the same mix of both as the runs.)"""
+
+    def __init__(
+        self,
+        core: Any,
+        codecs: Sequence[str] = CODECS,
+        classes: Sequence[str] = CLASSES,
+        variants: int = 16,
+        reps: int = 101,
+        seed: int = 1,
+    ):
+        self.core = core
+        self.codecs = tuple(codecs)
+        self.classes = tuple(classes)
+        self.reps = reps
+        self.pages = {c: [bytes(core.page_bytes(c, seed, 0, v)) for v in range(int(core.distinct_variants(c, variants)))] for c in classes}
+        self.rounds: list[dict[tuple[str, str], tuple[float, float]]] = []
+
+    def round(self) -> None:
+        r = {}
+        for codec in self.codecs:
+            for cls in self.classes:
+                comp, decomp = [], []
+                for page in self.pages[cls]:
+                    c, d = self.core.codec_timing(codec, page, self.reps)
+                    comp.append(float(c))
+                    decomp.append(float(d))
+                r[(codec, cls)] = (statistics.median(comp), statistics.median(decomp))
+        self.rounds.append(r)
+
+    def table(self, since: int = 0) -> dict[str, dict[str, dict[str, Any]]]:
+        """codec -> class -> {compress_ns, decompress_ns, compressed_bytes, and the per-round
+        figures compress_rounds_ns, decompress_rounds_ns}, over the rounds from ``since`` on."""
+        rounds = self.rounds[since:]
+        if not rounds:
+            raise ValueError("no codec timing round yet")
+        table: dict[str, dict[str, dict[str, Any]]] = {}
+        for codec in self.codecs:
+            table[codec] = {}
+            for cls in self.classes:
+                cs = [r[(codec, cls)][0] for r in rounds]
+                ds = [r[(codec, cls)][1] for r in rounds]
+                size = statistics.fmean(int(self.core.compressed_len(codec, p)) for p in self.pages[cls])
+                table[codec][cls] = {
+                    "compress_ns": round(statistics.median(cs), 1),
+                    "decompress_ns": round(statistics.median(ds), 1),
+                    "compressed_bytes": round(size, 1),
+                    "compress_rounds_ns": [round(x) for x in cs],
+                    "decompress_rounds_ns": [round(x) for x in ds],
+                }
+        return table
+
+
+def measure_codecs(core: Any, rounds: int = 3, **kwargs: Any) -> dict[str, dict[str, dict[str, Any]]]:
+    """``rounds`` rounds of ``CodecTimer(core, **kwargs)`` back to back; its table."""
+    timer = CodecTimer(core, **kwargs)
+    for _ in range(rounds):
+        timer.round()
+    return timer.table()
+
+
+# ---------------------------------------------------------------------------------------------
+# 2. The swap device
+# ---------------------------------------------------------------------------------------------
+
+
+def backing_device(path: Path) -> dict[str, Any]:
+    """The block device and filesystem holding ``path``: name, rotational flag, fs type."""
+    st = os.stat(path)
+    major, minor = os.major(st.st_dev), os.minor(st.st_dev)
+    info: dict[str, Any] = {"dev": f"{major}:{minor}", "name": None, "rotational": None, "fstype": None, "mount": None}
+    sysdir = Path(f"/sys/dev/block/{major}:{minor}")
+    if sysdir.exists():
+        real = sysdir.resolve()
+        disk = real.parent if (real / "partition").exists() else real
+        info["name"] = real.name
+        rot = host.read_int_file(disk / "queue" / "rotational")
+        info["rotational"] = None if rot is None else bool(rot)
+    best = None
+    resolved = str(path.resolve())
+    for m in host.mounts():
+        if (resolved == m.point or resolved.startswith(m.point.rstrip("/") + "/")) and (best is None or len(m.point) > len(best.point)):
+            best = m
+    if best is not None:
+        info["fstype"] = best.fstype
+        info["mount"] = best.point
+    return info
+
+
+def _lat_stats(ns: list[int], elapsed_ns: int) -> dict[str, float]:
+    q = statistics.quantiles(ns, n=10) if len(ns) >= 10 else [float(min(ns))] * 9
+    return {
+        "median_ns": float(statistics.median(ns)),
+        "p10_ns": float(q[0]),
+        "p90_ns": float(q[-1]),
+        "mean_ns": float(statistics.fmean(ns)),
+        "ios": len(ns),
+        "bytes_per_s": len(ns) * PAGE * 1e9 / elapsed_ns if elapsed_ns > 0 else 0.0,
+    }
+
+
+def _io_file(path: Path, size: int) -> int:
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_DIRECT | os.O_CLOEXEC, 0o600)
+    try:
+        os.posix_fallocate(fd, 0, size)
+    except OSError:
+        os.close(fd)
+        raise
+    return fd
+
+
+def measure_device(
+    directory: Path,
+    journal: Journal,
+    size: int = 128 << 20,
+    chunk: int = 1 << 20,
+    max_ios: int = 4000,
+    budget_s: float = 1.5,
+    seed: int = 1,
+) -> dict[str, Any]:
+    """Raw IO figures of the filesystem holding ``directory``, on a temporary file there.
+
+    The file is journaled first (op ``swapfile``: ``restore`` unlinks it), preallocated and
+    written once (so that no read hits an unwritten extent and no write converts one), then:
+    sequential 1 MiB O_DIRECT writes and reads over the whole file (bandwidth); 4 KiB O_DIRECT
+    random reads, then writes, one at a time (queue depth 1), each for at most ``max_ios`` IOs
+    or ``budget_s`` seconds. The caller restores the journal (which removes the file)."""
+    path = directory / f"calibrate-{os.getpid()}-{secrets.token_hex(3)}.io"
+    journal.record("swapfile", path=str(path))
+    fd = _io_file(path, size)
+    big = mmap.mmap(-1, chunk)
+    page = mmap.mmap(-1, PAGE)
+    try:
+        big.write(os.urandom(chunk))
+        page.write(os.urandom(PAGE))
+
+        def sequential(write: bool) -> float:
+            t0 = time.perf_counter_ns()
+            for off in range(0, size, chunk):
+                n = os.pwrite(fd, big, off) if write else os.preadv(fd, [big], off)
+                if n != chunk:
+                    raise LabError(f"short {'write' if write else 'read'} on {path}: {n} bytes")
+            if write:
+                os.fdatasync(fd)
+            return size * 1e9 / (time.perf_counter_ns() - t0)
+
+        sequential(True)  # first pass: allocate (convert the unwritten extents)
+        seq_write = sequential(True)
+        seq_read = sequential(False)
+        rng = random.Random(seed)
+        pages = size // PAGE
+
+        def rand(write: bool) -> dict[str, float]:
+            lat: list[int] = []
+            start = time.perf_counter_ns()
+            deadline = start + int(budget_s * 1e9)
+            while len(lat) < max_ios:
+                off = rng.randrange(pages) * PAGE
+                t = time.perf_counter_ns()
+                n = os.pwrite(fd, page, off) if write else os.preadv(fd, [page], off)
+                lat.append(time.perf_counter_ns() - t)
+                if n != PAGE:
+                    raise LabError(f"short {'write' if write else 'read'} on {path}: {n} bytes")
+                if t > deadline:
+                    break
+            return _lat_stats(lat, time.perf_counter_ns() - start)
+
+        reads = rand(False)
+        writes = rand(True)
+        os.fdatasync(fd)
+    finally:
+        big.close()
+        page.close()
+        os.close(fd)
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)
+    dev = backing_device(directory)
+    return {
+        "directory": str(directory),
+        "device": dev["name"],
+        "dev": dev["dev"],
+        "fstype": dev["fstype"],
+        "mount": dev["mount"],
+        "rotational": bool(dev["rotational"]) if dev["rotational"] is not None else True,
+        "file_bytes": size,
+        "seq_chunk_bytes": chunk,
+        "seq_read_bytes_per_s": round(seq_read),
+        "seq_write_bytes_per_s": round(seq_write),
+        "rand_read_4k_median_ns": round(reads["median_ns"]),
+        "rand_read_4k_p10_ns": round(reads["p10_ns"]),
+        "rand_read_4k_p90_ns": round(reads["p90_ns"]),
+        "rand_read_4k_mean_ns": round(reads["mean_ns"]),
+        "rand_read_4k_ios": reads["ios"],
+        "rand_read_4k_bytes_per_s": round(reads["bytes_per_s"]),
+        "rand_write_4k_median_ns": round(writes["median_ns"]),
+        "rand_write_4k_p10_ns": round(writes["p10_ns"]),
+        "rand_write_4k_p90_ns": round(writes["p90_ns"]),
+        "rand_write_4k_mean_ns": round(writes["mean_ns"]),
+        "rand_write_4k_ios": writes["ios"],
+        "rand_write_4k_bytes_per_s": round(writes["bytes_per_s"]),
+    }
+
+
+def _device_step(note: _Note, wait_s: float) -> dict[str, Any]:
+    state = state_dir()
+    deferred: list[int] = []
+
+    def defer(signum: int, frame: Any) -> None:
+        deferred.append(signum)
+        note(f"{signal.Signals(signum).name} received: removing the temporary file first, please wait")
+
+    with _locked("reclaimlab calibrate (swap device)", note, wait_s), _signals(defer):
+        state.mkdir(parents=True, exist_ok=True, mode=0o700)
+        journal = Journal.create(
+            state,
+            runid=f"calibrate-device-{secrets.token_hex(2)}",
+            pid=os.getpid(),
+            start_time=host.proc_start_time(os.getpid()),
+            scenario="calibrate swap device",
+            scenario_sha256=None,
+        )
+        try:
+            with _signals(_raise_interrupt):
+                if deferred:
+                    raise LabInterrupted(deferred[0], f"interrupted by {signal.Signals(deferred[0]).name}")
+                raw = measure_device(state, journal)
+        finally:
+            journal.close()
+            report = restore(state)
+            if not report.ok:
+                raise LabError(
+                    "removing the temporary file failed:\n  "
+                    + "\n  ".join(report.failed)
+                    + f"\nthe journal {state}/journal.jsonl is kept: fix the cause and run `reclaimlab lab restore`"
+                )
+    if deferred:
+        raise LabInterrupted(deferred[0], f"interrupted by {signal.Signals(deferred[0]).name}; the temporary file was removed")
+    return raw
+
+
+# ---------------------------------------------------------------------------------------------
+# 3. Lab runs and the fit
+# ---------------------------------------------------------------------------------------------
+
+
+def nopressure_scenario(version: str, cgroup_version: int, access_count: int = 2_000_000) -> str:
+    """No memory pressure: fill 128 MiB (write faults: fault + allocate/zero + the page copy),
+    read-touch 64 MiB never written (read faults mapping the zero page: fault only), then
+    random reads over the resident 128 MiB (access only)."""
+    return f"""\
+schema_version = 1
+name = "calibrate-nopressure"
+seed = 11
+[machine]
+memory = "host"
+cpus = "host"
+[kernel]
+version = "{version}"
+[cgroups]
+cgroup_version = {cgroup_version}
+[[processes]]
+name = "p"
+[[processes.regions]]
+name = "data"
+size = "128MiB"
+content = "text"
+variants = 64
+[[processes.regions]]
+name = "untouched"
+size = "64MiB"
+content = "zero"
+[[processes.phases]]
+name = "fill"
+kind = "fill"
+region = "data"
+[[processes.phases]]
+name = "touch"
+kind = "sequential"
+region = "untouched"
+write_percent = 0
+[[processes.phases]]
+name = "access"
+kind = "random"
+regions = ["data"]
+count = {access_count}
+write_percent = 0
+"""
+
+
+def pressure_scenario(version: str, cgroup_version: int, compressor: str = "lzo", access_count: int = 60_000) -> str:
+    """zswap on, no writeback, under a 48 MiB memcg limit (v1 memory.limit_in_bytes, or v2
+    memory.max), text pages. ``warm`` (32 MiB) is filled below the limit: the run's own fill
+    cost, without reclaim. Filling ``data`` (96 MiB) then stores 80 MiB in zswap, and random
+    reads over ``data`` swap in from zswap (and store again) on about every other access.
+    (With a 32 MiB limit and 64 MiB of data the kernel's memcg OOM killer fired in about one
+    run in five while swap readahead filled the swap cache.)"""
+    limit_key = "memory.limit_in_bytes" if cgroup_version == 1 else "memory.max"
+    return f"""\
+schema_version = 1
+name = "calibrate-zswap"
+seed = 12
+[machine]
+memory = "host"
+cpus = "host"
+[[machine.swap]]
+name = "swapfile"
+size = "256MiB"
+device = "virtio-disk"
+[kernel]
+version = "{version}"
+zswap.enabled = true
+zswap.compressor = "{compressor}"
+zswap.max_pool_percent = 20
+zswap.accept_threshold_percent = 90
+zswap.shrinker_enabled = false
+[cgroups]
+cgroup_version = {cgroup_version}
+[cgroups.groups.{PRESSURE_GROUP}]
+"{limit_key}" = "48MiB"
+[[processes]]
+name = "p"
+cgroup = "{PRESSURE_GROUP}"
+[[processes.regions]]
+name = "warm"
+size = "32MiB"
+content = "text"
+[[processes.regions]]
+name = "data"
+size = "96MiB"
+content = "text"
+[[processes.phases]]
+name = "fill-free"
+kind = "fill"
+region = "warm"
+[[processes.phases]]
+name = "fill"
+kind = "fill"
+region = "data"
+[[processes.phases]]
+name = "access"
+kind = "random"
+regions = ["data"]
+count = {access_count}
+write_percent = 0
+"""
+
+
+def _sim_run(core: Any, config: Mapping[str, Any], costs: Mapping[str, int]) -> tuple[dict[str, float], dict[str, int]]:
+    """Phase elapsed ns ("process/phase") and counters of one simulator run with ``costs``."""
+    cfg = dict(config)
+    cfg["costs"] = dict(sorted(costs.items()))
+    sim = core.Simulation(json.dumps(cfg, sort_keys=True))
+    while not sim.step(1_000_000):
+        pass
+    raw = json.loads(sim.result_json())
+    phases = {f"{p['process']}/{p['phase']}": float(p["end_ns"] - p["start_ns"]) for p in raw["phases"]}
+    return phases, {k: int(v) for k, v in raw["counters"].items()}
+
+
+def _counts(counters: Mapping[str, int]) -> dict[str, int]:
+    """Counters that count things: without statistics derived from time (``*_ms``, ``*_ns``)."""
+    return {k: v for k, v in counters.items() if not re.search(r"_(ms|us|ns|s)$", k)}
+
+
+def sim_slopes(
+    core: Any, config: Mapping[str, Any], costs: Mapping[str, int], params: Sequence[str]
+) -> tuple[dict[str, float], dict[str, dict[str, float]], dict[str, int], list[str]]:
+    """The simulator's phase times at ``costs``, their slopes per parameter, the counters, and
+    the parameters whose change also changed a count (then the slope is approximate: the
+    interleaving depended on time)."""
+    base, counters = _sim_run(core, config, costs)
+    slopes: dict[str, dict[str, float]] = {ph: {} for ph in base}
+    nonlinear = []
+    for p in params:
+        bumped, c2 = _sim_run(core, config, {**costs, p: costs[p] + SLOPE_DELTA_NS})
+        for ph in base:
+            slopes[ph][p] = (bumped.get(ph, base[ph]) - base[ph]) / SLOPE_DELTA_NS
+        if _counts(c2) != _counts(counters):
+            nonlinear.append(p)
+    return base, slopes, counters, nonlinear
+
+
+def _kernel_runs(scenario: Any, reps: int, note: _Note, wait_s: float, between: Callable[[], None] | None = None) -> list[Any]:
+    """``reps`` kernel runs of ``scenario`` (waiting for the lab lock as needed; a run whose
+    runner died, e.g. by the memcg OOM killer, is retried twice); ``between()`` after each."""
+    from reclaimlab.backends import kernel
+
+    runs: list[Any] = []
+    failures = 0
+    while len(runs) < reps:
+        note(f"  lab run {len(runs) + 1}/{reps} of {scenario.name}")
+        try:
+            runs.append(_until_free(lambda: kernel.run(scenario, timeout_s=180, on_note=None), note, wait_s))
+        except RunnerFailed as e:  # the host was restored
+            failures += 1
+            if failures > 2:
+                raise
+            note(f"  the run failed ({e}); retrying")
+            continue
+        if between is not None:
+            between()
+    return runs
+
+
+def _phase_times(runs: Sequence[Any]) -> dict[str, list[float]]:
+    """ "process/phase" -> the elapsed ns of each run, in run order."""
+    per: dict[str, list[float]] = {}
+    for r in runs:
+        for rec in r.phase_records:
+            per.setdefault(f"{rec['process']}/{rec['phase']}", []).append(float(rec["elapsed_s"]) * 1e9)
+    return per
+
+
+def _median_counters(runs: Sequence[Any], keys: Sequence[str]) -> dict[str, float]:
+    out = {}
+    for k in keys:
+        vals = [float(r.counters[k]) for r in runs if k in r.counters]
+        if vals:
+            out[k] = statistics.median(vals)
+    return out
+
+
+def _lab_stage(
+    core: Any,
+    text: str,
+    base_costs: Callable[[], dict[str, int]],
+    params: Sequence[str],
+    reps: int,
+    note: _Note,
+    wait_s: float,
+    counter_keys: Sequence[str],
+    between: Callable[[], None] | None = None,
+) -> tuple[Fit, dict[str, Any]]:
+    """Run the scenario ``reps`` times on the kernel, then fit ``params`` starting from
+    ``base_costs()`` (called after the runs, so that it can use what ``between`` measured)."""
+    from reclaimlab.scenario import load
+
+    scenario = load(text)
+    config = lower(scenario, profile=None)
+    runs = _kernel_runs(scenario, reps, note, wait_s, between)
+    costs = base_costs()
+    times = _phase_times(runs)
+    sim_ns, slopes, _, nonlinear = sim_slopes(core, config, costs, params)
+    # Every run's phases are observations of their own: the fit sees each run's phases
+    # together (the machine's speed drifts between runs; per-phase medians could pair a fast
+    # run's fill with a slow run's access phase and skew the split between the parameters).
+    phases = [ph for ph in sim_ns if ph in times]
+    observations = [
+        Observation(f"{ph}#{i}", t, sim_ns[ph], slopes[ph], statistics.fmean(times[ph])) for ph in phases for i, t in enumerate(times[ph])
+    ]
+    fit = fit_costs(observations, costs, params)
+    fitted_costs = {**costs, **fit.params}
+    sim_after, counters_after = _sim_run(core, config, fitted_costs)
+    kc = _median_counters(runs, counter_keys)
+    record: dict[str, Any] = {
+        "scenario": scenario.name,
+        "reps": len(runs),
+        "fitted": list(params),
+        "values": Inline(fit.params),
+        "phases": {
+            ph: Inline(
+                kernel_mean_ns=round(statistics.fmean(times[ph])),
+                kernel_median_ns=round(statistics.median(times[ph])),
+                kernel_runs_ns=[round(t) for t in times[ph]],
+                sim_before_ns=round(sim_ns[ph]),
+                sim_fitted_ns=round(sim_after.get(ph, 0.0)),
+                accesses=next((int(rec["accesses"]) for rec in runs[0].phase_records if f"{rec['process']}/{rec['phase']}" == ph), 0),
+                **{f"slope_{p}": round(slopes[ph][p], 1) for p in params},
+            )
+            for ph in phases
+        },
+        # (sim - kernel mean) / kernel mean at the fitted costs, per phase.
+        "residuals": {ph: round((sim_after.get(ph, 0.0) - statistics.fmean(times[ph])) / statistics.fmean(times[ph]), 4) for ph in phases},
+        "counters": {k: Inline(kernel_median=kc[k], sim=counters_after.get(k)) for k in kc if k in counters_after},
+    }
+    if fit.floored:
+        record["floored"] = fit.floored
+    if fit.unidentified:
+        record["unidentified"] = fit.unidentified
+    if nonlinear:
+        record["counts_changed_with"] = nonlinear
+    return fit, record
+
+
+# ---------------------------------------------------------------------------------------------
+# The command
+# ---------------------------------------------------------------------------------------------
+
+COST_NOTES = {
+    "access_ns": "lab: random reads over a resident region",
+    "fault_ns": "lab: read faults mapping the zero page",
+    "page_alloc_zero_ns": "lab: write faults of a fill (incl. the page copy)",
+    "swapin_page_ns": "lab: zswap run under a memcg limit (fit)",
+    "reclaim_page_ns": "lab: zswap run under a memcg limit (fit)",
+}
+
+
+def _host_facts() -> dict[str, Any]:
+    cpu_model = None
+    with contextlib.suppress(OSError):
+        for line in host.read_text("/proc/cpuinfo").splitlines():
+            if line.startswith("model name"):
+                cpu_model = line.split(":", 1)[1].strip()
+                break
+    mem_kb = None
+    with contextlib.suppress(OSError, ValueError):
+        for line in host.read_text("/proc/meminfo").splitlines():
+            if line.startswith("MemTotal:"):
+                mem_kb = int(line.split()[1])
+    return {
+        "kernel_release": platform.release(),
+        "machine": platform.machine(),
+        "cpus": os.cpu_count(),
+        "cpu_model": cpu_model,
+        "mem_total_kb": mem_kb,
+        "hostname": platform.node(),
+    }
+
+
+def _loadavg() -> list[float]:
+    try:
+        return [float(x) for x in host.read_text("/proc/loadavg").split()[:3]]
+    except (OSError, ValueError):
+        return []
+
+
+def _parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(
+        prog="reclaimlab calibrate",
+        description="Measure this machine (codecs, swap device, fault/access/reclaim/swap-in costs) and write a machine profile.",
+    )
+    ap.add_argument("--kind", default=DEFAULT_PROFILE_KIND, help=f"the machine kind: the profile's name (default {DEFAULT_PROFILE_KIND})")
+    ap.add_argument("--output", "-o", type=Path, help="where to write the profile (default: profiles/<kind>.toml of this checkout)")
+    ap.add_argument("--reps", type=int, default=5, help="kernel runs per lab scenario; every run is fitted (default 5)")
+    ap.add_argument("--codec-reps", type=int, default=101, help="timing samples per page and codec (default 101)")
+    ap.add_argument(
+        "--codec-rounds",
+        type=int,
+        default=3,
+        help="codec timing rounds at the start; one more follows the device and every lab run; the median counts (default 3)",
+    )
+    ap.add_argument(
+        "--wait", type=float, default=600.0, help="seconds to wait for the lab lock when another lab process holds it (default 600)"
+    )
+    ap.add_argument("--skip-device", action="store_true", help="do not measure the swap device (no [devices] table)")
+    ap.add_argument("--skip-lab", action="store_true", help="no kernel runs (no fitted fault/access/reclaim/swap-in costs)")
+    ap.add_argument("--json", type=Path, help="also write every number as JSON")
+    return ap
+
+
+def _command_line(argv: Sequence[str]) -> str:
+    return "reclaimlab calibrate" + "".join(f" {a}" for a in argv)
+
+
+def calibrate(args: argparse.Namespace, argv: Sequence[str], note: _Note) -> tuple[str, dict[str, Any]]:
+    """Measure, fit; the profile text and a JSON-ready summary."""
+    from reclaimlab import native
+    from reclaimlab.lab import probe as probing
+
+    core = native.core()
+    if not hasattr(core, "codec_timing"):
+        raise LabUnavailable("the native module has no codec_timing: rebuild it (`make build`)")
+    p = probing.probe()
+    if not p.root and not (args.skip_device and args.skip_lab):
+        raise LabUnavailable("calibrate needs root for the swap device and the lab runs (or use --skip-device --skip-lab)")
+    started = datetime.now(UTC)
+    facts = _host_facts()
+    load_start = _loadavg()
+    defaults = {k: int(v) for k, v in core.default_costs().items()}
+    measurements: dict[str, Any] = {
+        "command": _command_line(argv),
+        "date": started.isoformat(timespec="seconds"),
+        "host": {k: v for k, v in facts.items() if v is not None},
+    }
+
+    # 1. Codecs: rounds at the start, after the device and after every lab run, each under the
+    # lab lock so that no lab run competes for the CPUs.
+    timer = CodecTimer(core, reps=args.codec_reps)
+
+    def codec_rounds(n: int, say: bool = True) -> None:
+        if say:
+            note(f"codecs: {n} timing round(s) of {', '.join(CODECS)} on {', '.join(CLASSES)} pages")
+        with _locked("reclaimlab calibrate (codecs)", note, args.wait) if p.root else contextlib.nullcontext():
+            for _ in range(n):
+                timer.round()
+
+    codec_rounds(args.codec_rounds)
+    costs: dict[str, int] = {}
+
+    # 2. The swap device.
+    devices: dict[str, dict[str, Any]] = {}
+    if not args.skip_device:
+        note(f"swap device: O_DIRECT IO on a temporary file in {state_dir()}")
+        raw = _device_step(note, args.wait)
+        model = device_model(raw)
+        devices["virtio-disk"] = {
+            "rotational": model["rotational"],
+            "read_latency": format_duration(model["read_latency_ns"]),
+            "write_latency": format_duration(model["write_latency_ns"]),
+            "read_bandwidth": format_bandwidth(model["read_bytes_per_s"]),
+            "write_bandwidth": format_bandwidth(model["write_bytes_per_s"]),
+        }
+        measurements["device"] = raw
+        codec_rounds(1)
+
+    # 3. Lab runs and fits.
+    if not args.skip_lab:
+        versions = native.capabilities().known_versions()
+        version = kernel_preset(p.kernel_release, versions)
+        cgv = 1 if p.cgroup_v1_memory else 2
+        note(f"lab: no-pressure runs (fault, allocation, access), kernel preset {version}, cgroup v{cgv}")
+        after_run = functools.partial(codec_rounds, 1, False)
+        fit1, rec1 = _lab_stage(
+            core,
+            nopressure_scenario(version, cgv),
+            lambda: {**defaults, **codec_costs(timer.table()), **costs},
+            NOPRESSURE_PARAMS,
+            args.reps,
+            note,
+            args.wait,
+            [],
+            after_run,
+        )
+        costs.update(fit1.params)
+        note("lab: zswap run under a memcg limit (reclaim, swap-in)")
+        # The run's pages are text: the fit charges the codec's text figures, from the rounds
+        # taken between these runs, so that the fitted parameters hold the non-codec work only.
+        first = len(timer.rounds)
+        text_codec: dict[str, int] = {}
+
+        def base2() -> dict[str, int]:
+            # The mean over those rounds: the fit averages over the runs in the same way.
+            t = timer.table(since=first)["lzo"]["text"]
+            text_codec.update(
+                lzo_compress_ns=round(statistics.fmean(t["compress_rounds_ns"])),
+                lzo_decompress_ns=round(statistics.fmean(t["decompress_rounds_ns"])),
+            )
+            return {**defaults, **costs, **text_codec}
+
+        g = f"memcg[/{PRESSURE_GROUP}].memory.stat."
+        keys = [g + k for k in ("pgfault", "pgmajfault", "zswpin", "zswpout", "pswpin", "pswpout", "pgscan", "pgsteal")]
+        keys += [f"vmstat.{k}" for k in ("zswpin", "zswpout", "pswpin", "pswpout")]
+        params2 = PRESSURE_PARAMS + PRESSURE_NUISANCE
+        fit2, rec2 = _lab_stage(core, pressure_scenario(version, cgv), base2, params2, args.reps, note, args.wait, keys, after_run)
+        costs.update({k: fit2.params[k] for k in PRESSURE_PARAMS})
+        rec2["kept"] = list(PRESSURE_PARAMS)
+        measurements["lab"] = {
+            "kernel_preset": version,
+            "cgroup_version": cgv,
+            "text_codec_during_fit": Inline(text_codec),
+            "nopressure": rec1,
+            "zswap": rec2,
+        }
+    table = timer.table()
+    codec_figures = codec_costs(table)
+    costs = {**codec_figures, **costs}
+    measurements["codecs"] = {
+        "method": "our codecs, ns per 4 KiB page, hot caches; per round: median over pages of per-page medians; median of rounds",
+        "rounds": len(timer.rounds),
+        "reps": args.codec_reps,
+        "compress_weights": Inline(COMPRESS_WEIGHTS),
+        "decompress_weights": Inline(DECOMPRESS_WEIGHTS),
+        **{codec: {cls: Inline(cell) for cls, cell in classes.items()} for codec, classes in table.items()},
+    }
+    measurements["host"]["loadavg_start"] = load_start
+    measurements["host"]["loadavg_end"] = _loadavg()
+    measurements["duration_s"] = round((datetime.now(UTC) - started).total_seconds(), 1)
+
+    unmeasured = [k for k in COST_NAMES if k not in costs]
+    dev = measurements.get("device", {})
+    header = [
+        f"reclaimlab machine profile: {args.kind}",
+        "",
+        f"Made by:  {_command_line(argv)}   (python -m reclaimlab.lab.calibrate)",
+        f"Date:     {measurements['date']}",
+        f"Host:     Linux {facts['kernel_release']} {facts['machine']}; {facts['cpus']} CPUs ({facts['cpu_model']})",
+        f"          MemTotal {facts['mem_total_kb']} kB; hostname {facts['hostname']}",
+    ]
+    if dev:
+        header.append(f"Swap fs:  {dev['directory']} on {dev['device']} ({dev['fstype']}), rotational={int(dev['rotational'])}")
+    header += [
+        f"Load:     {' '.join(map(str, load_start))} at start, {' '.join(map(str, measurements['host']['loadavg_end']))} at the end",
+        "",
+        "Method and caveats of every figure: docs/calibration.md. Lowering applies this profile by",
+        "default (docs/model/time.md, 'Machine profiles'): [costs] replace the built-in cost defaults",
+        "(a scenario's [costs] still override them); [devices.<preset>] replaces that built-in",
+        "device preset (a scenario's own device figures still win). [measurements] is reference only.",
+    ]
+    if unmeasured:
+        header.append("Not measured (the built-in defaults apply):")
+        line = ""
+        for name in unmeasured:
+            if len(line) + len(name) > 84:
+                header.append("  " + line.rstrip())
+                line = ""
+            line += name + ", "
+        header.append("  " + line.rstrip(", ") + ".")
+    notes_ = dict(COST_NOTES)
+    for k in codec_figures:
+        notes_[k] = "codec timing, weighted over content classes"
+    text = render_profile(args.kind, costs, devices, measurements, header, notes_)
+    summary = {"kind": args.kind, "costs": costs, "devices": devices, "measurements": measurements}
+    return text, summary
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``reclaimlab calibrate``: 0 done; 1 the lab failed or cannot run; 2 bad arguments;
+    130/143 interrupted (after removing what it had made)."""
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    try:
+        args = _parser().parse_args(args_list)
+    except SystemExit as e:
+        return int(e.code or 0)
+    if min(args.reps, args.codec_reps, args.codec_rounds) < 1:
+        print("reclaimlab calibrate: --reps, --codec-reps and --codec-rounds must be at least 1", file=sys.stderr)
+        return 2
+
+    def note(m: str) -> None:
+        print(m, file=sys.stderr, flush=True)
+
+    out = args.output if args.output is not None else PROFILES_DIR / f"{args.kind}.toml"
+    old_term = signal.getsignal(signal.SIGTERM) if threading.current_thread() is threading.main_thread() else None
+    if old_term is not None:
+        signal.signal(signal.SIGTERM, _raise_interrupt)
+    try:
+        text, summary = calibrate(args, args_list, note)
+    except LabInterrupted as e:
+        print(f"reclaimlab calibrate: {e}", file=sys.stderr)
+        return 128 + e.signum
+    except KeyboardInterrupt:
+        print("reclaimlab calibrate: interrupted", file=sys.stderr)
+        return 130
+    except ScenarioError as e:
+        print(f"reclaimlab calibrate: {e}", file=sys.stderr)
+        return 2
+    except (LabError, OSError) as e:
+        print(f"reclaimlab calibrate: {e}", file=sys.stderr)
+        return 1
+    finally:
+        if old_term is not None:
+            signal.signal(signal.SIGTERM, old_term)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(out.name + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, out)
+    if args.json is not None:
+        args.json.write_text(json.dumps(summary, indent=2, sort_keys=True, default=dict) + "\n", encoding="utf-8")
+    print(f"wrote {out}")
+    for k, v in summary["costs"].items():
+        print(f"  {k:<24} {v:>8} ns")
+    for name, d in summary["devices"].items():
+        figs = ", ".join(f"{k} {v}" for k, v in d.items())
+        print(f"  device {name}: {figs}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,453 @@
+"""Machine profiles (reclaimlab.lower) and the arithmetic of `reclaimlab calibrate`
+(reclaimlab.lab.calibrate): parsing, the order in which profile and scenario costs apply,
+errors that name the file and key, the least-squares fit, the codec weighting, the device
+model, the TOML writer. No root, no kernel runs."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conftest import MINIMAL, ROOT
+from reclaimlab import load
+from reclaimlab.lab import calibrate as cal
+from reclaimlab.lower import (
+    COST_NAMES,
+    PROFILE_ENV,
+    Profile,
+    ProfileError,
+    active_profile,
+    default_profile_path,
+    effective_costs,
+    lower,
+    parse_profile,
+    profile_path,
+)
+from reclaimlab.scenario import DEVICE_PRESETS, DeviceModel
+from reclaimlab.units import parse_bandwidth, parse_duration
+
+COSTS_RS = ROOT / "crates" / "reclaimlab-core" / "src" / "costs.rs"
+
+PROFILE = """\
+# a test profile
+schema_version = 1
+kind = "test-vm"
+
+[costs]
+access_ns = 50
+fault_ns = 600
+
+[devices.virtio-disk]
+rotational = true
+read_latency = "60.5us"
+write_latency = "45us"
+read_bandwidth = "900MB/s"
+write_bandwidth = "2GB/s"
+
+[measurements]
+anything = { goes = 1 }
+"""
+
+VIRTIO = MINIMAL.replace('device = "ssd"', 'device = "virtio-disk"')
+
+
+def one_problem(text: str, file: str = "p.toml") -> str:
+    with pytest.raises(ProfileError) as e:
+        parse_profile(text, file)
+    assert len(e.value.problems) == 1, str(e.value)
+    return str(e.value)
+
+
+# ---------------------------------------------------------------------------------------------
+# Parsing
+# ---------------------------------------------------------------------------------------------
+
+
+def test_parse_profile() -> None:
+    p = parse_profile(PROFILE, "p.toml")
+    assert p.file == "p.toml"
+    assert p.kind == "test-vm"
+    assert p.costs == {"access_ns": 50, "fault_ns": 600}
+    assert p.devices == {"virtio-disk": DeviceModel(True, 60_500, 45_000, 900_000_000, 2_000_000_000)}
+    assert p.measurements == {"anything": {"goes": 1}}
+
+
+def test_a_partial_device_table_keeps_the_builtin_figures() -> None:
+    p = parse_profile('[devices.ssd]\nread_latency = "70us"\n')
+    base = DEVICE_PRESETS["ssd"]
+    assert p.devices["ssd"] == DeviceModel(base.rotational, 70_000, base.write_latency_ns, base.read_bytes_per_s, base.write_bytes_per_s)
+
+
+def test_empty_profile_is_valid() -> None:
+    assert parse_profile("") == Profile(file="<profile>")
+
+
+def test_unknown_cost_name_names_file_and_key() -> None:
+    msg = one_problem("[costs]\nacess_ns = 5\n", "profiles/x.toml")
+    assert msg.startswith("profiles/x.toml: costs.acess_ns: unknown time-model parameter (did you mean 'access_ns'?); expected one of: ")
+    assert "swapin_page_ns" in msg
+
+
+def test_bad_values_name_file_and_key() -> None:
+    assert one_problem("[costs]\naccess_ns = -1\n") == "p.toml: costs.access_ns: expected an integer >= 0 (ns); got -1"
+    assert one_problem('[costs]\naccess_ns = "1us"\n') == "p.toml: costs.access_ns: expected an integer >= 0 (ns); got '1us'"
+    assert one_problem("[costs]\naccess_ns = true\n") == "p.toml: costs.access_ns: expected an integer >= 0 (ns); got true"
+    assert one_problem("[costs]\nprocess_quantum_ns = 0\n") == "p.toml: costs.process_quantum_ns: expected an integer > 0 (ns); got 0"
+    assert one_problem("schema_version = 2\n") == "p.toml: schema_version: expected 1; got 2"
+    assert one_problem("cost = {}\n").startswith(
+        "p.toml: cost: unknown key (did you mean 'costs'?); expected one of: schema_version, kind,"
+    )
+    assert one_problem("costs = 3\n") == "p.toml: costs: expected a table; got 3"
+    assert one_problem("[costs\n").startswith("p.toml: invalid TOML:")
+
+
+def test_bad_devices_name_file_and_key() -> None:
+    assert one_problem("[devices.sdd]\nrotational = false\n").startswith(
+        "p.toml: devices.sdd: not a device preset (did you mean 'ssd'?); expected one of: hdd, nvme, ssd, virtio-disk"
+    )
+    assert one_problem('[devices.ssd]\nread_latency = "fast"\n').startswith("p.toml: devices.ssd.read_latency: expected a duration")
+    assert one_problem("[devices.ssd]\nrotational = 1\n") == "p.toml: devices.ssd.rotational: expected true or false; got 1"
+    assert one_problem('[devices.ssd]\nlatency = "1us"\n').startswith("p.toml: devices.ssd.latency: unknown key (did you mean")
+
+
+def test_every_problem_is_reported() -> None:
+    with pytest.raises(ProfileError) as e:
+        parse_profile("[costs]\nfoo_ns = 1\nbar_ns = 2\n[devices.floppy]\n", "p.toml")
+    assert [p.path for p in e.value.problems] == [("costs", "foo_ns"), ("costs", "bar_ns"), ("devices", "floppy")]
+
+
+# ---------------------------------------------------------------------------------------------
+# Application: profile < scenario [costs]; profile devices replace presets
+# ---------------------------------------------------------------------------------------------
+
+
+def test_profile_costs_are_defaults_and_scenario_costs_override_them() -> None:
+    prof = parse_profile(PROFILE)
+    assert lower(load(MINIMAL), profile=prof)["costs"] == {"access_ns": 50, "fault_ns": 600}
+    s = load(MINIMAL + "[costs]\naccess_ns = 200\n")
+    assert lower(s, profile=prof)["costs"] == {"access_ns": 200, "fault_ns": 600}
+    assert lower(s, profile=None)["costs"] == {"access_ns": 200}
+
+
+def test_only_costs_the_core_knows_are_passed(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The test stand-in knows access_ns, fault_ns and process_quantum_ns only.
+    prof = parse_profile("[costs]\naccess_ns = 50\nswapin_page_ns = 900\n")
+    assert effective_costs({}, prof) == {"access_ns": 50}
+    from reclaimlab import native
+
+    monkeypatch.setattr(native, "capabilities", native.fallback_capabilities)  # names unknown: pass all
+    assert effective_costs({"fault_ns": 1}, prof) == {"access_ns": 50, "fault_ns": 1, "swapin_page_ns": 900}
+
+
+def test_profile_devices_replace_presets_but_not_scenario_figures() -> None:
+    prof = parse_profile(PROFILE)
+    dev = lower(load(VIRTIO), profile=prof)["machine"]["swap"][0]["device"]
+    assert dev == {
+        "rotational": True,
+        "read_latency_ns": 60_500,
+        "write_latency_ns": 45_000,
+        "read_bytes_per_s": 900_000_000,
+        "write_bytes_per_s": 2_000_000_000,
+    }
+    table = MINIMAL.replace('device = "ssd"', 'device = { preset = "virtio-disk", read_latency = "1ms" }')
+    dev = lower(load(table), profile=prof)["machine"]["swap"][0]["device"]
+    assert (dev["read_latency_ns"], dev["write_latency_ns"]) == (1_000_000, 45_000)
+    # Other presets, and the built-in table without a profile, are untouched.
+    ssd = DEVICE_PRESETS["ssd"]
+    assert lower(load(MINIMAL), profile=prof)["machine"]["swap"][0]["device"]["read_latency_ns"] == ssd.read_latency_ns
+    assert (
+        lower(load(VIRTIO), profile=None)["machine"]["swap"][0]["device"]["read_latency_ns"]
+        == DEVICE_PRESETS["virtio-disk"].read_latency_ns
+    )
+
+
+def test_environment_chooses_the_profile(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    f = tmp_path / "mine.toml"
+    f.write_text(PROFILE.replace("access_ns = 50", "access_ns = 77"), encoding="utf-8")
+    monkeypatch.setenv(PROFILE_ENV, str(f))
+    assert profile_path() == f
+    prof = active_profile()
+    assert prof is not None and prof.costs["access_ns"] == 77 and prof.file == str(f)
+    assert lower(load(MINIMAL))["costs"]["access_ns"] == 77
+    # Edited: read again.
+    f.write_text(PROFILE.replace("access_ns = 50", "access_ns = 78 "), encoding="utf-8")
+    assert lower(load(MINIMAL))["costs"]["access_ns"] == 78
+
+    monkeypatch.setenv(PROFILE_ENV, "none")
+    assert profile_path() is None and active_profile() is None
+    assert lower(load(MINIMAL))["costs"] == {}
+
+    monkeypatch.setenv(PROFILE_ENV, str(tmp_path / "missing.toml"))
+    with pytest.raises(ProfileError, match=r"missing\.toml: cannot read the machine profile"):
+        lower(load(MINIMAL))
+
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[costs]\nnope_ns = 1\n", encoding="utf-8")
+    monkeypatch.setenv(PROFILE_ENV, str(bad))
+    with pytest.raises(ProfileError, match=r"bad\.toml: costs\.nope_ns: unknown time-model parameter"):
+        lower(load(MINIMAL))
+
+    monkeypatch.setenv(PROFILE_ENV, "")  # empty: as if unset, the default profile
+    assert profile_path() == (default_profile_path() if default_profile_path().is_file() else None)
+
+
+# ---------------------------------------------------------------------------------------------
+# The bundled profile and the list of cost names
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.skipif(not COSTS_RS.exists(), reason="costs.rs not found")
+def test_cost_names_match_costs_rs() -> None:
+    text = COSTS_RS.read_text(encoding="utf-8")
+    block = re.search(r"^costs! \{(.*?)^\}", text, re.S | re.M)
+    assert block is not None
+    names = re.findall(r"^\s*(\w+) = [\d_]+,", block.group(1), re.M)
+    assert tuple(names) == COST_NAMES
+
+
+def test_cost_names_match_the_native_module(real_core: Any) -> None:
+    assert sorted(real_core.default_costs()) == sorted(COST_NAMES)
+
+
+@pytest.mark.skipif(not default_profile_path().is_file(), reason="no default profile in this checkout")
+def test_bundled_default_profile_parses() -> None:
+    p = parse_profile(default_profile_path().read_text(encoding="utf-8"), str(default_profile_path()))
+    assert p.kind == "polyglot-vm"
+    measured = {"access_ns", "fault_ns", "page_alloc_zero_ns", "swapin_page_ns", "reclaim_page_ns"}
+    measured |= {f"{c}_{w}_ns" for c in ("lzo", "lz4", "zstd", "deflate") for w in ("compress", "decompress")}
+    assert set(p.costs) == measured
+    assert set(p.devices) == {"virtio-disk"}
+    assert {"codecs", "device", "lab", "host"} <= set(p.measurements)
+
+
+# ---------------------------------------------------------------------------------------------
+# The fit
+# ---------------------------------------------------------------------------------------------
+
+BASE = {"a_ns": 100, "b_ns": 1000, "c_ns": 50}
+
+
+def synthetic(truth: dict[str, int], slopes: dict[str, dict[str, float]], noise: dict[str, float] | None = None) -> list[cal.Observation]:
+    """Observations whose kernel time is the simulator's at ``truth`` (times 1 + noise)."""
+    out = []
+    for name, s in slopes.items():
+        sim = 1e6 + sum(v * BASE[p] for p, v in s.items())  # some uncharged time, plus the charges
+        kernel = sim + sum(v * (truth[p] - BASE[p]) for p, v in s.items())
+        out.append(cal.Observation(name, kernel * (1 + (noise or {}).get(name, 0.0)), sim, s))
+    return out
+
+
+def test_fit_recovers_exact_parameters() -> None:
+    slopes = {"fill": {"a_ns": 8000, "b_ns": 0}, "access": {"a_ns": 30000, "b_ns": 30000}}
+    obs = synthetic({"a_ns": 9000, "b_ns": 6000, "c_ns": 50}, slopes)
+    fit = cal.fit_costs(obs, BASE, ["a_ns", "b_ns"])
+    assert fit.params == {"a_ns": 9000, "b_ns": 6000}
+    assert all(abs(r) < 1e-9 for r in fit.residuals.values())
+    assert fit.floored == [] and fit.unidentified == []
+
+
+def test_fit_is_least_squares_in_relative_error() -> None:
+    slopes = {"p1": {"a_ns": 1000}, "p2": {"a_ns": 2000}, "p3": {"a_ns": 4000}}
+    obs = synthetic({"a_ns": 500, "b_ns": 1000, "c_ns": 50}, slopes, noise={"p1": 0.02, "p2": -0.02, "p3": 0.0})
+    fit = cal.fit_costs(obs, BASE, ["a_ns"])
+    assert abs(fit.params["a_ns"] - 500) < 25
+    assert set(fit.residuals) == {"p1", "p2", "p3"}
+    assert max(abs(r) for r in fit.residuals.values()) < 0.03
+
+
+def test_runs_of_a_phase_with_a_common_scale_are_averaged() -> None:
+    # Three runs of one phase, 1000 accesses each: 50, 100 and 150 ns per access. With the
+    # phase's mean as the common scale the fit is their mean; with each run's own time as its
+    # scale, the fast run would count most.
+    obs = [cal.Observation(f"access#{i}", 1000.0 * t, 1000.0 * 100, {"a_ns": 1000.0}, 1000.0 * 100) for i, t in enumerate((50, 100, 150))]
+    assert cal.fit_costs(obs, BASE, ["a_ns"]).params == {"a_ns": 100}
+    own = [cal.Observation(o.name, o.kernel_ns, o.sim_ns, o.slopes) for o in obs]
+    assert cal.fit_costs(own, BASE, ["a_ns"]).params["a_ns"] < 80
+
+
+def test_fit_holds_negative_parameters_at_the_floor_and_refits_the_rest() -> None:
+    # The truth would need b_ns < 0: b is held at 0 and a absorbs what it can.
+    slopes = {"fill": {"a_ns": 1000, "b_ns": 0}, "access": {"a_ns": 1000, "b_ns": 1000}}
+    obs = synthetic({"a_ns": 3000, "b_ns": -500, "c_ns": 50}, slopes)
+    fit = cal.fit_costs(obs, BASE, ["a_ns", "b_ns"])
+    assert fit.floored == ["b_ns"]
+    assert fit.params["b_ns"] == 0
+    assert 2000 < fit.params["a_ns"] < 3000
+
+
+def test_fit_keeps_parameters_nothing_charges() -> None:
+    obs = synthetic({"a_ns": 700, "b_ns": 1000, "c_ns": 50}, {"x": {"a_ns": 100, "c_ns": 0}})
+    fit = cal.fit_costs(obs, BASE, ["a_ns", "c_ns"])
+    assert fit.params == {"a_ns": 700, "c_ns": 50}
+    assert fit.unidentified == ["c_ns"]
+
+
+def test_fit_needs_kernel_time() -> None:
+    with pytest.raises(ValueError, match="no observation"):
+        cal.fit_costs([cal.Observation("x", 0.0, 1.0, {"a_ns": 1.0})], BASE, ["a_ns"])
+
+
+# ---------------------------------------------------------------------------------------------
+# Codecs, device, formatting, scenarios, TOML
+# ---------------------------------------------------------------------------------------------
+
+
+def test_codec_figures_are_weighted_means_of_the_classes() -> None:
+    table = {
+        "lzo": {
+            "text": {"compress_ns": 3000.0, "decompress_ns": 1500.0},
+            "mix1024": {"compress_ns": 1500.0, "decompress_ns": 600.0},
+            "random": {"compress_ns": 900.0, "decompress_ns": 90.0},
+            "zero": {"compress_ns": 1400.0, "decompress_ns": 150.0},
+        },
+        "lzo-rle": {"text": {"compress_ns": 1.0, "decompress_ns": 1.0}},  # measured, no figure of its own
+        "zstd": {"text": {"compress_ns": 9000.0, "decompress_ns": 3000.0}},
+    }
+    assert cal.codec_costs(table) == {
+        "lzo_compress_ns": round((2 * 3000 + 1500 + 900) / 4),
+        "lzo_decompress_ns": round((2 * 1500 + 600) / 3),
+        "zstd_compress_ns": 9000,
+        "zstd_decompress_ns": 3000,
+    }
+    assert cal.weighted({"zero": 5.0}, cal.COMPRESS_WEIGHTS) is None
+
+
+def test_device_model_splits_the_4k_time_into_latency_and_transfer() -> None:
+    raw = {
+        "rotational": True,
+        "seq_read_bytes_per_s": 1_024_000_000,  # 4000 ns per page
+        "seq_write_bytes_per_s": 2_048_000_000,  # 2000 ns per page
+        "rand_read_4k_median_ns": 64_000,
+        "rand_write_4k_median_ns": 1_000,  # faster than one transfer: latency 0
+    }
+    assert cal.device_model(raw) == {
+        "rotational": True,
+        "read_latency_ns": 60_000,
+        "write_latency_ns": 0,
+        "read_bytes_per_s": 1_024_000_000,
+        "write_bytes_per_s": 2_048_000_000,
+    }
+    with pytest.raises(ValueError, match="seq_read_bytes_per_s"):
+        cal.device_model({**raw, "seq_read_bytes_per_s": 0})
+
+
+@pytest.mark.parametrize(
+    ("ns", "text"), [(0, "0ns"), (40, "0ns"), (60, "0.1us"), (62_549, "62.5us"), (80_000, "80us"), (1_234_567, "1234.6us")]
+)
+def test_format_duration_round_trips(ns: int, text: str) -> None:
+    assert cal.format_duration(ns) == text
+    assert abs(parse_duration(text) - ns) <= 50
+
+
+def test_format_bandwidth_round_trips() -> None:
+    assert cal.format_bandwidth(824_123_456) == "824MB/s"
+    assert parse_bandwidth(cal.format_bandwidth(2_342_600_000)) == 2_343_000_000
+    assert cal.format_bandwidth(10) == "1MB/s"
+
+
+def test_kernel_preset_picks_the_newest_not_newer_than_the_host() -> None:
+    versions = ["6.8", "6.10", "6.12", "6.18"]
+    assert cal.kernel_preset("6.18.44-fc-v657", versions) == "6.18"
+    assert cal.kernel_preset("6.11.0", versions) == "6.10"
+    assert cal.kernel_preset("7.2.1", versions) == "6.18"
+    assert cal.kernel_preset("5.15.0", versions) == "6.8"
+
+
+@pytest.mark.parametrize("cgv", [1, 2])
+def test_lab_scenarios_load_and_lower(cgv: int) -> None:
+    nop = lower(load(cal.nopressure_scenario("6.18", cgv)), profile=None)
+    assert [ph["name"] for ph in nop["processes"][0]["phases"]] == ["fill", "touch", "access"]
+    assert nop["machine"]["swap"] == [] and not nop["kernel"]["zswap"]["enabled"]
+    pres = lower(load(cal.pressure_scenario("6.18", cgv)), profile=None)
+    assert pres["kernel"]["zswap"]["enabled"] and pres["cgroups"]["version"] == cgv
+    group = pres["cgroups"]["groups"][1]
+    assert group["path"] == f"/{cal.PRESSURE_GROUP}" and group["limit_bytes"] == 48 << 20
+    assert [r["pages"] for r in pres["processes"][0]["regions"]] == [(32 << 20) // 4096, (96 << 20) // 4096]
+    assert [ph["name"] for ph in pres["processes"][0]["phases"]] == ["fill-free", "fill", "access"]
+
+
+def test_rendered_profile_parses_back() -> None:
+    text = cal.render_profile(
+        "x-vm",
+        {"fault_ns": 600, "access_ns": 49, "lzo_compress_ns": 1800},
+        {
+            "virtio-disk": {
+                "rotational": True,
+                "read_latency": "62.6us",
+                "write_latency": "64.8us",
+                "read_bandwidth": "824MB/s",
+                "write_bandwidth": "2342MB/s",
+            }
+        },
+        {
+            "date": "2026-01-01",
+            "codecs": {"lzo-rle": {"text": cal.Inline(compress_ns=1.5, rounds=[1, 2])}},
+            "lab": {"phases": {"p/fill": cal.Inline(kernel_ns=5)}, "empty": {}},
+        },
+        header=["line one", "", "line three"],
+        cost_notes={"access_ns": "lab"},
+    )
+    assert text.startswith('# line one\n#\n# line three\n\nschema_version = 1\nkind = "x-vm"\n')
+    assert list(re.findall(r"^(\w+_ns) =", text, re.M)) == ["access_ns", "fault_ns", "lzo_compress_ns"]  # costs.rs order
+    assert re.search(r"^access_ns = 49 +# lab$", text, re.M)
+    p = parse_profile(text, "x.toml")
+    assert p.costs == {"access_ns": 49, "fault_ns": 600, "lzo_compress_ns": 1800}
+    assert p.devices["virtio-disk"] == DeviceModel(True, 62_600, 64_800, 824_000_000, 2_342_000_000)
+    assert p.measurements["codecs"]["lzo-rle"]["text"] == {"compress_ns": 1.5, "rounds": [1, 2]}
+    assert p.measurements["lab"]["phases"]["p/fill"] == {"kernel_ns": 5}
+    with pytest.raises(ValueError, match="unknown cost parameters: nope_ns"):
+        cal.render_profile("x", {"nope_ns": 1}, {}, {})
+
+
+class FakeCodecCore:
+    """codec_timing etc. with fixed answers, to check the table's shape and the medians."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def distinct_variants(self, content: str, variants: int) -> int:
+        return 1 if content == "zero" else variants
+
+    def page_bytes(self, content: str, seed: int, region_id: int, variant: int) -> bytes:
+        return bytes([variant]) * 4096
+
+    def codec_timing(self, codec: str, page: bytes, reps: int) -> tuple[float, float]:
+        self.calls += 1
+        return 1000.0 + page[0] + (self.calls % 3), 500.0
+
+    def compressed_len(self, codec: str, page: bytes) -> int:
+        return 100 + page[0]
+
+
+def test_codec_timer_table() -> None:
+    core = FakeCodecCore()
+    table = cal.measure_codecs(core, rounds=3, codecs=("lzo", "lz4"), classes=("text", "zero"), variants=3, reps=5)
+    assert set(table) == {"lzo", "lz4"} and set(table["lzo"]) == {"text", "zero"}
+    cell = table["lzo"]["text"]
+    assert cell["decompress_ns"] == 500.0
+    assert len(cell["compress_rounds_ns"]) == 3
+    assert cell["compress_ns"] == sorted(cell["compress_rounds_ns"])[1]  # median of the rounds
+    assert cell["compressed_bytes"] == 101.0  # variants 0, 1, 2
+    assert core.calls == 3 * 2 * (3 + 1)
+
+
+def test_codec_timing_of_the_native_module(real_core: Any) -> None:
+    page = bytes(real_core.page_bytes("text", 1, 0, 0))
+    for codec in real_core.codecs():
+        c, d = real_core.codec_timing(codec, page, 5)
+        assert c > 0 and d > 0
+    with pytest.raises(ValueError, match="4096"):
+        real_core.codec_timing("lzo", b"x", 5)
+    with pytest.raises(ValueError, match="reps"):
+        real_core.codec_timing("lzo", page, 0)
+    with pytest.raises(ValueError, match="unknown compressor"):
+        real_core.codec_timing("lz5", page, 5)
+
+
+def test_main_rejects_bad_arguments(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cal.main(["--reps", "0"]) == 2
+    assert "at least 1" in capsys.readouterr().err
+    assert cal.main(["--no-such-option"]) == 2
