@@ -17,7 +17,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import os
@@ -25,9 +24,8 @@ import platform
 import signal
 import sys
 import tempfile
-import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from types import FrameType
@@ -38,6 +36,7 @@ from reclaimlab.lab import host
 from reclaimlab.lab import probe as probing
 from reclaimlab.lab.apply import Applied, apply, new_runid
 from reclaimlab.lab.errors import LabError, LabInterrupted, LabUnavailable
+from reclaimlab.lab.interrupts import raise_interrupt, signals_to
 from reclaimlab.lab.journal import Journal, LabLock, restore, state_dir
 from reclaimlab.lab.record import Series, Sources, counters, sim_counter_keys, snapshot
 from reclaimlab.lab.result import KernelRunResult, phase_record
@@ -63,24 +62,6 @@ def default_timeout(config: dict[str, Any]) -> float:
 
 def _stderr(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
-
-
-@contextlib.contextmanager
-def _signals(handler: Callable[[int, FrameType | None], None]) -> Iterator[None]:
-    """SIGINT and SIGTERM go to ``handler`` inside the block (main thread only)."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    old = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        yield
-    finally:
-        for s, h in old.items():
-            signal.signal(s, h)
-
-
-def _raise_interrupt(signum: int, frame: FrameType | None) -> None:
-    raise LabInterrupted(signum, f"interrupted by {signal.Signals(signum).name}; the host was restored")
 
 
 def _move(r: Runner, cgroup_dir: Path, hierarchy: Path, version: int) -> None:
@@ -168,7 +149,7 @@ def run(
         deferred.append(signum)
         _stderr(f"reclaimlab: {signal.Signals(signum).name} received: restoring the host first, please wait")
 
-    with LabLock(state).acquire(f"reclaimlab run --backend kernel {name}"), _signals(defer):
+    with LabLock(state).acquire(f"reclaimlab run --backend kernel {name}"), signals_to(defer):
         # Outside the inner block below, SIGINT/SIGTERM are only noted (and re-raised at the
         # end): nothing may stop the journal from being written or the restore from running.
         swaps = host.active_swaps()
@@ -190,7 +171,7 @@ def run(
         runners: RunnerSet | None = None
         with tempfile.TemporaryDirectory(prefix="reclaimlab-") as tmp:
             try:
-                with _signals(_raise_interrupt):
+                with signals_to(raise_interrupt):
                     if deferred:
                         raise LabInterrupted(deferred[0], f"interrupted by {signal.Signals(deferred[0]).name}")
                     applied = apply(journal, p, config, runid, state)

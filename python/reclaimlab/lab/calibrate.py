@@ -56,6 +56,7 @@ from typing import Any
 from reclaimlab.errors import ScenarioError, format_key
 from reclaimlab.lab import host
 from reclaimlab.lab.errors import LabBusy, LabError, LabInterrupted, LabUnavailable, RunnerFailed
+from reclaimlab.lab.interrupts import raise_interrupt, signals_to
 from reclaimlab.lab.journal import Journal, LabLock, restore, state_dir
 from reclaimlab.lower import COST_NAMES, DEFAULT_PROFILE_KIND, PROFILE_SCHEMA_VERSION, PROFILES_DIR, lower
 
@@ -349,23 +350,6 @@ def render_profile(
 # ---------------------------------------------------------------------------------------------
 
 
-@contextlib.contextmanager
-def _signals(handler: Callable[[int, Any], None]) -> Iterator[None]:
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    old = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        yield
-    finally:
-        for s, h in old.items():
-            signal.signal(s, h)
-
-
-def _raise_interrupt(signum: int, frame: Any) -> None:
-    raise LabInterrupted(signum, f"interrupted by {signal.Signals(signum).name}; the host was restored")
-
-
 def _until_free(what: Callable[[], Any], note: _Note, wait_s: float) -> Any:
     """``what()``, retried every POLL_S while another lab process holds the lock (LabBusy), for
     at most ``wait_s`` seconds."""
@@ -616,7 +600,7 @@ def _device_step(note: _Note, wait_s: float) -> dict[str, Any]:
         deferred.append(signum)
         note(f"{signal.Signals(signum).name} received: removing the temporary file first, please wait")
 
-    with _locked("reclaimlab calibrate (swap device)", note, wait_s), _signals(defer):
+    with _locked("reclaimlab calibrate (swap device)", note, wait_s), signals_to(defer):
         state.mkdir(parents=True, exist_ok=True, mode=0o700)
         journal = Journal.create(
             state,
@@ -627,7 +611,7 @@ def _device_step(note: _Note, wait_s: float) -> dict[str, Any]:
             scenario_sha256=None,
         )
         try:
-            with _signals(_raise_interrupt):
+            with signals_to(raise_interrupt):
                 if deferred:
                     raise LabInterrupted(deferred[0], f"interrupted by {signal.Signals(deferred[0]).name}")
                 raw = measure_device(state, journal)
@@ -1128,7 +1112,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     out = args.output if args.output is not None else PROFILES_DIR / f"{args.kind}.toml"
     old_term = signal.getsignal(signal.SIGTERM) if threading.current_thread() is threading.main_thread() else None
     if old_term is not None:
-        signal.signal(signal.SIGTERM, _raise_interrupt)
+        signal.signal(signal.SIGTERM, raise_interrupt)
     try:
         text, summary = calibrate(args, args_list, note)
     except LabInterrupted as e:

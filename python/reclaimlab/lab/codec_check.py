@@ -33,7 +33,7 @@ import secrets
 import signal
 import statistics
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -41,6 +41,7 @@ from typing import Any
 from reclaimlab.lab import host
 from reclaimlab.lab import probe as probing
 from reclaimlab.lab.errors import LabError, LabInterrupted, LabUnavailable
+from reclaimlab.lab.interrupts import raise_interrupt, signals_to
 from reclaimlab.lab.journal import Journal, LabLock, restore, state_dir
 
 __all__ = [
@@ -373,25 +374,6 @@ def _restore(state: Path) -> None:
         time.sleep(0.1)
 
 
-@contextlib.contextmanager
-def _signals(handler: Callable[[int, Any], None]) -> Iterator[None]:
-    import threading
-
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    old = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        yield
-    finally:
-        for s, h in old.items():
-            signal.signal(s, h)
-
-
-def _raise_interrupt(signum: int, frame: Any) -> None:
-    raise LabInterrupted(signum, f"interrupted by {signal.Signals(signum).name}; the host was restored")
-
-
 def run(
     codecs: Sequence[str] = ("lzo", "lzo-rle", "lz4", "zstd", "deflate"),
     variants: int = 64,
@@ -447,7 +429,7 @@ def run(
         deferred.append(signum)
         note(f"reclaimlab: {signal.Signals(signum).name} received: restoring the host first, please wait")
 
-    with LabLock(state).acquire("reclaimlab lab codec-check"), _signals(defer):
+    with LabLock(state).acquire("reclaimlab lab codec-check"), signals_to(defer):
         for codec in wanted:
             if deferred:
                 break
@@ -461,7 +443,7 @@ def run(
             )
             measured: dict[str, list[Stored]] | None = None
             try:
-                with _signals(_raise_interrupt):
+                with signals_to(raise_interrupt):
                     if deferred:
                         raise LabInterrupted(deferred[0], f"interrupted by {signal.Signals(deferred[0]).name}")
                     zid = _add_zram(journal, p)
