@@ -86,6 +86,10 @@ SetOption = Annotated[
     list[str] | None,
     typer.Option("--set", "-s", metavar="KEY=VALUE", help="Override a scenario key, e.g. kernel.zswap.enabled=false (repeatable)."),
 ]
+CountersOption = Annotated[
+    list[str] | None,
+    typer.Option("--counters", metavar="PATTERN", help="Only counters matching PATTERN, e.g. 'vmstat.*swp*' (repeatable)."),
+]
 JsonOption = Annotated[Path | None, typer.Option("--json", metavar="OUT", help="Write the result as JSON to OUT ('-' for stdout).")]
 ProgressOption = Annotated[bool, typer.Option("--progress/--no-progress", help="Show a progress bar on a terminal.")]
 
@@ -234,10 +238,7 @@ def compare(
     ] = None,
     set_: SetOption = None,
     json_out: JsonOption = None,
-    counters: Annotated[
-        list[str] | None,
-        typer.Option("--counters", metavar="PATTERN", help="Only counters matching PATTERN, e.g. 'vmstat.*swp*' (repeatable)."),
-    ] = None,
+    counters: CountersOption = None,
     show_all: Annotated[bool, typer.Option("--all", help="Also show counters that are zero in every configuration.")] = False,
     progress: ProgressOption = True,
 ) -> None:
@@ -315,10 +316,7 @@ def validate(
     reps: Annotated[int, typer.Option("--reps", "-n", min=1, help="Kernel runs (the simulator runs once: it is deterministic).")] = 3,
     set_: SetOption = None,
     json_out: JsonOption = None,
-    counters: Annotated[
-        list[str] | None,
-        typer.Option("--counters", metavar="PATTERN", help="Only counters matching PATTERN, e.g. 'vmstat.*swp*' (repeatable)."),
-    ] = None,
+    counters: CountersOption = None,
     show_all: Annotated[bool, typer.Option("--all", help="Also show counters that are zero on both sides.")] = False,
     timeout: TimeoutOption = None,
     sample_interval: SampleOption = 1.0,

@@ -577,18 +577,11 @@ def measure_device(
         "seq_chunk_bytes": chunk,
         "seq_read_bytes_per_s": round(seq_read),
         "seq_write_bytes_per_s": round(seq_write),
-        "rand_read_4k_median_ns": round(reads["median_ns"]),
-        "rand_read_4k_p10_ns": round(reads["p10_ns"]),
-        "rand_read_4k_p90_ns": round(reads["p90_ns"]),
-        "rand_read_4k_mean_ns": round(reads["mean_ns"]),
-        "rand_read_4k_ios": reads["ios"],
-        "rand_read_4k_bytes_per_s": round(reads["bytes_per_s"]),
-        "rand_write_4k_median_ns": round(writes["median_ns"]),
-        "rand_write_4k_p10_ns": round(writes["p10_ns"]),
-        "rand_write_4k_p90_ns": round(writes["p90_ns"]),
-        "rand_write_4k_mean_ns": round(writes["mean_ns"]),
-        "rand_write_4k_ios": writes["ios"],
-        "rand_write_4k_bytes_per_s": round(writes["bytes_per_s"]),
+        **{
+            f"rand_{op}_4k_{k}": (m[k] if k == "ios" else round(m[k]))
+            for op, m in (("read", reads), ("write", writes))
+            for k in ("median_ns", "p10_ns", "p90_ns", "mean_ns", "ios", "bytes_per_s")
+        },
     }
 
 

@@ -43,6 +43,7 @@ from reclaimlab.lab import probe as probing
 from reclaimlab.lab.errors import LabError, LabInterrupted, LabUnavailable
 from reclaimlab.lab.interrupts import raise_interrupt, signals_to
 from reclaimlab.lab.journal import Journal, LabLock, restore, state_dir
+from reclaimlab.lab.record import ZRAM_MM_STAT
 
 __all__ = [
     "CLASSES",
@@ -69,18 +70,8 @@ CLASSES = ("zero", "random", "mix1024", "mix2048", "text", "same:0x5a")
 HUGE_CLASS_SIZE = 3625
 #: More than the pages written (classes x variants), small: zram allocates only what is stored.
 DEFAULT_DISKSIZE = 64 << 20
-#: /sys/block/zramN/mm_stat, in order (Documentation/admin-guide/blockdev/zram.rst).
-MM_STAT_FIELDS = (
-    "orig_data_size",
-    "compr_data_size",
-    "mem_used_total",
-    "mem_limit",
-    "mem_used_max",
-    "same_pages",
-    "pages_compacted",
-    "huge_pages",
-    "huge_pages_since",
-)
+#: /sys/block/zramN/mm_stat, in order: the lab's one list of its fields.
+MM_STAT_FIELDS = ZRAM_MM_STAT
 
 
 # ---------------------------------------------------------------------------------------------
