@@ -49,7 +49,8 @@ VALIDATION_RESULTS = $(filter-out results/validation/codec-check%,$(wildcard res
 validation-report: build
 	@for f in $(VALIDATION_RESULTS); do \
 	  s=$$(basename $$f .json); echo "validate $$s (kernel runs from $$f)"; \
-	  $(VENV)/bin/reclaimlab validate scenarios/validation/$$s.toml --kernel-results $$f --json $$f > /dev/null || exit 1; \
+	  compare=$$(grep -q '"kind": "validate-compare"' $$f && echo --compare); \
+	  $(VENV)/bin/reclaimlab validate scenarios/validation/$$s.toml $$compare --kernel-results $$f --json $$f > /dev/null || exit 1; \
 	done
 	$(PY) -W ignore::RuntimeWarning:runpy -m reclaimlab.validate --update-doc docs/validation.md $(VALIDATION_RESULTS)
 

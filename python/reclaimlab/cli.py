@@ -14,7 +14,7 @@ import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, NoReturn
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
 from rich.console import Console
@@ -29,7 +29,11 @@ from reclaimlab.errors import ScenarioError
 from reclaimlab.result import RunResult, counter_sort_key, split_counter
 
 if TYPE_CHECKING:
+    from reclaimlab.ranking import RankingResult
     from reclaimlab.validate import ValidateResult
+
+#: With ``validate --compare``, the rows shown per configuration unless --counters says otherwise.
+KEY_ROWS = ("vmstat.zswp*", "vmstat.pswp*", "zswap.pool_total_size", "zswap.stored_pages", "zswap.pool_limit_hit")
 
 app = typer.Typer(
     name="reclaimlab",
@@ -310,6 +314,44 @@ def validate_table(result: ValidateResult, patterns: Sequence[str], show_all: bo
     return table
 
 
+def ranking_table(result: RankingResult) -> Table:
+    from reclaimlab.ranking import summary_line
+
+    pairs = result.pairs()
+    table = Table(title=Text(f"{result.scenario}: ranking of configurations, kernel vs simulator"), title_justify="left")
+    for col, justify in (
+        ("metric", "left"),
+        ("a", "left"),
+        ("b", "left"),
+        ("kernel a \N{RIGHTWARDS ARROW} b", "right"),
+        ("sim a \N{RIGHTWARDS ARROW} b", "right"),
+        ("kernel", "center"),
+        ("sim", "center"),
+        ("verdict", "left"),
+    ):
+        table.add_column(col, justify=justify)  # type: ignore[arg-type]
+    from reclaimlab.validate import format_value
+
+    previous = None
+    for p in pairs:
+        if previous is not None and p.metric != previous:
+            table.add_section()
+        previous = p.metric
+        style = "bold red" if p.verdict == "differs" else ""
+        table.add_row(
+            Text(p.metric),
+            Text(p.a),
+            Text(p.b),
+            Text(f"{format_value(p.kernel_a)} \N{RIGHTWARDS ARROW} {format_value(p.kernel_b)}"),
+            Text(f"{format_value(p.sim_a)} \N{RIGHTWARDS ARROW} {format_value(p.sim_b)}"),
+            Text(p.kernel),
+            Text(p.sim),
+            Text(p.verdict, style=style),
+        )
+    table.caption = summary_line(pairs)
+    return table
+
+
 @app.command()
 def validate(
     scenario: Annotated[Path, typer.Argument(help="The scenario file (TOML).")],
@@ -318,6 +360,27 @@ def validate(
     json_out: JsonOption = None,
     counters: CountersOption = None,
     show_all: Annotated[bool, typer.Option("--all", help="Also show counters that are zero on both sides.")] = False,
+    compare_: Annotated[
+        bool,
+        typer.Option(
+            "--compare",
+            help="Validate every configuration of the scenario's [compare] (or --vary), kernel runs interleaved by rep, "
+            "and check that the simulator ranks the configurations as the kernel does.",
+        ),
+    ] = False,
+    vary: Annotated[
+        list[str] | None,
+        typer.Option("--vary", metavar="KEY=V1,V2,...", help="With --compare: these values of KEY instead of [compare] (repeatable)."),
+    ] = None,
+    retries: Annotated[
+        int,
+        typer.Option(
+            "--retries",
+            min=0,
+            help="Run a kernel run again, at most this many times per rep, when its runner died (e.g. the memcg OOM killer); "
+            "the discarded runs are listed in the result.",
+        ),
+    ] = 0,
     timeout: TimeoutOption = None,
     sample_interval: SampleOption = 1.0,
     build_runner: BuildRunnerOption = True,
@@ -332,42 +395,66 @@ def validate(
     ] = None,
 ) -> None:
     """Run SCENARIO on this host's kernel --reps times and in the simulator once; compare per counter and phase."""
+    from reclaimlab.ranking import RankingResult, revalidate_compare, validate_compare
     from reclaimlab.validate import KernelResultsError, ValidateResult, revalidate
     from reclaimlab.validate import validate as run_validate
 
-    def announce(i: int, n: int) -> None:
-        typer.echo(f"kernel run {i}/{n} ...", err=True)
-
+    comparing = compare_ or bool(vary)
+    kernel_options: dict[str, Any] = {"timeout_s": timeout, "sample_interval_s": sample_interval, "build": build_runner}
+    result: ValidateResult | RankingResult
     try:
         loaded = reclaimlab.load(scenario, set_ or ())
         if kernel_results is not None:
             try:
-                previous = ValidateResult.load(kernel_results)
+                previous: ValidateResult | RankingResult = (RankingResult if comparing else ValidateResult).load(kernel_results)
             except (OSError, ValueError, KeyError) as e:
-                _fail(f"reclaimlab: --kernel-results {kernel_results}: {e}", EXIT_BAD_INPUT)
+                what = "a `validate --compare --json` result" if comparing else "a `validate --json` result"
+                _fail(f"reclaimlab: --kernel-results {kernel_results}: expected {what}: {e}", EXIT_BAD_INPUT)
             try:
-                result = revalidate(loaded, previous)
+                if isinstance(previous, RankingResult):
+                    result = revalidate_compare(loaded, previous, vary or ())
+                else:
+                    result = revalidate(loaded, previous)
             except KernelResultsError as e:
                 _fail(f"reclaimlab: {kernel_results}: {e}", EXIT_BAD_INPUT)
         else:
             from reclaimlab.backends import kernel
 
             with _lab_errors():
-                result = run_validate(
-                    loaded,
-                    reps=reps,
-                    run_kernel=kernel.run,
-                    on_run=announce,
-                    timeout_s=timeout,
-                    sample_interval_s=sample_interval,
-                    build=build_runner,
-                )
+                if comparing:
+                    result = validate_compare(
+                        loaded,
+                        vary or (),
+                        reps=reps,
+                        run_kernel=kernel.run,
+                        retries=retries,
+                        on_run=lambda i, n, name: typer.echo(f"kernel run {i}/{n} of {name!r} ...", err=True),
+                        **kernel_options,
+                    )
+                else:
+                    result = run_validate(
+                        loaded,
+                        reps=reps,
+                        run_kernel=kernel.run,
+                        retries=retries,
+                        on_run=lambda i, n: typer.echo(f"kernel run {i}/{n} ...", err=True),
+                        **kernel_options,
+                    )
     except ScenarioError as e:
         _fail(str(e), EXIT_BAD_INPUT)
     except native.NativeUnavailable as e:
         _fail(f"reclaimlab: {e}", EXIT_UNAVAILABLE)
     to_stdout = json_out is not None and str(json_out) == "-"
-    _console(stderr=to_stdout).print(validate_table(result, counters or (), show_all))
+    console = _console(stderr=to_stdout)
+    if isinstance(result, RankingResult):
+        for c in result.configs:
+            # per configuration only the key counters (unless --counters): the ranking is the point
+            table = validate_table(c.result, counters or KEY_ROWS, show_all)
+            table.title = Text(f"{c.name}: simulator vs kernel ({c.result.reps} kernel runs)")
+            console.print(table)
+        console.print(ranking_table(result))
+    else:
+        console.print(validate_table(result, counters or (), show_all))
     if json_out is not None:
         _write_json(json_out, result.to_json())
 

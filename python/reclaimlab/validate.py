@@ -54,6 +54,7 @@ __all__ = [
     "relative_error",
     "revalidate",
     "rows",
+    "run_kernel_with_retries",
     "scenario_markdown",
     "select",
     "summarize",
@@ -186,6 +187,9 @@ class ValidateResult:
     kernel_runs: list[RunResult]
     sim: RunResult
     rows: list[Row] = field(default_factory=list)
+    #: Kernel runs that failed and were run again (``retries``): {"rep", "error"} each. They are
+    #: not in ``kernel_runs``: the spread is over runs the kernel finished.
+    discarded_runs: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def reps(self) -> int:
@@ -199,6 +203,7 @@ class ValidateResult:
             "rows": [r.to_dict() for r in self.rows],
             "kernel_runs": [r.to_dict() for r in self.kernel_runs],
             "sim": self.sim.to_dict(),
+            "discarded_runs": list(self.discarded_runs),
         }
 
     def to_json(self, indent: int | None = 2) -> str:
@@ -216,7 +221,7 @@ class ValidateResult:
             KernelRunResult.from_dict(r) if r.get("backend") == "kernel" else RunResult.from_dict(r) for r in d["kernel_runs"]
         ]
         sim = RunResult.from_dict(d["sim"])
-        return cls(str(d["scenario"]), kernel_runs, sim, rows(kernel_runs, sim))
+        return cls(str(d["scenario"]), kernel_runs, sim, rows(kernel_runs, sim), list(d.get("discarded_runs", [])))
 
     @classmethod
     def from_json(cls, text: str) -> ValidateResult:
@@ -227,17 +232,45 @@ class ValidateResult:
         return cls.from_json(Path(path).read_text(encoding="utf-8"))
 
 
+def run_kernel_with_retries(
+    run_kernel: Callable[..., RunResult],
+    scenario: Scenario,
+    retries: int,
+    discarded: list[dict[str, Any]],
+    rep: int,
+    **kernel_options: Any,
+) -> RunResult:
+    """One kernel run; a run whose runner died (``RunnerFailed``: on this host, the memcg OOM
+    killer, docs/validation.md) is run again, at most ``retries`` times, and recorded in
+    ``discarded``. Every other failure (busy lab, timeout, Ctrl-C, bad scenario) is raised."""
+    from reclaimlab.lab.errors import RunnerFailed
+
+    for attempt in range(retries + 1):
+        try:
+            return run_kernel(scenario, **kernel_options)
+        except RunnerFailed as e:
+            if attempt == retries:
+                raise
+            discarded.append({"rep": rep, "error": str(e)})
+    raise AssertionError("unreachable")
+
+
 def validate(
     scenario: Scenario,
     reps: int = 3,
     run_kernel: Callable[..., RunResult] | None = None,
     run_sim: Callable[..., RunResult] | None = None,
     on_run: Callable[[int, int], None] | None = None,
+    retries: int = 0,
     **kernel_options: Any,
 ) -> ValidateResult:
-    """Run ``scenario`` ``reps`` times on the kernel and once in the simulator; compare."""
+    """Run ``scenario`` ``reps`` times on the kernel and once in the simulator; compare. A
+    kernel run whose runner died is run again up to ``retries`` times per rep (see
+    ``run_kernel_with_retries``); the result lists those discarded runs."""
     if reps < 1:
         raise ValueError(f"reps: expected at least 1; got {reps}")
+    if retries < 0:
+        raise ValueError(f"retries: expected 0 or more; got {retries}")
     if run_kernel is None:
         from reclaimlab.backends import kernel
 
@@ -248,11 +281,13 @@ def validate(
         run_sim = sim.run
     sim_result = run_sim(scenario)
     kernel_runs = []
+    discarded: list[dict[str, Any]] = []
     for i in range(reps):
         if on_run is not None:
             on_run(i + 1, reps)
-        kernel_runs.append(run_kernel(scenario, **kernel_options))
-    return ValidateResult(scenario.name or "scenario", kernel_runs, sim_result, rows(kernel_runs, sim_result))
+        kernel_runs.append(run_kernel_with_retries(run_kernel, scenario, retries, discarded, i + 1, **kernel_options))
+    name = scenario.name or "scenario"
+    return ValidateResult(name, kernel_runs, sim_result, rows(kernel_runs, sim_result), discarded)
 
 
 class KernelResultsError(ValueError):
@@ -307,7 +342,7 @@ def revalidate(
             raise KernelResultsError(
                 f"kernel run {i} of {name!r} ran another configuration than the scenario gives now (differs in: {', '.join(differ)})"
             )
-    return ValidateResult(name, list(prev.kernel_runs), sim_result, rows(prev.kernel_runs, sim_result))
+    return ValidateResult(name, list(prev.kernel_runs), sim_result, rows(prev.kernel_runs, sim_result), list(prev.discarded_runs))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -424,7 +459,7 @@ def _doc_order(text: str, results: Sequence[ValidateResult]) -> list[ValidateRes
     from reclaimlab.report import BEGIN
 
     def pos(r: ValidateResult) -> int:
-        i = text.find(BEGIN.format(name=r.scenario))
+        i = text.find(BEGIN.format(name=r.scenario.split(" [")[0]))  # a compared configuration: its scenario's block
         return i if i >= 0 else len(text)
 
     return sorted(results, key=pos)
@@ -435,26 +470,55 @@ def is_validate_json(path: str | os.PathLike[str]) -> bool:
     return not Path(path).name.startswith("codec-check")
 
 
+def load_results(result_paths: Sequence[str | os.PathLike[str]]) -> tuple[list[ValidateResult], list[Any]]:
+    """The validate results among ``result_paths`` and the ``validate --compare`` results
+    (``RankingResult``), ``codec-check*.json`` skipped. A compared scenario's configurations
+    count as validate results of their own, named ``<scenario> [<configuration>]``."""
+    from reclaimlab.ranking import RankingResult, is_ranking_json
+
+    plain: list[ValidateResult] = []
+    ranked: list[RankingResult] = []
+    for p in result_paths:
+        if not is_validate_json(p):
+            continue
+        if is_ranking_json(p):
+            r = RankingResult.load(p)
+            ranked.append(r)
+            for c in r.configs:
+                v = c.result
+                plain.append(ValidateResult(f"{r.scenario} [{c.name}]", v.kernel_runs, v.sim, v.rows, v.discarded_runs))
+        else:
+            plain.append(ValidateResult.load(p))
+    return plain, ranked
+
+
 def update_doc(doc_path: str | os.PathLike[str], result_paths: Sequence[str | os.PathLike[str]]) -> list[str]:
     """Rewrite ``doc_path``'s generated blocks: each scenario's table (block named after the
-    scenario) and the summary (block ``validation-summary``, scenarios in the order of their
-    blocks in the document). ``codec-check*.json`` are skipped. Other text is kept byte for
-    byte; the file is written only once every block was found. Returns the scenarios updated."""
+    scenario; for a ``validate --compare`` result, its ranking tables), and the summary (block
+    ``validation-summary``, scenarios in the order of their blocks in the document; compared
+    configurations count as scenarios). ``codec-check*.json`` are skipped. Other text is kept
+    byte for byte; the file is written only once every block was found. Returns the scenarios
+    updated."""
+    from reclaimlab.ranking import ranking_markdown
     from reclaimlab.report import DocError, replace_block
 
     path = Path(doc_path)
     text = path.read_text(encoding="utf-8")
-    results = _doc_order(text, [ValidateResult.load(p) for p in result_paths if is_validate_json(p)])
+    plain, ranked = load_results(result_paths)
+    results = _doc_order(text, plain)
     try:
         for result in results:
-            text = replace_block(text, result.scenario, scenario_markdown(result))
+            if "[" not in result.scenario:
+                text = replace_block(text, result.scenario, scenario_markdown(result))
+        for r in ranked:
+            text = replace_block(text, r.scenario, ranking_markdown(r))
         text = replace_block(text, SUMMARY_BLOCK, summary_markdown(results))
     except DocError as e:
         raise DocError(f"{path}: {e}") from None
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(text, encoding="utf-8")
     tmp.replace(path)
-    return [r.scenario for r in results]
+    return [r.scenario for r in results if "[" not in r.scenario] + [r.scenario for r in ranked]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -475,7 +539,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             names = update_doc(args.update_doc, args.results)
             print(f"{args.update_doc}: updated {SUMMARY_BLOCK}, {', '.join(names)}", file=sys.stderr)
             return 0
-        results = [ValidateResult.load(p) for p in args.results if is_validate_json(p)]
+        results, _ = load_results(args.results)
     except (DocError, OSError, ValueError, KeyError) as e:
         print(f"python -m reclaimlab.validate: {e}", file=sys.stderr)
         return 2
