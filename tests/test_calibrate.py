@@ -320,8 +320,9 @@ def test_device_model_splits_the_4k_time_into_latency_and_transfer() -> None:
         "rotational": True,
         "seq_read_bytes_per_s": 1_024_000_000,  # 4000 ns per page
         "seq_write_bytes_per_s": 2_048_000_000,  # 2000 ns per page
-        "rand_read_4k_median_ns": 64_000,
-        "rand_write_4k_median_ns": 1_000,  # faster than one transfer: latency 0
+        "rand_read_4k_mean_ns": 64_000,
+        "rand_write_4k_mean_ns": 1_000,  # faster than one transfer: latency 0
+        "rand_read_4k_median_ns": 50_000,  # not used: the mean is (a sum of IOs)
     }
     assert cal.device_model(raw) == {
         "rotational": True,
@@ -451,3 +452,9 @@ def test_main_rejects_bad_arguments(capsys: pytest.CaptureFixture[str]) -> None:
     assert cal.main(["--reps", "0"]) == 2
     assert "at least 1" in capsys.readouterr().err
     assert cal.main(["--no-such-option"]) == 2
+
+
+def test_kernel_fit_codecs_are_the_hosts_zswap_codecs_with_costs_but_lzo() -> None:
+    assert cal.kernel_fit_codecs(("deflate", "lzo", "lzo-rle")) == ["deflate"]
+    assert cal.kernel_fit_codecs(("lz4", "zstd", "lzo", "842")) == ["lz4", "zstd"]
+    assert cal.kernel_fit_codecs(()) == []
