@@ -106,7 +106,7 @@ def test_bad_values_name_file_and_key() -> None:
 
 def test_bad_devices_name_file_and_key() -> None:
     assert one_problem("[devices.sdd]\nrotational = false\n").startswith(
-        "p.toml: devices.sdd: not a device preset (did you mean 'ssd'?); expected one of: hdd, nvme, ssd, virtio-disk"
+        "p.toml: devices.sdd: not a device preset (did you mean 'ssd'?); expected one of: cloud-disk, hdd, nvme, ssd, virtio-disk"
     )
     assert one_problem('[devices.ssd]\nread_latency = "fast"\n').startswith("p.toml: devices.ssd.read_latency: expected a duration")
     assert one_problem("[devices.ssd]\nrotational = 1\n") == "p.toml: devices.ssd.rotational: expected true or false; got 1"

@@ -233,6 +233,9 @@ def _profile_device(name: str, table: Any) -> tuple[DeviceModel | None, list[Pro
         "write_latency": base.write_latency_ns,
         "read_bandwidth": base.read_bytes_per_s,
         "write_bandwidth": base.write_bytes_per_s,
+        "iops": base.iops,
+        "max_sectors_kb": base.max_sectors_kb,
+        "nr_requests": base.nr_requests,
     }
     problems = []
     for key, value in table.items():
@@ -245,8 +248,13 @@ def _profile_device(name: str, table: Any) -> tuple[DeviceModel | None, list[Pro
                 values[key] = parse_duration(value)
             elif key in ("read_bandwidth", "write_bandwidth"):
                 values[key] = parse_bandwidth(value)
+            elif key in Device.OPTIONAL_FIGURES:
+                lo = 4 if key == "max_sectors_kb" else 1
+                if not isinstance(value, int) or isinstance(value, bool) or not lo <= value < 2**32:
+                    raise ValueError(f"expected an integer in {lo}..{2**32 - 1}; got {describe(value)}")
+                values[key] = value
             else:
-                figures = Device.FIGURES
+                figures = Device.FIGURES + Device.OPTIONAL_FIGURES
                 raise ValueError(f"unknown key{_close(key, figures)}; expected one of: {', '.join(figures)}")
         except ValueError as e:
             problems.append(Problem((*where, key), str(e)))
@@ -258,6 +266,9 @@ def _profile_device(name: str, table: Any) -> tuple[DeviceModel | None, list[Pro
         write_latency_ns=values["write_latency"],
         read_bytes_per_s=values["read_bandwidth"],
         write_bytes_per_s=values["write_bandwidth"],
+        iops=values["iops"],
+        max_sectors_kb=values["max_sectors_kb"],
+        nr_requests=values["nr_requests"],
     )
     return model, []
 
@@ -311,17 +322,29 @@ def _device_model(d: Device, presets: dict[str, DeviceModel]) -> DeviceModel:
         write_latency_ns=pick(d.write_latency, base.write_latency_ns),
         read_bytes_per_s=pick(d.read_bandwidth, base.read_bytes_per_s),
         write_bytes_per_s=pick(d.write_bandwidth, base.write_bytes_per_s),
+        iops=pick(d.iops, base.iops),
+        max_sectors_kb=pick(d.max_sectors_kb, base.max_sectors_kb),
+        nr_requests=pick(d.nr_requests, base.nr_requests),
     )
 
 
 def _device(d: DeviceModel) -> dict[str, Any]:
-    return {
+    out: dict[str, Any] = {
         "rotational": d.rotational,
         "read_latency_ns": d.read_latency_ns,
         "write_latency_ns": d.write_latency_ns,
         "read_bytes_per_s": d.read_bytes_per_s,
         "write_bytes_per_s": d.write_bytes_per_s,
     }
+    # Optional in config.rs (serde default): left out when unset, so a device without them
+    # lowers exactly as before they existed.
+    if d.iops is not None:
+        out["iops"] = d.iops
+    if d.max_sectors_kb is not None:
+        out["max_sectors_kb"] = d.max_sectors_kb
+    if d.nr_requests is not None:
+        out["nr_requests"] = d.nr_requests
+    return out
 
 
 def _machine(m: Machine, presets: dict[str, DeviceModel]) -> dict[str, Any]:

@@ -173,13 +173,19 @@ class _Model(BaseModel):
 
 @dataclass(frozen=True)
 class DeviceModel:
-    """A block device as the simulator models it (config.rs DeviceModel)."""
+    """A block device as the simulator models it (config.rs DeviceModel). ``iops`` (a cap on
+    requests per second), ``max_sectors_kb`` (request merging under a plug) and
+    ``nr_requests`` (requests in flight at once) are optional: None is no cap, no merging and
+    no limit, the model of the devices without them."""
 
     rotational: bool
     read_latency_ns: int
     write_latency_ns: int
     read_bytes_per_s: int
     write_bytes_per_s: int
+    iops: int | None = None
+    max_sectors_kb: int | None = None
+    nr_requests: int | None = None
 
 
 #: Device presets. First estimates; a machine profile (profiles/, written by `reclaimlab
@@ -189,17 +195,29 @@ DEVICE_PRESETS: dict[str, DeviceModel] = {
     "ssd": DeviceModel(False, 100_000, 50_000, 500_000_000, 500_000_000),
     "nvme": DeviceModel(False, 20_000, 20_000, 2_000_000_000, 2_000_000_000),
     "virtio-disk": DeviceModel(True, 150_000, 100_000, 1_000_000_000, 1_000_000_000),
+    # An Azure Standard SSD managed disk up to E50 while it bursts (600 IOPS, 150 MB/s:
+    # MicrosoftDocs azure-docs includes/disk-storage-standard-ssd-sizes.md, 2023); latency,
+    # rotational, max_sectors_kb and nr_requests are assumptions (docs/scenario.md, "Device
+    # presets").
+    "cloud-disk": DeviceModel(True, 2_000_000, 2_000_000, 150_000_000, 150_000_000, iops=600, max_sectors_kb=1280, nr_requests=256),
 }
 
 #: The device model of a zram swap device when none is given: RAM, no latency and a transfer
 #: time (4 ns per page) that is negligible next to the codec's CPU time, which the core charges.
 ZRAM_DEVICE = DeviceModel(False, 0, 0, 1_000_000_000_000, 1_000_000_000_000)
 
-DevicePreset = Literal["hdd", "ssd", "nvme", "virtio-disk"]
+DevicePreset = Literal["hdd", "ssd", "nvme", "virtio-disk", "cloud-disk"]
+
+#: /sys/block/<dev>/queue/max_sectors_kb: at least one page, at most what the kernel's u32 holds.
+MaxSectorsKb = IntRange(4, 2**32 - 1)
+#: /sys/block/<dev>/queue/nr_requests; and a device's IOPS cap.
+NrRequests = IntRange(1, 2**32 - 1)
+Iops = IntRange(1, 2**32 - 1)
 
 
 class Device(_Model):
-    """A preset name, or a table: a preset with some figures replaced, or all five figures."""
+    """A preset name, or a table: a preset with some figures replaced, or all five figures
+    (``iops``, ``max_sectors_kb`` and ``nr_requests`` are optional either way)."""
 
     scalar_shortcut: ClassVar[str] = "preset"
 
@@ -209,8 +227,15 @@ class Device(_Model):
     write_latency: Duration | None = None
     read_bandwidth: Bandwidth | None = None
     write_bandwidth: Bandwidth | None = None
+    iops: Iops | None = None  # type: ignore[valid-type]
+    max_sectors_kb: MaxSectorsKb | None = None  # type: ignore[valid-type]
+    nr_requests: NrRequests | None = None  # type: ignore[valid-type]
 
+    #: The figures a device without a preset must give.
     FIGURES: ClassVar[tuple[str, ...]] = ("rotational", "read_latency", "write_latency", "read_bandwidth", "write_bandwidth")
+    #: Figures that may be left out (no IOPS cap, no request merging, no queue limit) unless a
+    #: preset sets them.
+    OPTIONAL_FIGURES: ClassVar[tuple[str, ...]] = ("iops", "max_sectors_kb", "nr_requests")
 
     def missing(self) -> list[str]:
         if self.preset is not None:
@@ -229,6 +254,9 @@ class Device(_Model):
             write_latency_ns=pick(self.write_latency, base and base.write_latency_ns),
             read_bytes_per_s=pick(self.read_bandwidth, base and base.read_bytes_per_s),
             write_bytes_per_s=pick(self.write_bandwidth, base and base.write_bytes_per_s),
+            iops=pick(self.iops, base and base.iops),
+            max_sectors_kb=pick(self.max_sectors_kb, base and base.max_sectors_kb),
+            nr_requests=pick(self.nr_requests, base and base.nr_requests),
         )
 
 

@@ -55,7 +55,8 @@ pub enum SwapKind {
 }
 
 /// A block device: fixed latency per request plus transfer time at `*_bandwidth`, transfers
-/// serialised (one queue), latencies overlapped.
+/// serialised (one queue), latencies overlapped; optionally a request-rate cap and request
+/// merging (docs/model/time.md, "Swap device model").
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct DeviceModel {
@@ -64,6 +65,20 @@ pub struct DeviceModel {
     pub write_latency_ns: u64,
     pub read_bytes_per_s: u64,
     pub write_bytes_per_s: u64,
+    /// Requests per second the device serves at most (a cloud disk's provisioned IOPS): every
+    /// request occupies the device for at least 1/iops s. None: no cap.
+    #[serde(default)]
+    pub iops: Option<u64>,
+    /// /sys/block/<dev>/queue/max_sectors_kb: the largest request the block layer builds by
+    /// merging bios submitted under one plug. None: no merging, every page is its own request,
+    /// issued when it is submitted.
+    #[serde(default)]
+    pub max_sectors_kb: Option<u32>,
+    /// /sys/block/<dev>/queue/nr_requests: requests the queue holds at once (tags). A task
+    /// that needs a new request while all are in flight sleeps until one completes. None: no
+    /// limit, submitters never wait.
+    #[serde(default)]
+    pub nr_requests: Option<u32>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]

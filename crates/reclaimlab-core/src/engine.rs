@@ -295,6 +295,7 @@ impl Simulation {
             reserved: 0,
             shrinker_objects_scanned: 0,
             lru_inversion_swapouts: 0,
+            plug: Default::default(),
         };
         for p in 0..procs.len() {
             mm.queue.push(0, EventKind::Process(p as u32));
@@ -420,6 +421,7 @@ impl Simulation {
                 }
                 EventKind::Process(p) => self.run_process(p, t),
             }
+            debug_assert!(self.mm.plug.is_idle(), "a block plug outlived its event ({ev:?} at {t} ns)");
             if self.check_every > 0 && self.events.is_multiple_of(self.check_every) {
                 if let Err(e) = self.check_conservation() {
                     panic!("page conservation violated after event {} ({ev:?} at {t} ns): {e}", self.events);
@@ -755,6 +757,12 @@ impl Simulation {
             if let Some(age) = disk.0.checked_div(disk.1) {
                 out.push(("lru_inversion.device_mean_age_ms".into(), age));
             }
+        }
+        // Block devices with a request model (an IOPS cap or request merging): their
+        // /sys/block/<dev>/stat request counts. Without one every page is its own request and
+        // the counts would repeat pswpin/pswpout.
+        for d in mm.swap.devs.iter().filter(|d| d.zram.is_none() && (d.model.iops.is_some() || d.model.max_sectors_kb.is_some())) {
+            d.stat.export(&format!("block[{}].stat.", d.name), &mut out);
         }
         // zram devices are named in the scenario's order (zram0, zram1, ...), as the lab
         // configures them.

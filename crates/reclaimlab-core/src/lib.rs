@@ -4,6 +4,7 @@
 //! Pure Rust: no I/O, no wall clock, no threads, no hash-ordered iteration. The same
 //! configuration and seed give bit-identical results.
 
+pub mod block;
 pub mod compress;
 pub mod config;
 pub mod costs;

@@ -135,17 +135,28 @@ impl Mm {
         } else {
             self.vma_ra_window(i)
         };
-        let mut ready: Time = ctx.now;
+        // swap_cluster_readahead and swap_vma_readahead read the window under a plug, so reads
+        // of consecutive slots merge into one request (crate::block).
+        self.blk_start_plug();
+        let mut mine: Result<Option<Time>, Oom> = Ok(Some(ctx.now));
         for j in window {
             if j == i {
-                ready = self.read_swap_cache_async(ctx, i, false)?;
+                mine = self.read_swap_cache_async(ctx, i, false);
+                if mine.is_err() {
+                    break;
+                }
             } else {
                 // Readahead allocation failures just skip the page.
                 let _ = self.read_swap_cache_async(ctx, j, true);
             }
         }
+        let plugged_reads = self.blk_finish_plug(ctx);
+        // A read that waited in the plug completes with the request it joined (the last read
+        // of the page, if it was read twice).
+        let mut ready = mine?.or_else(|| plugged_reads.iter().rev().find(|r| r.0 == i).map(|r| r.1)).unwrap_or(ctx.now);
         if !self.pages[i as usize].has(pg::RESIDENT) {
-            ready = self.read_swap_cache_async(ctx, i, false)?;
+            // Unplugged now: issued at once.
+            ready = self.read_swap_cache_async(ctx, i, false)?.unwrap_or(ctx.now);
         }
         ctx.wait_until(ready);
         self.map_swapped_in(i, write);
@@ -154,11 +165,11 @@ impl Mm {
 
     /// __read_swap_cache_async + swap_read_folio for page `j` if its PTE holds a swap entry
     /// and it is not in the swap cache yet. Returns when its data is there (now, if someone
-    /// else brought it in meanwhile).
-    fn read_swap_cache_async(&mut self, ctx: &mut Ctx, j: u32, readahead: bool) -> Result<Time, Oom> {
+    /// else brought it in meanwhile), or None if its device read waits in the plug.
+    fn read_swap_cache_async(&mut self, ctx: &mut Ctx, j: u32, readahead: bool) -> Result<Option<Time>, Oom> {
         let p = self.pages[j as usize];
         if p.has(pg::RESIDENT) || p.slot == NONE {
-            return Ok(ctx.now);
+            return Ok(Some(ctx.now));
         }
         let m = p.memcg;
         self.alloc_charged_frame(ctx, m)?;
@@ -167,7 +178,7 @@ impl Mm {
             // or freed its slot: like swapcache_prepare's -EEXIST, drop our folio and use theirs.
             self.uncharge(m);
             self.free_frame();
-            return Ok(ctx.now);
+            return Ok(Some(ctx.now));
         }
         ctx.cpu(self.costs.swapin_page_ns);
         self.pages[j as usize].set(pg::RESIDENT | pg::SWAPCACHE);

@@ -150,6 +150,8 @@ pub struct Mm {
     pub shrinker_objects_scanned: u64,
     /// Reclaim swap-outs that went to a device while the zswap pool held (older) entries.
     pub lru_inversion_swapouts: u64,
+    /// The running thread's block plug (current->plug; crate::block).
+    pub plug: crate::block::Plug,
 }
 
 impl Mm {

@@ -1,12 +1,14 @@
 //! Swap IO: mm/page_io.c as of 6.18 (swap_writeout, __swap_writepage, swap_read_folio) and the
 //! end of writeback (folio_end_writeback → folio_rotate_reclaimable in mm/swap.c).
 //!
-//! Simplified: one bio per page; a read completes for the faulting task at the device model's
-//! completion time while the folio is treated as uptodate from submission on (nothing else
-//! could observe the difference except a second fault on it, which then does not wait).
+//! Simplified: one bio per page (the block layer, crate::block, merges bios of one plug into
+//! requests); a read completes for the faulting task at the device model's completion time
+//! while the folio is treated as uptodate from submission on (nothing else could observe the
+//! difference except a second fault on it, which then does not wait).
 
 use super::page::{list, pg};
 use super::{Ctx, Mm};
+use crate::block::Dir;
 use crate::policy::SameFilled;
 use crate::sim::{EventKind, Time};
 
@@ -50,7 +52,8 @@ impl Mm {
     }
 
     /// __swap_writepage: submit the write. A block device leaves the folio under writeback
-    /// until it completes; zram (SWP_SYNCHRONOUS_IO) completes it inline.
+    /// until it completes (swap_writepage_bdev_async: one bio for the page, merged by the
+    /// block layer when the caller holds a plug); zram (SWP_SYNCHRONOUS_IO) completes it inline.
     pub fn swap_writepage(&mut self, ctx: &mut Ctx, i: u32) -> Writeout {
         let m = self.pages[i as usize].memcg;
         self.vm.pswpout += 1;
@@ -62,12 +65,9 @@ impl Mm {
         if self.swap.devs[d].synchronous() {
             return self.zram_write(ctx, d, i);
         }
-        let done = self.swap.devs[d].submit_write(ctx.now, i);
         self.pages[i as usize].set(pg::WRITEBACK);
-        if self.swap.devs[d].scheduled.is_none() {
-            self.swap.devs[d].scheduled = Some(done);
-            self.queue.push(done, EventKind::DeviceDone(d as u16));
-        }
+        let off = slot - self.swap.devs[d].base;
+        self.submit_bio(ctx, d, Dir::Write, off, i);
         Writeout::Io
     }
 
@@ -105,16 +105,17 @@ impl Mm {
         Writeout::Done
     }
 
-    /// swap_read_folio: zeromap, then zswap, then the device. Returns when the data is there.
-    pub fn swap_read_folio(&mut self, ctx: &mut Ctx, i: u32) -> Time {
+    /// swap_read_folio: zeromap, then zswap, then the device. Returns when the data is there,
+    /// or None for a device read waiting in the task's plug (blk_finish_plug reports it).
+    pub fn swap_read_folio(&mut self, ctx: &mut Ctx, i: u32) -> Option<Time> {
         let m = self.pages[i as usize].memcg;
         if self.pages[i as usize].has(pg::ZEROMAP) {
             self.vm.swpin_zero += 1;
             self.memcgs[m as usize].events.swpin_zero += 1;
-            return ctx.now;
+            return Some(ctx.now);
         }
         if self.zswap_load(ctx, i) {
-            return ctx.now;
+            return Some(ctx.now);
         }
         // A zswap miss: shrinker feedback (6.12+ nr_disk_swapins, 6.8–6.11 protection) and
         // Funaki's writeback pause.
@@ -135,9 +136,10 @@ impl Mm {
             } else if s.flags & crate::zram::SLOT_SAME == 0 {
                 ctx.cpu(self.costs.decompress_ns(self.codecs[zram.codec_slot]));
             }
-            return ctx.now;
+            return Some(ctx.now);
         }
-        self.swap.devs[d].submit_read(ctx.now)
+        let off = slot - self.swap.devs[d].base;
+        self.submit_bio(ctx, d, Dir::Read, off, i)
     }
 
     /// Complete every device write due by `t`, a running thread's own clock (which runs ahead of

@@ -9,13 +9,19 @@
 //! not modelled. Devices are used in priority order; equal priorities do not round-robin.
 //!
 //! Readahead window: __swapin_nr_pages / swapin_nr_pages / swap_vma_ra_win of mm/swap_state.c.
+//!
+//! Device timing (`SwapDev::issue`) is a cost model, not kernel code: docs/model/time.md. The
+//! block layer that builds the requests (plugging, merging) is crate::block.
 
-use std::collections::VecDeque;
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, VecDeque};
 
 use super::page::NONE;
 use super::PAGE_SIZE;
+use crate::block::Dir;
 use crate::config::DeviceModel;
 use crate::sim::{Time, NSEC_PER_SEC};
+use crate::stats::DiskStats;
 
 pub const SWAPFILE_CLUSTER: u32 = 512;
 
@@ -47,8 +53,14 @@ pub struct SwapDev {
     nonfull_clusters: VecDeque<u32>,
     current: Option<u32>,
     cursor: u32,
-    /// The transfer pipe is busy until then (transfers are serialised, latencies overlap).
+    /// The device is busy until then: requests are served one after another, each for its
+    /// transfer time (at least 1/iops); latencies overlap.
     pipe_free: Time,
+    /// Requests issued and bios merged into them (/sys/block/<dev>/stat).
+    pub stat: DiskStats,
+    /// Completion times of the requests in flight, when the model limits them (nr_requests):
+    /// each holds a tag until then.
+    pub tags: BinaryHeap<Reverse<Time>>,
     /// Writes in flight in completion order: (done, page).
     pub inflight: VecDeque<(Time, u32)>,
     /// Time of the DeviceDone event already queued for this device, if any.
@@ -86,6 +98,8 @@ impl SwapDev {
             current: None,
             cursor: 0,
             pipe_free: 0,
+            stat: DiskStats::default(),
+            tags: BinaryHeap::new(),
             inflight: VecDeque::new(),
             scheduled: None,
             zram: None,
@@ -179,23 +193,47 @@ impl SwapDev {
         cl.used[(s / 64) as usize] & (1 << (s % 64)) != 0
     }
 
-    fn transfer_ns(bytes_per_s: u64) -> u64 {
-        (PAGE_SIZE * NSEC_PER_SEC).div_ceil(bytes_per_s.max(1))
+    /// Pages one request may hold: max_sectors_kb / 4 (at least one page); None when the
+    /// device model does not merge.
+    pub fn max_request_pages(&self) -> Option<usize> {
+        self.model.max_sectors_kb.map(|kb| ((kb as u64 * 1024 / PAGE_SIZE).max(1)) as usize)
     }
 
-    /// Queue a page read; returns when it completes.
-    pub fn submit_read(&mut self, now: Time) -> Time {
+    /// Issue one request of consecutive pages (in slot order) to the device; returns when it
+    /// completes. The device serves requests one after another (FIFO): each occupies it for
+    /// the transfer of its bytes at the bandwidth, and at least 1/iops; the latency overlaps
+    /// with later requests. Writes complete in submission order and are queued in `inflight`
+    /// (every page of a request completes with it). One page and no `iops`: exactly the
+    /// per-page model of earlier versions.
+    pub fn issue(&mut self, now: Time, dir: Dir, pages: &[u32]) -> Time {
+        let n = pages.len() as u64;
+        debug_assert!(n > 0);
+        let (bytes_per_s, latency) = match dir {
+            Dir::Read => (self.model.read_bytes_per_s, self.model.read_latency_ns),
+            Dir::Write => (self.model.write_bytes_per_s, self.model.write_latency_ns),
+        };
+        // u128: a large max_sectors_kb times 4096 × 10^9 overflows u64.
+        let transfer = (n as u128 * PAGE_SIZE as u128 * NSEC_PER_SEC as u128).div_ceil(bytes_per_s.max(1) as u128) as u64;
+        let min_busy = self.model.iops.map_or(0, |iops| NSEC_PER_SEC.div_ceil(iops.max(1)));
         let start = now.max(self.pipe_free);
-        self.pipe_free = start + Self::transfer_ns(self.model.read_bytes_per_s);
-        self.pipe_free + self.model.read_latency_ns
-    }
-
-    /// Queue a page write; returns when it completes.
-    pub fn submit_write(&mut self, now: Time, page: u32) -> Time {
-        let start = now.max(self.pipe_free);
-        self.pipe_free = start + Self::transfer_ns(self.model.write_bytes_per_s);
-        let done = (self.pipe_free + self.model.write_latency_ns).max(self.inflight.back().map_or(0, |b| b.0));
-        self.inflight.push_back((done, page));
+        self.pipe_free = start + transfer.max(min_busy);
+        let mut done = self.pipe_free + latency;
+        match dir {
+            Dir::Read => {
+                self.stat.read_ios += 1;
+                self.stat.read_merges += n - 1;
+            }
+            Dir::Write => {
+                self.stat.write_ios += 1;
+                self.stat.write_merges += n - 1;
+                done = done.max(self.inflight.back().map_or(0, |b| b.0));
+                self.inflight.extend(pages.iter().map(|&p| (done, p)));
+            }
+        }
+        if self.model.nr_requests.is_some() {
+            // The request holds its tag until it completes.
+            self.tags.push(Reverse(done));
+        }
         done
     }
 }
@@ -289,7 +327,16 @@ mod tests {
     use super::*;
 
     fn model() -> DeviceModel {
-        DeviceModel { rotational: true, read_latency_ns: 100, write_latency_ns: 100, read_bytes_per_s: 4096 * 1_000_000, write_bytes_per_s: 4096 * 1_000_000 }
+        DeviceModel {
+            rotational: true,
+            read_latency_ns: 100,
+            write_latency_ns: 100,
+            read_bytes_per_s: 4096 * 1_000_000,
+            write_bytes_per_s: 4096 * 1_000_000,
+            iops: None,
+            max_sectors_kb: None,
+            nr_requests: None,
+        }
     }
 
     #[test]
@@ -329,9 +376,22 @@ mod tests {
     #[test]
     fn writes_complete_in_order() {
         let mut d = SwapDev::new("s".into(), -2, 0, 100, model());
-        let a = d.submit_write(0, 1);
-        let b = d.submit_write(0, 2);
+        let a = d.issue(0, Dir::Write, &[1]);
+        let b = d.issue(0, Dir::Write, &[2]);
         assert!(b > a);
         assert_eq!(d.inflight.len(), 2);
+    }
+
+    #[test]
+    fn request_occupies_at_least_one_iops_slot() {
+        // 1000 ns per page at the bandwidth, 1 ms per request at 1000 IOPS.
+        let mut d = SwapDev::new("s".into(), -2, 0, 100, DeviceModel { iops: Some(1000), ..model() });
+        assert_eq!(d.issue(0, Dir::Write, &[1]), 1_000_000 + 100);
+        assert_eq!(d.issue(0, Dir::Write, &[2, 3, 4]), 2_000_000 + 100);
+        assert_eq!(d.issue(0, Dir::Read, &[5]), 3_000_000 + 100);
+        assert_eq!((d.stat.write_ios, d.stat.write_merges, d.stat.read_ios), (2, 2, 1));
+        // Without the cap a request of three pages takes three page transfers.
+        let mut d = SwapDev::new("s".into(), -2, 0, 100, model());
+        assert_eq!(d.issue(0, Dir::Write, &[1, 2, 3]), 3_000 + 100);
     }
 }

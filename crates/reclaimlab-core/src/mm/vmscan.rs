@@ -238,12 +238,14 @@ impl Mm {
         nr
     }
 
-    /// shrink_lruvec.
+    /// shrink_lruvec. The scan loop runs under a block plug, so swap-outs of this pass to
+    /// consecutive slots merge into larger requests (crate::block).
     fn shrink_lruvec(&mut self, ctx: &mut Ctx, m: u16, sc: &mut ScanControl) {
         let mut nr = self.get_scan_count(m, sc);
         let targets = nr;
         let proportional = sc.kind == Reclaimer::Direct && sc.priority == DEF_PRIORITY;
         let mut nr_reclaimed = 0;
+        self.blk_start_plug();
         while nr[0] > 0 || nr[3] > 0 || nr[2] > 0 {
             for idx in 0..4 {
                 if nr[idx] == 0 {
@@ -286,6 +288,7 @@ impl Mm {
                 nr[l] -= nr[l].min(scanned);
             }
         }
+        self.blk_finish_plug(ctx);
         sc.nr_reclaimed += nr_reclaimed;
         if self.can_age_anon() && self.inactive_is_low(m, list::INACTIVE_ANON) {
             self.shrink_active_list(ctx, SWAP_CLUSTER_MAX, m, list::ACTIVE_ANON, sc);
@@ -732,7 +735,7 @@ impl Mm {
                 no_progress += 1;
                 // reclaim_throttle(NOPROGRESS) and should_reclaim_retry: the task sleeps a
                 // jiffy while swap writes in flight complete, then tries again.
-                ctx.wait_until(ctx.now + crate::sim::JIFFY_NS);
+                self.io_schedule_until(ctx, ctx.now + crate::sim::JIFFY_NS);
             } else {
                 no_progress = 0;
             }
@@ -745,11 +748,13 @@ impl Mm {
     }
 
     /// Reclaim waits on a folio's writeback (v1 memcg reclaim, case 3): complete the device's
-    /// writes up to and including this one at their completion time.
+    /// writes up to and including this one at their completion time. Going to sleep flushes
+    /// the task's plug first (schedule → blk_flush_plug), which may hold this very write.
     fn wait_on_writeback(&mut self, ctx: &mut Ctx, i: u32) {
         let slot = self.pages[i as usize].slot;
         debug_assert_ne!(slot, NONE);
         let d = self.swap.dev_of(slot);
+        self.blk_flush_plug(ctx.now);
         while let Some((done, page)) = self.swap.devs[d].inflight.pop_front() {
             ctx.wait_until(done);
             self.end_swap_writeback(page);

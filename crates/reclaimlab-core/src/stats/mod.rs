@@ -65,3 +65,11 @@ counters! {
         oom_kill,
     }
 }
+
+counters! {
+    /// Request counters of a block swap device: four fields of /sys/block/<dev>/stat
+    /// (Documentation/block/stat.rst: "read I/Os", "read merges", "write I/Os", "write merges";
+    /// struct disk_stats ios[] and merges[]). A merge is a bio added to an existing request, so
+    /// ios + merges = pages of that direction sent to the device.
+    DiskStats { read_ios, read_merges, write_ios, write_merges }
+}

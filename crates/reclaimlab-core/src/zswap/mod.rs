@@ -366,7 +366,10 @@ impl Mm {
 
     /// zswap_writeback_entry: bring the entry into a new swap-cache folio and write it to the
     /// swap device. The folio goes on the inactive LRU with PG_reclaim, so the end of the write
-    /// rotates it to the tail and the next scan frees it without IO.
+    /// rotates it to the tail and the next scan frees it without IO. The write is one 4 KiB bio
+    /// (`__swap_writepage(folio, NULL)` in 6.18) and neither shrink_worker nor the shrinker
+    /// plugs, so on a device that merges it is a request of its own: only writeback from a
+    /// store over memory.zswap.max runs inside reclaim's plug (crate::block).
     fn zswap_writeback_entry(&mut self, ctx: &mut Ctx, i: u32) -> Result<(), WbError> {
         let p = self.pages[i as usize];
         if p.has(pg::RESIDENT) {
