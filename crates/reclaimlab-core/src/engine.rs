@@ -228,6 +228,7 @@ impl Simulation {
                     zero: table.zero,
                     same_filled: table.same_filled,
                     ra_info: None,
+                    page_tables: vec![false; (r.pages as usize).div_ceil(crate::mm::PTRS_PER_PTE as usize)],
                 });
                 pages.extend(std::iter::repeat_n(Page::new(idx, memcg), r.pages as usize));
                 my_regions.push(idx as u32);
@@ -293,6 +294,7 @@ impl Simulation {
             reclaim_cursor: vec![0; nmemcg],
             nr_resident: 0,
             reserved: 0,
+            nr_page_table_pages: 0,
             shrinker_objects_scanned: 0,
             lru_inversion_swapouts: 0,
             plug: Default::default(),
@@ -642,6 +644,7 @@ impl Simulation {
         mm.vm.export("vmstat.", &mut out);
         let pool_pages = mm.zswap_total_pages();
         out.push(("vmstat.nr_free_pages".into(), mm.nr_free));
+        out.push(("vmstat.nr_page_table_pages".into(), mm.nr_page_table_pages));
         out.push(("vmstat.nr_inactive_anon".into(), mm.lru_size_tree(0, list::INACTIVE_ANON)));
         out.push(("vmstat.nr_active_anon".into(), mm.lru_size_tree(0, list::ACTIVE_ANON)));
         out.push(("vmstat.nr_swapcached".into(), mm.memcgs.iter().map(|m| m.swapcached).sum()));
@@ -775,6 +778,7 @@ impl Simulation {
         }
         out.push(("meminfo.MemTotal".into(), mm.totalram * 4));
         out.push(("meminfo.MemFree".into(), mm.nr_free * 4));
+        out.push(("meminfo.PageTables".into(), mm.nr_page_table_pages * 4));
         out.push(("meminfo.Zswap".into(), pool_pages * 4));
         out.push(("meminfo.Zswapped".into(), mm.zswap.stored_pages * 4));
         out.push(("meminfo.SwapTotal".into(), (mm.swap.total_swap_pages) * 4));
@@ -851,9 +855,13 @@ impl Simulation {
             return Err(format!("zswap stored_pages {} but {} entries", mm.zswap.stored_pages, stored));
         }
         let pool = mm.zsmalloc_pages();
-        if mm.nr_free + resident + pool + mm.reserved != mm.totalram {
+        let tables: u64 = mm.regions.iter().map(|r| r.page_tables.iter().filter(|&&t| t).count() as u64).sum();
+        if tables != mm.nr_page_table_pages {
+            return Err(format!("nr_page_table_pages {} but {tables} tables allocated", mm.nr_page_table_pages));
+        }
+        if mm.nr_free + resident + pool + mm.reserved + tables != mm.totalram {
             return Err(format!(
-                "frames: free {} + resident {resident} + zsmalloc {pool} + reserved {} != total {}",
+                "frames: free {} + resident {resident} + zsmalloc {pool} + reserved {} + page tables {tables} != total {}",
                 mm.nr_free, mm.reserved, mm.totalram
             ));
         }

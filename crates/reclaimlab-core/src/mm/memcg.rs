@@ -239,6 +239,16 @@ impl Mm {
         self.page_counter_uncharge(m, 1);
     }
 
+    /// Uncharge `nr` pages of kernel memory (page tables): the page counter only; they were
+    /// never folios, so no pgpgout (memcg_account_kmem's counterpart of uncharge).
+    pub fn uncharge_kmem(&mut self, m: u16, nr: u64) {
+        if m == 0 {
+            self.memcgs[0].usage = self.memcgs[0].usage.saturating_sub(nr);
+        } else {
+            self.page_counter_uncharge(m, nr);
+        }
+    }
+
     /// Drop the stock (on exit): stock pages go back to the counter.
     pub fn drain_stock(&mut self, m: u16) {
         let s = std::mem::take(&mut self.memcgs[m as usize].stock);

@@ -53,6 +53,10 @@ impl Mm {
         if p.slot != NONE {
             return self.do_swap_page(ctx, i, write);
         }
+        if !p.has(pg::ZERO_PFN) {
+            // do_anonymous_page: the first fault in a 2 MiB range allocates its page table.
+            self.pte_alloc(ctx, i)?;
+        }
         if !write && !p.has(pg::ZERO_PFN) {
             // do_anonymous_page, read: map the shared zero page, allocate nothing.
             self.pages[i as usize].set(pg::MAPPED | pg::ZERO_PFN);
@@ -66,6 +70,32 @@ impl Mm {
         p.set(pg::RESIDENT | pg::MAPPED | pg::YOUNG | pg::DIRTY);
         self.nr_resident += 1;
         self.lru_add(i);
+        Ok(())
+    }
+
+    /// pte_alloc → __pte_alloc → pte_alloc_one (mm/memory.c, 6.18): the page table page of
+    /// the 2 MiB range holding page `i`, if it has none yet. User page tables are allocated
+    /// with GFP_PGTABLE_USER, which includes __GFP_ACCOUNT: the page is charged to the memcg
+    /// (memory.usage_in_bytes / memory.current) without being on an LRU, so a memcg reaches
+    /// its limit that much earlier (~1 page per 512 mapped, plus the charge stock). Freed at
+    /// exit. Simplified: the PMD/PUD/P4D levels (one page per 1 GiB and up) are not modelled,
+    /// nor is the kernel's own memory of the process (VMAs, task struct, stack).
+    fn pte_alloc(&mut self, ctx: &mut Ctx, i: u32) -> Result<(), Oom> {
+        let region = self.pages[i as usize].region as usize;
+        let chunk = ((i - self.regions[region].base) / super::PTRS_PER_PTE) as usize;
+        if self.regions[region].page_tables[chunk] {
+            return Ok(());
+        }
+        let m = self.pages[i as usize].memcg;
+        if !self.alloc_frame(ctx) {
+            return Err(Oom { memcg: None });
+        }
+        if let Err(e) = self.try_charge(ctx, m) {
+            self.free_frame();
+            return Err(e);
+        }
+        self.regions[region].page_tables[chunk] = true;
+        self.nr_page_table_pages += 1;
         Ok(())
     }
 
@@ -332,6 +362,24 @@ impl Mm {
                 let q = &mut self.pages[i as usize];
                 *q = super::page::Page::new(q.region, q.memcg);
             }
+        }
+        // free_pgtables: the regions' page tables go back, uncharged.
+        let tables: Vec<(u16, u64)> = self
+            .regions
+            .iter_mut()
+            .filter(|r| r.process == process)
+            .map(|r| {
+                let n = r.page_tables.iter().filter(|&&t| t).count() as u64;
+                r.page_tables.fill(false);
+                (r.memcg, n)
+            })
+            .collect();
+        for (m, n) in tables {
+            self.nr_page_table_pages -= n;
+            for _ in 0..n {
+                self.free_frame();
+            }
+            self.uncharge_kmem(m, n);
         }
         for &(_, _, m) in &regions {
             self.drain_stock(m);

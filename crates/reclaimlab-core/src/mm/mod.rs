@@ -26,6 +26,8 @@ use swap::Swap;
 pub const PAGE_SIZE: u64 = 4096;
 /// SWAP_CLUSTER_MAX: reclaim works in batches of 32 pages.
 pub const SWAP_CLUSTER_MAX: u64 = 32;
+/// PTRS_PER_PTE on x86-64: one page table page maps 512 pages (2 MiB).
+pub const PTRS_PER_PTE: u32 = 512;
 /// MAX_RECLAIM_RETRIES.
 pub const MAX_RECLAIM_RETRIES: u32 = 16;
 
@@ -101,6 +103,9 @@ pub struct RegionInfo {
     pub same_filled: Vec<bool>,
     /// vma->swap_readahead_info: (last fault page, window, hits); None = never set (reads as hits 4).
     pub ra_info: Option<(u64, u32, u32)>,
+    /// Per PTRS_PER_PTE pages (2 MiB) of the region: its page table page has been allocated.
+    /// (The runner maps every region 2 MiB-aligned, so a region's chunks are whole tables.)
+    pub page_tables: Vec<bool>,
 }
 
 /// kswapd's state between its priority passes.
@@ -146,6 +151,8 @@ pub struct Mm {
     pub nr_resident: u64,
     /// Pages the machine holds besides workload memory and zsmalloc (kernel, other tasks).
     pub reserved: u64,
+    /// NR_PAGETABLE: page table pages (PTE level) of the simulated processes.
+    pub nr_page_table_pages: u64,
     /// Objects scanned by the zswap and zsmalloc shrinkers: our share of slabs_scanned.
     pub shrinker_objects_scanned: u64,
     /// Reclaim swap-outs that went to a device while the zswap pool held (older) entries.

@@ -7,3 +7,4 @@ mod determinism;
 mod identities;
 mod switches;
 mod zswap_limits;
+mod page_tables;
