@@ -11,6 +11,7 @@ import pytest
 
 from conftest import MINIMAL, ROOT, THREE_REGIONS
 from reclaimlab import load, lower
+from reclaimlab.errors import ScenarioError
 
 CONFIG_RS = ROOT / "crates" / "reclaimlab-core" / "src" / "config.rs"
 PATTERN_RS = ROOT / "crates" / "reclaimlab-workload" / "src" / "pattern.rs"
@@ -252,6 +253,15 @@ def test_cgroup_v1() -> None:
     assert groups["/w"]["swappiness"] == 100
     assert groups["/w"]["high_bytes"] is None
     assert groups["/u"]["limit_bytes"] is None
+
+
+def test_stats_flush_interval() -> None:
+    # 1 s by default (the lab's sampling of memory.stat flushes the stats every second)
+    assert lower(load(MINIMAL))["cgroups"]["stats_flush_ns"] == 1_000_000_000
+    text = MINIMAL.replace("[[processes]]", '[cgroups]\nstats_flush_interval = "0s"\n[[processes]]', 1)
+    assert lower(load(text))["cgroups"]["stats_flush_ns"] == 0
+    with pytest.raises(ScenarioError, match=r"cgroups\.stats_flush_interval"):
+        load(MINIMAL.replace("[[processes]]", '[cgroups]\nstats_flush_interval = "often"\n[[processes]]', 1))
 
 
 def test_swap_priorities_and_zram() -> None:

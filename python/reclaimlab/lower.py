@@ -420,7 +420,7 @@ def _cgroups(c: Cgroups) -> dict[str, Any]:
                 g["zswap_writeback"] = f.memory_zswap_writeback
         index[path] = len(groups)
         groups.append(g)
-    return {"version": c.cgroup_version, "groups": groups}
+    return {"version": c.cgroup_version, "groups": groups, "stats_flush_ns": c.stats_flush_interval}
 
 
 def _dist(d: Uniform | HotCold | Zipf) -> dict[str, Any]:

@@ -345,6 +345,10 @@ def _cgroup_version(v: int) -> int:
 class Cgroups(_Model):
     cgroup_version: Annotated[int, AfterValidator(_cgroup_version)] = 1
     groups: dict[str, CgroupFiles] = Field(default_factory=dict)
+    #: How often memcg statistics are flushed (docs/model/memcg.md, "Statistics flushes"): the
+    #: kernel's flusher every 2 s, plus every read of memory.stat; the lab reads it every 1 s.
+    #: The LRU balance and refault activation decide on the flushed sizes. "0s": live sizes.
+    stats_flush_interval: Duration = 1_000_000_000
 
     def all_paths(self) -> list[str]:
         """Every cgroup as "/a/b", parents (also implicit ones) before children, sorted."""

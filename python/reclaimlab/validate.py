@@ -295,10 +295,14 @@ class KernelResultsError(ValueError):
 
 
 def _workload_config(config: dict[str, Any]) -> dict[str, Any]:
-    """``config`` without what only the simulator uses: its time costs and its swap devices'
-    latency/bandwidth models (the kernel ran on the real devices). What remains is what the
-    kernel runs must share with the simulator's run: workload, cgroups, kernel settings, sizes."""
+    """``config`` without what only the simulator uses: its time costs, its swap devices'
+    latency/bandwidth models (the kernel ran on the real devices) and its memcg stats flush
+    interval (the kernel has its own flusher). What remains is what the kernel runs must share
+    with the simulator's run: workload, cgroups, kernel settings, sizes."""
     out = {k: v for k, v in config.items() if k != "costs"}
+    cgroups = out.get("cgroups")
+    if isinstance(cgroups, dict):
+        out["cgroups"] = {k: v for k, v in cgroups.items() if k != "stats_flush_ns"}
     machine = out.get("machine")
     if isinstance(machine, dict) and isinstance(machine.get("swap"), list):
         out["machine"] = {

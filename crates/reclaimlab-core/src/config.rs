@@ -121,6 +121,10 @@ pub struct Cgroups {
     pub version: u8,
     /// Pre-order list; index 0 is always the root cgroup ("/"), parents precede children.
     pub groups: Vec<Cgroup>,
+    /// Interval of memcg stats flushes, which the LRU balance and refault decisions read
+    /// (Mm::lru_size_stat). None or 0: those decisions read live sizes.
+    #[serde(default)]
+    pub stats_flush_ns: Option<u64>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]

@@ -295,6 +295,8 @@ impl Simulation {
             nr_resident: 0,
             reserved: 0,
             nr_page_table_pages: 0,
+            stats_flush_ns: cfg.cgroups.stats_flush_ns.unwrap_or(0),
+            next_stats_flush: 0,
             shrinker_objects_scanned: 0,
             lru_inversion_swapouts: 0,
             plug: Default::default(),
@@ -409,6 +411,7 @@ impl Simulation {
             }
             self.now = self.now.max(t);
             self.events += 1;
+            self.mm.flush_memcg_stats_until(t);
             self.mm.zswap.cpus_saturated = self.runnable_processes() >= self.cpus;
             match ev {
                 EventKind::DeviceDone(d) => self.mm.device_done(d as usize, t),

@@ -58,6 +58,10 @@ pub struct Memcg {
     pub swap_pages: u64,
     /// Pages of this memcg in the swap cache.
     pub swapcached: u64,
+    /// lruvec_stats->state as of the last stats flush (hierarchical): the LRU sizes and
+    /// WORKINGSET_ACTIVATE_ANON that lruvec_page_state returns (see Mm::flush_memcg_stats).
+    pub flushed_lru: [u64; 4],
+    pub flushed_workingset_activate: u64,
 }
 
 impl Memcg {
@@ -76,6 +80,8 @@ impl Memcg {
             zswap_bytes: 0,
             zswapped: 0,
             zswap_charged: 0,
+            flushed_lru: [0; 4],
+            flushed_workingset_activate: 0,
             lru: [List::new(list::INACTIVE_ANON), List::new(list::ACTIVE_ANON), List::new(list::INACTIVE_FILE), List::new(list::ACTIVE_FILE)],
             zswap_lru: List::new(list::ZSWAP),
             anon_cost: 0,
@@ -107,10 +113,55 @@ impl Mm {
         std::iter::successors(Some(m), move |&c| self.memcgs[c as usize].parent)
     }
 
-    /// Sum of an LRU list size over the subtree (lruvec_page_state is hierarchical for memcgs).
+    /// Sum of an LRU list size over the subtree, now (the lists themselves).
     pub fn lru_size_tree(&self, m: u16, which: u8) -> u64 {
         let end = self.memcgs[m as usize].subtree_end;
         (m..end).map(|c| self.memcgs[c as usize].lru[which as usize - 1].len).sum()
+    }
+
+    /// lruvec_page_state(lruvec, NR_LRU_BASE + which) (mm/memcontrol.c, 6.18): the memcg's
+    /// hierarchical LRU size *as of the last rstat flush*, not now. The kernel keeps per-CPU
+    /// deltas and folds them into lruvec_stats->state only when the stats are flushed; the
+    /// decisions that read it (inactive_is_low, workingset_test_recent, lru_note_cost) see
+    /// sizes up to a flush interval old. With `stats_flush_ns` 0 the live sizes are used.
+    pub fn lru_size_stat(&self, m: u16, which: u8) -> u64 {
+        if self.stats_flush_ns == 0 {
+            self.lru_size_tree(m, which)
+        } else {
+            self.memcgs[m as usize].flushed_lru[which as usize - 1]
+        }
+    }
+
+    /// lruvec_page_state(lruvec, WORKINGSET_ACTIVATE_ANON), as of the last flush (see above).
+    pub fn workingset_activate_stat(&self, m: u16) -> u64 {
+        if self.stats_flush_ns == 0 {
+            let end = self.memcgs[m as usize].subtree_end;
+            (m..end).map(|c| self.memcgs[c as usize].events.workingset_activate_anon).sum()
+        } else {
+            self.memcgs[m as usize].flushed_workingset_activate
+        }
+    }
+
+    /// The stats flushes due by `t`: every `stats_flush_ns` from time 0. Models the kernel's
+    /// flush_memcg_stats_dwork (every FLUSH_TIME = 2 s) together with whoever reads
+    /// memory.stat (memory_stat_show flushes when enough updates are pending; the lab samples
+    /// every second). Called before each event: the state at the flush time is the state
+    /// left by the last event before it. Simplified: one period from time 0, not the
+    /// flusher's own phase plus the readers'; the "enough updates pending" test is taken
+    /// as always true (it is while reclaim runs).
+    pub fn flush_memcg_stats_until(&mut self, t: u64) {
+        if self.stats_flush_ns == 0 || t < self.next_stats_flush {
+            return;
+        }
+        for m in 0..self.memcgs.len() as u16 {
+            let lru = [1u8, 2, 3, 4].map(|l| self.lru_size_tree(m, l));
+            let end = self.memcgs[m as usize].subtree_end;
+            let activate = (m..end).map(|c| self.memcgs[c as usize].events.workingset_activate_anon).sum();
+            let mc = &mut self.memcgs[m as usize];
+            mc.flushed_lru = lru;
+            mc.flushed_workingset_activate = activate;
+        }
+        self.next_stats_flush = (t / self.stats_flush_ns + 1) * self.stats_flush_ns;
     }
 
     pub fn zswap_tree(&self, m: u16) -> (u64, u64) {

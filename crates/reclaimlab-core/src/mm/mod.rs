@@ -153,6 +153,9 @@ pub struct Mm {
     pub reserved: u64,
     /// NR_PAGETABLE: page table pages (PTE level) of the simulated processes.
     pub nr_page_table_pages: u64,
+    /// Interval of memcg stats flushes (0: decisions read live LRU sizes); the next one due.
+    pub stats_flush_ns: u64,
+    pub next_stats_flush: u64,
     /// Objects scanned by the zswap and zsmalloc shrinkers: our share of slabs_scanned.
     pub shrinker_objects_scanned: u64,
     /// Reclaim swap-outs that went to a device while the zswap pool held (older) entries.

@@ -102,21 +102,16 @@ enum Fate {
 impl Mm {
     /// inactive_is_low: inactive × ratio < active, ratio = int_sqrt(10 × GiB) (1 below 1 GiB).
     fn inactive_is_low(&self, m: u16, inactive: u8) -> bool {
-        let inact = self.lru_size_tree(m, inactive);
-        let act = self.lru_size_tree(m, inactive + 1);
+        let inact = self.lru_size_stat(m, inactive);
+        let act = self.lru_size_stat(m, inactive + 1);
         let gb = (inact + act) >> (30 - 12);
         let ratio = if gb > 0 { int_sqrt(10 * gb) } else { 1 };
         inact * ratio < act
     }
 
-    fn workingset_activate_tree(&self, m: u16) -> u64 {
-        let end = self.memcgs[m as usize].subtree_end;
-        (m..end).map(|c| self.memcgs[c as usize].events.workingset_activate_anon).sum()
-    }
-
     /// snapshot_refaults: remember WORKINGSET_ACTIVATE of the target lruvec.
     fn snapshot_refaults(&mut self, target: u16) {
-        self.memcgs[target as usize].refaults_snapshot = self.workingset_activate_tree(target);
+        self.memcgs[target as usize].refaults_snapshot = self.workingset_activate_stat(target);
     }
 
     /// lru_note_cost: IO costs 32 × the pages written, rotations 1 each; added to this lruvec
@@ -125,7 +120,7 @@ impl Mm {
         let cost = nr_io * SWAP_CLUSTER_MAX + nr_rotated;
         let mut c = Some(m);
         while let Some(i) = c {
-            let lrusize: u64 = (1..=4).map(|l| self.lru_size_tree(i, l)).sum();
+            let lrusize: u64 = (1..=4).map(|l| self.lru_size_stat(i, l)).sum();
             let mc = &mut self.memcgs[i as usize];
             if file {
                 mc.file_cost += cost;
@@ -164,12 +159,12 @@ impl Mm {
         let t = &self.memcgs[sc.target as usize];
         sc.anon_cost = t.anon_cost;
         sc.file_cost = t.file_cost;
-        let refaults = self.workingset_activate_tree(sc.target);
+        let refaults = self.workingset_activate_stat(sc.target);
         sc.may_deactivate_anon =
             sc.force_deactivate || refaults != t.refaults_snapshot || self.inactive_is_low(sc.target, list::INACTIVE_ANON);
         // No file refaults exist in the model, so only a low inactive file list deactivates.
         sc.may_deactivate_file = sc.force_deactivate || self.inactive_is_low(sc.target, list::INACTIVE_FILE);
-        let inactive_file = self.lru_size_tree(sc.target, list::INACTIVE_FILE);
+        let inactive_file = self.lru_size_stat(sc.target, list::INACTIVE_FILE);
         sc.cache_trim_mode = !sc.may_deactivate_file && (inactive_file >> sc.priority) > 0;
         sc.file_is_tiny = false;
         if !sc.cgroup_reclaim() {

@@ -32,9 +32,10 @@ impl Mm {
         let now = self.memcgs[m as usize].nonresident_age as u32;
         let distance = now.wrapping_sub(shadow) as u64;
         // Anon refault: active_file + inactive_file + (swap available ? active_anon : 0).
-        let mut workingset_size = self.lru_size_tree(m, list::ACTIVE_FILE) + self.lru_size_tree(m, list::INACTIVE_FILE);
+        // lruvec_page_state: the sizes as of the last memcg stats flush.
+        let mut workingset_size = self.lru_size_stat(m, list::ACTIVE_FILE) + self.lru_size_stat(m, list::INACTIVE_FILE);
         if self.swap.nr_swap_pages > 0 {
-            workingset_size += self.lru_size_tree(m, list::ACTIVE_ANON);
+            workingset_size += self.lru_size_stat(m, list::ACTIVE_ANON);
         }
         // The new folio gets PG_workingset back only if the refault activates it.
         self.pages[i as usize].clear(pg::SHADOW | pg::WORKINGSET);

@@ -8,3 +8,4 @@ mod identities;
 mod switches;
 mod zswap_limits;
 mod page_tables;
+mod stats_flush;
