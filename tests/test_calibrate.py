@@ -216,7 +216,7 @@ def test_cost_names_match_the_native_module(real_core: Any) -> None:
 def test_bundled_default_profile_parses() -> None:
     p = parse_profile(default_profile_path().read_text(encoding="utf-8"), str(default_profile_path()))
     assert p.kind == "polyglot-vm"
-    measured = {"access_ns", "fault_ns", "page_alloc_zero_ns", "swapin_page_ns", "reclaim_page_ns"}
+    measured = {"access_ns", "fault_ns", "page_alloc_zero_ns", "swapin_page_ns", "reclaim_page_ns", "zswap_entry_ns"}
     measured |= {f"{c}_{w}_ns" for c in ("lzo", "lz4", "zstd", "deflate") for w in ("compress", "decompress")}
     assert set(p.costs) == measured
     assert set(p.devices) == {"virtio-disk"}

@@ -103,13 +103,18 @@ DECOMPRESS_WEIGHTS: dict[str, float] = {"text": 2, "mix1024": 1, "random": 0, "z
 
 #: The ns a cost parameter is raised by to read the simulator's slope (linear: any value works).
 SLOPE_DELTA_NS = 1000
-#: Parameters fitted from the no-pressure runs, and from the zswap run under a memcg limit.
+#: Parameters fitted from the no-pressure runs; from the swap-file run under a memcg limit (the
+#: reclaim work every swap-out does); and from the zswap run under the same limit (what zswap
+#: adds per store and load, and the swap-in work).
 NOPRESSURE_PARAMS = ("access_ns", "fault_ns", "page_alloc_zero_ns")
-PRESSURE_PARAMS = ("reclaim_page_ns", "swapin_page_ns")
-#: Fitted along with PRESSURE_PARAMS from the zswap run, but only to absorb how much the fill
-#: cost of that run differs from the no-pressure runs' (the machine's speed drifts between
-#: runs); the profile keeps the no-pressure value.
+SWAPFILE_PARAMS = ("reclaim_page_ns",)
+PRESSURE_PARAMS = ("swapin_page_ns", "zswap_entry_ns")
+#: Fitted along with the parameters above from the pressure runs, but only to absorb how much
+#: the fill cost of those runs differs from the no-pressure runs' (the machine's speed drifts
+#: between runs); the profile keeps the no-pressure value. In the swap-file run the swap-in
+#: work is a nuisance too: its disk reads dominate the access phase (the zswap run fits it).
 PRESSURE_NUISANCE = ("page_alloc_zero_ns",)
+SWAPFILE_NUISANCE = ("page_alloc_zero_ns", "swapin_page_ns")
 #: The cgroup of the pressure scenario.
 PRESSURE_GROUP = "calibrate"
 POLL_S = 2.0
@@ -680,28 +685,37 @@ write_percent = 0
 """
 
 
-def pressure_scenario(version: str, cgroup_version: int, compressor: str = "lzo", access_count: int = 60_000) -> str:
+def pressure_scenario(
+    version: str, cgroup_version: int, compressor: str = "lzo", access_count: int = 60_000, zswap: bool = True
+) -> str:
     """zswap on, no writeback, under a 48 MiB memcg limit (v1 memory.limit_in_bytes, or v2
     memory.max), text pages. ``warm`` (32 MiB) is filled below the limit: the run's own fill
     cost, without reclaim. Filling ``data`` (96 MiB) then stores 80 MiB in zswap, and random
     reads over ``data`` swap in from zswap (and store again) on about every other access.
     (With a 32 MiB limit and 64 MiB of data the kernel's memcg OOM killer fired in about one
-    run in five while swap readahead filled the swap cache.)"""
+    run in five while swap readahead filled the swap cache.)
+
+    ``zswap=False``: the same with zswap off, the pages going to a 1 GiB swap file and coming
+    back from it one at a time (vm.page-cluster 0: with readahead and a small swap file the
+    memcg OOM killer takes the runner in many runs, docs/validation.md), fewer random reads
+    (each is a disk read)."""
     limit_key = "memory.limit_in_bytes" if cgroup_version == 1 else "memory.max"
+    name, swap_size, cluster = ("calibrate-zswap", "256MiB", 3) if zswap else ("calibrate-swapfile", "1GiB", 0)
     return f"""\
 schema_version = 1
-name = "calibrate-zswap"
+name = "{name}"
 seed = 12
 [machine]
 memory = "host"
 cpus = "host"
 [[machine.swap]]
 name = "swapfile"
-size = "256MiB"
+size = "{swap_size}"
 device = "virtio-disk"
 [kernel]
 version = "{version}"
-zswap.enabled = true
+vm.page-cluster = {cluster}
+zswap.enabled = {"true" if zswap else "false"}
 zswap.compressor = "{compressor}"
 zswap.max_pool_percent = 20
 zswap.accept_threshold_percent = 90
@@ -823,13 +837,19 @@ def _lab_stage(
     wait_s: float,
     counter_keys: Sequence[str],
     between: Callable[[], None] | None = None,
+    device: Mapping[str, Any] | None = None,
 ) -> tuple[Fit, dict[str, Any]]:
     """Run the scenario ``reps`` times on the kernel, then fit ``params`` starting from
-    ``base_costs()`` (called after the runs, so that it can use what ``between`` measured)."""
+    ``base_costs()`` (called after the runs, so that it can use what ``between`` measured).
+    ``device``: the measured swap device's figures (``device_model``), for the simulator's
+    swap devices (a run whose time depends on the disk must not be fitted against a preset)."""
     from reclaimlab.scenario import load
 
     scenario = load(text)
     config = lower(scenario, profile=None)
+    if device is not None:
+        for sw in config["machine"]["swap"]:
+            sw["device"] = {**sw["device"], **device}
     runs = _kernel_runs(scenario, reps, note, wait_s, between)
     costs = base_costs()
     times = _phase_times(runs)
@@ -884,7 +904,8 @@ COST_NOTES = {
     "fault_ns": "lab: read faults mapping the zero page",
     "page_alloc_zero_ns": "lab: write faults of a fill (incl. the page copy)",
     "swapin_page_ns": "lab: zswap run under a memcg limit (fit)",
-    "reclaim_page_ns": "lab: zswap run under a memcg limit (fit)",
+    "reclaim_page_ns": "lab: swap-file run under a memcg limit (fit)",
+    "zswap_entry_ns": "lab: zswap run under a memcg limit (fit)",
 }
 
 
@@ -1016,7 +1037,30 @@ def calibrate(args: argparse.Namespace, argv: Sequence[str], note: _Note) -> tup
             after_run,
         )
         costs.update(fit1.params)
-        note("lab: zswap run under a memcg limit (reclaim, swap-in)")
+        g = f"memcg[/{PRESSURE_GROUP}].memory.stat."
+        keys = [g + k for k in ("pgfault", "pgmajfault", "zswpin", "zswpout", "pswpin", "pswpout", "pgscan", "pgsteal")]
+        keys += [f"vmstat.{k}" for k in ("zswpin", "zswpout", "pswpin", "pswpout")]
+        rec_swapfile: dict[str, Any] | None = None
+        if "device" in measurements:
+            # The reclaim work of a swap-out, from runs without zswap: fitted against zswap runs
+            # alone, reclaim_page_ns also held zswap's store work, and charged it to every
+            # swap-out to disk (2x the kernel's time for a fill that swaps to a file).
+            note("lab: swap-file run under a memcg limit (reclaim)")
+            fit_s, rec_swapfile = _lab_stage(
+                core,
+                pressure_scenario(version, cgv, access_count=20_000, zswap=False),
+                lambda: {**defaults, **costs},
+                SWAPFILE_PARAMS + SWAPFILE_NUISANCE,
+                args.reps,
+                note,
+                args.wait,
+                keys,
+                after_run,
+                device=device_model(measurements["device"]),
+            )
+            costs.update({k: fit_s.params[k] for k in SWAPFILE_PARAMS})
+            rec_swapfile["kept"] = list(SWAPFILE_PARAMS)
+        note("lab: zswap run under a memcg limit (zswap store/load, swap-in)")
         # The run's pages are text: the fit charges the codec's text figures, from the rounds
         # taken between these runs, so that the fitted parameters hold the non-codec work only.
         first = len(timer.rounds)
@@ -1031,18 +1075,18 @@ def calibrate(args: argparse.Namespace, argv: Sequence[str], note: _Note) -> tup
             )
             return {**defaults, **costs, **text_codec}
 
-        g = f"memcg[/{PRESSURE_GROUP}].memory.stat."
-        keys = [g + k for k in ("pgfault", "pgmajfault", "zswpin", "zswpout", "pswpin", "pswpout", "pgscan", "pgsteal")]
-        keys += [f"vmstat.{k}" for k in ("zswpin", "zswpout", "pswpin", "pswpout")]
-        params2 = PRESSURE_PARAMS + PRESSURE_NUISANCE
+        # Without the swap-file stage (--skip-device) reclaim_page_ns is fitted here, as before.
+        params2 = PRESSURE_PARAMS + PRESSURE_NUISANCE + (() if rec_swapfile is not None else SWAPFILE_PARAMS)
         fit2, rec2 = _lab_stage(core, pressure_scenario(version, cgv), base2, params2, args.reps, note, args.wait, keys, after_run)
-        costs.update({k: fit2.params[k] for k in PRESSURE_PARAMS})
-        rec2["kept"] = list(PRESSURE_PARAMS)
+        kept2 = [k for k in params2 if k not in PRESSURE_NUISANCE]
+        costs.update({k: fit2.params[k] for k in kept2})
+        rec2["kept"] = kept2
         measurements["lab"] = {
             "kernel_preset": version,
             "cgroup_version": cgv,
             "text_codec_during_fit": Inline(text_codec),
             "nopressure": rec1,
+            **({"swapfile": rec_swapfile} if rec_swapfile is not None else {}),
             "zswap": rec2,
         }
         # 4. The kernel's own codecs, where they are not ours: the same zswap run with each other
