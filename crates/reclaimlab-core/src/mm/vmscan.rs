@@ -319,6 +319,12 @@ impl Mm {
 
     /// shrink_inactive_list: isolate up to `n` from the tail and run shrink_folio_list.
     fn shrink_inactive_list(&mut self, ctx: &mut Ctx, n: u64, m: u16, which: u8, sc: &mut ScanControl) -> u64 {
+        // Swap writes issued earlier in this reclaim complete while it runs (the completion
+        // interrupt does not wait for the reclaimer): folio_end_writeback rotates those folios
+        // to the inactive tail, clean, where this batch frees them instead of writing more.
+        // Without this a reclaim that outlasts the device latency wrote the whole memcg out
+        // within one invocation (5x the kernel's pswpout during a fill, docs/validation.md).
+        self.complete_io_until(ctx.now);
         let file = which == list::INACTIVE_FILE;
         let mut taken = Vec::with_capacity(n as usize);
         for _ in 0..n {
