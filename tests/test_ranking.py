@@ -205,3 +205,24 @@ def test_cli_validate_compare(write: Callable[..., Path], monkeypatch: pytest.Mo
     # nothing to compare
     r = CliRunner().invoke(app, ["validate", str(write(MINIMAL, "m.toml")), "--compare"])
     assert r.exit_code == 2 and "no configurations to compare" in r.output
+
+
+def test_update_doc_writes_the_ranking_block_and_counts_configurations(write: Callable[..., Path], tmp_path: Path) -> None:
+    from reclaimlab.report import BEGIN, END
+    from reclaimlab.validate import update_doc
+
+    s = reclaimlab.load(write(COMPARED))
+    kernel, sim, _ = _fakes({"off": [10.0, 11.0], "on": [20.0, 22.0]})
+    r = validate_compare(s, reps=2, run_kernel=kernel, run_sim=sim)
+    path = tmp_path / "rank.json"
+    path.write_text(r.to_json())
+    doc = tmp_path / "v.md"
+    blocks = [BEGIN.format(name=n) + "\nold\n" + END.format(name=n) for n in ("validation-summary", r.scenario)]
+    doc.write_text("intro\n" + "\n".join(blocks) + "\n")
+    assert update_doc(doc, [path]) == [r.scenario]
+    text = doc.read_text()
+    assert "old" not in text and ranking_markdown(r) in text
+    # each configuration is a scenario of the summary, named after the compared scenario ("on"
+    # has pswpin 0 on both sides, so only "off" counts)
+    summary = text.split(BEGIN.format(name="validation-summary"))[1].split(END.format(name="validation-summary"))[0]
+    assert "`vmstat.pswpin` | 1 |" in summary and f"{r.scenario} [off] -10.0%" in summary

@@ -180,6 +180,17 @@ BuildRunnerOption = Annotated[
 
 
 @contextmanager
+def _input_errors() -> Iterator[None]:
+    """A bad scenario (exit 2) or a missing native module (exit 1) as a message."""
+    try:
+        yield
+    except ScenarioError as e:
+        _fail(str(e), EXIT_BAD_INPUT)
+    except native.NativeUnavailable as e:
+        _fail(f"reclaimlab: {e}", EXIT_UNAVAILABLE)
+
+
+@contextmanager
 def _lab_errors() -> Iterator[None]:
     """Lab failures as messages and exit codes (the host is restored before they get here)."""
     from reclaimlab.lab.errors import LabError, LabInterrupted
@@ -216,15 +227,11 @@ def run(
     build_runner: BuildRunnerOption = True,
 ) -> None:
     """Run SCENARIO in the simulator (or on this host's kernel); print its counters and per-phase rates."""
-    try:
+    with _input_errors():
         if backend is Backend.kernel:
             result = _kernel_run(reclaimlab.load(scenario, set_ or ()), timeout, sample_interval, build_runner)
         else:
             result = reclaimlab.run(scenario, overrides=set_ or (), progress=progress)
-    except ScenarioError as e:
-        _fail(str(e), EXIT_BAD_INPUT)
-    except native.NativeUnavailable as e:
-        _fail(f"reclaimlab: {e}", EXIT_UNAVAILABLE)
     to_stdout = json_out is not None and str(json_out) == "-"
     console = _console(stderr=to_stdout)
     console.print(counters_table(result))
@@ -247,12 +254,8 @@ def compare(
     progress: ProgressOption = True,
 ) -> None:
     """Run SCENARIO's configurations (its [compare] configs, or --vary) and tabulate the differences."""
-    try:
+    with _input_errors():
         result = run_compare(scenario, vary=vary or (), overrides=set_ or (), progress=progress)
-    except ScenarioError as e:
-        _fail(str(e), EXIT_BAD_INPUT)
-    except native.NativeUnavailable as e:
-        _fail(f"reclaimlab: {e}", EXIT_UNAVAILABLE)
     to_stdout = json_out is not None and str(json_out) == "-"
     _console(stderr=to_stdout).print(compare_table(result, counters or (), show_all))
     if json_out is not None:
@@ -402,7 +405,7 @@ def validate(
     comparing = compare_ or bool(vary)
     kernel_options: dict[str, Any] = {"timeout_s": timeout, "sample_interval_s": sample_interval, "build": build_runner}
     result: ValidateResult | RankingResult
-    try:
+    with _input_errors():
         loaded = reclaimlab.load(scenario, set_ or ())
         if kernel_results is not None:
             try:
@@ -440,10 +443,6 @@ def validate(
                         on_run=lambda i, n: typer.echo(f"kernel run {i}/{n} ...", err=True),
                         **kernel_options,
                     )
-    except ScenarioError as e:
-        _fail(str(e), EXIT_BAD_INPUT)
-    except native.NativeUnavailable as e:
-        _fail(f"reclaimlab: {e}", EXIT_UNAVAILABLE)
     to_stdout = json_out is not None and str(json_out) == "-"
     console = _console(stderr=to_stdout)
     if isinstance(result, RankingResult):
@@ -520,11 +519,8 @@ def lab_codec_check(
     from reclaimlab.lab import codec_check
 
     names = [c.strip() for c in codecs.split(",") if c.strip()]
-    try:
-        with _lab_errors():
-            doc = codec_check.run(names, variants=variants, seed=seed, on_note=lambda m: typer.echo(m, err=True))
-    except native.NativeUnavailable as e:
-        _fail(f"reclaimlab: {e}", EXIT_UNAVAILABLE)
+    with _input_errors(), _lab_errors():
+        doc = codec_check.run(names, variants=variants, seed=seed, on_note=lambda m: typer.echo(m, err=True))
     console = _console(stderr=json_out is not None and str(json_out) == "-")
     for codec in doc["codecs"]:
         title, header, rows = codec_check.table(doc, codec)

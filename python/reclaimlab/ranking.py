@@ -162,9 +162,17 @@ class RankingResult:
     def pairs(self, metrics: Sequence[str] = DEFAULT_METRICS) -> list[PairRank]:
         return pair_ranks(self.configs, metrics)
 
+    def config_results(self) -> list[ValidateResult]:
+        """Each configuration's validate result under the name ``<scenario> [<configuration>]``
+        (how the summary of docs/validation.md lists them beside the other scenarios)."""
+        return [
+            ValidateResult(f"{self.scenario} [{c.name}]", c.result.kernel_runs, c.result.sim, c.result.rows, c.result.discarded_runs)
+            for c in self.configs
+        ]
+
     def to_dict(self) -> dict[str, Any]:
         pairs = self.pairs()
-        decisive = [p for p in pairs if p.verdict != "kernel tie"]
+        decisive, same, ties = rank_counts(pairs)
         return {
             "schema_version": 1,
             "kind": KIND,
@@ -175,9 +183,9 @@ class RankingResult:
             "ranking": {
                 "metrics": list(DEFAULT_METRICS),
                 "pairs": [p.to_dict() for p in pairs],
-                "decisive": len(decisive),
-                "same": sum(p.verdict == "same" for p in decisive),
-                "kernel_ties": len(pairs) - len(decisive),
+                "decisive": decisive,
+                "same": same,
+                "kernel_ties": ties,
             },
         }
 
@@ -283,12 +291,17 @@ def revalidate_compare(
 # ---------------------------------------------------------------------------------------------
 
 
+def rank_counts(pairs: Sequence[PairRank]) -> tuple[int, int, int]:
+    """(pairs the kernel orders, of them ranked the same by the simulator, kernel ties)."""
+    ties = sum(p.verdict == "kernel tie" for p in pairs)
+    return len(pairs) - ties, sum(p.verdict == "same" for p in pairs), ties
+
+
 def summary_line(pairs: Sequence[PairRank]) -> str:
-    decisive = [p for p in pairs if p.verdict != "kernel tie"]
-    same = sum(p.verdict == "same" for p in decisive)
+    decisive, same, ties = rank_counts(pairs)
     return (
-        f"{same} of {len(decisive)} pairs the kernel orders are ranked the same by the simulator; "
-        f"{len(pairs) - len(decisive)} pairs are ties within the kernel's spread"
+        f"{same} of {decisive} pairs the kernel orders are ranked the same by the simulator; "
+        f"{ties} pairs are ties within the kernel's spread"
     )
 
 

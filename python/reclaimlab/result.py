@@ -41,6 +41,22 @@ def counter_sort_key(key: str) -> tuple[int, str, str]:
     return (_SOURCE_ORDER.get(family, len(_SOURCE_ORDER)), source, name)
 
 
+def scenario_provenance(scenario: Scenario) -> dict[str, Any]:
+    """What both backends record about the scenario a run ran: its file, overrides, seed,
+    preset and the software versions; each backend adds its own (native module, runner, host)."""
+    from reclaimlab import __version__
+
+    return {
+        "reclaimlab_version": __version__,
+        "scenario_path": scenario.path,
+        "scenario_sha256": scenario.sha256,
+        "overrides": [str(o) for o in scenario.overrides],
+        "seed": scenario.seed,
+        "kernel_preset": scenario.kernel.version,
+        "python": platform.python_version(),
+    }
+
+
 def _phase_record(p: dict[str, Any]) -> dict[str, Any]:
     elapsed_ns = int(p["end_ns"]) - int(p["start_ns"])
     accesses = int(p["accesses"])
@@ -89,7 +105,7 @@ class RunResult:
 
     @classmethod
     def from_native(cls, scenario: Scenario, config: dict[str, Any], raw: dict[str, Any], backend: str = "sim") -> RunResult:
-        from reclaimlab import __version__, native
+        from reclaimlab import native
 
         counters = {str(k): int(v) for k, v in raw.get("counters", {}).items()}
         return cls(
@@ -99,16 +115,7 @@ class RunResult:
             counters=dict(sorted(counters.items())),
             phase_records=[_phase_record(p) for p in raw.get("phases", [])],
             stats=dict(raw.get("stats", {})),
-            provenance={
-                "reclaimlab_version": __version__,
-                "scenario_path": scenario.path,
-                "scenario_sha256": scenario.sha256,
-                "overrides": [str(o) for o in scenario.overrides],
-                "seed": scenario.seed,
-                "kernel_preset": scenario.kernel.version,
-                "python": platform.python_version(),
-                "native_version": native.native_version(),
-            },
+            provenance={**scenario_provenance(scenario), "native_version": native.native_version()},
         )
 
     def to_dict(self) -> dict[str, Any]:

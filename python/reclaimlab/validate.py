@@ -459,14 +459,18 @@ def summary_markdown(results: Sequence[ValidateResult]) -> str:
     return text
 
 
-def _doc_order(text: str, results: Sequence[ValidateResult]) -> list[ValidateResult]:
+def _summary_order(text: str, plain: Sequence[ValidateResult], ranked: Sequence[Any]) -> list[ValidateResult]:
+    """The summary's scenarios in the order of their blocks in the document: each validate
+    result at its own block, each compared configuration (``RankingResult.config_results``)
+    at its scenario's block; results without a block last."""
     from reclaimlab.report import BEGIN
 
-    def pos(r: ValidateResult) -> int:
-        i = text.find(BEGIN.format(name=r.scenario.split(" [")[0]))  # a compared configuration: its scenario's block
+    def pos(name: str) -> int:
+        i = text.find(BEGIN.format(name=name))
         return i if i >= 0 else len(text)
 
-    return sorted(results, key=pos)
+    entries = [(pos(r.scenario), r) for r in plain] + [(pos(k.scenario), c) for k in ranked for c in k.config_results()]
+    return [r for _, r in sorted(entries, key=lambda e: e[0])]
 
 
 def is_validate_json(path: str | os.PathLike[str]) -> bool:
@@ -476,22 +480,15 @@ def is_validate_json(path: str | os.PathLike[str]) -> bool:
 
 def load_results(result_paths: Sequence[str | os.PathLike[str]]) -> tuple[list[ValidateResult], list[Any]]:
     """The validate results among ``result_paths`` and the ``validate --compare`` results
-    (``RankingResult``), ``codec-check*.json`` skipped. A compared scenario's configurations
-    count as validate results of their own, named ``<scenario> [<configuration>]``."""
+    (``RankingResult``), ``codec-check*.json`` skipped."""
     from reclaimlab.ranking import RankingResult, is_ranking_json
 
     plain: list[ValidateResult] = []
     ranked: list[RankingResult] = []
     for p in result_paths:
-        if not is_validate_json(p):
-            continue
         if is_ranking_json(p):
-            r = RankingResult.load(p)
-            ranked.append(r)
-            for c in r.configs:
-                v = c.result
-                plain.append(ValidateResult(f"{r.scenario} [{c.name}]", v.kernel_runs, v.sim, v.rows, v.discarded_runs))
-        else:
+            ranked.append(RankingResult.load(p))
+        elif is_validate_json(p):
             plain.append(ValidateResult.load(p))
     return plain, ranked
 
@@ -509,20 +506,18 @@ def update_doc(doc_path: str | os.PathLike[str], result_paths: Sequence[str | os
     path = Path(doc_path)
     text = path.read_text(encoding="utf-8")
     plain, ranked = load_results(result_paths)
-    results = _doc_order(text, plain)
     try:
-        for result in results:
-            if "[" not in result.scenario:
-                text = replace_block(text, result.scenario, scenario_markdown(result))
+        for result in plain:
+            text = replace_block(text, result.scenario, scenario_markdown(result))
         for r in ranked:
             text = replace_block(text, r.scenario, ranking_markdown(r))
-        text = replace_block(text, SUMMARY_BLOCK, summary_markdown(results))
+        text = replace_block(text, SUMMARY_BLOCK, summary_markdown(_summary_order(text, plain, ranked)))
     except DocError as e:
         raise DocError(f"{path}: {e}") from None
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(text, encoding="utf-8")
     tmp.replace(path)
-    return [r.scenario for r in results if "[" not in r.scenario] + [r.scenario for r in ranked]
+    return [r.scenario for r in _summary_order(text, plain, [])] + [r.scenario for r in ranked]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -543,7 +538,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             names = update_doc(args.update_doc, args.results)
             print(f"{args.update_doc}: updated {SUMMARY_BLOCK}, {', '.join(names)}", file=sys.stderr)
             return 0
-        results, _ = load_results(args.results)
+        plain, ranked = load_results(args.results)
+        results = plain + [c for r in ranked for c in r.config_results()]
     except (DocError, OSError, ValueError, KeyError) as e:
         print(f"python -m reclaimlab.validate: {e}", file=sys.stderr)
         return 2

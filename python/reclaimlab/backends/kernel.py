@@ -20,7 +20,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import platform
 import signal
 import sys
 import tempfile
@@ -37,11 +36,12 @@ from reclaimlab.lab import probe as probing
 from reclaimlab.lab.apply import Applied, apply, new_runid
 from reclaimlab.lab.errors import LabError, LabInterrupted, LabUnavailable
 from reclaimlab.lab.interrupts import raise_interrupt, signals_to
-from reclaimlab.lab.journal import Journal, LabLock, restore, state_dir
+from reclaimlab.lab.journal import Journal, LabLock, restore, restore_failed, state_dir
 from reclaimlab.lab.record import Series, Sources, counters, sim_counter_keys, snapshot
 from reclaimlab.lab.result import KernelRunResult, phase_record
 from reclaimlab.lab.runner import Runner, RunnerSet, build_runner, locate_runner, runner_command, runner_version
 from reclaimlab.lower import lower
+from reclaimlab.result import scenario_provenance
 from reclaimlab.scenario import Scenario
 
 __all__ = ["DEFAULT_SAMPLE_INTERVAL_S", "default_timeout", "run"]
@@ -90,16 +90,8 @@ def _sha256(path: str) -> str | None:
 
 
 def _provenance(scenario: Scenario, p: probing.Probe, cmd: list[str], applied: Applied | None, key_source: str) -> dict[str, Any]:
-    from reclaimlab import __version__
-
     return {
-        "reclaimlab_version": __version__,
-        "scenario_path": scenario.path,
-        "scenario_sha256": scenario.sha256,
-        "overrides": [str(o) for o in scenario.overrides],
-        "seed": scenario.seed,
-        "kernel_preset": scenario.kernel.version,
-        "python": platform.python_version(),
+        **scenario_provenance(scenario),
         "host_kernel_release": p.kernel_release,
         "host": p.summary(),
         "runner": {"command": cmd, "version": runner_version(cmd), "sha256": _sha256(cmd[-1])},
@@ -190,11 +182,7 @@ def run(
                 journal.close()
                 report = restore(state)
                 if not report.ok:
-                    raise LabError(
-                        "restoring the host failed:\n  "
-                        + "\n  ".join(report.failed)
-                        + f"\nthe journal {state}/journal.jsonl is kept: fix the cause and run `reclaimlab lab restore`"
-                    )
+                    raise restore_failed(state, report.failed)
         if deferred:
             raise LabInterrupted(deferred[0], f"interrupted by {signal.Signals(deferred[0]).name}; the host was restored")
 

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import os
 import secrets
-import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -90,16 +89,6 @@ def _same(now: str, want: str) -> bool:
     return norm.get(now.strip(), now.strip()) == norm.get(want, want)
 
 
-def _tool(argv: list[str], timeout: float = 120) -> str:
-    try:
-        r = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=False, stdin=subprocess.DEVNULL)
-    except (OSError, subprocess.TimeoutExpired) as e:
-        raise LabError(f"{' '.join(argv)}: {e}") from None
-    if r.returncode != 0:
-        raise LabError(f"{' '.join(argv)} failed (exit {r.returncode}): {(r.stderr or r.stdout).strip()}")
-    return r.stdout
-
-
 class _Applier:
     def __init__(self, journal: Journal, probe: Probe, config: dict[str, Any], runid: str, state: Path):
         self.j = journal
@@ -122,7 +111,7 @@ class _Applier:
         point = self.state / f"debugfs-{self.out.runid}"
         self.j.record("mount", path=str(point), fstype="debugfs", created_dir=True)
         point.mkdir(mode=0o700)
-        _tool(["mount", "-t", "debugfs", "debugfs", str(point)])  # no options: they could reconfigure the shared superblock
+        host.run_tool(["mount", "-t", "debugfs", "debugfs", str(point)])  # no options: they could reconfigure the shared superblock
         self.out.debugfs = point
 
     # 2. sysctls --------------------------------------------------------------------------
@@ -196,7 +185,7 @@ class _Applier:
         finally:
             os.close(fd)
         os.chmod(path, 0o600)
-        _tool(["mkswap", str(path)])
+        host.run_tool(["mkswap", str(path)])
         return SwapDevice(name=sw["name"], kind="file", path=str(path))
 
     def _zram(self, sw: dict[str, Any], k: int) -> SwapDevice:
@@ -220,12 +209,8 @@ class _Applier:
             host.write_text(sysdir / "comp_algorithm", str(alg))
         host.write_text(sysdir / "disksize", str(int(sw["size_bytes"])))
         dev = Path(f"/dev/zram{zid}")
-        deadline = time.monotonic() + 5
-        while not dev.exists():
-            if time.monotonic() > deadline:
-                raise LabError(f"{dev} did not appear after adding zram{zid}")
-            time.sleep(0.02)
-        _tool(["mkswap", str(dev)])
+        host.wait_for_path(dev, f"adding zram{zid}")
+        host.run_tool(["mkswap", str(dev)])
         return SwapDevice(name=sw["name"], kind="zram", path=str(dev), zram_id=zid, key=f"zram{k}")
 
     @staticmethod
@@ -238,7 +223,7 @@ class _Applier:
         # A negative priority cannot be asked for: swapon without -p gets the kernel's next
         # "least priority" (-2, -3, ...), which is what the lowered scenario says for those.
         argv = ["swapon", *(["-p", str(priority)] if priority >= 0 else []), dev.path]
-        _tool(argv)
+        host.run_tool(argv)
         for line in host.read_text(host.PROC_SWAPS).splitlines()[1:]:
             parts = line.split()
             if parts and host.unescape_mount(parts[0]) == dev.path:

@@ -57,7 +57,7 @@ from reclaimlab.errors import ScenarioError, format_key
 from reclaimlab.lab import host
 from reclaimlab.lab.errors import LabBusy, LabError, LabInterrupted, LabUnavailable, RunnerFailed
 from reclaimlab.lab.interrupts import raise_interrupt, signals_to
-from reclaimlab.lab.journal import Journal, LabLock, restore, state_dir
+from reclaimlab.lab.journal import Journal, LabLock, restore, restore_failed, state_dir
 from reclaimlab.lower import COST_NAMES, DEFAULT_PROFILE_KIND, PROFILE_SCHEMA_VERSION, PROFILES_DIR, lower
 
 __all__ = [
@@ -626,11 +626,7 @@ def _device_step(note: _Note, wait_s: float) -> dict[str, Any]:
             journal.close()
             report = restore(state)
             if not report.ok:
-                raise LabError(
-                    "removing the temporary file failed:\n  "
-                    + "\n  ".join(report.failed)
-                    + f"\nthe journal {state}/journal.jsonl is kept: fix the cause and run `reclaimlab lab restore`"
-                )
+                raise restore_failed(state, report.failed, "removing the temporary file failed")
     if deferred:
         raise LabInterrupted(deferred[0], f"interrupted by {signal.Signals(deferred[0]).name}; the temporary file was removed")
     return raw

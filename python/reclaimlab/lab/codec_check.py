@@ -42,7 +42,7 @@ from reclaimlab.lab import host
 from reclaimlab.lab import probe as probing
 from reclaimlab.lab.errors import LabError, LabInterrupted, LabUnavailable
 from reclaimlab.lab.interrupts import raise_interrupt, signals_to
-from reclaimlab.lab.journal import Journal, LabLock, restore, state_dir
+from reclaimlab.lab.journal import Journal, LabLock, restore, restore_failed, state_dir
 from reclaimlab.lab.record import ZRAM_MM_STAT
 
 __all__ = [
@@ -280,11 +280,7 @@ def _configure(journal: Journal, zid: int, codec: str, disksize: int) -> Path:
         raise LabError(f"zram{zid}: wrote comp_algorithm {codec!r} but {selected!r} is selected")
     host.write_text(sysdir / "disksize", str(disksize))
     dev = Path(f"/dev/zram{zid}")
-    deadline = time.monotonic() + 5
-    while not dev.exists():
-        if time.monotonic() > deadline:
-            raise LabError(f"{dev} did not appear after configuring zram{zid}")
-        time.sleep(0.02)
+    host.wait_for_path(dev, f"configuring zram{zid}")
     return dev
 
 
@@ -357,11 +353,7 @@ def _restore(state: Path) -> None:
         if report_.ok:
             return
         if attempt == 19 or not all("busy" in f.lower() for f in report_.failed):
-            raise LabError(
-                "restoring the host failed:\n  "
-                + "\n  ".join(report_.failed)
-                + f"\nthe journal {state}/journal.jsonl is kept: fix the cause and run `reclaimlab lab restore`"
-            )
+            raise restore_failed(state, report_.failed)
         time.sleep(0.1)
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import errno
 import os
 import re
+import subprocess
 import time
 from pathlib import Path
 
@@ -195,3 +196,24 @@ def kill_if_same(pid: int, start_time: int, signum: int = 9, wait_s: float = 5.0
             return "killed"
         time.sleep(0.01)
     raise LabError(f"pid {pid} survived SIGKILL for {wait_s:.0f}s")
+
+
+def run_tool(argv: list[str], timeout: float = 120) -> str:
+    """Run a system tool (mkswap, swapoff, mount, ...); its stdout, or LabError naming the
+    command and its message."""
+    try:
+        r = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=False, stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        raise LabError(f"{' '.join(argv)}: {e}") from None
+    if r.returncode != 0:
+        raise LabError(f"{' '.join(argv)} failed (exit {r.returncode}): {(r.stderr or r.stdout).strip()}")
+    return r.stdout
+
+
+def wait_for_path(path: Path, what: str, timeout_s: float = 5.0) -> None:
+    """Wait until ``path`` exists (a device node udev creates); LabError after ``timeout_s``."""
+    deadline = time.monotonic() + timeout_s
+    while not path.exists():
+        if time.monotonic() > deadline:
+            raise LabError(f"{path} did not appear after {what}")
+        time.sleep(0.02)

@@ -37,7 +37,6 @@ import errno
 import fcntl
 import json
 import os
-import subprocess
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -237,19 +236,10 @@ def _write_back(label: str, path: str, old: str) -> str | None:
     return f"{label}: {now} -> {old}"
 
 
-def _run_tool(argv: list[str], timeout: float = 300) -> None:
-    try:
-        r = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=False, stdin=subprocess.DEVNULL)
-    except (OSError, subprocess.TimeoutExpired) as e:
-        raise LabError(f"{' '.join(argv)}: {e}") from None
-    if r.returncode != 0:
-        raise LabError(f"{' '.join(argv)} failed (exit {r.returncode}): {(r.stderr or r.stdout).strip()}")
-
-
 def _swapoff(path: str) -> str | None:
     if path not in host.active_swaps():
         return None
-    _run_tool(["swapoff", path])
+    host.run_tool(["swapoff", path], timeout=300)
     return f"swapoff {path}"
 
 
@@ -283,9 +273,9 @@ def _umount(path: str, created_dir: bool) -> str | None:
     did = None
     if any(m.point == path for m in host.mounts()):
         try:
-            _run_tool(["umount", path], timeout=30)
+            host.run_tool(["umount", path], timeout=30)
         except LabError:
-            _run_tool(["umount", "-l", path], timeout=30)
+            host.run_tool(["umount", "-l", path], timeout=30)
         did = f"unmounted {path}"
     if created_dir:
         with contextlib.suppress(FileNotFoundError):
@@ -391,6 +381,13 @@ def restore_entries(entries: list[dict[str, Any]], on_step: Callable[[str], None
             if on_step is not None:
                 on_step(did)
     return report
+
+
+def restore_failed(directory: Path, failed: list[str], what: str = "restoring the host failed") -> LabError:
+    """The error for a restore that left changes in place: what failed, and that the journal
+    in ``directory`` is kept for ``reclaimlab lab restore``."""
+    kept = f"the journal {directory}/journal.jsonl is kept: fix the cause and run `reclaimlab lab restore`"
+    return LabError(f"{what}:\n  " + "\n  ".join(failed) + "\n" + kept)
 
 
 def restore(directory: Path | None = None, on_step: Callable[[str], None] | None = None) -> RestoreReport:

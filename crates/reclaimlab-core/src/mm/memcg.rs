@@ -119,6 +119,12 @@ impl Mm {
         (m..end).map(|c| self.memcgs[c as usize].lru[which as usize - 1].len).sum()
     }
 
+    /// WORKINGSET_ACTIVATE_ANON summed over the subtree, now.
+    fn workingset_activate_tree(&self, m: u16) -> u64 {
+        let end = self.memcgs[m as usize].subtree_end;
+        (m..end).map(|c| self.memcgs[c as usize].events.workingset_activate_anon).sum()
+    }
+
     /// lruvec_page_state(lruvec, NR_LRU_BASE + which) (mm/memcontrol.c, 6.18): the memcg's
     /// hierarchical LRU size *as of the last rstat flush*, not now. The kernel keeps per-CPU
     /// deltas and folds them into lruvec_stats->state only when the stats are flushed; the
@@ -135,8 +141,7 @@ impl Mm {
     /// lruvec_page_state(lruvec, WORKINGSET_ACTIVATE_ANON), as of the last flush (see above).
     pub fn workingset_activate_stat(&self, m: u16) -> u64 {
         if self.stats_flush_ns == 0 {
-            let end = self.memcgs[m as usize].subtree_end;
-            (m..end).map(|c| self.memcgs[c as usize].events.workingset_activate_anon).sum()
+            self.workingset_activate_tree(m)
         } else {
             self.memcgs[m as usize].flushed_workingset_activate
         }
@@ -155,8 +160,7 @@ impl Mm {
         }
         for m in 0..self.memcgs.len() as u16 {
             let lru = [1u8, 2, 3, 4].map(|l| self.lru_size_tree(m, l));
-            let end = self.memcgs[m as usize].subtree_end;
-            let activate = (m..end).map(|c| self.memcgs[c as usize].events.workingset_activate_anon).sum();
+            let activate = self.workingset_activate_tree(m);
             let mc = &mut self.memcgs[m as usize];
             mc.flushed_lru = lru;
             mc.flushed_workingset_activate = activate;
