@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from lab.labutil import REAL_RUNNER, REPO, Lab, lab_skip_reason, runner_env
-from reclaimlab.lab.journal import LabLock, pending, restore
+from reclaimlab.lab.journal import WAIT_ENV, LabLock, pending, restore
 from reclaimlab.lab.runner import RUNNER_ENV, repo_root
 from reclaimlab.lab.state import machine_state
 
@@ -33,7 +33,8 @@ def lab(request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.Monk
     if kind == "real" and not built:
         pytest.skip("runner binary not built (cargo build --release -p reclaimlab-runner)")
     state = tmp_path / "state"  # /tmp is a disk file system here; swap files need one
-    env = {"RECLAIMLAB_STATE_DIR": str(state), **runner_env(kind)}
+    # Lab runs of other test sessions or of a user take the same host-wide lock: wait for them.
+    env = {"RECLAIMLAB_STATE_DIR": str(state), WAIT_ENV: "900", **runner_env(kind)}
     for k, v in env.items():
         monkeypatch.setenv(k, v)
     monkeypatch.delenv("RECLAIMLAB_RUNNER_PDEATHSIG", raising=False)

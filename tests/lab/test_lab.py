@@ -21,17 +21,18 @@ from lab.labutil import TINY, Lab
 from reclaimlab.backends import kernel
 from reclaimlab.lab import host
 from reclaimlab.lab.errors import LabBusy, LabTimeout, RunnerFailed
-from reclaimlab.lab.journal import JOURNAL_NAME, LabLock, read_entries
+from reclaimlab.lab.journal import JOURNAL_NAME, WAIT_ENV, LabLock, read_entries
 from reclaimlab.lab.probe import probe
 from reclaimlab.lab.record import sim_counter_keys
 
 pytestmark = pytest.mark.lab
 
 
-def _cli(lab: Lab, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+def _cli(lab: Lab, *args: str, timeout: float = 120, wait_s: str | None = None) -> subprocess.CompletedProcess[str]:
+    env = lab.env if wait_s is None else {**lab.env, WAIT_ENV: wait_s}
     return subprocess.run(
         [sys.executable, "-m", "reclaimlab", *args],
-        env=lab.env,
+        env=env,
         capture_output=True,
         text=True,
         timeout=timeout,
@@ -263,15 +264,16 @@ def test_compressor_the_kernel_lacks(lab: Lab, tmp_path: Path) -> None:
 # ---------------------------------------------------------------------------------------------
 
 
-def test_second_run_refuses_while_the_lock_is_held(lab: Lab, tmp_path: Path) -> None:
+def test_second_run_refuses_while_the_lock_is_held(lab: Lab, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     with LabLock(lab.state).acquire("a test holding the lock"):
-        r = _cli(lab, "run", "--backend", "kernel", "--no-build-runner", str(_scenario(tmp_path)))
+        r = _cli(lab, "run", "--backend", "kernel", "--no-build-runner", str(_scenario(tmp_path)), wait_s="0")
         assert r.returncode == 1
         assert "another reclaimlab lab process holds the lab lock" in r.stderr
         assert f"pid {os.getpid()} (a test holding the lock" in r.stderr
-        restore_r = _cli(lab, "lab", "restore")
+        restore_r = _cli(lab, "lab", "restore", wait_s="0")
         assert restore_r.returncode == 1 and f"pid {os.getpid()}" in restore_r.stderr
         with pytest.raises(LabBusy):
+            monkeypatch.setenv(WAIT_ENV, "0")
             kernel.run(reclaimlab.load(_scenario(tmp_path)), on_note=None)
     assert lab.state_now() == lab.before
 

@@ -13,7 +13,7 @@ import pytest
 
 from reclaimlab.lab import host
 from reclaimlab.lab.errors import LabBusy, LabLeftovers
-from reclaimlab.lab.journal import JOURNAL_NAME, Journal, LabLock, pending, read_entries, restore, restore_entries
+from reclaimlab.lab.journal import HOST_LOCK, JOURNAL_NAME, Journal, LabLock, pending, read_entries, restore, restore_entries
 
 
 def test_journal_appends_fsynced_json_lines(tmp_path: Path) -> None:
@@ -102,7 +102,7 @@ def test_restore_keeps_the_journal_when_something_cannot_be_undone(tmp_path: Pat
 def test_the_lock_names_its_holder(tmp_path: Path) -> None:
     with LabLock(tmp_path).acquire("first run"):
         with pytest.raises(LabBusy) as e:
-            LabLock(tmp_path).acquire("second run")
+            LabLock(tmp_path).acquire("second run", wait_s=0)
         assert f"pid {os.getpid()} (first run" in str(e.value)
     LabLock(tmp_path).acquire("after release").release()
 
@@ -119,10 +119,44 @@ def test_the_lock_is_held_across_processes(tmp_path: Path) -> None:
     try:
         assert holder.stdout is not None and holder.stdout.readline().strip() == "locked"
         with pytest.raises(LabBusy, match=f"pid {holder.pid} \\(holder"):
-            LabLock(tmp_path).acquire("me")
+            LabLock(tmp_path).acquire("me", wait_s=0)
     finally:
         holder.kill()
         holder.wait()
         if holder.stdout is not None:
             holder.stdout.close()
     LabLock(tmp_path).acquire("me").release()  # the kernel released the dead holder's lock
+
+
+def test_the_host_lock_spans_state_directories(tmp_path: Path) -> None:
+    """Two lab runs with different state directories (make test's private one and a user's)
+    still exclude each other: the host-wide lock is taken first."""
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    with LabLock(tmp_path / "a").acquire("user's validate"):
+        with pytest.raises(LabBusy, match=f"{HOST_LOCK}: pid {os.getpid()} \\(user's validate"):
+            LabLock(tmp_path / "b").acquire("test", wait_s=0)
+    LabLock(tmp_path / "b").acquire("after release").release()
+
+
+def test_a_run_waits_for_the_host_lock(tmp_path: Path) -> None:
+    code = (
+        "import sys, time; sys.path.insert(0, sys.argv[2]);"
+        "from pathlib import Path; from reclaimlab.lab.journal import LabLock;"
+        "l = LabLock(Path(sys.argv[1])).acquire('short holder'); print('locked', flush=True); time.sleep(1.5); l.release();"
+        "time.sleep(30)"
+    )
+    (tmp_path / "other").mkdir()
+    holder = subprocess.Popen(
+        [sys.executable, "-c", code, str(tmp_path / "other"), str(Path(__file__).parents[2] / "python")], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "locked"
+        with pytest.raises(LabBusy):
+            LabLock(tmp_path).acquire("impatient", wait_s=0)
+        LabLock(tmp_path).acquire("patient", wait_s=60).release()
+    finally:
+        holder.kill()
+        holder.wait()
+        assert holder.stdout is not None
+        holder.stdout.close()

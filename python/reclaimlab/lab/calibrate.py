@@ -384,7 +384,7 @@ def _until_free(what: Callable[[], Any], note: _Note, wait_s: float) -> Any:
 
 @contextlib.contextmanager
 def _locked(purpose: str, note: _Note, wait_s: float) -> Iterator[LabLock]:
-    lock = _until_free(lambda: LabLock(state_dir()).acquire(purpose), note, wait_s)
+    lock = _until_free(lambda: LabLock(state_dir()).acquire(purpose, wait_s=0), note, wait_s)
     try:
         yield lock
     finally:

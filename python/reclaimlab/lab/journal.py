@@ -26,8 +26,13 @@ op                 fields                              undo
 ``runner``         pid, start_time, process            SIGKILL if pid still has that start time
 =================  ==================================  =============================================
 
-The lock: ``flock(LOCK_EX)`` on ``<state dir>/lock`` for the whole run (and for a restore); the
-file holds the holder's pid and purpose, for the message a second run gets.
+The locks: ``flock(LOCK_EX)`` on the host-wide ``/run/lock/reclaimlab-lab.lock`` and on
+``<state dir>/lock`` for the whole run (and for a restore). The host-wide lock makes lab runs
+with different state directories (a user's ``validate`` and ``make test``'s lab tests, which use
+private ones) exclude each other: two lab runs at once would disturb each other's swap, zswap
+and timing. Each file holds the holder's pid and purpose, for the message a second run gets. A
+run waits for the host lock for ``$RECLAIMLAB_LAB_WAIT_S`` seconds (default 0: fail at once,
+naming the holder).
 """
 
 from __future__ import annotations
@@ -50,8 +55,10 @@ from reclaimlab.lab.errors import LabBusy, LabError, LabLeftovers
 __all__ = [
     "DEFAULT_STATE_DIR",
     "JOURNAL_NAME",
+    "HOST_LOCK",
     "LOCK_NAME",
     "STATE_ENV",
+    "WAIT_ENV",
     "Journal",
     "LabLock",
     "RestoreReport",
@@ -66,6 +73,11 @@ STATE_ENV = "RECLAIMLAB_STATE_DIR"
 DEFAULT_STATE_DIR = Path("/var/lib/reclaimlab")
 JOURNAL_NAME = "journal.jsonl"
 LOCK_NAME = "lock"
+#: One lab run at a time on a host, whatever its state directory.
+HOST_LOCK = Path("/run/lock/reclaimlab-lab.lock")
+#: Seconds a lab run waits for another host's lab run to finish (default 0).
+WAIT_ENV = "RECLAIMLAB_LAB_WAIT_S"
+_POLL_S = 0.5
 
 
 def state_dir() -> Path:
@@ -87,17 +99,16 @@ def _fsync_dir(path: Path) -> None:
 # ---------------------------------------------------------------------------------------------
 
 
-class LabLock:
-    """An exclusive, non-blocking ``flock`` on ``<state dir>/lock``, released on close (and by
-    the kernel when the holder dies, however it dies)."""
+class _Flock:
+    """An exclusive, non-blocking ``flock`` on one file, released on close (and by the kernel
+    when the holder dies, however it dies). The file holds the holder's pid and purpose."""
 
-    def __init__(self, directory: Path | None = None):
-        self.dir = directory if directory is not None else state_dir()
-        self.path = self.dir / LOCK_NAME
+    def __init__(self, path: Path):
+        self.path = path
         self.fd: int | None = None
 
-    def acquire(self, purpose: str) -> LabLock:
-        self.dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+    def try_acquire(self, purpose: str) -> bool:
+        """True when taken; False when another open file holds it."""
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -105,11 +116,11 @@ class LabLock:
             os.close(fd)
             if e.errno not in (errno.EWOULDBLOCK, errno.EAGAIN):
                 raise LabError(f"cannot lock {self.path}: {e.strerror or e}") from None
-            raise LabBusy(f"another reclaimlab lab process holds the lab lock {self.path}: {self.holder()}") from None
+            return False
         os.ftruncate(fd, 0)
         os.write(fd, json.dumps({"pid": os.getpid(), "purpose": purpose, "since": time.time()}).encode() + b"\n")
         self.fd = fd
-        return self
+        return True
 
     def holder(self) -> str:
         try:
@@ -130,6 +141,53 @@ class LabLock:
             with contextlib.suppress(OSError):
                 os.ftruncate(fd, 0)
             os.close(fd)  # closing the last descriptor releases the flock
+
+
+def _wait_default() -> float:
+    raw = os.environ.get(WAIT_ENV, "")
+    try:
+        return max(0.0, float(raw)) if raw else 0.0
+    except ValueError:
+        raise LabError(f"${WAIT_ENV}={raw!r}: expected a number of seconds") from None
+
+
+class LabLock:
+    """The lab's locks: the host-wide one (one lab run per host) and ``<state dir>/lock`` (the
+    journal's owner). ``acquire`` waits up to ``wait_s`` (default ``$RECLAIMLAB_LAB_WAIT_S``)
+    for the host lock, then raises :class:`LabBusy` naming the holder."""
+
+    def __init__(self, directory: Path | None = None):
+        self.dir = directory if directory is not None else state_dir()
+        self.path = self.dir / LOCK_NAME
+        self._host = _Flock(HOST_LOCK)
+        self._state = _Flock(self.path)
+
+    @property
+    def fd(self) -> int | None:
+        return self._state.fd
+
+    def acquire(self, purpose: str, wait_s: float | None = None) -> LabLock:
+        deadline = time.monotonic() + (_wait_default() if wait_s is None else wait_s)
+        HOST_LOCK.parent.mkdir(parents=True, exist_ok=True)
+        while not self._host.try_acquire(purpose):
+            if time.monotonic() >= deadline:
+                raise LabBusy(f"another reclaimlab lab process holds the lab lock {HOST_LOCK}: {self._host.holder()}")
+            time.sleep(_POLL_S)
+        self.dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        try:
+            if not self._state.try_acquire(purpose):
+                raise LabBusy(f"another reclaimlab lab process holds the lab lock {self.path}: {self.holder()}")
+        except BaseException:
+            self._host.release()
+            raise
+        return self
+
+    def holder(self) -> str:
+        return self._state.holder()
+
+    def release(self) -> None:
+        self._state.release()
+        self._host.release()
 
     def __enter__(self) -> LabLock:
         return self
