@@ -44,7 +44,9 @@ def test_expand_scenario_configs() -> None:
     s = load(THREE_REGIONS)
     out = expand(s)
     assert [c.name for c, _ in out] == ["no-limit", "swap-only", "zswap", "zswap+shrinker"]
-    states = [(sc.kernel.zswap.enabled, sc.kernel.zswap.shrinker_enabled, sc.cgroups.groups["workload"].memory_limit_in_bytes) for _, sc in out]
+    states = [
+        (sc.kernel.zswap.enabled, sc.kernel.zswap.shrinker_enabled, sc.cgroups.groups["workload"].memory_limit_in_bytes) for _, sc in out
+    ]
     limit = 173 << 20
     assert states == [(False, False, None), (False, False, limit), (True, False, limit), (True, True, limit)]
     assert {sc.seed for _, sc in out} == {42}

@@ -681,9 +681,7 @@ write_percent = 0
 """
 
 
-def pressure_scenario(
-    version: str, cgroup_version: int, compressor: str = "lzo", access_count: int = 60_000, zswap: bool = True
-) -> str:
+def pressure_scenario(version: str, cgroup_version: int, compressor: str = "lzo", access_count: int = 60_000, zswap: bool = True) -> str:
     """zswap on, no writeback, under a 48 MiB memcg limit (v1 memory.limit_in_bytes, or v2
     memory.max), text pages. ``warm`` (32 MiB) is filled below the limit: the run's own fill
     cost, without reclaim. Filling ``data`` (96 MiB) then stores 80 MiB in zswap, and random
