@@ -42,7 +42,7 @@ bench: build
 
 # Regenerate the tables of docs/seeds.md: each seed benchmark, published vs reclaimlab.
 seeds-report: build
-	$(PY) -m reclaimlab.report --update-doc docs/seeds.md scenarios/seeds/*.toml
+	$(VENV)/bin/reclaimlab report --update-doc docs/seeds.md scenarios/seeds/*.toml
 
 # Re-run the simulator side of every recorded validation (results/validation/<s>.json, the
 # codec checks excepted) against its stored kernel runs (no root, no kernel runs; the JSON is
@@ -55,7 +55,7 @@ validation-report: build
 	  compare=$$(grep -q '"kind": "validate-compare"' $$f && echo --compare); \
 	  $(VENV)/bin/reclaimlab validate scenarios/validation/$$s.toml $$compare --kernel-results $$f --json $$f > /dev/null || exit 1; \
 	done
-	$(PY) -W ignore::RuntimeWarning:runpy -m reclaimlab.validate --update-doc docs/validation.md $(VALIDATION_RESULTS)
+	$(VENV)/bin/reclaimlab validation-report --update-doc docs/validation.md $(VALIDATION_RESULTS)
 
 # Rust: clippy with warnings as errors. Python: ruff (lint and format), mypy --strict on the
 # package (config in pyproject.toml), and stubtest: the hand-written _core.pyi against the

@@ -12,6 +12,7 @@ from typing import Any, TextIO
 from reclaimlab import native
 from reclaimlab.errors import ScenarioError
 from reclaimlab.lower import lower
+from reclaimlab.profile import active_profile
 from reclaimlab.result import RunResult
 from reclaimlab.scenario import Scenario
 
@@ -79,7 +80,8 @@ def run(
 ) -> RunResult:
     """Run ``scenario`` in the simulator. Raises ScenarioError if the core rejects the config."""
     core = native.core()
-    config = lower(scenario)
+    profile = active_profile()
+    config = lower(scenario, profile)
     try:
         sim = core.Simulation(json.dumps(config, sort_keys=True))
     except ValueError as e:
@@ -92,4 +94,4 @@ def run(
                 on_progress(fraction)
         bar.update(1.0)
     raw = json.loads(sim.result_json())
-    return RunResult.from_native(scenario, config, raw, backend="sim")
+    return RunResult.from_native(scenario, config, raw, profile, backend="sim")
