@@ -110,7 +110,7 @@ def test_core_rejection_is_a_scenario_error(fake_core: Any, monkeypatch: pytest.
         raise ValueError("kernel.switches.x: unknown switch")
 
     monkeypatch.setattr(fake_core, "Simulation", reject)
-    with pytest.raises(ScenarioError, match=r"three-regions.toml: the simulator rejected the scenario: kernel.switches.x: unknown switch"):
+    with pytest.raises(ScenarioError, match=r"three-regions.toml: kernel.switches.x: the simulator rejected the value: unknown switch"):
         sim.run(s)
 
 

@@ -10,7 +10,7 @@ from types import TracebackType
 from typing import Any, TextIO
 
 from reclaimlab import native
-from reclaimlab.errors import ScenarioError
+from reclaimlab.core_errors import from_core_error
 from reclaimlab.lower import lower
 from reclaimlab.profile import active_profile
 from reclaimlab.result import RunResult
@@ -85,7 +85,7 @@ def run(
     try:
         sim = core.Simulation(json.dumps(config, sort_keys=True))
     except ValueError as e:
-        raise ScenarioError.single(scenario.file, f"the simulator rejected the scenario: {e}") from None
+        raise from_core_error(scenario, e) from None
     with _Progress(progress, label or scenario.name or "simulating") as bar:
         while not sim.step(chunk):
             fraction = float(sim.progress())
