@@ -35,8 +35,8 @@ def test_run_returns_counters_and_phases(fake_core: Any) -> None:
     r = reclaimlab.run(THREE_REGIONS)
     assert r.backend == "sim"
     assert r.scenario == "three-regions"
-    assert r.counters["vmstat.zswpout"] > 0
-    assert list(r.counters) == sorted(r.counters)
+    # The stand-in core: what the backend does with a core's output, not what the model says.
+    assert r.counters and list(r.counters) == sorted(r.counters)
     assert list(r.phases.columns) == ["process", "phase", "elapsed_s", "accesses", "accesses_per_s", "outcome"]
     assert set(r.phases["outcome"]) == {"completed"}
     assert list(r.phases["phase"]) == ["fill0", "fill1", "fill2", "access"]
