@@ -6,14 +6,17 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 DEPS := $(VENV)/.deps-stamp
 SCENARIO ?= scenarios/three-regions.toml
+# The linters, pinned so that a new release cannot fail a build that passed (bump on purpose).
+# pandas-stubs: mypy --strict needs pandas' types.
+LINT_DEPS := "ruff==0.17.6" "mypy==2.4.1" "pandas-stubs==3.1.0.261029"
 
 .PHONY: run test test-rust test-python bench lint build clean seeds-report validation-report
 
-$(DEPS): pyproject.toml
+$(DEPS): pyproject.toml Makefile
 	@command -v cargo >/dev/null || { echo "error: cargo (Rust toolchain) not found; this machine kind provides it via rustup" >&2; exit 1; }
 	python3 -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet "maturin>=1.5,<2" "pydantic>=2" typer rich pandas pytest
+	$(PY) -m pip install --quiet "maturin>=1.5,<2" "pydantic>=2" typer rich pandas pytest $(LINT_DEPS)
 	touch $@
 
 # Always rebuild: cargo is incremental, so an unchanged tree costs seconds. The runner binary
@@ -25,7 +28,7 @@ build: $(DEPS)
 run: build
 	$(VENV)/bin/reclaimlab compare $(SCENARIO)
 
-test: test-rust test-python
+test: lint test-rust test-python
 
 # Debug build: page conservation is checked as the simulation runs.
 test-rust:
@@ -39,7 +42,7 @@ bench: build
 
 # Regenerate the tables of docs/seeds.md: each seed benchmark, published vs reclaimlab.
 seeds-report: build
-	$(PY) -m reclaimlab.report --update-doc docs/seeds.md scenarios/seeds/*.toml
+	$(VENV)/bin/reclaimlab report --update-doc docs/seeds.md scenarios/seeds/*.toml
 
 # Re-run the simulator side of every recorded validation (results/validation/<s>.json, the
 # codec checks excepted) against its stored kernel runs (no root, no kernel runs; the JSON is
@@ -52,10 +55,17 @@ validation-report: build
 	  compare=$$(grep -q '"kind": "validate-compare"' $$f && echo --compare); \
 	  $(VENV)/bin/reclaimlab validate scenarios/validation/$$s.toml $$compare --kernel-results $$f --json $$f > /dev/null || exit 1; \
 	done
-	$(PY) -W ignore::RuntimeWarning:runpy -m reclaimlab.validate --update-doc docs/validation.md $(VALIDATION_RESULTS)
+	$(VENV)/bin/reclaimlab validation-report --update-doc docs/validation.md $(VALIDATION_RESULTS)
 
-lint:
+# Rust: clippy with warnings as errors. Python: ruff (lint and format), mypy --strict on the
+# package (config in pyproject.toml), and stubtest: the hand-written _core.pyi against the
+# built native module (so lint needs `build`).
+lint: build
 	cargo clippy --workspace --all-targets -- -D warnings
+	$(VENV)/bin/ruff check python tests
+	$(VENV)/bin/ruff format --check python tests
+	$(VENV)/bin/mypy
+	$(PY) -m mypy.stubtest reclaimlab._core
 
 clean:
 	rm -rf $(VENV) target

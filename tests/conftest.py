@@ -42,7 +42,6 @@ def fake_capabilities() -> native.Capabilities:
         codecs=tuple(fakecore.CODECS),
         default_costs=dict(fakecore.COSTS),
         _switches=fakecore.module().preset_switches,
-        native=True,
     )
 
 
@@ -56,6 +55,8 @@ def _capabilities(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatc
 def fake_core(monkeypatch: pytest.MonkeyPatch) -> Iterator[object]:
     """Install the fake native module as reclaimlab._core."""
     mod = fakecore.module()
+    # The stand-in has no time model for a machine profile to calibrate (three cost names).
+    monkeypatch.setenv("RECLAIMLAB_PROFILE", "none")
     monkeypatch.setitem(sys.modules, "reclaimlab._core", mod)
     monkeypatch.setattr(reclaimlab, "_core", mod, raising=False)
     native._native_capabilities.cache_clear()

@@ -6,9 +6,13 @@ core; tests that need the real simulator use ``pytest.importorskip("reclaimlab._
 
 from __future__ import annotations
 
+import importlib
 import json
 import types
 from typing import Any, ClassVar
+
+#: The real native module: the stand-in checks page content classes with its parser.
+_REAL = importlib.import_module("reclaimlab._core")
 
 COSTS = {"access_ns": 130, "fault_ns": 700, "process_quantum_ns": 100_000}
 SWITCHES = {
@@ -92,4 +96,6 @@ def module() -> types.ModuleType:
     m.codecs = lambda: list(CODECS)  # type: ignore[attr-defined]
     m.presets = lambda: list(SWITCHES)  # type: ignore[attr-defined]
     m.version = lambda: "0.0.0-fake"  # type: ignore[attr-defined]
+    # Page content classes are checked by the real core's parser (no copy of it here).
+    m.distinct_variants = _REAL.distinct_variants  # type: ignore[attr-defined]
     return m

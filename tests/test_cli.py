@@ -34,7 +34,7 @@ def test_bad_scenario_exits_2_with_the_message(write: Write) -> None:
     r = runner.invoke(app, ["run", str(path)])
     assert r.exit_code == 2
     assert f"{path}: bogus: unknown key" in r.stderr
-    assert f"{path}: processes[0].regions[0].content: expected a content class" in r.stderr
+    assert f'{path}: processes[0].regions[0].content: bad page content "txet"' in r.stderr
     assert "Traceback" not in r.output
 
 

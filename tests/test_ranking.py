@@ -209,7 +209,7 @@ def test_cli_validate_compare(write: Callable[..., Path], monkeypatch: pytest.Mo
 
 def test_update_doc_writes_the_ranking_block_and_counts_configurations(write: Callable[..., Path], tmp_path: Path) -> None:
     from reclaimlab.report import BEGIN, END
-    from reclaimlab.validate import update_doc
+    from reclaimlab.validation_doc import update_doc
 
     s = reclaimlab.load(write(COMPARED))
     kernel, sim, _ = _fakes({"off": [10.0, 11.0], "on": [20.0, 22.0]})

@@ -10,7 +10,7 @@ import pytest
 
 from conftest import MINIMAL, THREE_REGIONS
 from reclaimlab import ScenarioError, load, lower
-from reclaimlab.lower import ProfileError, parse_profile
+from reclaimlab.profile import ProfileError, parse_profile
 from reclaimlab.scenario import DEVICE_PRESETS, Device, DeviceModel
 
 Write = Callable[..., Path]

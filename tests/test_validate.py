@@ -23,7 +23,6 @@ from reclaimlab.validate import (
     Stat,
     ValidateResult,
     format_rel_error,
-    main,
     relative_error,
     revalidate,
     rows,
@@ -31,9 +30,9 @@ from reclaimlab.validate import (
     select,
     summarize,
     summary_markdown,
-    update_doc,
     validate,
 )
+from reclaimlab.validation_doc import update_doc
 
 
 def _result(backend: str, counters: dict[str, int], rate: float = 100.0, elapsed: float = 1.0) -> RunResult:
@@ -335,7 +334,8 @@ def test_update_doc(tmp_path: Path) -> None:
     assert scenario_markdown(A) in text and scenario_markdown(B) in text
     assert summary_markdown([B, A]) in text and "b -30.0% (out); a +10.0% (out)" in text
     once = text
-    assert main(["--update-doc", str(doc), *map(str, paths), str(tmp_path / "codec-check.json")]) == 0
+    r = CliRunner().invoke(app, ["validation-report", "--update-doc", str(doc), *map(str, paths), str(tmp_path / "codec-check.json")])
+    assert r.exit_code == 0, r.output
     assert doc.read_text() == once  # deterministic
     (tmp_path / "c.json").write_text(C.to_json())
     with pytest.raises(DocError, match="GENERATED: c"):

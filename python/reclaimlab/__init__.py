@@ -13,13 +13,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable
-from importlib import metadata
 from typing import Any
-
-try:
-    __version__ = metadata.version("reclaimlab")
-except metadata.PackageNotFoundError:  # a source checkout that is not installed
-    __version__ = "0.0.0+unknown"
 
 from reclaimlab.compare import CompareResult, compare
 from reclaimlab.errors import Problem, ScenarioError
@@ -31,6 +25,7 @@ from reclaimlab.overrides import Override
 from reclaimlab.result import RunResult
 from reclaimlab.scenario import Scenario, load
 from reclaimlab.validate import ValidateResult, validate
+from reclaimlab.version import __version__
 
 __all__ = [
     "CompareResult",

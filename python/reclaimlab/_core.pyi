@@ -1,6 +1,23 @@
 """The simulator core (Rust, crates/reclaimlab-py/src/lib.rs). Hand-written; keep in sync
-(checked with `python -m mypy.stubtest reclaimlab._core`)."""
+(checked with `python -m mypy.stubtest reclaimlab._core`, part of `make lint`)."""
 
+from typing import final
+
+__all__ = [
+    "Simulation",
+    "codec_timing",
+    "codecs",
+    "compressed_len",
+    "default_costs",
+    "distinct_variants",
+    "page_bytes",
+    "preset_switches",
+    "presets",
+    "version",
+]
+
+# A PyO3 class without `subclass`: Python cannot subclass it.
+@final
 class Simulation:
     """A simulation of one lowered config (the SimConfig JSON of reclaimlab-core's config.rs)."""
 

@@ -272,26 +272,91 @@ def report(
     progress: ProgressOption = False,
 ) -> None:
     """Published numbers beside reclaimlab's for each seed benchmark, with every claim checked."""
-    from reclaimlab.report import main as report_main
+    from reclaimlab import report as reports
 
-    argv = [str(p) for p in scenarios]
+    if out is not None and update_doc is not None:
+        _fail("reclaimlab report: --out and --update-doc exclude each other", EXIT_BAD_INPUT)
+    with _input_errors(), _doc_errors("reclaimlab report"):
+        if update_doc is not None:
+            names = reports.update_doc(update_doc, scenarios, progress=progress)
+            typer.echo(f"{update_doc}: updated {', '.join(names)}", err=True)
+            return
+        text = "\n".join(reports.report(s, progress=progress).to_markdown() for s in scenarios)
     if out is not None:
-        argv += ["--out", str(out)]
-    if update_doc is not None:
-        argv += ["--update-doc", str(update_doc)]
-    argv.append("--progress" if progress else "--no-progress")
-    code = report_main(argv)
-    if code:
-        raise typer.Exit(code)
+        out.write_text(text, encoding="utf-8")
+    else:
+        sys.stdout.write(text)
 
 
-@app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True}, add_help_option=False)
-def calibrate(ctx: typer.Context) -> None:
+@app.command("validation-report")
+def validation_report(
+    results: Annotated[list[Path], typer.Argument(metavar="RESULT.json...", help="`reclaimlab validate --json` results.")],
+    update_doc: Annotated[
+        Path | None,
+        typer.Option("--update-doc", metavar="DOC", help="Rewrite DOC's <!-- BEGIN/END GENERATED: <name> --> blocks instead of printing."),
+    ] = None,
+) -> None:
+    """Markdown tables from validate results (codec-check*.json are skipped): the summary and each scenario's."""
+    from reclaimlab import validation_doc
+
+    with _doc_errors("reclaimlab validation-report"):
+        if update_doc is not None:
+            names = validation_doc.update_doc(update_doc, results)
+            typer.echo(f"{update_doc}: updated {validation_doc.SUMMARY_BLOCK}, {', '.join(names)}", err=True)
+            return
+        text = validation_doc.markdown(results)
+    sys.stdout.write(text)
+
+
+@contextmanager
+def _doc_errors(prog: str) -> Iterator[None]:
+    """A document without its generated blocks, or a file that cannot be read: exit 2."""
+    from reclaimlab.report import DocError
+
+    try:
+        yield
+    except (DocError, OSError, ValueError, KeyError) as e:
+        _fail(f"{prog}: {e}", EXIT_BAD_INPUT)
+
+
+@app.command()
+def calibrate(
+    kind: Annotated[str, typer.Option("--kind", help="The machine kind: the profile's name.")] = "polyglot-vm",
+    output: Annotated[
+        Path | None,
+        typer.Option("--output", "-o", help="Where to write the profile (default: the package's profiles/<kind>.toml, used by lowering)."),
+    ] = None,
+    reps: Annotated[int, typer.Option("--reps", min=1, help="Kernel runs per lab scenario; every run is fitted.")] = 5,
+    codec_reps: Annotated[int, typer.Option("--codec-reps", min=1, help="Timing samples per page and codec.")] = 101,
+    codec_rounds: Annotated[
+        int,
+        typer.Option(
+            "--codec-rounds",
+            min=1,
+            help="Codec timing rounds at the start; one more follows the device and every lab run; the median counts.",
+        ),
+    ] = 3,
+    wait: Annotated[float, typer.Option("--wait", help="Seconds to wait for the lab lock when another lab process holds it.")] = 600.0,
+    skip_device: Annotated[bool, typer.Option("--skip-device", help="Do not measure the swap device (no [devices] table).")] = False,
+    skip_lab: Annotated[bool, typer.Option("--skip-lab", help="No kernel runs (no fitted fault/access/reclaim/swap-in costs).")] = False,
+    json_out: Annotated[Path | None, typer.Option("--json", metavar="OUT", help="Also write every number as JSON.")] = None,
+) -> None:
     """Measure this machine (codecs, swap disk, fault and swap costs from small lab runs; root)
-    and write a machine profile for the simulator's time model (options: calibrate --help)."""
-    from reclaimlab.lab.calibrate import main as calibrate_main
+    and write a machine profile for the simulator's time model."""
+    from reclaimlab import calibrate as calibration
 
-    code = calibrate_main(list(ctx.args))
+    options = calibration.Options(
+        kind=kind,
+        output=output,
+        reps=reps,
+        codec_reps=codec_reps,
+        codec_rounds=codec_rounds,
+        wait=wait,
+        skip_device=skip_device,
+        skip_lab=skip_lab,
+        json=json_out,
+    )
+    code = calibration.main(options)
     if code:
         raise typer.Exit(code)
 
@@ -508,18 +573,18 @@ def lab_restore() -> None:
 
 @lab_app.command("codec-check")
 def lab_codec_check(
-    codecs: Annotated[str, typer.Option("--codecs", metavar="C1,C2", help="Codecs to check (those zram offers).")] = ",".join(
-        native.FALLBACK_CODECS
-    ),
+    codecs: Annotated[
+        str | None, typer.Option("--codecs", metavar="C1,C2", help="Codecs to check (default: the simulator's that zram offers).")
+    ] = None,
     variants: Annotated[int, typer.Option("--variants", min=1, max=2048, help="Pages per content class (at most its distinct ones).")] = 64,
     seed: Annotated[int, typer.Option("--seed", min=0, help="The page contents' seed.")] = 1,
     json_out: JsonOption = None,
 ) -> None:
     """Compressed page sizes: this kernel's zram against the simulator's codecs, per content class (root)."""
-    from reclaimlab.lab import codec_check
+    from reclaimlab import codec_check
 
-    names = [c.strip() for c in codecs.split(",") if c.strip()]
     with _input_errors(), _lab_errors():
+        names = [c.strip() for c in codecs.split(",") if c.strip()] if codecs is not None else list(native.core().codecs())
         doc = codec_check.run(names, variants=variants, seed=seed, on_note=lambda m: typer.echo(m, err=True))
     console = _console(stderr=json_out is not None and str(json_out) == "-")
     for codec in doc["codecs"]:

@@ -1,24 +1,19 @@
 """Access to the native module ``reclaimlab._core`` and what the scenario loader asks of it.
 
-The loader validates kernel presets, switch names, codec names and cost names against the
-native module when it is built. Without it (a source checkout before ``maturin develop``),
-loading, validation and lowering still work: presets and codecs are checked against the lists
-below, and switch and cost names are only checked for their value types.
+The native module is required: the loader validates kernel presets, switch names, codec names,
+cost names and page content classes against it (the facts are declared once, in the core). A
+source checkout builds it with ``make build`` (``maturin develop``).
 """
 
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
 
-__all__ = ["Capabilities", "NativeUnavailable", "capabilities", "core", "native_version"]
-
-#: Kernel version presets accepted when the native module is not available.
-FALLBACK_VERSIONS = ("6.8", "6.10", "6.12", "6.18")
-#: Kernel crypto names of the codecs the simulator models.
-FALLBACK_CODECS = ("lzo", "lzo-rle", "lz4", "zstd", "deflate")
+__all__ = ["Capabilities", "NativeUnavailable", "capabilities", "check_content", "core", "native_version"]
 
 
 class NativeUnavailable(RuntimeError):  # noqa: N818 - reads as a state, like FileNotFound
@@ -51,63 +46,40 @@ def native_version() -> str | None:
 
 @dataclass(frozen=True)
 class Capabilities:
-    """What the loader validates against. ``None`` means "not known: do not check names"."""
+    """What the loader validates against: the native core's lists."""
 
-    versions: tuple[str, ...] | None
+    versions: tuple[str, ...]
     codecs: tuple[str, ...]
-    default_costs: dict[str, int] | None
-    _switches: Any = field(default=None, repr=False)  # callable(version) -> dict, or None
-    native: bool = False
+    default_costs: dict[str, int]
+    _switches: Callable[[str], Mapping[str, Any]] = field(repr=False)
 
     def version_ok(self, version: str) -> bool:
-        if self._switches is not None:
-            return _accepts(self._switches, version)
-        return self.versions is None or version in self.versions
+        return version in self.versions
 
-    def switches(self, version: str) -> dict[str, Any] | None:
-        """The preset's switches (name -> value), or None when they are not known."""
-        if self._switches is None:
-            return None
-        try:
-            return dict(self._switches(version))
-        except ValueError:
-            return None
+    def switches(self, version: str) -> dict[str, Any]:
+        """The preset's switches (name -> value)."""
+        return dict(self._switches(version))
 
     def known_versions(self) -> tuple[str, ...]:
-        return self.versions if self.versions is not None else FALLBACK_VERSIONS
-
-
-def fallback_capabilities() -> Capabilities:
-    return Capabilities(versions=FALLBACK_VERSIONS, codecs=FALLBACK_CODECS, default_costs=None)
-
-
-def _accepts(preset_switches: Any, version: str) -> bool:
-    try:
-        preset_switches(version)
-    except ValueError:
-        return False
-    return True
+        return self.versions
 
 
 @functools.lru_cache(maxsize=1)
-def _native_capabilities() -> Capabilities | None:
-    try:
-        mod = core()
-    except NativeUnavailable:
-        return None
-    if callable(getattr(mod, "presets", None)):
-        presets = list(mod.presets())
-    else:  # an older module: probe the versions we know of, for error messages
-        presets = [v for v in FALLBACK_VERSIONS if _accepts(mod.preset_switches, v)]
+def _native_capabilities() -> Capabilities:
+    mod = core()
     return Capabilities(
-        versions=tuple(presets),
+        versions=tuple(mod.presets()),
         codecs=tuple(mod.codecs()),
         default_costs=dict(mod.default_costs()),
         _switches=mod.preset_switches,
-        native=True,
     )
 
 
 def capabilities() -> Capabilities:
-    """The native module's capabilities, or the fallback lists when it is not built."""
-    return _native_capabilities() or fallback_capabilities()
+    """The native module's capabilities (NativeUnavailable when it is not built)."""
+    return _native_capabilities()
+
+
+def check_content(value: str) -> None:
+    """ValueError (the core's message) unless ``value`` is a page content class the core knows."""
+    core().distinct_variants(value, 1)

@@ -20,11 +20,9 @@ Command line: ``python -m reclaimlab.report SCENARIO... [--out FILE] [--update-d
 
 from __future__ import annotations
 
-import argparse
 import math
 import os
 import re
-import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -43,7 +41,6 @@ __all__ = [
     "claim_holds",
     "format_metric_value",
     "format_published",
-    "main",
     "metric_values",
     "report",
     "update_doc",
@@ -411,51 +408,3 @@ def update_doc(
     tmp.write_text(text, encoding="utf-8")
     tmp.replace(path)
     return names
-
-
-# ---------------------------------------------------------------------------------------------
-# Command line
-# ---------------------------------------------------------------------------------------------
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """``reclaimlab report SCENARIO... [--out FILE] [--update-doc DOC]``. Exit status: 0 done,
-    1 the native module is missing or failed, 2 a bad scenario or command line."""
-    from reclaimlab import native
-
-    ap = argparse.ArgumentParser(
-        prog="reclaimlab report",
-        description="Run each scenario's [compare] configs and set its [report]'s published numbers and claims beside the results.",
-    )
-    ap.add_argument("scenarios", nargs="+", metavar="SCENARIO", help="scenario files with a [report] section")
-    ap.add_argument("--out", metavar="FILE", help="write the Markdown here instead of stdout")
-    ap.add_argument("--update-doc", metavar="DOC", help="rewrite DOC's <!-- BEGIN/END GENERATED: <name> --> blocks instead of printing")
-    ap.add_argument("--progress", action=argparse.BooleanOptionalAction, default=False, help="progress bars on a terminal")
-    args = ap.parse_args(list(argv) if argv is not None else None)
-    if args.out and args.update_doc:
-        ap.error("--out and --update-doc exclude each other")
-    try:
-        if args.update_doc:
-            names = update_doc(args.update_doc, args.scenarios, progress=args.progress)
-            print(f"{args.update_doc}: updated {', '.join(names)}", file=sys.stderr)
-            return 0
-        parts = [report(s, progress=args.progress).to_markdown() for s in args.scenarios]
-    except ScenarioError as e:
-        print(str(e), file=sys.stderr)
-        return 2
-    except (DocError, OSError) as e:  # update_doc: markers missing, unreadable document
-        print(f"reclaimlab report: {e}", file=sys.stderr)
-        return 2
-    except native.NativeUnavailable as e:
-        print(f"reclaimlab: {e}", file=sys.stderr)
-        return 1
-    text = "\n".join(parts)
-    if args.out:
-        Path(args.out).write_text(text, encoding="utf-8")
-    else:
-        sys.stdout.write(text)
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -13,7 +13,10 @@ from typing import Any
 
 import pandas as pd
 
+from reclaimlab import profile as profiles
+from reclaimlab.profile import Profile
 from reclaimlab.scenario import Scenario
+from reclaimlab.version import __version__
 
 __all__ = ["PHASE_COLUMNS", "RESULT_SCHEMA_VERSION", "RunResult", "counter_sort_key", "split_counter"]
 
@@ -41,11 +44,11 @@ def counter_sort_key(key: str) -> tuple[int, str, str]:
     return (_SOURCE_ORDER.get(family, len(_SOURCE_ORDER)), source, name)
 
 
-def scenario_provenance(scenario: Scenario) -> dict[str, Any]:
+def scenario_provenance(scenario: Scenario, profile: Profile | None) -> dict[str, Any]:
     """What both backends record about the scenario a run ran: its file, overrides, seed,
-    preset and the software versions; each backend adds its own (native module, runner, host)."""
-    from reclaimlab import __version__
-
+    preset, the machine profile its config was lowered with (name, file, sha256: results
+    depend on it) and the software versions; each backend adds its own (native module, runner,
+    host)."""
     return {
         "reclaimlab_version": __version__,
         "scenario_path": scenario.path,
@@ -53,6 +56,7 @@ def scenario_provenance(scenario: Scenario) -> dict[str, Any]:
         "overrides": [str(o) for o in scenario.overrides],
         "seed": scenario.seed,
         "kernel_preset": scenario.kernel.version,
+        "profile": profiles.provenance(profile),
         "python": platform.python_version(),
     }
 
@@ -104,7 +108,9 @@ class RunResult:
         return _phases_frame(self.phase_records)
 
     @classmethod
-    def from_native(cls, scenario: Scenario, config: dict[str, Any], raw: dict[str, Any], backend: str = "sim") -> RunResult:
+    def from_native(
+        cls, scenario: Scenario, config: dict[str, Any], raw: dict[str, Any], profile: Profile | None, backend: str = "sim"
+    ) -> RunResult:
         from reclaimlab import native
 
         counters = {str(k): int(v) for k, v in raw.get("counters", {}).items()}
@@ -115,7 +121,7 @@ class RunResult:
             counters=dict(sorted(counters.items())),
             phase_records=[_phase_record(p) for p in raw.get("phases", [])],
             stats=dict(raw.get("stats", {})),
-            provenance={**scenario_provenance(scenario), "native_version": native.native_version()},
+            provenance={**scenario_provenance(scenario, profile), "native_version": native.native_version()},
         )
 
     def to_dict(self) -> dict[str, Any]:

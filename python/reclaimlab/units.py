@@ -128,36 +128,17 @@ def pages(size_bytes: int) -> int:
     return -(-size_bytes // PAGE_SIZE)
 
 
-_CONTENT_HINT = (
-    "a content class: 'zero', 'random', 'text', 'mixK' (K random bytes then zeros, K in 0..4096) "
-    "or 'same:BYTE' (BYTE in 0..255, decimal or 0x-hex)"
-)
-_MIX = re.compile(r"^mix(\d+)$")
-_SAME = re.compile(r"^same:(0[xX][0-9a-fA-F]+|\d+)$")
-
-
 def parse_content(value: Any) -> str:
-    """Validate a content class string (a mirror of reclaimlab_workload::Content's parser).
+    """Validate a content class string with the native core's own parser (content.rs).
 
     Returns the string unchanged: the lowered config carries the class as written.
     """
+    from reclaimlab import native
+
     if not isinstance(value, str):
-        raise ValueError(f"expected {_CONTENT_HINT}; got {describe(value)}")
-    if value in ("zero", "random", "text"):
-        return value
-    m = _MIX.match(value)
-    if m is not None:
-        if int(m.group(1)) > PAGE_SIZE:
-            raise ValueError(f"expected mixK with K in 0..{PAGE_SIZE} random bytes per page; got {describe(value)}")
-        return value
-    m = _SAME.match(value)
-    if m is not None:
-        digits = m.group(1)
-        byte = int(digits[2:], 16) if digits[:2].lower() == "0x" else int(digits)
-        if byte > 255:
-            raise ValueError(f"expected same:BYTE with BYTE in 0..255 (0x00..0xff); got {describe(value)}")
-        return value
-    raise ValueError(f"expected {_CONTENT_HINT}; got {describe(value)}")
+        raise ValueError(f"expected a content class like 'text', 'mix512' or 'same:0x5a'; got {describe(value)}")
+    native.check_content(value)
+    return value
 
 
 def format_size(n: int) -> str:

@@ -27,13 +27,11 @@ Command line: ``python -m reclaimlab.validate [--update-doc DOC] RESULT.json...`
 
 from __future__ import annotations
 
-import argparse
 import fnmatch
 import json
 import math
 import os
 import statistics
-import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -59,7 +57,6 @@ __all__ = [
     "select",
     "summarize",
     "summary_markdown",
-    "update_doc",
     "validate",
 ]
 
@@ -457,97 +454,3 @@ def summary_markdown(results: Sequence[ValidateResult]) -> str:
     if infinite:
         text += '\nErrors against a kernel median of 0 ("n/a (kernel 0)") are listed but left out of the medians.\n'
     return text
-
-
-def _summary_order(text: str, plain: Sequence[ValidateResult], ranked: Sequence[Any]) -> list[ValidateResult]:
-    """The summary's scenarios in the order of their blocks in the document: each validate
-    result at its own block, each compared configuration (``RankingResult.config_results``)
-    at its scenario's block; results without a block last."""
-    from reclaimlab.report import BEGIN
-
-    def pos(name: str) -> int:
-        i = text.find(BEGIN.format(name=name))
-        return i if i >= 0 else len(text)
-
-    entries = [(pos(r.scenario), r) for r in plain] + [(pos(k.scenario), c) for k in ranked for c in k.config_results()]
-    return [r for _, r in sorted(entries, key=lambda e: e[0])]
-
-
-def is_validate_json(path: str | os.PathLike[str]) -> bool:
-    """False for the codec check's files (``codec-check*.json``), which are not validate results."""
-    return not Path(path).name.startswith("codec-check")
-
-
-def load_results(result_paths: Sequence[str | os.PathLike[str]]) -> tuple[list[ValidateResult], list[Any]]:
-    """The validate results among ``result_paths`` and the ``validate --compare`` results
-    (``RankingResult``), ``codec-check*.json`` skipped."""
-    from reclaimlab.ranking import RankingResult, is_ranking_json
-
-    plain: list[ValidateResult] = []
-    ranked: list[RankingResult] = []
-    for p in result_paths:
-        if is_ranking_json(p):
-            ranked.append(RankingResult.load(p))
-        elif is_validate_json(p):
-            plain.append(ValidateResult.load(p))
-    return plain, ranked
-
-
-def update_doc(doc_path: str | os.PathLike[str], result_paths: Sequence[str | os.PathLike[str]]) -> list[str]:
-    """Rewrite ``doc_path``'s generated blocks: each scenario's table (block named after the
-    scenario; for a ``validate --compare`` result, its ranking tables), and the summary (block
-    ``validation-summary``, scenarios in the order of their blocks in the document; compared
-    configurations count as scenarios). ``codec-check*.json`` are skipped. Other text is kept
-    byte for byte; the file is written only once every block was found. Returns the scenarios
-    updated."""
-    from reclaimlab.ranking import ranking_markdown
-    from reclaimlab.report import DocError, replace_block
-
-    path = Path(doc_path)
-    text = path.read_text(encoding="utf-8")
-    plain, ranked = load_results(result_paths)
-    try:
-        for result in plain:
-            text = replace_block(text, result.scenario, scenario_markdown(result))
-        for r in ranked:
-            text = replace_block(text, r.scenario, ranking_markdown(r))
-        text = replace_block(text, SUMMARY_BLOCK, summary_markdown(_summary_order(text, plain, ranked)))
-    except DocError as e:
-        raise DocError(f"{path}: {e}") from None
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(path)
-    return [r.scenario for r in _summary_order(text, plain, [])] + [r.scenario for r in ranked]
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m reclaimlab.validate [--update-doc DOC] RESULT.json...``: the summary and the
-    per-scenario tables as Markdown (stdout), or written into DOC's generated blocks. Exit
-    status 0 done, 2 a bad file or document."""
-    from reclaimlab.report import DocError
-
-    ap = argparse.ArgumentParser(
-        prog="python -m reclaimlab.validate",
-        description="Markdown tables from `reclaimlab validate --json` results (codec-check*.json are skipped).",
-    )
-    ap.add_argument("results", nargs="+", metavar="RESULT.json", help="validate results")
-    ap.add_argument("--update-doc", metavar="DOC", help="rewrite DOC's <!-- BEGIN/END GENERATED: <name> --> blocks instead of printing")
-    args = ap.parse_args(list(argv) if argv is not None else None)
-    try:
-        if args.update_doc:
-            names = update_doc(args.update_doc, args.results)
-            print(f"{args.update_doc}: updated {SUMMARY_BLOCK}, {', '.join(names)}", file=sys.stderr)
-            return 0
-        plain, ranked = load_results(args.results)
-        results = plain + [c for r in ranked for c in r.config_results()]
-    except (DocError, OSError, ValueError, KeyError) as e:
-        print(f"python -m reclaimlab.validate: {e}", file=sys.stderr)
-        return 2
-    parts = ["## Summary\n\n" + summary_markdown(results)]
-    parts += [f"## {r.scenario}\n\n" + scenario_markdown(r) for r in results]
-    sys.stdout.write("\n".join(parts))
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

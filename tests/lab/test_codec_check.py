@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from lab.labutil import REPO
-from reclaimlab.lab import codec_check as cc
+from reclaimlab import codec_check as cc
 from reclaimlab.lab.errors import LabError
 from reclaimlab.lab.journal import LabLock, pending, restore
 from reclaimlab.lab.probe import probe

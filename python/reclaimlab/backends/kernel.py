@@ -12,35 +12,32 @@
 5. when every runner has finished its phases (memory still held): the "after" snapshot;
    tell the runners to exit;
 6. always (success, error, SIGINT/SIGTERM, timeout): kill our runners, restore every journaled
-   change, release the lock.
+   change, release the lock (``reclaimlab.lab.session``).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import os
-import signal
 import sys
 import tempfile
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
-from types import FrameType
 from typing import Any
 
 from reclaimlab.errors import ScenarioError
 from reclaimlab.lab import host
 from reclaimlab.lab import probe as probing
 from reclaimlab.lab.apply import Applied, apply, new_runid
-from reclaimlab.lab.errors import LabError, LabInterrupted, LabUnavailable
-from reclaimlab.lab.interrupts import raise_interrupt, signals_to
-from reclaimlab.lab.journal import Journal, LabLock, restore, restore_failed, state_dir
+from reclaimlab.lab.errors import LabError, LabUnavailable
 from reclaimlab.lab.record import Series, Sources, counters, sim_counter_keys, snapshot
 from reclaimlab.lab.result import KernelRunResult, phase_record
 from reclaimlab.lab.runner import Runner, RunnerSet, build_runner, locate_runner, runner_command, runner_version
+from reclaimlab.lab.session import session
 from reclaimlab.lower import lower
+from reclaimlab.profile import Profile, active_profile
 from reclaimlab.result import scenario_provenance
 from reclaimlab.scenario import Scenario
 
@@ -89,9 +86,11 @@ def _sha256(path: str) -> str | None:
         return None
 
 
-def _provenance(scenario: Scenario, p: probing.Probe, cmd: list[str], applied: Applied | None, key_source: str) -> dict[str, Any]:
+def _provenance(
+    scenario: Scenario, profile: Profile | None, p: probing.Probe, cmd: list[str], applied: Applied | None, key_source: str
+) -> dict[str, Any]:
     return {
-        **scenario_provenance(scenario),
+        **scenario_provenance(scenario, profile),
         "host_kernel_release": p.kernel_release,
         "host": p.summary(),
         "runner": {"command": cmd, "version": runner_version(cmd), "sha256": _sha256(cmd[-1])},
@@ -110,14 +109,17 @@ def run(
     sample_interval_s: float = DEFAULT_SAMPLE_INTERVAL_S,
     build: bool = False,
     on_note: Callable[[str], None] | None = _stderr,
+    lock_wait_s: float | None = None,
 ) -> KernelRunResult:
     """Run ``scenario`` on this host's kernel. See the module docstring for the steps.
 
     Raises ScenarioError (the host cannot run this scenario; nothing changed), LabUnavailable,
     LabBusy, LabLeftovers, RunnerFailed, LabTimeout, LabInterrupted (all LabError).
+    ``lock_wait_s``: how long to wait for the lab lock (default ``$RECLAIMLAB_LAB_WAIT_S``).
     """
     note = on_note or (lambda _m: None)
-    config = lower(scenario)
+    profile = active_profile()
+    config = lower(scenario, profile)
     p = probing.probe()
     problems = probing.check(config, p)
     if problems:
@@ -132,17 +134,10 @@ def run(
         note(f"note: {n}")
     keys, key_source = sim_counter_keys(config)
     timeout = timeout_s if timeout_s is not None else default_timeout(config)
-    state = state_dir()
     name = label or scenario.name or "scenario"
 
-    deferred: list[int] = []
-
-    def defer(signum: int, frame: FrameType | None) -> None:
-        deferred.append(signum)
-        _stderr(f"reclaimlab: {signal.Signals(signum).name} received: restoring the host first, please wait")
-
-    with LabLock(state).acquire(f"reclaimlab run --backend kernel {name}"), signals_to(defer):
-        # Outside the inner block below, SIGINT/SIGTERM are only noted (and re-raised at the
+    with session(f"reclaimlab run --backend kernel {name}", note=_stderr, wait_s=lock_wait_s) as lab:
+        # Outside lab.journal() below, SIGINT/SIGTERM are only noted (and re-raised at the
         # end): nothing may stop the journal from being written or the restore from running.
         swaps = host.active_swaps()
         if swaps:
@@ -151,42 +146,23 @@ def run(
                 "someone else's. If it is left over from a lab run, `reclaimlab lab restore` removes it."
             )
         runid = new_runid()
-        journal = Journal.create(
-            state,
-            runid=runid,
-            pid=os.getpid(),
-            start_time=host.proc_start_time(os.getpid()),
-            scenario=name,
-            scenario_sha256=scenario.sha256,
-        )
         applied: Applied | None = None
-        runners: RunnerSet | None = None
-        with tempfile.TemporaryDirectory(prefix="reclaimlab-") as tmp:
-            try:
-                with signals_to(raise_interrupt):
-                    if deferred:
-                        raise LabInterrupted(deferred[0], f"interrupted by {signal.Signals(deferred[0]).name}")
-                    applied = apply(journal, p, config, runid, state)
-                    for n in applied.notes:
-                        note(f"note: {n}")
-                    cfg_path = Path(tmp, "lowered.json")
-                    cfg_path.write_text(json.dumps(config, sort_keys=True), encoding="utf-8")
-                    j = journal
-                    runners = RunnerSet(
-                        cmd, cfg_path, config, lambda r: j.record("runner", pid=r.pid, start_time=r.start_time, process=r.name)
-                    )
-                    result = _drive(scenario, config, applied, runners, keys, timeout, sample_interval_s)
-            finally:
-                if runners is not None:
-                    runners.close()
-                journal.close()
-                report = restore(state)
-                if not report.ok:
-                    raise restore_failed(state, report.failed)
-        if deferred:
-            raise LabInterrupted(deferred[0], f"interrupted by {signal.Signals(deferred[0]).name}; the host was restored")
+        with (
+            tempfile.TemporaryDirectory(prefix="reclaimlab-") as tmp,
+            lab.journal(runid=runid, scenario=name, scenario_sha256=scenario.sha256) as journal,
+        ):
+            applied = apply(journal, p, config, runid, lab.state)
+            for n in applied.notes:
+                note(f"note: {n}")
+            cfg_path = Path(tmp, "lowered.json")
+            cfg_path.write_text(json.dumps(config, sort_keys=True), encoding="utf-8")
+            runners = RunnerSet(
+                cmd, cfg_path, config, lambda r: journal.record("runner", pid=r.pid, start_time=r.start_time, process=r.name)
+            )
+            lab.before_restore(runners.close)
+            result = _drive(scenario, config, applied, runners, keys, timeout, sample_interval_s)
 
-    result.provenance = _provenance(scenario, p, cmd, applied, key_source)
+    result.provenance = _provenance(scenario, profile, p, cmd, applied, key_source)
     return result
 
 

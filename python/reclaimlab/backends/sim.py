@@ -10,8 +10,9 @@ from types import TracebackType
 from typing import Any, TextIO
 
 from reclaimlab import native
-from reclaimlab.errors import ScenarioError
+from reclaimlab.core_errors import from_core_error
 from reclaimlab.lower import lower
+from reclaimlab.profile import active_profile
 from reclaimlab.result import RunResult
 from reclaimlab.scenario import Scenario
 
@@ -79,11 +80,12 @@ def run(
 ) -> RunResult:
     """Run ``scenario`` in the simulator. Raises ScenarioError if the core rejects the config."""
     core = native.core()
-    config = lower(scenario)
+    profile = active_profile()
+    config = lower(scenario, profile)
     try:
         sim = core.Simulation(json.dumps(config, sort_keys=True))
     except ValueError as e:
-        raise ScenarioError.single(scenario.file, f"the simulator rejected the scenario: {e}") from None
+        raise from_core_error(scenario, e) from None
     with _Progress(progress, label or scenario.name or "simulating") as bar:
         while not sim.step(chunk):
             fraction = float(sim.progress())
@@ -92,4 +94,4 @@ def run(
                 on_progress(fraction)
         bar.update(1.0)
     raw = json.loads(sim.result_json())
-    return RunResult.from_native(scenario, config, raw, backend="sim")
+    return RunResult.from_native(scenario, config, raw, profile, backend="sim")

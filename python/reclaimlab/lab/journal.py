@@ -54,8 +54,8 @@ from reclaimlab.lab.errors import LabBusy, LabError, LabLeftovers
 
 __all__ = [
     "DEFAULT_STATE_DIR",
-    "JOURNAL_NAME",
     "HOST_LOCK",
+    "JOURNAL_NAME",
     "LOCK_NAME",
     "STATE_ENV",
     "WAIT_ENV",

@@ -257,6 +257,7 @@ class Series:
 # The simulator's key set
 # ---------------------------------------------------------------------------------------------
 
+
 def sim_counter_keys(config: dict[str, Any]) -> tuple[set[str], str]:
     """The keys the simulator reports for ``config`` (a Simulation built and not run) and where
     that answer came from. There is no second, hand-written list to drift from the core's."""

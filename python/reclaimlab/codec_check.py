@@ -30,9 +30,7 @@ import mmap
 import os
 import platform
 import secrets
-import signal
 import statistics
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -40,10 +38,10 @@ from typing import Any
 
 from reclaimlab.lab import host
 from reclaimlab.lab import probe as probing
-from reclaimlab.lab.errors import LabError, LabInterrupted, LabUnavailable
-from reclaimlab.lab.interrupts import raise_interrupt, signals_to
-from reclaimlab.lab.journal import Journal, LabLock, restore, restore_failed, state_dir
+from reclaimlab.lab.errors import LabError, LabUnavailable
+from reclaimlab.lab.journal import Journal
 from reclaimlab.lab.record import ZRAM_MM_STAT
+from reclaimlab.lab.session import session
 
 __all__ = [
     "CLASSES",
@@ -345,20 +343,8 @@ def _measure(zid: int, dev: Path, classes: dict[str, list[bytes]]) -> tuple[dict
         d.close()
 
 
-def _restore(state: Path) -> None:
-    """Restore the journal; a reset refused because the device is still open for a moment
-    (EBUSY, e.g. a udev probe after our close) is retried: restore is idempotent."""
-    for attempt in range(20):
-        report_ = restore(state)
-        if report_.ok:
-            return
-        if attempt == 19 or not all("busy" in f.lower() for f in report_.failed):
-            raise restore_failed(state, report_.failed)
-        time.sleep(0.1)
-
-
 def run(
-    codecs: Sequence[str] = ("lzo", "lzo-rle", "lz4", "zstd", "deflate"),
+    codecs: Sequence[str] | None = None,
     variants: int = 64,
     seed: int = 1,
     region_id: int = 0,
@@ -367,7 +353,7 @@ def run(
     huge_class_size: int = HUGE_CLASS_SIZE,
     on_note: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
-    """Measure every codec of ``codecs`` that this kernel's zram offers; the report (``report``).
+    """Measure every codec of ``codecs`` (default: the simulator's) that this kernel's zram offers; the report (``report``).
 
     Each codec gets its own device, restored before the next. Raises LabUnavailable (not root,
     no zram), LabBusy, LabLeftovers, LabInterrupted (after restoring), LabError.
@@ -389,6 +375,8 @@ def run(
         raise LabUnavailable("no unused zram device and no /sys/class/zram-control/hot_add to add one")
 
     known = set(core.codecs())
+    if codecs is None:  # every codec the simulator has
+        codecs = list(core.codecs())
     offered = set(p.zram_comp_algorithms)
     skipped: dict[str, str] = {}
     wanted = []
@@ -401,54 +389,35 @@ def run(
             wanted.append(c)
 
     pages = {c: _pages(core, c, seed, region_id, variants) for c in classes}
-    state = state_dir()
     per_codec: dict[str, list[ClassStats]] = {}
     devices: dict[str, str] = {}
     direct: dict[str, bool] = {}
 
-    deferred: list[int] = []
-
-    def defer(signum: int, frame: Any) -> None:
-        deferred.append(signum)
-        note(f"reclaimlab: {signal.Signals(signum).name} received: restoring the host first, please wait")
-
-    with LabLock(state).acquire("reclaimlab lab codec-check"), signals_to(defer):
+    with session("reclaimlab lab codec-check", note=note) as lab:
         for codec in wanted:
-            if deferred:
+            if lab.interrupted:
                 break
-            journal = Journal.create(
-                state,
-                runid=f"codec-check-{codec}-{secrets.token_hex(2)}",
-                pid=os.getpid(),
-                start_time=host.proc_start_time(os.getpid()),
-                scenario=f"codec-check {codec}",
-                scenario_sha256=None,
-            )
             measured: dict[str, list[Stored]] | None = None
-            try:
-                with signals_to(raise_interrupt):
-                    if deferred:
-                        raise LabInterrupted(deferred[0], f"interrupted by {signal.Signals(deferred[0]).name}")
-                    zid = _add_zram(journal, p)
-                    algs = _zram_algorithms(zid)
-                    if algs and codec not in algs:
-                        skipped[codec] = f"zram on this kernel does not offer {codec!r} (it offers: {', '.join(algs)})"
-                    else:
-                        dev = _configure(journal, zid, codec, disksize)
-                        note(f"{codec}: zram{zid}, {sum(len(v) for v in pages.values())} pages")
-                        measured, direct[codec] = _measure(zid, dev, pages)
-                        devices[codec] = f"zram{zid}"
-            finally:
-                journal.close()
-                _restore(state)
+            # A reset refused while the device is still open for a moment (EBUSY, e.g. a udev
+            # probe after our close) is retried.
+            with lab.journal(
+                runid=f"codec-check-{codec}-{secrets.token_hex(2)}", scenario=f"codec-check {codec}", busy_retries=19
+            ) as journal:
+                zid = _add_zram(journal, p)
+                algs = _zram_algorithms(zid)
+                if algs and codec not in algs:
+                    skipped[codec] = f"zram on this kernel does not offer {codec!r} (it offers: {', '.join(algs)})"
+                else:
+                    dev = _configure(journal, zid, codec, disksize)
+                    note(f"{codec}: zram{zid}, {sum(len(v) for v in pages.values())} pages")
+                    measured, direct[codec] = _measure(zid, dev, pages)
+                    devices[codec] = f"zram{zid}"
             if measured is not None:
                 stats = []
                 for content, kernel in measured.items():
                     sim, raw = simulate(core, codec, pages[content], huge_class_size)
                     stats.append(compare_class(content, kernel, sim, raw))
                 per_codec[codec] = stats
-    if deferred:
-        raise LabInterrupted(deferred[0], f"interrupted by {signal.Signals(deferred[0]).name}; the host was restored")
 
     return report(
         per_codec,

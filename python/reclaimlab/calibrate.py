@@ -20,19 +20,20 @@ measurement, its method and its caveats. In short:
    and its slope per parameter (charges per phase) is found by re-running it with that
    parameter raised by ``SLOPE_DELTA_NS``.
 
-Everything that changes the host goes through the lab's journal and lock; the lock is also held
+Everything that changes the host goes through a lab session (``reclaimlab.lab.session``: the
+journal and the lock); the lock is also held
 while codecs and the device are timed, so that no lab run competes with the measurement. When
 another lab process holds the lock, calibrate waits (``--wait``) instead of failing.
 
 The arithmetic (weighted codec figures, the device model, the fit, the TOML) is plain functions,
-tested without root in tests/test_calibrate.py. ``main(argv)`` is the command line
-(``python -m reclaimlab.lab.calibrate --help``).
+tested without root in tests/test_calibrate.py. ``main(Options)`` runs ``reclaimlab calibrate``
+(its options: cli.py, ``reclaimlab calibrate --help``).
 """
 
 from __future__ import annotations
 
-import argparse
 import contextlib
+import dataclasses
 import functools
 import json
 import math
@@ -47,7 +48,7 @@ import statistics
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -55,10 +56,12 @@ from typing import Any
 
 from reclaimlab.errors import ScenarioError, format_key
 from reclaimlab.lab import host
-from reclaimlab.lab.errors import LabBusy, LabError, LabInterrupted, LabUnavailable, RunnerFailed
-from reclaimlab.lab.interrupts import raise_interrupt, signals_to
-from reclaimlab.lab.journal import Journal, LabLock, restore, restore_failed, state_dir
-from reclaimlab.lower import COST_NAMES, DEFAULT_PROFILE_KIND, PROFILE_SCHEMA_VERSION, PROFILES_DIR, lower
+from reclaimlab.lab.errors import LabError, LabInterrupted, LabUnavailable, RunnerFailed
+from reclaimlab.lab.interrupts import raise_interrupt
+from reclaimlab.lab.journal import Journal, state_dir
+from reclaimlab.lab.session import locked, session
+from reclaimlab.lower import lower
+from reclaimlab.profile import DEFAULT_PROFILE_KIND, PROFILE_SCHEMA_VERSION, PROFILES_DIR
 
 __all__ = [
     "CLASSES",
@@ -117,7 +120,6 @@ PRESSURE_NUISANCE = ("page_alloc_zero_ns",)
 SWAPFILE_NUISANCE = ("page_alloc_zero_ns", "swapin_page_ns")
 #: The cgroup of the pressure scenario.
 PRESSURE_GROUP = "calibrate"
-POLL_S = 2.0
 
 _Note = Callable[[str], None]
 
@@ -125,6 +127,13 @@ _Note = Callable[[str], None]
 # ---------------------------------------------------------------------------------------------
 # Pure arithmetic (tested without a kernel)
 # ---------------------------------------------------------------------------------------------
+
+
+def cost_names() -> tuple[str, ...]:
+    """The time-model parameters, in the native core's order."""
+    from reclaimlab import native
+
+    return tuple(native.core().default_costs())
 
 
 def weighted(per_class: Mapping[str, float], weights: Mapping[str, float]) -> float | None:
@@ -341,8 +350,9 @@ def render_profile(
     cost_notes: Mapping[str, str] | None = None,
 ) -> str:
     """The profile as TOML text: header comment lines, ``schema_version``, ``kind``, ``[costs]``
-    (in costs.rs order), ``[devices.<preset>]`` (scenario units) and ``[measurements]``."""
-    unknown = [k for k in costs if k not in COST_NAMES]
+    (in the native core's order), ``[devices.<preset>]`` (scenario units) and ``[measurements]``."""
+    names = cost_names()
+    unknown = [k for k in costs if k not in names]
     if unknown:
         raise ValueError(f"unknown cost parameters: {', '.join(unknown)}")
     out = [f"# {line}".rstrip() for line in header]
@@ -350,7 +360,7 @@ def render_profile(
         out.append("")
     out.append(f"schema_version = {PROFILE_SCHEMA_VERSION}")
     out.append(f"kind = {_toml_value(kind)}")
-    ordered = {k: costs[k] for k in COST_NAMES if k in costs}
+    ordered = {k: costs[k] for k in names if k in costs}
     _toml_table(["costs"], ordered, out, cost_notes)
     for name, fig in devices.items():
         _toml_table(["devices", name], fig, out)
@@ -362,33 +372,6 @@ def render_profile(
 # ---------------------------------------------------------------------------------------------
 # Locking, signals
 # ---------------------------------------------------------------------------------------------
-
-
-def _until_free(what: Callable[[], Any], note: _Note, wait_s: float) -> Any:
-    """``what()``, retried every POLL_S while another lab process holds the lock (LabBusy), for
-    at most ``wait_s`` seconds."""
-    deadline = time.monotonic() + wait_s
-    said = None
-    while True:
-        try:
-            return what()
-        except LabBusy as e:
-            if time.monotonic() >= deadline:
-                raise LabBusy(f"{e} (waited {wait_s:.0f}s; raise --wait to wait longer)") from None
-            holder = re.sub(r", for \d+s\)", ")", str(e))
-            if holder != said:
-                note(f"waiting: {e}")
-                said = holder
-            time.sleep(POLL_S)
-
-
-@contextlib.contextmanager
-def _locked(purpose: str, note: _Note, wait_s: float) -> Iterator[LabLock]:
-    lock = _until_free(lambda: LabLock(state_dir()).acquire(purpose, wait_s=0), note, wait_s)
-    try:
-        yield lock
-    finally:
-        lock.release()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -600,36 +583,13 @@ def measure_device(
 
 
 def _device_step(note: _Note, wait_s: float) -> dict[str, Any]:
-    state = state_dir()
-    deferred: list[int] = []
-
-    def defer(signum: int, frame: Any) -> None:
-        deferred.append(signum)
-        note(f"{signal.Signals(signum).name} received: removing the temporary file first, please wait")
-
-    with _locked("reclaimlab calibrate (swap device)", note, wait_s), signals_to(defer):
-        state.mkdir(parents=True, exist_ok=True, mode=0o700)
-        journal = Journal.create(
-            state,
-            runid=f"calibrate-device-{secrets.token_hex(2)}",
-            pid=os.getpid(),
-            start_time=host.proc_start_time(os.getpid()),
-            scenario="calibrate swap device",
-            scenario_sha256=None,
-        )
-        try:
-            with signals_to(raise_interrupt):
-                if deferred:
-                    raise LabInterrupted(deferred[0], f"interrupted by {signal.Signals(deferred[0]).name}")
-                raw = measure_device(state, journal)
-        finally:
-            journal.close()
-            report = restore(state)
-            if not report.ok:
-                raise restore_failed(state, report.failed, "removing the temporary file failed")
-    if deferred:
-        raise LabInterrupted(deferred[0], f"interrupted by {signal.Signals(deferred[0]).name}; the temporary file was removed")
-    return raw
+    on_signal, restored = "removing the temporary file first, please wait", "the temporary file was removed"
+    runid = f"calibrate-device-{secrets.token_hex(2)}"
+    with (
+        session("reclaimlab calibrate (swap device)", note, wait_s, on_signal, restored) as lab,
+        lab.journal(runid=runid, scenario="calibrate swap device", what="removing the temporary file failed") as journal,
+    ):
+        return measure_device(lab.state, journal)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -681,9 +641,7 @@ write_percent = 0
 """
 
 
-def pressure_scenario(
-    version: str, cgroup_version: int, compressor: str = "lzo", access_count: int = 60_000, zswap: bool = True
-) -> str:
+def pressure_scenario(version: str, cgroup_version: int, compressor: str = "lzo", access_count: int = 60_000, zswap: bool = True) -> str:
     """zswap on, no writeback, under a 48 MiB memcg limit (v1 memory.limit_in_bytes, or v2
     memory.max), text pages. ``warm`` (32 MiB) is filled below the limit: the run's own fill
     cost, without reclaim. Filling ``data`` (96 MiB) then stores 80 MiB in zswap, and random
@@ -793,7 +751,7 @@ def _kernel_runs(scenario: Any, reps: int, note: _Note, wait_s: float, between: 
     while len(runs) < reps:
         note(f"  lab run {len(runs) + 1}/{reps} of {scenario.name}")
         try:
-            runs.append(_until_free(lambda: kernel.run(scenario, timeout_s=180, on_note=None), note, wait_s))
+            runs.append(kernel.run(scenario, timeout_s=180, on_note=None, lock_wait_s=wait_s))
         except RunnerFailed as e:  # the host was restored
             failures += 1
             if failures > 2:
@@ -934,35 +892,38 @@ def _loadavg() -> list[float]:
         return []
 
 
-def _parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(
-        prog="reclaimlab calibrate",
-        description="Measure this machine (codecs, swap device, fault/access/reclaim/swap-in costs) and write a machine profile.",
-    )
-    ap.add_argument("--kind", default=DEFAULT_PROFILE_KIND, help=f"the machine kind: the profile's name (default {DEFAULT_PROFILE_KIND})")
-    ap.add_argument("--output", "-o", type=Path, help="where to write the profile (default: profiles/<kind>.toml of this checkout)")
-    ap.add_argument("--reps", type=int, default=5, help="kernel runs per lab scenario; every run is fitted (default 5)")
-    ap.add_argument("--codec-reps", type=int, default=101, help="timing samples per page and codec (default 101)")
-    ap.add_argument(
-        "--codec-rounds",
-        type=int,
-        default=3,
-        help="codec timing rounds at the start; one more follows the device and every lab run; the median counts (default 3)",
-    )
-    ap.add_argument(
-        "--wait", type=float, default=600.0, help="seconds to wait for the lab lock when another lab process holds it (default 600)"
-    )
-    ap.add_argument("--skip-device", action="store_true", help="do not measure the swap device (no [devices] table)")
-    ap.add_argument("--skip-lab", action="store_true", help="no kernel runs (no fitted fault/access/reclaim/swap-in costs)")
-    ap.add_argument("--json", type=Path, help="also write every number as JSON")
-    return ap
+@dataclass(frozen=True)
+class Options:
+    """What ``reclaimlab calibrate`` was asked (its command-line options, cli.py)."""
+
+    kind: str = DEFAULT_PROFILE_KIND
+    #: Where to write the profile (None: the package's profiles/<kind>.toml, where lowering
+    #: finds the default profile).
+    output: Path | None = None
+    reps: int = 5
+    codec_reps: int = 101
+    codec_rounds: int = 3
+    wait: float = 600.0
+    skip_device: bool = False
+    skip_lab: bool = False
+    json: Path | None = None
+
+    def command_line(self) -> str:
+        """The command that asks for these options (the defaults left out), for the profile."""
+        out = ["reclaimlab calibrate"]
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if value == f.default:
+                continue
+            flag = "--" + f.name.replace("_", "-")
+            out.append(flag if value is True else f"{flag} {value}")
+        return " ".join(out)
+
+    def out_path(self) -> Path:
+        return self.output if self.output is not None else PROFILES_DIR / f"{self.kind}.toml"
 
 
-def _command_line(argv: Sequence[str]) -> str:
-    return "reclaimlab calibrate" + "".join(f" {a}" for a in argv)
-
-
-def calibrate(args: argparse.Namespace, argv: Sequence[str], note: _Note) -> tuple[str, dict[str, Any]]:
+def calibrate(args: Options, note: _Note) -> tuple[str, dict[str, Any]]:
     """Measure, fit; the profile text and a JSON-ready summary."""
     from reclaimlab import native
     from reclaimlab.lab import probe as probing
@@ -978,7 +939,7 @@ def calibrate(args: argparse.Namespace, argv: Sequence[str], note: _Note) -> tup
     load_start = _loadavg()
     defaults = {k: int(v) for k, v in core.default_costs().items()}
     measurements: dict[str, Any] = {
-        "command": _command_line(argv),
+        "command": args.command_line(),
         "date": started.isoformat(timespec="seconds"),
         "host": {k: v for k, v in facts.items() if v is not None},
     }
@@ -990,7 +951,7 @@ def calibrate(args: argparse.Namespace, argv: Sequence[str], note: _Note) -> tup
     def codec_rounds(n: int, say: bool = True) -> None:
         if say:
             note(f"codecs: {n} timing round(s) of {', '.join(CODECS)} on {', '.join(CLASSES)} pages")
-        with _locked("reclaimlab calibrate (codecs)", note, args.wait) if p.root else contextlib.nullcontext():
+        with locked("reclaimlab calibrate (codecs)", note, args.wait) if p.root else contextlib.nullcontext():
             for _ in range(n):
                 timer.round()
 
@@ -1131,12 +1092,12 @@ def calibrate(args: argparse.Namespace, argv: Sequence[str], note: _Note) -> tup
     measurements["host"]["loadavg_end"] = _loadavg()
     measurements["duration_s"] = round((datetime.now(UTC) - started).total_seconds(), 1)
 
-    unmeasured = [k for k in COST_NAMES if k not in costs]
+    unmeasured = [k for k in cost_names() if k not in costs]
     dev = measurements.get("device", {})
     header = [
         f"reclaimlab machine profile: {args.kind}",
         "",
-        f"Made by:  {_command_line(argv)}   (python -m reclaimlab.lab.calibrate)",
+        f"Made by:  {args.command_line()}",
         f"Date:     {measurements['date']}",
         f"Host:     Linux {facts['kernel_release']} {facts['machine']}; {facts['cpus']} CPUs ({facts['cpu_model']})",
         f"          MemTotal {facts['mem_total_kb']} kB; hostname {facts['hostname']}",
@@ -1170,14 +1131,9 @@ def calibrate(args: argparse.Namespace, argv: Sequence[str], note: _Note) -> tup
     return text, summary
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def main(args: Options) -> int:
     """``reclaimlab calibrate``: 0 done; 1 the lab failed or cannot run; 2 bad arguments;
     130/143 interrupted (after removing what it had made)."""
-    args_list = list(sys.argv[1:] if argv is None else argv)
-    try:
-        args = _parser().parse_args(args_list)
-    except SystemExit as e:
-        return int(e.code or 0)
     if min(args.reps, args.codec_reps, args.codec_rounds) < 1:
         print("reclaimlab calibrate: --reps, --codec-reps and --codec-rounds must be at least 1", file=sys.stderr)
         return 2
@@ -1185,12 +1141,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     def note(m: str) -> None:
         print(m, file=sys.stderr, flush=True)
 
-    out = args.output if args.output is not None else PROFILES_DIR / f"{args.kind}.toml"
+    out = args.out_path()
     old_term = signal.getsignal(signal.SIGTERM) if threading.current_thread() is threading.main_thread() else None
     if old_term is not None:
         signal.signal(signal.SIGTERM, raise_interrupt)
     try:
-        text, summary = calibrate(args, args_list, note)
+        text, summary = calibrate(args, note)
     except LabInterrupted as e:
         print(f"reclaimlab calibrate: {e}", file=sys.stderr)
         return 128 + e.signum
@@ -1219,7 +1175,3 @@ def main(argv: Sequence[str] | None = None) -> int:
         figs = ", ".join(f"{k} {v}" for k, v in d.items())
         print(f"  device {name}: {figs}")
     return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

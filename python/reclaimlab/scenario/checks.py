@@ -1,0 +1,293 @@
+"""The checks that span several keys of a validated scenario: names unique, references
+(regions, cgroups, configs, metrics) resolve, kernel presets, switches, codecs and cost names
+known to the native core, keys that need a given cgroup version."""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from reclaimlab import native
+from reclaimlab.errors import Path, Problem, format_path
+from reclaimlab.scenario.models import (
+    BASELINE_DIRECTIONS,
+    V1_FILES,
+    V2_FILES,
+    Cgroups,
+    Device,
+    FillPhase,
+    Kernel,
+    Machine,
+    MultiRegionPhase,
+    Process,
+    RandomPhase,
+    Report,
+    Scenario,
+    parse_metric,
+    phase_name,
+)
+from reclaimlab.units import describe
+
+__all__ = ["check"]
+
+
+def _quoted(names: Iterable[str]) -> str:
+    return ", ".join(repr(n) for n in names)
+
+
+def _duplicates(names: Sequence[str | None], base: Path, key: str, what: str) -> list[Problem]:
+    problems = []
+    seen: dict[str, int] = {}
+    for i, name in enumerate(names):
+        if name is None:
+            continue
+        if name in seen:
+            problems.append(Problem((*base, i, key), f"duplicate {what} name {name!r} (also {format_path((*base, seen[name]))})"))
+        else:
+            seen[name] = i
+    return problems
+
+
+def _switch_type(value: Any) -> str:
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int):
+        return "an integer"
+    if isinstance(value, float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    return type(value).__name__
+
+
+def check(s: Scenario, caps: native.Capabilities) -> list[Problem]:
+    p: list[Problem] = []
+    p += _check_machine(s.machine, caps)
+    p += _check_kernel(s.kernel, caps)
+    p += _check_costs(s.costs, caps)
+    p += _check_cgroups(s.cgroups)
+    p += _check_processes(s, s.processes)
+    if s.compare is not None:
+        if not s.compare.configs:
+            p.append(Problem(("compare", "configs"), "expected at least one configuration"))
+        p += _duplicates([c.name for c in s.compare.configs], ("compare", "configs"), "name", "configuration")
+    if s.report is not None:
+        p += _check_report(s, s.report)
+    return p
+
+
+def _check_machine(m: Machine, caps: native.Capabilities) -> list[Problem]:
+    p: list[Problem] = []
+    names = [sw.name if sw.name is not None else f"swap{i}" for i, sw in enumerate(m.swap)]
+    p += _duplicates(names, ("machine", "swap"), "name", "swap device")
+    for i, sw in enumerate(m.swap):
+        where: Path = ("machine", "swap", i)
+        if sw.kind == "file":
+            if sw.comp_algorithm is not None:
+                p.append(Problem((*where, "comp_algorithm"), 'only a kind = "zram" device has a comp_algorithm; this one is kind = "file"'))
+            if sw.device is None:
+                p.append(
+                    Problem(
+                        (*where, "device"),
+                        "required key is missing: a swap file needs a device, one of 'hdd', 'ssd', 'nvme', 'virtio-disk' or a table",
+                    )
+                )
+        elif sw.comp_algorithm is not None and sw.comp_algorithm not in caps.codecs:
+            p.append(Problem((*where, "comp_algorithm"), f"expected one of {_quoted(caps.codecs)}; got {sw.comp_algorithm!r}"))
+        if sw.device is not None and sw.device.missing():
+            p.append(
+                Problem(
+                    (*where, "device"),
+                    f"a device without a preset needs all of {', '.join(Device.FIGURES)}; missing {', '.join(sw.device.missing())}",
+                )
+            )
+    return p
+
+
+def _check_kernel(k: Kernel, caps: native.Capabilities) -> list[Problem]:
+    p: list[Problem] = []
+    if not caps.version_ok(k.version):
+        p.append(Problem(("kernel", "version"), f"expected one of {_quoted(caps.known_versions())}; got {k.version!r}"))
+    elif k.switches:
+        preset = caps.switches(k.version)
+        if preset is not None:
+            for name, value in k.switches.items():
+                where: Path = ("kernel", "switches", name)
+                if name not in preset:
+                    close = difflib.get_close_matches(name, list(preset), n=1)
+                    hint = f" (did you mean {close[0]!r}?)" if close else ""
+                    p.append(Problem(where, f"unknown switch{hint}; expected one of: {', '.join(sorted(preset))}"))
+                    continue
+                want = preset[name]
+                ok = type(value) is type(want) or (isinstance(want, float) and type(value) is int)
+                if not ok:
+                    p.append(Problem(where, f"expected {_switch_type(want)} (like the preset's {describe(want)}); got {describe(value)}"))
+    if k.zswap.compressor not in caps.codecs:
+        p.append(Problem(("kernel", "zswap", "compressor"), f"expected one of {_quoted(caps.codecs)}; got {k.zswap.compressor!r}"))
+    return p
+
+
+def _check_costs(costs: dict[str, int], caps: native.Capabilities) -> list[Problem]:
+    if caps.default_costs is None:
+        return []
+    p: list[Problem] = []
+    for name in costs:
+        if name not in caps.default_costs:
+            close = difflib.get_close_matches(name, list(caps.default_costs), n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            p.append(
+                Problem(("costs", name), f"unknown time-model parameter{hint}; expected one of: {', '.join(sorted(caps.default_costs))}")
+            )
+    return p
+
+
+def _check_cgroups(c: Cgroups) -> list[Problem]:
+    p: list[Problem] = []
+    for key, files in c.groups.items():
+        where: Path = ("cgroups", "groups", key)
+        parts = key.split("/")
+        if not key or key == "/":
+            p.append(Problem(where, "the root cgroup has no limits to set; name a child like 'workload'"))
+            continue
+        if any(part in ("", ".", "..") for part in parts) or any(ch in key for ch in "\n\0"):
+            p.append(Problem(where, f"expected a path relative to the root like 'workload' or 'a/b'; got {key!r}"))
+            continue
+        wrong = V1_FILES if c.cgroup_version == 2 else V2_FILES
+        need = 1 if c.cgroup_version == 2 else 2
+        for f in files.files_set():
+            if f in wrong:
+                p.append(Problem((*where, f), f"{f} needs cgroup_version = {need}; this scenario has cgroup_version = {c.cgroup_version}"))
+    return p
+
+
+def _check_processes(s: Scenario, procs: list[Process]) -> list[Problem]:
+    p: list[Problem] = []
+    if not procs:
+        p.append(Problem(("processes",), "expected at least one [[processes]] entry"))
+    elif not any(r.size > 0 for proc in procs for r in proc.regions):
+        p.append(Problem(("processes",), "expected regions with a total size > 0; no process has a region"))
+    p += _duplicates([proc.name for proc in procs], ("processes",), "name", "process")
+    cgroups = set(s.cgroups.all_paths())
+    for i, proc in enumerate(procs):
+        where: Path = ("processes", i)
+        if proc.cgroup_path() not in cgroups:
+            known = _quoted(c.lstrip("/") or "/" for c in sorted(cgroups))
+            p.append(Problem((*where, "cgroup"), f"expected a cgroup under [cgroups.groups] or '/' (one of {known}); got {proc.cgroup!r}"))
+        p += _duplicates([r.name for r in proc.regions], (*where, "regions"), "name", "region")
+        p += _duplicates([phase_name(ph, j) for j, ph in enumerate(proc.phases)], (*where, "phases"), "name", "phase")
+        regions = [r.name for r in proc.regions]
+        for j, ph in enumerate(proc.phases):
+            pw: Path = (*where, "phases", j)
+            p += _check_phase(ph, pw, proc.name, regions)
+    return p
+
+
+def _check_phase(ph: Any, pw: Path, proc: str, regions: list[str]) -> list[Problem]:
+    p: list[Problem] = []
+
+    def unknown(path: Path, name: str) -> Problem:
+        return Problem(path, f"expected the name of a region of process {proc!r} (one of {_quoted(dict.fromkeys(regions))}); got {name!r}")
+
+    if isinstance(ph, FillPhase):
+        if ph.region not in regions:
+            p.append(unknown((*pw, "region"), ph.region))
+    elif isinstance(ph, MultiRegionPhase):
+        if ph.region is not None and ph.regions is not None:
+            p.append(Problem(pw, "expected one of region or regions, not both"))
+        elif ph.region is None and ph.regions is None:
+            p.append(Problem((*pw, "regions"), "required key is missing (or give region = NAME)"))
+        elif ph.regions is not None and not ph.regions:
+            p.append(Problem((*pw, "regions"), "expected at least one region name"))
+        else:
+            seen: set[str] = set()
+            for k, name in enumerate(ph.region_names()):
+                at: Path = (*pw, "regions", k) if ph.regions is not None else (*pw, "region")
+                if name not in regions:
+                    p.append(unknown(at, name))
+                elif name in seen:
+                    p.append(Problem(at, f"region {name!r} is listed twice"))
+                seen.add(name)
+        if isinstance(ph, RandomPhase) and (ph.count is None) == (ph.duration is None):
+            both = "both" if ph.count is not None else "neither"
+            p.append(Problem(pw, f"expected exactly one of count or duration; got {both}"))
+    return p
+
+
+def _check_report(s: Scenario, r: Report) -> list[Problem]:
+    p: list[Problem] = []
+    configs = [c.name for c in s.compare.configs] if s.compare is not None else []
+    if not configs:
+        p.append(Problem(("report",), "a [report] needs [compare] configs: they are the report's columns"))
+    phases = sorted({f"{proc.name}/{phase_name(ph, j)}" for proc in s.processes for j, ph in enumerate(proc.phases)})
+    cgroups = s.cgroups.all_paths()
+
+    def metric(path: Path, text: str) -> list[Problem]:
+        try:
+            m = parse_metric(text)
+        except ValueError as e:
+            return [Problem(path, str(e))]
+        if m.phase is not None and m.phase not in phases:
+            return [Problem(path, f"expected '<process>/<phase>' of this scenario (one of {_quoted(phases)}); got {m.phase!r}")]
+        if m.memcg is not None and m.memcg not in cgroups:
+            return [Problem(path, f"expected a cgroup of this scenario in memcg[...] (one of {_quoted(cgroups)}); got {m.memcg!r}")]
+        return []
+
+    def config(path: Path, name: str) -> list[Problem]:
+        if not configs or name in configs:
+            return []
+        close = difflib.get_close_matches(name, configs, n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        return [Problem(path, f"expected the name of a [compare] config{hint} (one of {_quoted(configs)}); got {name!r}")]
+
+    for i, text in enumerate(r.metrics):
+        p += metric(("report", "metrics", i), text)
+    seen: dict[str, int] = {}
+    for i, text in enumerate(r.metrics):
+        if text in seen:
+            p.append(Problem(("report", "metrics", i), f"duplicate metric {text!r} (also report.metrics[{seen[text]}])"))
+        seen.setdefault(text, i)
+    for name, values in r.published.items():
+        p += config(("report", "published", name), name)
+        for key in values:
+            where: Path = ("report", "published", name, key)
+            bad = metric(where, key)
+            if not bad and key not in r.metrics:
+                bad = [Problem(where, f"a published value needs its metric in report.metrics; add {key!r} there")]
+            p += bad
+    for i, c in enumerate(r.claims):
+        w: Path = ("report", "claims", i)
+        p += metric((*w, "metric"), c.metric)
+        p += config((*w, "config"), c.config)
+        if c.direction == "greater_than":
+            if c.other_metric is None:
+                p.append(
+                    Problem(
+                        (*w, "other_metric"),
+                        'required key is missing: direction = "greater_than" compares metric with other_metric in one config',
+                    )
+                )
+            else:
+                p += metric((*w, "other_metric"), c.other_metric)
+            if c.baseline is not None:
+                p.append(Problem((*w, "baseline"), 'direction = "greater_than" compares two metrics in one config; it takes no baseline'))
+            continue
+        if c.other_metric is not None:
+            p.append(
+                Problem(
+                    (*w, "other_metric"),
+                    f'only direction = "greater_than" takes an other_metric; this claim has direction = "{c.direction}"',
+                )
+            )
+        if c.baseline is None:
+            if c.direction in BASELINE_DIRECTIONS:
+                p.append(
+                    Problem(
+                        (*w, "baseline"), f'required key is missing: direction = "{c.direction}" compares config with a baseline config'
+                    )
+                )
+        else:
+            p += config((*w, "baseline"), c.baseline)
+            if c.baseline == c.config:
+                p.append(Problem((*w, "baseline"), f"expected a config other than the claim's config; both are {c.config!r}"))
+    return p

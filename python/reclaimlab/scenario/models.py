@@ -1,0 +1,443 @@
+"""The scenario's typed models (docs/scenario.md): one pydantic model per table, unknown keys
+are errors. What spans several keys is checked in ``checks``; loading is ``loading``."""
+
+from __future__ import annotations
+
+import copy
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Annotated, Any, ClassVar, Literal
+
+from pydantic import AfterValidator, BeforeValidator, Field, PrivateAttr
+from pydantic_core import PydanticCustomError
+
+from reclaimlab.devices import DEVICE_PRESETS, FIGURES, OPTIONAL_FIGURES, DeviceModel, overlay
+from reclaimlab.overrides import Override, parse_override
+from reclaimlab.scenario.types import (
+    U64,
+    Bandwidth,
+    Content,
+    CostValue,
+    Duration,
+    IntRange,
+    MaxOrSize,
+    Percent,
+    PositiveDuration,
+    PositiveSize,
+    StrictModel,
+    SwitchValue,
+    V1Limit,
+    ZeroOne,
+    check_schema_version,
+    parse_cpus,
+    parse_memory,
+    positive,
+)
+
+DevicePreset = Literal["hdd", "ssd", "nvme", "virtio-disk", "cloud-disk"]
+
+#: /sys/block/<dev>/queue/max_sectors_kb: at least one page, at most what the kernel's u32 holds.
+MaxSectorsKb = IntRange(4, 2**32 - 1)
+#: /sys/block/<dev>/queue/nr_requests; and a device's IOPS cap.
+NrRequests = IntRange(1, 2**32 - 1)
+Iops = IntRange(1, 2**32 - 1)
+
+
+class Device(StrictModel):
+    """A preset name, or a table: a preset with some figures replaced, or all five figures
+    (``iops``, ``max_sectors_kb`` and ``nr_requests`` are optional either way)."""
+
+    scalar_shortcut: ClassVar[str] = "preset"
+
+    preset: DevicePreset | None = None
+    rotational: bool | None = None
+    read_latency: Duration | None = None
+    write_latency: Duration | None = None
+    read_bandwidth: Bandwidth | None = None
+    write_bandwidth: Bandwidth | None = None
+    iops: Iops | None = None  # type: ignore[valid-type]
+    max_sectors_kb: MaxSectorsKb | None = None  # type: ignore[valid-type]
+    nr_requests: NrRequests | None = None  # type: ignore[valid-type]
+
+    #: The figures a device without a preset must give, and those it may leave out.
+    FIGURES: ClassVar[tuple[str, ...]] = FIGURES
+    OPTIONAL_FIGURES: ClassVar[tuple[str, ...]] = OPTIONAL_FIGURES
+
+    def missing(self) -> list[str]:
+        if self.preset is not None:
+            return []
+        return [f for f in self.FIGURES if getattr(self, f) is None]
+
+    def figures(self) -> dict[str, Any]:
+        """The figures this table gives (None: taken from the preset)."""
+        return {f: getattr(self, f) for f in FIGURES + OPTIONAL_FIGURES}
+
+    def model(self, presets: Mapping[str, DeviceModel] = DEVICE_PRESETS) -> DeviceModel:
+        """The device: this table's figures over ``presets[preset]`` (a machine profile passes
+        its presets, which replace the built-in ones)."""
+        base = presets.get(self.preset, DEVICE_PRESETS[self.preset]) if self.preset is not None else None
+        return overlay(base, self.figures())
+
+
+def _device_shortcut(v: Any) -> Any:
+    return {"preset": v} if isinstance(v, str) else v
+
+
+class Swap(StrictModel):
+    default_name_prefix: ClassVar[str] = "swap"
+
+    name: str | None = None
+    kind: Literal["file", "zram"] = "file"
+    size: PositiveSize
+    priority: IntRange(-32768, 32767) | None = None  # type: ignore[valid-type]
+    device: Annotated[Device, BeforeValidator(_device_shortcut)] | None = None
+    comp_algorithm: str | None = None
+
+
+class Machine(StrictModel):
+    memory: Annotated[int, BeforeValidator(parse_memory), AfterValidator(positive)]
+    cpus: Annotated[IntRange(1, 4096), BeforeValidator(parse_cpus)] = 1  # type: ignore[valid-type]
+    swap: list[Swap] = Field(default_factory=list)
+
+
+# ---------------------------------------------------------------------------------------------
+# [kernel]
+# ---------------------------------------------------------------------------------------------
+
+
+class Zswap(StrictModel):
+    """/sys/module/zswap/parameters/* (defaults: the kernel's Kconfig defaults)."""
+
+    enabled: bool = False
+    compressor: str = "lzo"
+    max_pool_percent: Percent = 20  # type: ignore[valid-type]
+    accept_threshold_percent: Percent = 90  # type: ignore[valid-type]
+    shrinker_enabled: bool = False
+
+
+class Vm(StrictModel):
+    """/proc/sys/vm/*"""
+
+    swappiness: IntRange(0, 200) = 60  # type: ignore[valid-type]
+    page_cluster: IntRange(0, 10) = Field(3, alias="page-cluster")  # type: ignore[valid-type]
+    min_free_kbytes: IntRange(0, 2**63 - 1) | None = None  # type: ignore[valid-type]
+    watermark_scale_factor: IntRange(1, 3000) = 10  # type: ignore[valid-type]
+
+
+class Kernel(StrictModel):
+    version: str = "6.18"
+    zswap: Zswap = Field(default_factory=Zswap)
+    vm: Vm = Field(default_factory=Vm)
+    switches: dict[str, SwitchValue] = Field(default_factory=dict)
+
+
+# ---------------------------------------------------------------------------------------------
+# [cgroups]
+# ---------------------------------------------------------------------------------------------
+
+V2_FILES = ("memory.high", "memory.max", "memory.zswap.max", "memory.zswap.writeback")
+V1_FILES = ("memory.limit_in_bytes", "memory.swappiness")
+
+
+class CgroupFiles(StrictModel):
+    """The interface files of one cgroup, by their file names."""
+
+    memory_high: MaxOrSize = Field(None, alias="memory.high")
+    memory_max: MaxOrSize = Field(None, alias="memory.max")
+    memory_zswap_max: MaxOrSize = Field(None, alias="memory.zswap.max")
+    memory_zswap_writeback: ZeroOne = Field(True, alias="memory.zswap.writeback")
+    memory_limit_in_bytes: V1Limit = Field(None, alias="memory.limit_in_bytes")
+    memory_swappiness: IntRange(0, 200) | None = Field(None, alias="memory.swappiness")  # type: ignore[valid-type]
+
+    def files_set(self) -> list[str]:
+        """The file names this scenario writes, in declaration order."""
+        fields = type(self).model_fields
+        return [fields[name].alias or name for name in fields if name in self.model_fields_set]
+
+
+def _cgroup_version(v: int) -> int:
+    if v not in (1, 2):
+        raise PydanticCustomError("cgroup_version", "expected 1 or 2; got {got}", {"got": v})
+    return v
+
+
+class Cgroups(StrictModel):
+    cgroup_version: Annotated[int, AfterValidator(_cgroup_version)] = 1
+    groups: dict[str, CgroupFiles] = Field(default_factory=dict)
+    #: How often memcg statistics are flushed (docs/model/memcg.md, "Statistics flushes"): the
+    #: kernel's flusher every 2 s, plus every read of memory.stat; the lab reads it every 1 s.
+    #: The LRU balance and refault activation decide on the flushed sizes. "0s": live sizes.
+    stats_flush_interval: Duration = 1_000_000_000
+
+    def all_paths(self) -> list[str]:
+        """Every cgroup as "/a/b", parents (also implicit ones) before children, sorted."""
+        paths: set[str] = {"/"}
+        for key in self.groups:
+            parts = [p for p in key.split("/") if p]
+            for i in range(1, len(parts) + 1):
+                paths.add("/" + "/".join(parts[:i]))
+        return sorted(paths, key=lambda p: [c for c in p.split("/") if c])
+
+
+# ---------------------------------------------------------------------------------------------
+# [[processes]]
+# ---------------------------------------------------------------------------------------------
+
+
+class Region(StrictModel):
+    name: str
+    size: PositiveSize
+    content: Content
+    variants: IntRange(1, 65536) = 256  # type: ignore[valid-type]
+
+
+class Uniform(StrictModel):
+    kind: Literal["uniform"]
+
+
+class HotCold(StrictModel):
+    kind: Literal["hot_cold"]
+    hot_percent: Percent  # type: ignore[valid-type]
+    hot_access_percent: Percent  # type: ignore[valid-type]
+
+
+def _theta(v: float) -> float:
+    if not (v >= 0.0 and v < float("inf")):
+        raise PydanticCustomError("theta", "expected a finite number >= 0; got {got}", {"got": v})
+    return float(v)
+
+
+class Zipf(StrictModel):
+    kind: Literal["zipf"]
+    theta: Annotated[float, AfterValidator(_theta)]
+
+
+def _dist_shortcut(v: Any) -> Any:
+    return {"kind": v} if isinstance(v, str) else v
+
+
+Dist = Annotated[Annotated[Uniform | HotCold | Zipf, Field(discriminator="kind")], BeforeValidator(_dist_shortcut)]
+
+
+class _Phase(StrictModel):
+    name: str | None = None
+
+    def region_names(self) -> list[str]:
+        return []
+
+
+class MultiRegionPhase(_Phase):
+    exclusive_keys: ClassVar[tuple[tuple[str, ...], ...]] = (("region", "regions"),)
+
+    region: str | None = None
+    regions: list[str] | None = None
+
+    def region_names(self) -> list[str]:
+        if self.regions is not None:
+            return list(self.regions)
+        return [self.region] if self.region is not None else []
+
+    def region_key(self) -> str:
+        return "regions" if self.regions is not None else "region"
+
+
+class FillPhase(_Phase):
+    kind: Literal["fill"]
+    region: str
+
+    def region_names(self) -> list[str]:
+        return [self.region]
+
+
+class SequentialPhase(MultiRegionPhase):
+    kind: Literal["sequential"]
+    passes: IntRange(1, 2**32 - 1) = 1  # type: ignore[valid-type]
+    write_percent: Percent = 0  # type: ignore[valid-type]
+
+
+class RandomPhase(MultiRegionPhase):
+    exclusive_keys: ClassVar[tuple[tuple[str, ...], ...]] = (("region", "regions"), ("count", "duration"))
+
+    kind: Literal["random"]
+    dist: Dist = Field(default_factory=lambda: Uniform(kind="uniform"))
+    count: IntRange(1, 2**63 - 1) | None = None  # type: ignore[valid-type]
+    duration: PositiveDuration | None = None
+    write_percent: Percent = 0  # type: ignore[valid-type]
+
+
+class SleepPhase(_Phase):
+    kind: Literal["sleep"]
+    duration: Duration
+
+
+class ExitPhase(_Phase):
+    kind: Literal["exit"]
+
+
+Phase = Annotated[FillPhase | SequentialPhase | RandomPhase | SleepPhase | ExitPhase, Field(discriminator="kind")]
+
+
+def phase_name(phase: Any, index: int) -> str:
+    """A phase's name: as given, or "<kind><index>"."""
+    return phase.name if phase.name is not None else f"{phase.kind}{index}"
+
+
+class Process(StrictModel):
+    name: str
+    cgroup: str = "/"
+    regions: list[Region] = Field(default_factory=list)
+    phases: list[Phase] = Field(default_factory=list)
+
+    def cgroup_path(self) -> str:
+        parts = [p for p in self.cgroup.split("/") if p]
+        return "/" + "/".join(parts)
+
+
+# ---------------------------------------------------------------------------------------------
+# [compare]
+# ---------------------------------------------------------------------------------------------
+
+
+class CompareConfig(StrictModel):
+    name: str
+    description: str = ""
+    set: dict[str, Any] = Field(default_factory=dict)
+
+    def overrides(self) -> list[Override]:
+        return [Override(k, v, f"compare config {self.name!r}") for k, v in self.set.items()]
+
+
+class Compare(StrictModel):
+    configs: list[CompareConfig] = Field(default_factory=list)
+
+
+# ---------------------------------------------------------------------------------------------
+# [report]
+# ---------------------------------------------------------------------------------------------
+
+#: Per-phase fields a report metric can name: ``phase:<process>/<phase>.<field>``.
+#: ``accesses_per_s_norm`` is accesses_per_s divided by the first [compare] config's value.
+PHASE_FIELDS = ("elapsed_s", "accesses_per_s", "accesses", "accesses_per_s_norm")
+
+#: ``vmstat.pswpin``, ``zswap.pool_total_size``, ``memcg[/a/b].memory.stat.zswpwb``.
+_COUNTER_RE = re.compile(r"^(?:memcg\[(/[^\]]*)\]|[A-Za-z_][A-Za-z0-9_]*)\.[A-Za-z0-9_.-]*[A-Za-z0-9_]$")
+
+
+@dataclass(frozen=True)
+class Metric:
+    """A parsed report metric: a counter key, or a per-phase field (``process/phase`` body)."""
+
+    text: str
+    counter: str | None = None
+    phase: str | None = None  # "process/phase" as written
+    field: str | None = None  # one of PHASE_FIELDS
+    memcg: str | None = None  # the cgroup path of a memcg[...] counter
+
+
+def parse_metric(text: str) -> Metric:
+    """``"vmstat.pswpin"`` or ``"phase:apt/update.elapsed_s"``; ValueError saying what is expected."""
+    if text.startswith("phase:"):
+        body, dot, field = text[len("phase:") :].rpartition(".")
+        if not dot or field not in PHASE_FIELDS or "/" not in body.strip("/"):
+            fields = "|".join(PHASE_FIELDS)
+            raise ValueError(f"expected 'phase:<process>/<phase>.<{fields}>'; got {text!r}")
+        return Metric(text, phase=body, field=field)
+    m = _COUNTER_RE.match(text)
+    if m is None:
+        raise ValueError(
+            f"expected a counter key like 'vmstat.pswpin' or 'memcg[/a].memory.stat.zswpwb', "
+            f"or 'phase:<process>/<phase>.<field>'; got {text!r}"
+        )
+    return Metric(text, counter=text, memcg=m.group(1))
+
+
+Direction = Literal["up", "down", "about_zero", "several_times", "greater_than"]
+
+#: Directions that compare a config's value with the baseline config's value of the same metric.
+BASELINE_DIRECTIONS = ("up", "down", "several_times")
+
+
+class ReportClaim(StrictModel):
+    """One published claim: ``metric`` in ``config`` moves ``direction`` against ``baseline``
+    (or, for ``greater_than``, exceeds ``other_metric`` in the same config)."""
+
+    text: str
+    metric: str
+    config: str
+    direction: Direction
+    baseline: str | None = None
+    other_metric: str | None = None
+
+
+class Report(StrictModel):
+    """Published numbers and claims to set beside reclaimlab's (``reclaimlab report``)."""
+
+    title: str = ""
+    source: str = ""
+    metrics: list[str] = Field(default_factory=list)
+    published: dict[str, dict[str, int | float]] = Field(default_factory=dict)
+    claims: list[ReportClaim] = Field(default_factory=list)
+
+
+# ---------------------------------------------------------------------------------------------
+# The scenario
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Source:
+    """Where a scenario came from, and the document before overrides."""
+
+    file: str  # for messages: the path as given, or "<string>"
+    path: str | None
+    sha256: str
+    document: dict[str, Any]
+    #: The loader's build step (source, overrides) -> Scenario: ``with_overrides`` reruns it.
+    rebuild: Callable[[Source, Sequence[Override]], Scenario]
+    overrides: tuple[Override, ...] = ()
+
+
+class Scenario(StrictModel):
+    schema_version: Annotated[int, AfterValidator(check_schema_version)]
+    name: str | None = None
+    description: str = ""
+    seed: U64 = 1  # type: ignore[valid-type]
+    max_time: PositiveDuration | None = None
+    machine: Machine
+    kernel: Kernel = Field(default_factory=Kernel)
+    cgroups: Cgroups = Field(default_factory=Cgroups)
+    processes: list[Process]
+    costs: dict[str, CostValue] = Field(default_factory=dict)
+    compare: Compare | None = None
+    report: Report | None = None
+
+    _source: Source | None = PrivateAttr(default=None)
+
+    @property
+    def file(self) -> str:
+        return self._source.file if self._source else "<scenario>"
+
+    @property
+    def path(self) -> str | None:
+        return self._source.path if self._source else None
+
+    @property
+    def sha256(self) -> str | None:
+        return self._source.sha256 if self._source else None
+
+    @property
+    def overrides(self) -> tuple[Override, ...]:
+        return self._source.overrides if self._source else ()
+
+    @property
+    def document(self) -> dict[str, Any]:
+        """The document before overrides (normalised)."""
+        return copy.deepcopy(self._source.document) if self._source else self.model_dump(by_alias=True, exclude_none=True)
+
+    def with_overrides(self, overrides: Iterable[str | Override]) -> Scenario:
+        """This scenario's document with its overrides and then ``overrides`` applied, revalidated."""
+        if self._source is None:
+            raise ValueError("with_overrides() needs a scenario made by load()")
+        extra = [o if isinstance(o, Override) else parse_override(o) for o in overrides]
+        return self._source.rebuild(self._source, [*self._source.overrides, *extra])

@@ -1,0 +1,121 @@
+"""The value types of scenario keys: sizes, durations, ranges, and the base model."""
+
+from __future__ import annotations
+
+import os
+from typing import Annotated, Any
+
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict
+from pydantic_core import PydanticCustomError
+
+from reclaimlab.units import describe, parse_bandwidth, parse_content, parse_duration, parse_size
+
+SCHEMA_VERSION = 1
+
+
+def IntRange(lo: int, hi: int) -> Any:  # noqa: N802 - reads like a type
+    """A strict integer in lo..hi (inclusive)."""
+
+    def check(v: int) -> int:
+        if not lo <= v <= hi:
+            raise PydanticCustomError("range", "expected an integer in {lo}..{hi}; got {got}", {"lo": lo, "hi": hi, "got": v})
+        return v
+
+    return Annotated[int, AfterValidator(check)]
+
+
+def positive(v: int) -> int:
+    if v <= 0:
+        raise PydanticCustomError("positive", "expected a value > 0; got {got}", {"got": v})
+    return v
+
+
+def _host_memory() -> int:
+    try:
+        with open("/proc/meminfo", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("MemTotal:"):
+                    return int(line.split()[1]) * 1024
+    except OSError as e:
+        raise ValueError(f"'host' needs /proc/meminfo, which cannot be read: {e}") from None
+    raise ValueError("'host': no MemTotal in /proc/meminfo")
+
+
+def parse_memory(v: Any) -> int:
+    return _host_memory() if v == "host" else parse_size(v)
+
+
+def parse_cpus(v: Any) -> Any:
+    if v == "host":
+        return os.cpu_count() or 1
+    if isinstance(v, str):
+        raise ValueError(f"expected an integer or 'host'; got {describe(v)}")
+    return v
+
+
+def _max_or_size(v: Any) -> int | None:
+    if v == "max":
+        return None
+    try:
+        return parse_size(v)
+    except ValueError:
+        raise ValueError(f"expected a size (like '1GiB', int bytes) or 'max'; got {describe(v)}") from None
+
+
+def _v1_limit(v: Any) -> int | None:
+    if v == "max" or v == -1:
+        return None
+    try:
+        return parse_size(v)
+    except ValueError:
+        raise ValueError(f"expected a size (like '1GiB', int bytes), or -1 or 'max' for unlimited; got {describe(v)}") from None
+
+
+def _zero_one(v: Any) -> bool:
+    if isinstance(v, bool):
+        return v
+    if v in (0, 1) and isinstance(v, int):
+        return bool(v)
+    raise ValueError(f"expected 0 or 1 (or false/true); got {describe(v)}")
+
+
+def _scalar(v: Any) -> Any:
+    if isinstance(v, (bool, int, float, str)):
+        return v
+    raise ValueError(f"expected a boolean, integer, float or string; got {describe(v)}")
+
+
+def check_schema_version(v: int) -> int:
+    if v != SCHEMA_VERSION:
+        raise PydanticCustomError(
+            "schema_version", "expected {want} (the only scenario format version); got {got}", {"want": SCHEMA_VERSION, "got": v}
+        )
+    return v
+
+
+def _non_negative_cost(v: int) -> int:
+    if v < 0:
+        raise PydanticCustomError("range", "expected an integer >= 0; got {got}", {"got": v})
+    return v
+
+
+Size = Annotated[int, BeforeValidator(parse_size)]
+PositiveSize = Annotated[int, BeforeValidator(parse_size), AfterValidator(positive)]
+Duration = Annotated[int, BeforeValidator(parse_duration)]
+PositiveDuration = Annotated[int, BeforeValidator(parse_duration), AfterValidator(positive)]
+Bandwidth = Annotated[int, BeforeValidator(parse_bandwidth)]
+MaxOrSize = Annotated[int | None, BeforeValidator(_max_or_size)]
+V1Limit = Annotated[int | None, BeforeValidator(_v1_limit)]
+ZeroOne = Annotated[bool, BeforeValidator(_zero_one)]
+Content = Annotated[str, BeforeValidator(parse_content)]
+Percent = IntRange(0, 100)
+U32 = IntRange(0, 2**32 - 1)
+U64 = IntRange(0, 2**64 - 1)
+SwitchValue = Annotated[Any, AfterValidator(_scalar)]
+CostValue = Annotated[int, AfterValidator(_non_negative_cost)]
+
+
+class StrictModel(BaseModel):
+    """A table: unknown keys are errors, and values are not coerced (\"1\" is not 1)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
