@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from selftest_sim import MiB, PAGE_SIZE, cg, outcomes, run
+from selftest_sim import PAGE_SIZE, MiB, cg, outcomes, run
 
 pytestmark = pytest.mark.native
 
