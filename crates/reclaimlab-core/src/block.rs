@@ -36,6 +36,7 @@
 //! completion). A thread sleeping for a tag sleeps inside its own event (docs/model/time.md,
 //! open question 2).
 
+use crate::mm::swap::SwapDev;
 use crate::mm::{Ctx, Mm, PAGE_SIZE};
 use crate::sim::{EventKind, Time};
 
@@ -77,6 +78,17 @@ pub struct Plug {
 impl Plug {
     pub fn is_idle(&self) -> bool {
         self.depth == 0 && self.reqs.is_empty() && self.reads.is_empty()
+    }
+}
+
+impl SwapDev {
+    /// /sys/block/<dev>/stat request counts, for devices with a request model (an IOPS cap or
+    /// request merging). Without one every page is its own request and the counts would repeat
+    /// pswpin/pswpout, so they are not exported.
+    pub fn export_block_stat(&self, out: &mut Vec<(String, u64)>) {
+        if self.zram.is_none() && (self.model.iops.is_some() || self.model.max_sectors_kb.is_some()) {
+            self.stat.export(&format!("block[{}].stat.", self.name), out);
+        }
     }
 }
 

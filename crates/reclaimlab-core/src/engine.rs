@@ -16,7 +16,7 @@ use crate::costs::Costs;
 use crate::mm::page::{list, pg, Page, NONE};
 use crate::mm::swap::{Swap, SwapDev};
 use crate::mm::{Actor, Ctx, Kswapd, Memcg, Mm, Oom, RegionInfo, PAGE_SIZE};
-use crate::policy::{Incompressible, SameFilled, Switches, ZswapLru};
+use crate::policy::{Switches, ZswapLru};
 use crate::sim::{EventKind, EventQueue, Time};
 use crate::stats::VmEvents;
 use crate::zpool::zsmalloc::Zsmalloc;
@@ -642,151 +642,8 @@ impl Simulation {
 
     /// All counters under their kernel names, gauges read now.
     pub fn counters(&self) -> Vec<(String, u64)> {
-        let mm = &self.mm;
         let mut out = Vec::new();
-        mm.vm.export("vmstat.", &mut out);
-        let pool_pages = mm.zswap_total_pages();
-        out.push(("vmstat.nr_free_pages".into(), mm.nr_free));
-        out.push(("vmstat.nr_page_table_pages".into(), mm.nr_page_table_pages));
-        out.push(("vmstat.nr_inactive_anon".into(), mm.lru_size_tree(0, list::INACTIVE_ANON)));
-        out.push(("vmstat.nr_active_anon".into(), mm.lru_size_tree(0, list::ACTIVE_ANON)));
-        out.push(("vmstat.nr_swapcached".into(), mm.memcgs.iter().map(|m| m.swapcached).sum()));
-        out.push(("vmstat.nr_zspages".into(), mm.zsmalloc_pages()));
-
-        mm.zswap.ev.export("zswap.", &mut out);
-        out.push(("zswap.pool_total_size".into(), pool_pages * PAGE_SIZE));
-        out.push(("zswap.stored_pages".into(), mm.zswap.stored_pages));
-        if mm.switches.incompressible == Incompressible::StoreRaw {
-            out.push(("zswap.stored_incompressible_pages".into(), mm.zswap.stored_incompressible_pages));
-        }
-        if mm.switches.same_filled == SameFilled::Zswap {
-            out.push(("zswap.same_filled_pages".into(), mm.zswap.same_filled_pages));
-        }
-
-        // Per memcg: mapped anonymous pages (NR_ANON_MAPPED: rss / anon) and pages out of
-        // memory holding a swap slot (v1 MEMCG_SWAP counts only those).
-        let mut mapped = vec![0u64; mm.memcgs.len()];
-        let mut swapped_out = vec![0u64; mm.memcgs.len()];
-        for p in &mm.pages {
-            if p.has(pg::RESIDENT) && p.has(pg::MAPPED) {
-                mapped[p.memcg as usize] += 1;
-            } else if !p.has(pg::RESIDENT) && p.slot != NONE {
-                swapped_out[p.memcg as usize] += 1;
-            }
-        }
-        for (idx, m) in mm.memcgs.iter().enumerate() {
-            let idx = idx as u16;
-            let pre = format!("memcg[{}].", m.path);
-            let tree = idx..m.subtree_end;
-            let sum = |f: &dyn Fn(&Memcg) -> u64| tree.clone().map(|c| f(&mm.memcgs[c as usize])).sum::<u64>();
-            let sum_of = |v: &[u64]| tree.clone().map(|c| v[c as usize]).sum::<u64>();
-            let lru = |which: u8| mm.lru_size_tree(idx, which) * PAGE_SIZE;
-            if mm.cgroup_v2 {
-                let s = format!("{pre}memory.stat.");
-                let e = |f: &dyn Fn(&Memcg) -> u64| sum(f);
-                let mut put = |k: &str, v: u64| out.push((format!("{s}{k}"), v));
-                put("anon", sum_of(&mapped) * PAGE_SIZE);
-                put("swapcached", e(&|m| m.swapcached) * PAGE_SIZE);
-                put("zswap", e(&|m| m.zswap_bytes));
-                put("zswapped", e(&|m| m.zswapped) * PAGE_SIZE);
-                put("inactive_anon", lru(list::INACTIVE_ANON));
-                put("active_anon", lru(list::ACTIVE_ANON));
-                put("pgfault", e(&|m| m.events.pgfault));
-                put("pgmajfault", e(&|m| m.events.pgmajfault));
-                put("pgscan", e(&|m| m.events.pgscan));
-                put("pgsteal", e(&|m| m.events.pgsteal));
-                put("pgscan_kswapd", e(&|m| m.events.pgscan_kswapd));
-                put("pgscan_direct", e(&|m| m.events.pgscan_direct));
-                put("pgsteal_kswapd", e(&|m| m.events.pgsteal_kswapd));
-                put("pgsteal_direct", e(&|m| m.events.pgsteal_direct));
-                put("pgrefill", e(&|m| m.events.pgrefill));
-                put("pgactivate", e(&|m| m.events.pgactivate));
-                put("pgdeactivate", e(&|m| m.events.pgdeactivate));
-                put("workingset_refault_anon", e(&|m| m.events.workingset_refault_anon));
-                put("workingset_activate_anon", e(&|m| m.events.workingset_activate_anon));
-                put("workingset_restore_anon", e(&|m| m.events.workingset_restore_anon));
-                put("zswpin", e(&|m| m.events.zswpin));
-                put("zswpout", e(&|m| m.events.zswpout));
-                put("zswpwb", e(&|m| m.events.zswpwb));
-                put("pswpin", e(&|m| m.events.pswpin));
-                put("pswpout", e(&|m| m.events.pswpout));
-                put("swpin_zero", e(&|m| m.events.swpin_zero));
-                put("swpout_zero", e(&|m| m.events.swpout_zero));
-                // The root cgroup has no memory.current, memory.events or *.current files.
-                if idx != 0 {
-                    out.push((format!("{pre}memory.current"), m.usage * PAGE_SIZE));
-                    out.push((format!("{pre}memory.swap.current"), e(&|m| m.swap_pages) * PAGE_SIZE));
-                    out.push((format!("{pre}memory.zswap.current"), e(&|m| m.zswap_bytes)));
-                    out.push((format!("{pre}memory.events.high"), m.events.high_events));
-                    out.push((format!("{pre}memory.events.max"), m.events.max_events));
-                    out.push((format!("{pre}memory.events.oom_kill"), m.events.oom_kill));
-                }
-            } else {
-                let s = format!("{pre}memory.stat.");
-                let own = &mm.memcgs[idx as usize];
-                let own_lru = |which: u8| own.lru[which as usize - 1].len * PAGE_SIZE;
-                let i = idx as usize;
-                let rows: [(&str, u64, u64); 10] = [
-                    ("rss", mapped[i] * PAGE_SIZE, sum_of(&mapped) * PAGE_SIZE),
-                    ("swap", swapped_out[i] * PAGE_SIZE, sum_of(&swapped_out) * PAGE_SIZE),
-                    ("swapcached", own.swapcached * PAGE_SIZE, sum(&|m| m.swapcached) * PAGE_SIZE),
-                    ("pgfault", own.events.pgfault, sum(&|m| m.events.pgfault)),
-                    ("pgmajfault", own.events.pgmajfault, sum(&|m| m.events.pgmajfault)),
-                    ("pgpgin", own.events.pgpgin, sum(&|m| m.events.pgpgin)),
-                    ("pgpgout", own.events.pgpgout, sum(&|m| m.events.pgpgout)),
-                    ("inactive_anon", own_lru(list::INACTIVE_ANON), lru(list::INACTIVE_ANON)),
-                    ("active_anon", own_lru(list::ACTIVE_ANON), lru(list::ACTIVE_ANON)),
-                    ("workingset_refault_anon", own.events.workingset_refault_anon, sum(&|m| m.events.workingset_refault_anon)),
-                ];
-                for (k, v, total) in rows {
-                    out.push((format!("{s}{k}"), v));
-                    out.push((format!("{s}total_{k}"), total));
-                }
-                out.push((format!("{pre}memory.usage_in_bytes"), m.usage * PAGE_SIZE));
-            }
-        }
-
-        // Not kernel counters: the seeds' LRU-inversion complaint made measurable. Ages are of
-        // the data now in the pool and now on swap devices, since it left memory.
-        if mm.zswap.enabled {
-            let now_ms = self.now / crate::sim::NSEC_PER_MSEC;
-            let (mut pool, mut disk) = ((0u64, 0u64), (0u64, 0u64));
-            for p in mm.pages.iter().filter(|p| p.slot != NONE && !p.has(pg::RESIDENT) && !p.has(pg::ZEROMAP)) {
-                let bucket = if p.has(pg::ZSWAP) { &mut pool } else { &mut disk };
-                bucket.0 += now_ms.saturating_sub(p.stamp as u64);
-                bucket.1 += 1;
-            }
-            out.push(("lru_inversion.device_swapouts_while_pool_nonempty".into(), mm.lru_inversion_swapouts));
-            if let Some(age) = pool.0.checked_div(pool.1) {
-                out.push(("lru_inversion.pool_mean_age_ms".into(), age));
-            }
-            if let Some(age) = disk.0.checked_div(disk.1) {
-                out.push(("lru_inversion.device_mean_age_ms".into(), age));
-            }
-        }
-        // Block devices with a request model (an IOPS cap or request merging): their
-        // /sys/block/<dev>/stat request counts. Without one every page is its own request and
-        // the counts would repeat pswpin/pswpout.
-        for d in mm.swap.devs.iter().filter(|d| d.zram.is_none() && (d.model.iops.is_some() || d.model.max_sectors_kb.is_some())) {
-            d.stat.export(&format!("block[{}].stat.", d.name), &mut out);
-        }
-        // zram devices are named in the scenario's order (zram0, zram1, ...), as the lab
-        // configures them.
-        for (n, z) in mm.swap.devs.iter().filter_map(|d| d.zram.as_ref()).enumerate() {
-            for (k, v) in z.mm_stat() {
-                out.push((format!("zram{n}.mm_stat.{k}"), v));
-            }
-            out.push((format!("zram{n}.io_stat.failed_writes"), z.failed_writes));
-            out.push((format!("zram{n}.io_stat.notify_free"), z.notify_free));
-        }
-        out.push(("meminfo.MemTotal".into(), mm.totalram * 4));
-        out.push(("meminfo.MemFree".into(), mm.nr_free * 4));
-        out.push(("meminfo.PageTables".into(), mm.nr_page_table_pages * 4));
-        out.push(("meminfo.Zswap".into(), pool_pages * 4));
-        out.push(("meminfo.Zswapped".into(), mm.zswap.stored_pages * 4));
-        out.push(("meminfo.SwapTotal".into(), (mm.swap.total_swap_pages) * 4));
-        out.push(("meminfo.SwapFree".into(), mm.swap.nr_swap_pages * 4));
-        out.sort();
+        self.mm.export(self.now, &mut out);
         out
     }
 

@@ -223,3 +223,27 @@ impl Mm {
         self.queue.push(self.kswapd.clock, EventKind::Kswapd);
     }
 }
+
+impl Mm {
+    /// Every counter under its kernel name, gauges read now, sorted by name. Each subsystem
+    /// exports its own files; this adds the node's vmstat and meminfo gauges.
+    pub fn export(&self, now: Time, out: &mut Vec<(String, u64)>) {
+        self.vm.export("vmstat.", out);
+        let gauges = [
+            ("vmstat.nr_free_pages", self.nr_free),
+            ("vmstat.nr_page_table_pages", self.nr_page_table_pages),
+            ("vmstat.nr_inactive_anon", self.lru_size_tree(0, page::list::INACTIVE_ANON)),
+            ("vmstat.nr_active_anon", self.lru_size_tree(0, page::list::ACTIVE_ANON)),
+            ("vmstat.nr_swapcached", self.memcgs.iter().map(|m| m.swapcached).sum()),
+            ("vmstat.nr_zspages", self.zsmalloc_pages()),
+            ("meminfo.MemTotal", self.totalram * 4),
+            ("meminfo.MemFree", self.nr_free * 4),
+            ("meminfo.PageTables", self.nr_page_table_pages * 4),
+        ];
+        out.extend(gauges.into_iter().map(|(k, v)| (k.to_string(), v)));
+        self.export_zswap(now, out);
+        self.export_memcgs(out);
+        self.swap.export(out);
+        out.sort();
+    }
+}

@@ -254,6 +254,19 @@ pub struct Swap {
 }
 
 impl Swap {
+    /// The swap devices' files: block request counts, zram's mm_stat and io_stat (numbered
+    /// zram0, zram1, ... in the scenario's order), meminfo's SwapTotal and SwapFree.
+    pub fn export(&self, out: &mut Vec<(String, u64)>) {
+        for d in &self.devs {
+            d.export_block_stat(out);
+        }
+        for (n, z) in self.devs.iter().filter_map(|d| d.zram.as_ref()).enumerate() {
+            z.export(n, out);
+        }
+        out.push(("meminfo.SwapTotal".into(), self.total_swap_pages * 4));
+        out.push(("meminfo.SwapFree".into(), self.nr_swap_pages * 4));
+    }
+
     pub fn new(devs: Vec<SwapDev>) -> Swap {
         let total: u64 = devs.iter().map(|d| d.usable()).sum();
         let slots = devs.iter().map(|d| d.base as u64 + d.max as u64).max().unwrap_or(0);

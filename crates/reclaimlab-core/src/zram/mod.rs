@@ -138,6 +138,18 @@ impl Zram {
     }
 }
 
+impl Zram {
+    /// mm_stat and io_stat of device `zram{n}` (devices are numbered in the scenario's order,
+    /// as the lab configures them).
+    pub fn export(&self, n: usize, out: &mut Vec<(String, u64)>) {
+        for (k, v) in self.mm_stat() {
+            out.push((format!("zram{n}.mm_stat.{k}"), v));
+        }
+        out.push((format!("zram{n}.io_stat.failed_writes"), self.failed_writes));
+        out.push((format!("zram{n}.io_stat.notify_free"), self.notify_free));
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

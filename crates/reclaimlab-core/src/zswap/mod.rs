@@ -616,3 +616,39 @@ impl Mm {
         (freed > 0).then_some(freed)
     }
 }
+
+impl Mm {
+    /// zswap's files: the debugfs event counters and gauges, meminfo's Zswap and Zswapped, and
+    /// (not kernel counters) the seeds' LRU-inversion complaint made measurable: ages of the
+    /// data now in the pool and now on swap devices, since it left memory.
+    pub(crate) fn export_zswap(&self, now: Time, out: &mut Vec<(String, u64)>) {
+        let pool_pages = self.zswap_total_pages();
+        self.zswap.ev.export("zswap.", out);
+        out.push(("zswap.pool_total_size".into(), pool_pages * PAGE_SIZE));
+        out.push(("zswap.stored_pages".into(), self.zswap.stored_pages));
+        if self.switches.incompressible == Incompressible::StoreRaw {
+            out.push(("zswap.stored_incompressible_pages".into(), self.zswap.stored_incompressible_pages));
+        }
+        if self.switches.same_filled == SameFilled::Zswap {
+            out.push(("zswap.same_filled_pages".into(), self.zswap.same_filled_pages));
+        }
+        out.push(("meminfo.Zswap".into(), pool_pages * 4));
+        out.push(("meminfo.Zswapped".into(), self.zswap.stored_pages * 4));
+        if self.zswap.enabled {
+            let now_ms = now / crate::sim::NSEC_PER_MSEC;
+            let (mut pool, mut disk) = ((0u64, 0u64), (0u64, 0u64));
+            for p in self.pages.iter().filter(|p| p.slot != NONE && !p.has(pg::RESIDENT) && !p.has(pg::ZEROMAP)) {
+                let bucket = if p.has(pg::ZSWAP) { &mut pool } else { &mut disk };
+                bucket.0 += now_ms.saturating_sub(p.stamp as u64);
+                bucket.1 += 1;
+            }
+            out.push(("lru_inversion.device_swapouts_while_pool_nonempty".into(), self.lru_inversion_swapouts));
+            if let Some(age) = pool.0.checked_div(pool.1) {
+                out.push(("lru_inversion.pool_mean_age_ms".into(), age));
+            }
+            if let Some(age) = disk.0.checked_div(disk.1) {
+                out.push(("lru_inversion.device_mean_age_ms".into(), age));
+            }
+        }
+    }
+}
