@@ -1,11 +1,21 @@
 """The simulator core (Rust, crates/reclaimlab-py/src/lib.rs). Hand-written; keep in sync
 (checked with `python -m mypy.stubtest reclaimlab._core`)."""
 
+class ConfigError(ValueError):
+    """A configuration (or argument) the simulator rejects. ``str(e)`` is ``"<path>: <reason>"``."""
+
+    path: str
+    """Path of the key in the lowered JSON (``processes[0].regions[1].pages``), "" if none."""
+    reason: str
+    """The message without the path."""
+    kind: str
+    """"parse", "invalid", "unknown" or "unavailable"."""
+
 class Simulation:
     """A simulation of one lowered config (the SimConfig JSON of reclaimlab-core's config.rs)."""
 
     def __new__(cls, config_json: str) -> Simulation:
-        """Raises ValueError when the core rejects the config (the message names the key)."""
+        """Raises ConfigError when the core rejects the config (its ``path`` names the key)."""
 
     def step(self, max_events: int) -> bool:
         """Run up to ``max_events`` events (without holding the GIL); True once finished."""
@@ -22,7 +32,7 @@ def default_costs() -> dict[str, int]:
     """Time-model parameter names and their defaults (the keys scenario ``[costs]`` may set)."""
 
 def preset_switches(version: str) -> dict[str, bool | int | float | str]:
-    """The policy switches a kernel version preset sets. ValueError on an unknown version."""
+    """The policy switches a kernel version preset sets. ConfigError on an unknown version."""
 
 def presets() -> list[str]:
     """Kernel versions with a preset."""
@@ -45,5 +55,12 @@ def distinct_variants(content: str, variants: int) -> int:
 def codec_timing(codec: str, page: bytes, reps: int) -> tuple[float, float]:
     """Wall-clock ns of one compression and one decompression of a 4096-byte page with the
     simulator's codec implementation: medians over ``reps`` samples, each the mean of a batch
-    of back-to-back calls (hot caches). ValueError on an unknown codec, a page that is not
+    of back-to-back calls (hot caches). ConfigError on an unknown codec, a page that is not
     4096 bytes, ``reps`` < 1, or a failed round trip. For ``reclaimlab calibrate``."""
+
+def check_content(spec: str) -> None:
+    """Check a content class as scenarios write it (``"text"``, ``"mix1024"``, ``"same:0x5a"``);
+    ConfigError (path ``"content"``) saying what is wrong."""
+
+def zpools() -> list[dict[str, str | list[str]]]:
+    """zswap pool allocators: ``{"name": ..., "presets": [kernel versions that have it]}``."""

@@ -45,6 +45,10 @@ pub struct SwapDevice {
     /// zram only: comp_algorithm.
     #[serde(default)]
     pub comp_algorithm: Option<String>,
+    /// zram only: the allocator of its compressed pages (None: zsmalloc, the only one zram
+    /// has; see crate::zram).
+    #[serde(default)]
+    pub allocator: Option<String>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -102,6 +106,13 @@ pub struct ZswapParams {
     pub max_pool_percent: u32,
     pub accept_threshold_percent: u32,
     pub shrinker_enabled: bool,
+    /// The allocator of zswap's pool (crate::zpool::ZPOOLS).
+    #[serde(default = "default_zpool")]
+    pub zpool: String,
+}
+
+fn default_zpool() -> String {
+    "zsmalloc".into()
 }
 
 /// /proc/sys/vm/*

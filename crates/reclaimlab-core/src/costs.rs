@@ -6,6 +6,8 @@
 
 use std::collections::BTreeMap;
 
+use crate::error::ConfigError;
+
 macro_rules! costs {
     ($( $(#[doc = $doc:literal])* $name:ident = $default:expr ),* $(,)?) => {
         #[derive(Clone, Debug, PartialEq, Eq)]
@@ -71,16 +73,16 @@ costs! {
 
 impl Costs {
     /// Defaults with the scenario's overrides applied. Unknown names are an error naming them.
-    pub fn with_overrides(overrides: &BTreeMap<String, u64>) -> Result<Costs, String> {
+    pub fn with_overrides(overrides: &BTreeMap<String, u64>) -> Result<Costs, ConfigError> {
         let mut c = Costs::default();
         for (k, v) in overrides {
             match c.field_mut(k) {
                 Some(f) => *f = *v,
-                None => return Err(format!("costs.{k}: unknown time-model parameter")),
+                None => return Err(ConfigError::unknown(format!("costs.{k}"), "unknown time-model parameter")),
             }
         }
         if c.process_quantum_ns == 0 {
-            return Err("costs.process_quantum_ns: must be > 0".into());
+            return Err(ConfigError::invalid("costs.process_quantum_ns", "must be > 0"));
         }
         Ok(c)
     }

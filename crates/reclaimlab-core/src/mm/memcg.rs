@@ -7,6 +7,8 @@
 
 use super::page::{list, pg, List, NONE};
 use super::{Actor, Ctx, Mm, Oom, MAX_RECLAIM_RETRIES, PAGE_SIZE, SWAP_CLUSTER_MAX};
+use crate::config::Cgroups;
+use crate::error::{self, ConfigError};
 use crate::sim::JIFFY_NS;
 use crate::stats::MemcgEvents;
 
@@ -95,6 +97,58 @@ impl Memcg {
             swap_pages: 0,
             swapcached: 0,
         }
+    }
+}
+
+impl Memcg {
+    /// The memcg tree of the lowered cgroups section (pre-order, root first) and whether it is
+    /// cgroup v2. A memcg without its own swappiness inherits its parent's, the root vm.swappiness.
+    pub(crate) fn tree_from_config(c: &Cgroups, vm_swappiness: u32) -> error::Result<(Vec<Memcg>, bool)> {
+        let groups = &c.groups;
+        if groups.is_empty() || groups[0].parent.is_some() {
+            return Err(ConfigError::invalid("cgroups.groups[0]", "must be the root cgroup"));
+        }
+        let v2 = match c.version {
+            1 => false,
+            2 => true,
+            v => return Err(ConfigError::invalid("cgroups.version", format!("expected 1 or 2, got {v}"))),
+        };
+        let mut memcgs: Vec<Memcg> = Vec::with_capacity(groups.len());
+        for (idx, g) in groups.iter().enumerate() {
+            if let Some(p) = g.parent {
+                if p as usize >= idx {
+                    return Err(ConfigError::invalid(
+                        format!("cgroups.groups[{idx}].parent"),
+                        format!("the parent must come before the child ({})", g.path),
+                    ));
+                }
+            }
+            let mut m = Memcg::new(g.path.clone(), g.parent.map(|p| p as u16));
+            m.limit = g.limit_bytes.map_or(u64::MAX, |b| b / PAGE_SIZE);
+            m.high = g.high_bytes.map_or(u64::MAX, |b| b / PAGE_SIZE);
+            m.zswap_max_bytes = g.zswap_max_bytes.unwrap_or(u64::MAX);
+            m.zswap_writeback = g.zswap_writeback;
+            m.swappiness = match (g.swappiness, g.parent) {
+                (Some(s), _) => s,
+                (None, Some(p)) => memcgs[p as usize].swappiness,
+                (None, None) => vm_swappiness,
+            };
+            memcgs.push(m);
+        }
+        let is_descendant = |memcgs: &[Memcg], mut c: u16, ancestor: u16| loop {
+            if c == ancestor {
+                return true;
+            }
+            match memcgs[c as usize].parent {
+                Some(p) => c = p,
+                None => return false,
+            }
+        };
+        for idx in (0..memcgs.len()).rev() {
+            let end = (idx + 1..memcgs.len()).find(|&j| !is_descendant(&memcgs, j as u16, idx as u16)).unwrap_or(memcgs.len());
+            memcgs[idx].subtree_end = end as u16;
+        }
+        Ok((memcgs, v2))
     }
 }
 

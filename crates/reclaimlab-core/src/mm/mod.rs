@@ -7,20 +7,23 @@ pub mod memcg;
 pub mod memory;
 pub mod page;
 pub mod page_io;
+pub mod region;
 pub mod swap;
 pub mod vmscan;
 pub mod workingset;
 
-use reclaimlab_workload::Content;
-
 use crate::compress::Codec;
+use crate::config::SimConfig;
+use crate::error::{ConfigError, Result};
 use crate::costs::Costs;
 use crate::policy::Switches;
 use crate::sim::{EventKind, EventQueue, Time};
 use crate::stats::VmEvents;
+use crate::zpool::zsmalloc::{self, Zsmalloc};
 use crate::zswap::Zswap;
 pub use memcg::Memcg;
 use page::Page;
+pub use region::RegionInfo;
 use swap::Swap;
 
 pub const PAGE_SIZE: u64 = 4096;
@@ -84,30 +87,6 @@ pub struct Oom {
     pub memcg: Option<u16>,
 }
 
-/// Per-region facts the kernel paths need (a region is one VMA of one process).
-pub struct RegionInfo {
-    pub name: String,
-    pub process: u32,
-    pub base: u32,
-    pub pages: u32,
-    pub memcg: u16,
-    /// reclaimlab_workload::content::region_id of this region.
-    pub content_id: u32,
-    pub content: Content,
-    pub variants: u32,
-    /// Per codec slot (Mm::codecs), per variant: compressor output length (saturated at
-    /// u16::MAX). Slot 0 is zswap's compressor.
-    pub zlen: Vec<Vec<u16>>,
-    /// Per variant: the page is zero-filled / all 8-byte words equal.
-    pub zero: Vec<bool>,
-    pub same_filled: Vec<bool>,
-    /// vma->swap_readahead_info: (last fault page, window, hits); None = never set (reads as hits 4).
-    pub ra_info: Option<(u64, u32, u32)>,
-    /// Per PTRS_PER_PTE pages (2 MiB) of the region: its page table page has been allocated.
-    /// (The runner maps every region 2 MiB-aligned, so a region's chunks are whole tables.)
-    pub page_tables: Vec<bool>,
-}
-
 /// kswapd's state between its priority passes.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Kswapd {
@@ -165,6 +144,59 @@ pub struct Mm {
 }
 
 impl Mm {
+    /// The machine of the lowered config: the time model and policy switches, watermarks,
+    /// memcg tree, zswap, swap devices, regions and their pages, each built by its own
+    /// subsystem from its own section.
+    pub(crate) fn from_config(cfg: &SimConfig) -> Result<Mm> {
+        let costs = Costs::with_overrides(&cfg.costs)?;
+        let switches = Switches::with_overrides(&cfg.kernel.version, &cfg.kernel.switches)?;
+        let totalram = cfg.machine.memory_bytes / PAGE_SIZE;
+        if totalram < 1024 {
+            return Err(ConfigError::invalid("machine.memory_bytes", "at least 4 MiB"));
+        }
+        let (wmark_min, wmark_low, wmark_high) = vmscan::watermarks(&cfg.kernel.vm, totalram);
+        let (memcgs, cgroup_v2) = Memcg::tree_from_config(&cfg.cgroups, cfg.kernel.vm.swappiness)?;
+        let zswap = Zswap::from_config(&cfg.kernel.zswap, &cfg.kernel.version, &switches)?;
+        // Codec slot 0 is zswap's compressor; zram devices add theirs.
+        let mut codecs = vec![zswap.codec];
+        let swap = Swap::from_config(&cfg.machine.swap, &mut codecs)?;
+        let (regions, pages) = region::from_config(cfg, memcgs.len(), &codecs)?;
+        let nmemcg = memcgs.len();
+        Ok(Mm {
+            pages,
+            regions,
+            memcgs,
+            cgroup_v2,
+            totalram,
+            nr_free: totalram,
+            wmark_min,
+            wmark_low,
+            wmark_high,
+            swappiness: cfg.kernel.vm.swappiness,
+            page_cluster: cfg.kernel.vm.page_cluster,
+            swap,
+            zswap,
+            codecs,
+            zram_huge_class_size: Zsmalloc::new(zsmalloc::CHAIN_SIZE).huge_class_size(),
+            vm: VmEvents::default(),
+            costs,
+            switches,
+            kswapd: Kswapd::default(),
+            queue: EventQueue::default(),
+            seed: cfg.seed,
+            over_high: vec![0; cfg.processes.len()],
+            reclaim_cursor: vec![0; nmemcg],
+            nr_resident: 0,
+            reserved: 0,
+            nr_page_table_pages: 0,
+            stats_flush_ns: cfg.cgroups.stats_flush_ns.unwrap_or(0),
+            next_stats_flush: 0,
+            shrinker_objects_scanned: 0,
+            lru_inversion_swapouts: 0,
+            plug: Default::default(),
+        })
+    }
+
     pub fn region_of(&self, page: u32) -> &RegionInfo {
         &self.regions[self.pages[page as usize].region as usize]
     }
@@ -181,9 +213,19 @@ impl Mm {
         self.region_of(i).zlen[c][v] as u32
     }
 
-    /// Zsmalloc pages of every pool (zswap's and each zram device's).
-    pub fn zsmalloc_pages(&self) -> u64 {
-        self.zswap_total_pages() + self.swap.devs.iter().filter_map(|d| d.zram.as_ref()).map(|z| z.pool.total_pages()).sum::<u64>()
+    /// Every compressed-object pool: zswap's and each zram device's.
+    fn pools(&self) -> impl Iterator<Item = &dyn crate::zpool::Zpool> {
+        self.zswap.pools.iter().map(|p| p.as_ref()).chain(self.swap.devs.iter().filter_map(|d| d.zram.as_ref()).map(|z| z.pool.as_ref()))
+    }
+
+    /// Pages of every pool, whatever its allocator.
+    pub fn pool_pages(&self) -> u64 {
+        self.pools().map(|p| p.total_pages()).sum()
+    }
+
+    /// NR_ZSPAGES: pages of the zsmalloc pools only.
+    pub fn zspages(&self) -> u64 {
+        self.pools().filter(|p| p.name() == zsmalloc::ZPOOL.name).map(|p| p.total_pages()).sum()
     }
 
     /// Put a resident page on its memcg's LRU list (head), per its ACTIVE flag.
@@ -235,7 +277,7 @@ impl Mm {
             ("vmstat.nr_inactive_anon", self.lru_size_tree(0, page::list::INACTIVE_ANON)),
             ("vmstat.nr_active_anon", self.lru_size_tree(0, page::list::ACTIVE_ANON)),
             ("vmstat.nr_swapcached", self.memcgs.iter().map(|m| m.swapcached).sum()),
-            ("vmstat.nr_zspages", self.zsmalloc_pages()),
+            ("vmstat.nr_zspages", self.zspages()),
             ("meminfo.MemTotal", self.totalram * 4),
             ("meminfo.MemFree", self.nr_free * 4),
             ("meminfo.PageTables", self.nr_page_table_pages * 4),

@@ -82,11 +82,11 @@ impl Mm {
         if !same {
             ctx.cpu(self.costs.compress_ns(self.codecs[codec_slot]));
         }
-        let before = self.zsmalloc_pages();
+        let before = self.pool_pages();
         let huge = self.zram_huge_class_size;
         let zram = self.swap.devs[d].zram.as_mut().expect("zram");
         let ok = matches!(zram.write(off, same, comp_len, huge), crate::zram::ZramWrite::Stored);
-        let after = self.zsmalloc_pages();
+        let after = self.pool_pages();
         // The pool grows from free pages (GFP_NOIO, may use reserves in reclaim).
         if after > before && after - before > self.nr_free {
             let zram = self.swap.devs[d].zram.as_mut().expect("zram");

@@ -19,7 +19,9 @@ use std::collections::{BinaryHeap, VecDeque};
 use super::page::NONE;
 use super::PAGE_SIZE;
 use crate::block::Dir;
-use crate::config::DeviceModel;
+use crate::compress::Codec;
+use crate::config::{DeviceModel, SwapDevice, SwapKind};
+use crate::error::{ConfigError, Result};
 use crate::sim::{Time, NSEC_PER_SEC};
 use crate::stats::DiskStats;
 
@@ -254,6 +256,30 @@ pub struct Swap {
 }
 
 impl Swap {
+    /// The swap devices of the lowered config, numbered into one slot space in their order.
+    /// zram devices add their compressor to `codecs` (Mm::codecs).
+    pub(crate) fn from_config(cfg: &[SwapDevice], codecs: &mut Vec<Codec>) -> Result<Swap> {
+        let mut devs = Vec::new();
+        let mut base = 0u32;
+        for (k, s) in cfg.iter().enumerate() {
+            let pages = s.size_bytes / PAGE_SIZE;
+            if pages < 2 {
+                return Err(ConfigError::invalid(format!("machine.swap[{k}].size_bytes"), format!("too small ({})", s.name)));
+            }
+            if base as u64 + pages >= NONE as u64 {
+                return Err(ConfigError::invalid("machine.swap", "more than 2^32 - 2 swap slots in total"));
+            }
+            let mut dev = SwapDev::new(s.name.clone(), s.priority, base, pages, s.device.clone());
+            if s.kind == SwapKind::Zram {
+                dev.model.rotational = false;
+                dev.zram = Some(crate::zram::Zram::from_config(k, s, dev.max as usize, codecs)?);
+            }
+            devs.push(dev);
+            base += pages as u32;
+        }
+        Ok(Swap::new(devs))
+    }
+
     /// The swap devices' files: block request counts, zram's mm_stat and io_stat (numbered
     /// zram0, zram1, ... in the scenario's order), meminfo's SwapTotal and SwapFree.
     pub fn export(&self, out: &mut Vec<(String, u64)>) {

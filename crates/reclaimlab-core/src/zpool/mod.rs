@@ -2,7 +2,9 @@
 //!
 //! The seam mirrors the handful of calls mm/zswap.c and drivers/block/zram make into
 //! mm/zsmalloc.c (zs_malloc, zs_free, zs_get_total_pages, zs_compact and the compaction
-//! shrinker's count). Adding an allocator is one file here and one arm in [`new_zpool`].
+//! shrinker's count). Adding an allocator is one file here and its entry in [`ZPOOLS`].
+
+use crate::error::ConfigError;
 
 pub mod zbud;
 pub mod zsmalloc;
@@ -18,6 +20,9 @@ pub enum ZpoolError {
     NoSpace,
     /// Size 0 (the kernel's -EINVAL).
     Invalid,
+    /// The page allocator could not supply the pool's growth (-ENOMEM; the caller's
+    /// accounting, never the allocator's own answer).
+    NoMem,
 }
 
 pub trait Zpool: Send {
@@ -40,17 +45,60 @@ pub trait Zpool: Send {
     fn objects(&self) -> u64;
 }
 
-/// Which allocator a pool uses. `chain_size` is CONFIG_ZSMALLOC_CHAIN_SIZE (8 since 6.3; the
-/// older zsmalloc had 4 pages per zspage at most).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ZpoolKind {
-    Zsmalloc { chain_size: u32 },
-    Zbud,
+/// One allocator plug-in: its kernel name, the kernel versions that have it, and how to make
+/// a pool. Each allocator's file declares its own; [`ZPOOLS`] registers them.
+pub struct ZpoolInfo {
+    /// Kernel name, as zswap's `zpool` parameter spells it.
+    pub name: &'static str,
+    /// Last kernel version (major, minor) that has it; None: every version with a preset.
+    pub until: Option<(u32, u32)>,
+    /// One-line description.
+    pub doc: &'static str,
+    pub new: fn() -> Box<dyn Zpool>,
 }
 
-pub fn new_zpool(kind: ZpoolKind) -> Box<dyn Zpool> {
-    match kind {
-        ZpoolKind::Zsmalloc { chain_size } => Box::new(zsmalloc::Zsmalloc::new(chain_size)),
-        ZpoolKind::Zbud => Box::new(zbud::Zbud::new()),
+impl ZpoolInfo {
+    /// Whether kernel `version` ("6.12") has this allocator.
+    pub fn exists_in(&self, version: &str) -> bool {
+        match (self.until, parse_version(version)) {
+            (None, _) => true,
+            (Some(last), Some(v)) => v <= last,
+            (Some(_), None) => false,
+        }
     }
+
+    /// The kernel versions with a preset that have this allocator.
+    pub fn presets(&self) -> Vec<&'static str> {
+        crate::policy::PRESETS.iter().copied().filter(|v| self.exists_in(v)).collect()
+    }
+}
+
+/// Every allocator the model has, by kernel name.
+pub const ZPOOLS: &[ZpoolInfo] = &[zsmalloc::ZPOOL, zbud::ZPOOL];
+
+/// Allocators that kernels had but the model does not.
+const NOT_MODELLED: &[(&str, &str)] = &[("z3fold", "z3fold (up to 6.14) is not modelled; use \"zbud\" or \"zsmalloc\"")];
+
+fn parse_version(v: &str) -> Option<(u32, u32)> {
+    let (a, b) = v.split_once('.')?;
+    Some((a.parse().ok()?, b.parse().ok()?))
+}
+
+/// The allocator `name` for kernel `version`; `path` is the lowered key that chose it. Unknown
+/// names, unmodelled ones and ones the version lacks are errors naming the key.
+pub fn select(name: &str, version: &str, path: &str) -> Result<&'static ZpoolInfo, ConfigError> {
+    if let Some((_, why)) = NOT_MODELLED.iter().find(|(n, _)| *n == name) {
+        return Err(ConfigError::unavailable(path, *why));
+    }
+    let Some(info) = ZPOOLS.iter().find(|z| z.name == name) else {
+        let names: Vec<String> = ZPOOLS.iter().map(|z| format!("{:?}", z.name)).collect();
+        return Err(ConfigError::unknown(path, format!("unknown allocator {name:?}; expected one of {}", names.join(", "))));
+    };
+    if !info.exists_in(version) {
+        return Err(ConfigError::unavailable(
+            path,
+            format!("{name} does not exist in kernel {version} (it exists in {})", info.presets().join(", ")),
+        ));
+    }
+    Ok(info)
 }

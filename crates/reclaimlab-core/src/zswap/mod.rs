@@ -10,10 +10,12 @@
 use crate::compress::Codec;
 use crate::mm::page::{list, pg, NONE};
 use crate::mm::{Ctx, Mm, MAX_RECLAIM_RETRIES, PAGE_SIZE};
-use crate::policy::{Incompressible, SameFilled, ShrinkWorker, ShrinkerProtection, ZswapLru};
+use crate::policy::{Incompressible, SameFilled, ShrinkWorker, ShrinkerProtection, Switches, ZswapLru};
 use crate::sim::{EventKind, Time};
 use crate::stats::ZswapEvents;
-use crate::zpool::Zpool;
+use crate::config::ZswapParams;
+use crate::error::{self, ConfigError};
+use crate::zpool::{Zpool, ZpoolError};
 
 /// Why one writeback attempt failed (the kernel's errno).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -121,6 +123,36 @@ impl Zswap {
     }
 }
 
+impl Zswap {
+    /// zswap from its module parameters (/sys/module/zswap/parameters/*) on kernel `version`
+    /// with its switches: the compressor, the pool limit and threshold, the shrinker, and the
+    /// pool's allocator (one zpool per pool, 32 up to 6.11).
+    pub(crate) fn from_config(p: &ZswapParams, version: &str, switches: &Switches) -> error::Result<Zswap> {
+        let codec: Codec = p.compressor.parse().map_err(|e| ConfigError::unknown("kernel.zswap.compressor", e))?;
+        for (key, v) in [("max_pool_percent", p.max_pool_percent), ("accept_threshold_percent", p.accept_threshold_percent)] {
+            if v > 100 {
+                return Err(ConfigError::invalid(format!("kernel.zswap.{key}"), format!("a percentage (0..=100), got {v}")));
+            }
+        }
+        if switches.lru == ZswapLru::Global && p.shrinker_enabled {
+            return Err(ConfigError::invalid(
+                "kernel.zswap.shrinker_enabled",
+                "the memory-pressure shrinker needs the per-memcg zswap LRU (kernel.switches.\"zswap.lru\" = \"per_memcg\", 6.8+)",
+            ));
+        }
+        let zpool = crate::zpool::select(&p.zpool, version, "kernel.zswap.zpool")?;
+        let pools = (0..switches.zpools).map(|_| (zpool.new)()).collect();
+        Ok(Zswap::new(
+            p.enabled,
+            codec,
+            p.max_pool_percent as u64,
+            p.accept_threshold_percent as u64,
+            p.shrinker_enabled,
+            pools,
+        ))
+    }
+}
+
 impl Mm {
     /// zswap_max_pages: totalram × max_pool_percent / 100.
     pub fn zswap_max_pages(&self) -> u64 {
@@ -177,19 +209,19 @@ impl Mm {
         }
     }
 
-    /// zs_malloc with the pool's page growth taken from the free pages.
-    fn zswap_pool_malloc(&mut self, i: u32, len: u32) -> Option<u32> {
+    /// zpool_malloc with the pool's page growth taken from the free pages.
+    fn zswap_pool_malloc(&mut self, i: u32, len: u32) -> Result<u32, ZpoolError> {
         let k = self.zswap_pool_of(i);
         let pool = &mut self.zswap.pools[k];
         let before = pool.total_pages();
-        let h = pool.malloc(len).ok()?;
+        let h = pool.malloc(len)?;
         let grew = pool.total_pages() - before;
         if grew > self.nr_free {
             pool.free(h);
-            return None;
+            return Err(ZpoolError::NoMem);
         }
         self.nr_free -= grew;
-        Some(h)
+        Ok(h)
     }
 
     fn zswap_pool_free(&mut self, i: u32, h: u32) {
@@ -275,9 +307,18 @@ impl Mm {
         } else {
             dlen
         };
-        let Some(h) = self.zswap_pool_malloc(i, len) else {
-            self.zswap.ev.reject_alloc_fail += 1;
-            return false;
+        // zswap_compress: -ENOSPC from the allocator (an object larger than it holds: zbud's
+        // 3968 bytes) is a poor compression, any other failure an allocation failure.
+        let h = match self.zswap_pool_malloc(i, len) {
+            Ok(h) => h,
+            Err(ZpoolError::NoSpace) => {
+                self.zswap.ev.reject_compress_poor += 1;
+                return false;
+            }
+            Err(_) => {
+                self.zswap.ev.reject_alloc_fail += 1;
+                return false;
+            }
         };
         if len == PAGE_SIZE as u32 {
             ctx.cpu(self.costs.zswap_copy_ns);
