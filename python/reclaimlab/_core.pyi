@@ -64,3 +64,9 @@ def check_content(spec: str) -> None:
 
 def zpools() -> list[dict[str, str | list[str]]]:
     """zswap pool allocators: ``{"name": ..., "presets": [kernel versions that have it]}``."""
+
+def knobs() -> list[dict[str, str | int | bool | list[str] | None]]:
+    """The kernel knobs the simulator reads, declared once (reclaimlab-core knobs.rs): per knob
+    ``key`` (scenario key), ``type`` ("bool", "int" or "str"), ``default`` (the kernel's; None
+    where the kernel computes it), ``min``, ``max`` (ints or None), ``choices`` (list of str or
+    None), ``kernel_file``, ``doc`` and ``lowered`` (dotted path in the lowered JSON)."""

@@ -11,6 +11,7 @@ mod conservation;
 pub mod costs;
 pub mod engine;
 pub mod error;
+pub mod knobs;
 pub mod mm;
 pub mod policy;
 mod sched;

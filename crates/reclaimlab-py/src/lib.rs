@@ -185,6 +185,45 @@ fn check_content(spec: &str) -> PyResult<()> {
     spec.parse::<reclaimlab_workload::Content>().map(|_| ()).map_err(|e| errors::bad_argument("content", e))
 }
 
+/// A JSON value (a knob's default) as a Python object.
+fn json_to_py<'py>(py: Python<'py>, v: &serde_json::Value) -> PyResult<Bound<'py, PyAny>> {
+    use pyo3::IntoPyObjectExt;
+    Ok(match v {
+        serde_json::Value::Null => py.None().into_bound(py),
+        serde_json::Value::Bool(b) => b.into_bound_py_any(py)?,
+        serde_json::Value::Number(n) => match n.as_u64() {
+            Some(u) => u.into_bound_py_any(py)?,
+            None => n.as_f64().into_bound_py_any(py)?,
+        },
+        serde_json::Value::String(s) => s.into_bound_py_any(py)?,
+        other => other.to_string().into_bound_py_any(py)?,
+    })
+}
+
+/// The kernel knobs the simulator reads, declared once in reclaimlab-core's knobs.rs: one dict
+/// per knob with key, type, default (None where the kernel computes it), min, max, choices,
+/// kernel_file, doc and lowered (its path in the lowered JSON).
+#[pyfunction]
+fn knobs<'py>(py: Python<'py>) -> PyResult<Vec<Bound<'py, PyDict>>> {
+    reclaimlab_core::knobs::table()
+        .iter()
+        .map(|row| {
+            let k = &row.knob;
+            let d = PyDict::new(py);
+            d.set_item("key", k.key)?;
+            d.set_item("type", k.kind.name())?;
+            d.set_item("default", json_to_py(py, &row.default)?)?;
+            d.set_item("min", k.min)?;
+            d.set_item("max", k.max)?;
+            d.set_item("choices", k.choices.map(|f| f()))?;
+            d.set_item("kernel_file", k.kernel_file)?;
+            d.set_item("doc", k.doc)?;
+            d.set_item("lowered", k.lowered)?;
+            Ok(d)
+        })
+        .collect()
+}
+
 /// zswap's pool allocators the simulator models, with the kernel versions (of those with a
 /// preset) that have each.
 #[pyfunction]
@@ -219,6 +258,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(codec_timing, m)?)?;
     m.add_function(wrap_pyfunction!(check_content, m)?)?;
     m.add_function(wrap_pyfunction!(zpools, m)?)?;
+    m.add_function(wrap_pyfunction!(knobs, m)?)?;
     errors::register(m)?;
     Ok(())
 }

@@ -154,6 +154,7 @@ impl Mm {
         if totalram < 1024 {
             return Err(ConfigError::invalid("machine.memory_bytes", "at least 4 MiB"));
         }
+        cfg.kernel.vm.check_ranges()?;
         let (wmark_min, wmark_low, wmark_high) = vmscan::watermarks(&cfg.kernel.vm, totalram);
         let (memcgs, cgroup_v2) = Memcg::tree_from_config(&cfg.cgroups, cfg.kernel.vm.swappiness)?;
         let zswap = Zswap::from_config(&cfg.kernel.zswap, &cfg.kernel.version, &switches)?;

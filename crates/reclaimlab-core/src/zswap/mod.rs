@@ -129,11 +129,7 @@ impl Zswap {
     /// pool's allocator (one zpool per pool, 32 up to 6.11).
     pub(crate) fn from_config(p: &ZswapParams, version: &str, switches: &Switches) -> error::Result<Zswap> {
         let codec: Codec = p.compressor.parse().map_err(|e| ConfigError::unknown("kernel.zswap.compressor", e))?;
-        for (key, v) in [("max_pool_percent", p.max_pool_percent), ("accept_threshold_percent", p.accept_threshold_percent)] {
-            if v > 100 {
-                return Err(ConfigError::invalid(format!("kernel.zswap.{key}"), format!("a percentage (0..=100), got {v}")));
-            }
-        }
+        p.check_ranges()?;
         if switches.lru == ZswapLru::Global && p.shrinker_enabled {
             return Err(ConfigError::invalid(
                 "kernel.zswap.shrinker_enabled",
