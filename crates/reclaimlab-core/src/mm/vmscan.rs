@@ -772,7 +772,7 @@ impl Mm {
         debug_assert_ne!(slot, NONE);
         let d = self.swap.dev_of(slot);
         self.blk_flush_plug(ctx.now);
-        while let Some((done, page)) = self.swap.devs[d].inflight.pop_front() {
+        while let Some((done, page)) = self.swap.devs[d].bdev.inflight.pop_front() {
             ctx.wait_until(done);
             self.end_swap_writeback(page);
             if page == i {
