@@ -12,19 +12,9 @@ use serde::Serialize;
 use crate::config::SimConfig;
 use crate::error::{ConfigError, Result};
 use crate::mm::{Actor, Ctx, Mm};
-use crate::sched::Proc;
+pub use crate::sched::PhaseRecord;
+use crate::sched::Scheduler;
 use crate::sim::{EventKind, Time};
-
-#[derive(Clone, Debug, Serialize)]
-pub struct PhaseRecord {
-    pub process: String,
-    pub phase: String,
-    pub start_ns: u64,
-    pub end_ns: u64,
-    pub accesses: u64,
-    /// "completed", "oom_killed" or "time_limit".
-    pub outcome: &'static str,
-}
 
 #[derive(Clone, Debug, Serialize)]
 pub struct SimStats {
@@ -43,15 +33,14 @@ pub struct SimResult {
 }
 
 pub struct Simulation {
-    pub(crate) mm: Mm,
-    pub(crate) procs: Vec<Proc>,
-    pub(crate) records: Vec<PhaseRecord>,
+    mm: Mm,
+    sched: Scheduler,
     cpus: u64,
     max_time: Option<Time>,
-    pub(crate) now: Time,
+    now: Time,
     events: u64,
-    pub(crate) snapshot: Option<Vec<(String, u64)>>,
-    pub(crate) finished: bool,
+    snapshot: Option<Vec<(String, u64)>>,
+    finished: bool,
     /// Check page conservation every this many events (0 = never).
     check_every: u64,
 }
@@ -62,14 +51,13 @@ impl Simulation {
             return Err(ConfigError::invalid("machine.cpus", "must be at least 1"));
         }
         let mut mm = Mm::from_config(cfg)?;
-        let procs = Proc::from_config(cfg)?;
-        for p in 0..procs.len() {
+        let sched = Scheduler::from_config(cfg)?;
+        for p in 0..sched.len() {
             mm.queue.push(0, EventKind::Process(p as u32));
         }
         Ok(Simulation {
             mm,
-            procs,
-            records: Vec::new(),
+            sched,
             cpus: cfg.machine.cpus as u64,
             max_time: cfg.max_time_ns,
             now: 0,
@@ -99,7 +87,7 @@ impl Simulation {
 
     /// Threads that want a CPU: running processes, kswapd, the zswap worker.
     pub(crate) fn slowdown(&self) -> u64 {
-        let runnable = self.runnable_processes() + self.mm.kswapd.running as u64 + self.mm.zswap_worker_busy() as u64;
+        let runnable = self.sched.runnable_processes(self.now) + self.mm.kswapd.running as u64 + self.mm.zswap_worker_busy() as u64;
         (runnable * 1024 / self.cpus).max(1024)
     }
 
@@ -116,14 +104,15 @@ impl Simulation {
             if let Some(limit) = self.max_time {
                 if t > limit {
                     self.now = limit;
-                    self.finish_time_limit();
+                    self.sched.stop_at_time_limit(self.now);
+                    self.finish();
                     break;
                 }
             }
             self.now = self.now.max(t);
             self.events += 1;
             self.mm.flush_memcg_stats_until(t);
-            self.mm.zswap.cpus_saturated = self.runnable_processes() >= self.cpus;
+            self.mm.zswap.cpus_saturated = self.sched.runnable_processes(self.now) >= self.cpus;
             match ev {
                 EventKind::DeviceDone(d) => self.mm.device_done(d as usize, t),
                 EventKind::Kswapd => {
@@ -135,7 +124,13 @@ impl Simulation {
                     let mut ctx = Ctx::new(t.max(self.mm.zswap.worker_clock), Actor::ZswapWorker, self.slowdown());
                     self.mm.zswap_worker_step(&mut ctx);
                 }
-                EventKind::Process(p) => self.run_process(p, t),
+                EventKind::Process(p) => {
+                    let slowdown = self.slowdown();
+                    self.sched.run_process(&mut self.mm, p, t, slowdown);
+                    if self.sched.all_done() {
+                        self.finish();
+                    }
+                }
             }
             debug_assert!(self.mm.plug.is_idle(), "a block plug outlived its event ({ev:?} at {t} ns)");
             if self.check_every > 0 && self.events.is_multiple_of(self.check_every) {
@@ -155,10 +150,10 @@ impl Simulation {
     pub fn result(&self) -> SimResult {
         let counters = self.snapshot.clone().unwrap_or_else(|| self.counters());
         let vm = &self.mm.vm;
-        let accesses: u64 = self.records.iter().map(|r| r.accesses).sum();
+        let accesses: u64 = self.sched.records.iter().map(|r| r.accesses).sum();
         SimResult {
             counters,
-            phases: self.records.clone(),
+            phases: self.sched.records.clone(),
             stats: SimStats {
                 events: self.events,
                 sim_time_ns: self.now,
@@ -166,6 +161,25 @@ impl Simulation {
                 page_events: accesses + vm.pgscan_anon + vm.pswpout + vm.zswpout + vm.pswpin + vm.zswpin + vm.swpout_zero + vm.swpin_zero,
             },
         }
+    }
+
+    /// The counters are read (before the processes exit, as the lab reads them), then every
+    /// process done with its phases exits.
+    fn finish(&mut self) {
+        if self.finished {
+            return;
+        }
+        self.snapshot = Some(self.counters());
+        self.sched.exit_finished(&mut self.mm);
+        self.finished = true;
+    }
+
+    /// Share of the workload done, for progress bars (phases weighted equally per process).
+    pub fn progress(&self) -> f64 {
+        if self.finished {
+            return 1.0;
+        }
+        self.sched.progress(self.now)
     }
 
     /// All counters under their kernel names, gauges read now.

@@ -4,11 +4,11 @@
 //! the lab reads them on the real machine).
 
 use reclaimlab_workload::{AccessGen, Phase, Stream};
+use serde::Serialize;
 
 use crate::config::SimConfig;
-use crate::engine::{PhaseRecord, Simulation};
 use crate::error::{ConfigError, Result};
-use crate::mm::{Actor, Ctx, Oom};
+use crate::mm::{Actor, Ctx, Mm, Oom};
 use crate::sim::{EventKind, Time};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -69,16 +69,50 @@ impl Proc {
     }
 }
 
-impl Simulation {
-    /// Processes that want a CPU now: running, and not blocked on IO or throttling.
-    pub(crate) fn runnable_processes(&self) -> u64 {
-        self.procs.iter().filter(|p| p.state == ProcState::Running && p.blocked_until <= self.now).count() as u64
+/// One phase of one process, as it ran.
+#[derive(Clone, Debug, Serialize)]
+pub struct PhaseRecord {
+    pub process: String,
+    pub phase: String,
+    pub start_ns: u64,
+    pub end_ns: u64,
+    pub accesses: u64,
+    /// "completed", "oom_killed" or "time_limit".
+    pub outcome: &'static str,
+}
+
+/// The processes and what they did. Works on the machine (`Mm`) it is handed; the engine asks
+/// it to run a process, and ends the run once [`Scheduler::all_done`] says so.
+pub(crate) struct Scheduler {
+    procs: Vec<Proc>,
+    pub(crate) records: Vec<PhaseRecord>,
+    all_done: bool,
+}
+
+impl Scheduler {
+    pub(crate) fn from_config(cfg: &SimConfig) -> Result<Scheduler> {
+        Ok(Scheduler { procs: Proc::from_config(cfg)?, records: Vec::new(), all_done: false })
     }
 
-    pub(crate) fn run_process(&mut self, p: u32, t: Time) {
+    pub(crate) fn len(&self) -> usize {
+        self.procs.len()
+    }
+
+    /// Every process finished, exited or was killed: the run is over.
+    pub(crate) fn all_done(&self) -> bool {
+        self.all_done
+    }
+
+    /// Processes that want a CPU at `now`: running, and not blocked on IO or throttling.
+    pub(crate) fn runnable_processes(&self, now: Time) -> u64 {
+        self.procs.iter().filter(|p| p.state == ProcState::Running && p.blocked_until <= now).count() as u64
+    }
+
+    /// Run process `p` from `t` for up to one quantum; CPU costs stretched by `slowdown`.
+    pub(crate) fn run_process(&mut self, mm: &mut Mm, p: u32, t: Time, slowdown: u64) {
         let pi = p as usize;
-        let mut ctx = Ctx::new(t, Actor::Process(p), self.slowdown());
-        let quantum_end = t + self.mm.costs.process_quantum_ns;
+        let mut ctx = Ctx::new(t, Actor::Process(p), slowdown);
+        let quantum_end = t + mm.costs.process_quantum_ns;
         match self.procs[pi].state {
             ProcState::Running => {}
             ProcState::Sleeping => {
@@ -92,7 +126,7 @@ impl Simulation {
             _ => return,
         }
         loop {
-            if self.procs[pi].gen.is_none() && !self.start_phase(pi, &mut ctx) {
+            if self.procs[pi].gen.is_none() && !self.start_phase(mm, pi, &mut ctx) {
                 return;
             }
             let proc = &self.procs[pi];
@@ -113,18 +147,18 @@ impl Simulation {
                     break;
                 };
                 let region = proc.regions[a.region as usize] as usize;
-                let page = self.mm.regions[region].base + a.page as u32;
+                let page = mm.regions[region].base + a.page as u32;
                 proc.accesses += 1;
-                match self.mm.access(&mut ctx, page, a.write) {
+                match mm.access(&mut ctx, page, a.write) {
                     Ok(false) => {}
                     Ok(true) => {
                         // Return to user space: memory.high reclaim and throttling.
-                        if self.mm.over_high[pi] > 0 {
-                            self.mm.mem_cgroup_handle_over_high(&mut ctx, memcg);
+                        if mm.over_high[pi] > 0 {
+                            mm.mem_cgroup_handle_over_high(&mut ctx, memcg);
                         }
                     }
                     Err(oom) => {
-                        self.oom_kill(pi, ctx.now, oom);
+                        self.oom_kill(mm, pi, ctx.now, oom);
                         return;
                     }
                 }
@@ -136,13 +170,13 @@ impl Simulation {
                 continue;
             }
             self.procs[pi].blocked_until = if ctx.blocked() { ctx.now } else { 0 };
-            self.mm.queue.push(ctx.now, EventKind::Process(p));
+            mm.queue.push(ctx.now, EventKind::Process(p));
             return;
         }
     }
 
     /// Begin the next phase; false if the process stopped running (sleep, exit, finished).
-    fn start_phase(&mut self, pi: usize, ctx: &mut Ctx) -> bool {
+    fn start_phase(&mut self, mm: &mut Mm, pi: usize, ctx: &mut Ctx) -> bool {
         let proc = &mut self.procs[pi];
         if proc.phase >= proc.phases.len() {
             proc.state = ProcState::Finished;
@@ -156,19 +190,19 @@ impl Simulation {
                 proc.state = ProcState::Sleeping;
                 proc.wake_at = ctx.now + duration_ns;
                 let wake = proc.wake_at;
-                self.mm.queue.push(wake, EventKind::Process(pi as u32));
+                mm.queue.push(wake, EventKind::Process(pi as u32));
                 false
             }
             Phase::Exit => {
                 let idx = proc.phase;
                 self.end_phase_at(pi, idx, ctx.now, "completed");
-                self.mm.exit_process(pi as u32);
+                mm.exit_process(pi as u32);
                 self.procs[pi].state = ProcState::Exited;
                 self.maybe_finish();
                 false
             }
             phase => {
-                let rng = reclaimlab_workload::rng::stream(self.mm.seed, Stream::Access, pi as u64, proc.phase as u64);
+                let rng = reclaimlab_workload::rng::stream(mm.seed, Stream::Access, pi as u64, proc.phase as u64);
                 proc.gen = Some(AccessGen::new(&phase, &proc.region_pages, rng));
                 true
             }
@@ -187,14 +221,14 @@ impl Simulation {
         });
     }
 
-    fn oom_kill(&mut self, pi: usize, now: Time, oom: Oom) {
+    fn oom_kill(&mut self, mm: &mut Mm, pi: usize, now: Time, oom: Oom) {
         // The memcg's own oom_kill event was counted where the charge failed.
         let _ = oom;
-        self.mm.vm.oom_kill += 1;
+        mm.vm.oom_kill += 1;
         if self.procs[pi].phase < self.procs[pi].phases.len() {
             self.end_phase_at(pi, self.procs[pi].phase, now, "oom_killed");
         }
-        self.mm.exit_process(pi as u32);
+        mm.exit_process(pi as u32);
         self.procs[pi].state = ProcState::OomKilled;
         self.procs[pi].gen = None;
         self.maybe_finish();
@@ -202,40 +236,32 @@ impl Simulation {
 
     fn maybe_finish(&mut self) {
         if self.procs.iter().all(|p| matches!(p.state, ProcState::Finished | ProcState::Exited | ProcState::OomKilled)) {
-            self.finish();
+            self.all_done = true;
         }
     }
 
-    pub(crate) fn finish(&mut self) {
-        if self.finished {
-            return;
-        }
-        self.snapshot = Some(self.counters());
+    /// After the counters are read: processes done with their phases exit.
+    pub(crate) fn exit_finished(&mut self, mm: &mut Mm) {
         for pi in 0..self.procs.len() {
             if self.procs[pi].state == ProcState::Finished {
-                self.mm.exit_process(pi as u32);
+                mm.exit_process(pi as u32);
                 self.procs[pi].state = ProcState::Exited;
             }
         }
-        self.finished = true;
     }
 
-    pub(crate) fn finish_time_limit(&mut self) {
-        let now = self.now;
+    /// The time limit: every phase still running ends at `now` ("time_limit").
+    pub(crate) fn stop_at_time_limit(&mut self, now: Time) {
         for pi in 0..self.procs.len() {
             if matches!(self.procs[pi].state, ProcState::Running | ProcState::Sleeping) && self.procs[pi].phase < self.procs[pi].phases.len() {
                 self.end_phase_at(pi, self.procs[pi].phase, now, "time_limit");
                 self.procs[pi].state = ProcState::Finished;
             }
         }
-        self.finish();
     }
 
     /// Share of the workload done, for progress bars (phases weighted equally per process).
-    pub fn progress(&self) -> f64 {
-        if self.finished {
-            return 1.0;
-        }
+    pub(crate) fn progress(&self, now: Time) -> f64 {
         let mut total = 0.0;
         for p in &self.procs {
             let n = p.phases.len().max(1) as f64;
@@ -243,7 +269,7 @@ impl Simulation {
                 ProcState::Running | ProcState::Sleeping => {
                     let frac = match (p.phases.get(p.phase).map(|x| &x.1), &p.gen) {
                         (Some(Phase::Random { duration_ns: Some(d), .. }), Some(_)) => {
-                            (self.now.saturating_sub(p.phase_start)) as f64 / (*d).max(1) as f64
+                            (now.saturating_sub(p.phase_start)) as f64 / (*d).max(1) as f64
                         }
                         (Some(Phase::Random { count: Some(c), .. }), Some(_)) => p.accesses as f64 / (*c).max(1) as f64,
                         (Some(Phase::Fill { region }), Some(_)) => p.accesses as f64 / p.region_pages[*region as usize].max(1) as f64,

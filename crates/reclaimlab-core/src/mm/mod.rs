@@ -27,7 +27,7 @@ use page::Page;
 pub use region::RegionInfo;
 use swap::Swap;
 
-pub const PAGE_SIZE: u64 = 4096;
+pub use page::PAGE_SIZE;
 /// SWAP_CLUSTER_MAX: reclaim works in batches of 32 pages.
 pub const SWAP_CLUSTER_MAX: u64 = 32;
 /// PTRS_PER_PTE on x86-64: one page table page maps 512 pages (2 MiB).

@@ -15,8 +15,7 @@
 
 use std::collections::VecDeque;
 
-use super::page::NONE;
-use super::PAGE_SIZE;
+use super::page::{NONE, PAGE_SIZE};
 use crate::block::{BlockDevice, BlockDevices};
 use crate::compress::Codec;
 use crate::config::{DeviceModel, SwapDevice, SwapKind};
