@@ -11,6 +11,7 @@ pub mod region;
 pub mod swap;
 pub mod vmscan;
 pub mod workingset;
+pub mod zswap;
 
 use crate::compress::Codec;
 use crate::config::SimConfig;
@@ -111,7 +112,7 @@ impl Mm {
         cfg.kernel.vm.check_ranges()?;
         let (wmark_min, wmark_low, wmark_high) = vmscan::watermarks(&cfg.kernel.vm, totalram);
         let (memcgs, cgroup_v2) = Memcg::tree_from_config(&cfg.cgroups, cfg.kernel.vm.swappiness)?;
-        let zswap = Zswap::from_config(&cfg.kernel.zswap, &cfg.kernel.version, &switches)?;
+        let zswap = Zswap::from_config(&cfg.kernel.zswap, &cfg.kernel.version, &switches, totalram)?;
         // Codec slot 0 is zswap's compressor; zram devices add theirs.
         let mut codecs = vec![zswap.codec];
         let swap = Swap::from_config(&cfg.machine.swap, &mut codecs)?;
