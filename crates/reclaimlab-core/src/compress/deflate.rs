@@ -11,7 +11,7 @@ use std::cell::RefCell;
 use reclaimlab_workload::PAGE_SIZE;
 
 use super::decode::DecodeResult;
-use super::{CodecInfo, CostFigure, COMPRESS_BUF_LEN, DST_LEN};
+use super::plugin::{CodecInfo, CostFigure, COMPRESS_BUF_LEN, DST_LEN};
 
 pub const INFO: CodecInfo = CodecInfo {
     name: "deflate",

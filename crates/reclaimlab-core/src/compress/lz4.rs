@@ -31,7 +31,7 @@
 use reclaimlab_workload::PAGE_SIZE;
 
 use super::decode::{byte_at, copy_literals, copy_match, le16_at, DecodeResult};
-use super::{with_scratch, CodecInfo, CostFigure, COMPRESS_BUF_LEN};
+use super::plugin::{with_scratch, CodecInfo, CostFigure, COMPRESS_BUF_LEN};
 
 const MINMATCH: usize = 4;
 const MFLIMIT: usize = 12;

@@ -9,7 +9,7 @@
 use reclaimlab_workload::PAGE_SIZE;
 
 use super::lzo1x::{self, Version};
-use super::{with_scratch, CodecInfo, COMPRESS_BUF_LEN};
+use super::plugin::{with_scratch, CodecInfo, COMPRESS_BUF_LEN};
 
 pub const INFO: CodecInfo = CodecInfo {
     name: "lzo-rle",

@@ -19,6 +19,7 @@
 //! Everything is deterministic; codec state is per thread and reset for every page.
 
 mod decode;
+mod plugin;
 mod deflate;
 mod lz4;
 mod lzo;
@@ -26,38 +27,14 @@ mod lzo1x;
 mod lzo_rle;
 mod zstd;
 
-use std::cell::RefCell;
 use std::fmt;
 use std::str::FromStr;
 
 use reclaimlab_workload::PAGE_SIZE;
 
-use decode::DecodeResult;
+pub use plugin::{CodecInfo, CostFigure, COMPRESS_BUF_LEN};
 pub use deflate::zlib_version;
 pub use zstd::ZSTD_ESTIMATED_SRC_SIZE;
-
-/// A time-model figure a codec declares: its `[costs]` key, default and meaning.
-#[derive(Clone, Copy, Debug)]
-pub struct CostFigure {
-    pub name: &'static str,
-    pub default: u64,
-    pub doc: &'static str,
-}
-
-/// One codec plug-in.
-pub struct CodecInfo {
-    /// Kernel crypto name (`/sys/module/zswap/parameters/compressor`, zram's comp_algorithm).
-    pub name: &'static str,
-    /// CPU time per 4 KiB page (costs.rs collects these).
-    pub compress_cost: CostFigure,
-    pub decompress_cost: CostFigure,
-    /// Bytes the kernel's compressor writes for one page into a two-page buffer.
-    pub compressed_len: fn(&[u8; PAGE_SIZE]) -> usize,
-    /// The same bytes into `dst` (per-thread state reused, as the kernel's per-CPU contexts).
-    pub compress: fn(&[u8; PAGE_SIZE], &mut [u8; COMPRESS_BUF_LEN]) -> usize,
-    /// Decode into `dst`; the output length.
-    pub decompress: fn(&[u8], &mut [u8]) -> DecodeResult<usize>,
-}
 
 /// Every codec, in [`Codec`] order.
 pub const CODECS: [&CodecInfo; 5] = [&lzo::INFO, &lzo_rle::INFO, &lz4::INFO, &zstd::INFO, &deflate::INFO];
@@ -121,22 +98,6 @@ impl<'de> serde::Deserialize<'de> for Codec {
     }
 }
 
-/// The output buffer zswap hands the compressor: two pages.
-const DST_LEN: usize = 2 * PAGE_SIZE;
-
-/// The size of the output buffer [`compress`] writes to: two pages, as zswap hands the
-/// compressor (enough for every codec's worst case on one page).
-pub const COMPRESS_BUF_LEN: usize = DST_LEN;
-
-thread_local! {
-    static SCRATCH: RefCell<Vec<u8>> = RefCell::new(Vec::with_capacity(DST_LEN));
-}
-
-/// Run an encoder that writes to a per-thread vector.
-fn with_scratch(f: impl FnOnce(&mut Vec<u8>) -> usize) -> usize {
-    SCRATCH.with(|s| f(&mut s.borrow_mut()))
-}
-
 /// How many bytes `codec` compresses `page` to, as the kernel would (see the codec's file).
 pub fn compressed_len(codec: Codec, page: &[u8; PAGE_SIZE]) -> u32 {
     let len = (codec.info().compressed_len)(page);
@@ -181,6 +142,7 @@ pub fn decompress(codec: Codec, src: &[u8], dst: &mut [u8; PAGE_SIZE]) -> Result
 mod tests {
     use super::*;
     use super::deflate::{deflate_compress, DEFLATE_WINDOW_BITS};
+    use super::plugin::DST_LEN;
     use super::lzo::lzo_compress;
     use super::zstd::zstd_compress;
     use reclaimlab_workload::content::{fill_page, Content};

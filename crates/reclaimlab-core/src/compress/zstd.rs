@@ -17,7 +17,7 @@ use reclaimlab_workload::PAGE_SIZE;
 use zstd::zstd_safe::zstd_sys;
 
 use super::decode::DecodeResult;
-use super::{CodecInfo, CostFigure, COMPRESS_BUF_LEN, DST_LEN};
+use super::plugin::{CodecInfo, CostFigure, COMPRESS_BUF_LEN, DST_LEN};
 
 pub const INFO: CodecInfo = CodecInfo {
     name: "zstd",

@@ -5,7 +5,7 @@
 //! chunks], buddied) as intrusive doubly linked lists, inserted at the head as `list_add`
 //! does, because which page an allocation lands in depends on that order.
 
-use super::{Handle, Zpool, ZpoolError, ZpoolInfo};
+use super::api::{Handle, Zpool, ZpoolError, ZpoolInfo};
 
 const PAGE_SIZE: u32 = 4096;
 const NCHUNKS_ORDER: u32 = 6;

@@ -10,7 +10,7 @@
 //! u16) and the slot word (u32) in the zspage's slot region. Everything else is per zspage or
 //! per class.
 
-use super::{Handle, Zpool, ZpoolError, ZpoolInfo};
+use super::api::{Handle, Zpool, ZpoolError, ZpoolInfo};
 
 const PAGE_SIZE: u32 = 4096;
 /// Every object carries its handle inline, so zs_malloc sizes the class for `size + 8`.
