@@ -53,49 +53,89 @@ pub struct Kswapd {
 }
 
 pub struct Mm {
-    pub pages: Vec<Page>,
-    pub regions: Vec<RegionInfo>,
-    pub memcgs: Vec<Memcg>,
-    pub cgroup_v2: bool,
+    pub(crate) pages: Vec<Page>,
+    pub(crate) regions: Vec<RegionInfo>,
+    pub(crate) memcgs: Vec<Memcg>,
+    pub(crate) cgroup_v2: bool,
     /// totalram_pages (MemTotal): what zswap's limit is a percentage of.
-    pub totalram: u64,
-    pub nr_free: u64,
-    pub wmark_min: u64,
-    pub wmark_low: u64,
-    pub wmark_high: u64,
-    pub swappiness: u32,
-    pub page_cluster: u32,
-    pub swap: Swap,
-    pub zswap: Zswap,
+    pub(crate) totalram: u64,
+    pub(crate) nr_free: u64,
+    pub(crate) wmark_min: u64,
+    pub(crate) wmark_low: u64,
+    pub(crate) wmark_high: u64,
+    pub(crate) swappiness: u32,
+    pub(crate) page_cluster: u32,
+    pub(crate) swap: Swap,
+    pub(crate) zswap: Zswap,
     /// Compressors in use: [0] zswap's, then each zram device's comp_algorithm.
-    pub codecs: Vec<Codec>,
+    pub(crate) codecs: Vec<Codec>,
     /// zsmalloc's huge_class_size: zram stores pages compressing to this or more uncompressed.
-    pub zram_huge_class_size: u32,
-    pub vm: VmEvents,
-    pub costs: Costs,
-    pub switches: Switches,
-    pub kswapd: Kswapd,
-    pub queue: EventQueue,
-    pub seed: u64,
+    pub(crate) zram_huge_class_size: u32,
+    pub(crate) vm: VmEvents,
+    pub(crate) costs: Costs,
+    pub(crate) switches: Switches,
+    pub(crate) kswapd: Kswapd,
+    pub(crate) queue: EventQueue,
+    pub(crate) seed: u64,
     /// current->memcg_nr_pages_over_high per process.
-    pub over_high: Vec<u64>,
+    pub(crate) over_high: Vec<u64>,
     /// mem_cgroup_iter's shared reclaim position, per reclaim target memcg.
-    pub reclaim_cursor: Vec<u16>,
+    pub(crate) reclaim_cursor: Vec<u16>,
     /// Resident pages (folios of workload memory), for the conservation check.
-    pub nr_resident: u64,
+    pub(crate) nr_resident: u64,
     /// Pages the machine holds besides workload memory and zsmalloc (kernel, other tasks).
-    pub reserved: u64,
+    pub(crate) reserved: u64,
     /// NR_PAGETABLE: page table pages (PTE level) of the simulated processes.
-    pub nr_page_table_pages: u64,
+    pub(crate) nr_page_table_pages: u64,
     /// Interval of memcg stats flushes (0: decisions read live LRU sizes); the next one due.
-    pub stats_flush_ns: u64,
-    pub next_stats_flush: u64,
+    pub(crate) stats_flush_ns: u64,
+    pub(crate) next_stats_flush: u64,
     /// Objects scanned by the zswap and zsmalloc shrinkers: our share of slabs_scanned.
-    pub shrinker_objects_scanned: u64,
+    pub(crate) shrinker_objects_scanned: u64,
     /// Reclaim swap-outs that went to a device while the zswap pool held (older) entries.
-    pub lru_inversion_swapouts: u64,
+    pub(crate) lru_inversion_swapouts: u64,
     /// The running thread's block plug (current->plug; crate::block).
-    pub plug: crate::block::Plug,
+    pub(crate) plug: crate::block::Plug,
+}
+
+/// What code outside the crate (bindings, benches, tests) may see, and what tests that set
+/// up a state directly may change. Everything else goes through the kernel paths.
+impl Mm {
+    pub fn pages(&self) -> &[Page] {
+        &self.pages
+    }
+
+    pub fn memcgs(&self) -> &[Memcg] {
+        &self.memcgs
+    }
+
+    /// For tests: set a limit or a memcg file directly.
+    pub fn memcgs_mut(&mut self) -> &mut [Memcg] {
+        &mut self.memcgs
+    }
+
+    /// For tests: give a machine built with cgroup v1 the v2 semantics (charges already made
+    /// stay as they are; the test re-charges what v2 would have charged).
+    pub fn set_cgroup_v2(&mut self) {
+        self.cgroup_v2 = true;
+    }
+
+    pub fn swap(&self) -> &Swap {
+        &self.swap
+    }
+
+    pub fn zswap(&self) -> &Zswap {
+        &self.zswap
+    }
+
+    /// For tests: change a zswap parameter or fill its pools directly.
+    pub fn zswap_mut(&mut self) -> &mut Zswap {
+        &mut self.zswap
+    }
+
+    pub fn vm(&self) -> &VmEvents {
+        &self.vm
+    }
 }
 
 impl Mm {
