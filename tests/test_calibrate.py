@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from conftest import MINIMAL, ROOT
+from conftest import MINIMAL
 from reclaimlab import load
 from reclaimlab.lab import calibrate as cal
 from reclaimlab.lower import (
@@ -29,7 +29,6 @@ from reclaimlab.lower import (
 from reclaimlab.scenario import DEVICE_PRESETS, DeviceModel
 from reclaimlab.units import parse_bandwidth, parse_duration
 
-COSTS_RS = ROOT / "crates" / "reclaimlab-core" / "src" / "costs.rs"
 
 PROFILE = """\
 # a test profile
@@ -197,15 +196,6 @@ def test_environment_chooses_the_profile(monkeypatch: pytest.MonkeyPatch, tmp_pa
 # ---------------------------------------------------------------------------------------------
 # The bundled profile and the list of cost names
 # ---------------------------------------------------------------------------------------------
-
-
-@pytest.mark.skipif(not COSTS_RS.exists(), reason="costs.rs not found")
-def test_cost_names_match_costs_rs() -> None:
-    text = COSTS_RS.read_text(encoding="utf-8")
-    block = re.search(r"^costs! \{(.*?)^\}", text, re.S | re.M)
-    assert block is not None
-    names = re.findall(r"^\s*(\w+) = [\d_]+,", block.group(1), re.M)
-    assert tuple(names) == COST_NAMES
 
 
 def test_cost_names_match_the_native_module(real_core: Any) -> None:

@@ -1,6 +1,25 @@
 """The simulator core (Rust, crates/reclaimlab-py/src/lib.rs). Hand-written; keep in sync
 (checked with `python -m mypy.stubtest reclaimlab._core`)."""
 
+from typing import final
+
+__all__ = [
+    "Simulation",
+    "default_costs",
+    "preset_switches",
+    "presets",
+    "codecs",
+    "version",
+    "page_bytes",
+    "compressed_len",
+    "distinct_variants",
+    "codec_timing",
+    "check_content",
+    "zpools",
+    "knobs",
+    "ConfigError",
+]
+
 class ConfigError(ValueError):
     """A configuration (or argument) the simulator rejects. ``str(e)`` is ``"<path>: <reason>"``."""
 
@@ -11,6 +30,7 @@ class ConfigError(ValueError):
     kind: str
     """"parse", "invalid", "unknown" or "unavailable"."""
 
+@final
 class Simulation:
     """A simulation of one lowered config (the SimConfig JSON of reclaimlab-core's config.rs)."""
 
