@@ -4,17 +4,32 @@
 from typing import final
 
 __all__ = [
+    "ConfigError",
     "Simulation",
+    "check_content",
     "codec_timing",
     "codecs",
     "compressed_len",
     "default_costs",
     "distinct_variants",
+    "knobs",
     "page_bytes",
     "preset_switches",
     "presets",
     "version",
+    "zpools",
 ]
+
+class ConfigError(ValueError):
+    """A configuration (or argument) the simulator rejects. ``str(e)`` is ``"<path>: <reason>"``."""
+
+    path: str
+    """Path of the key in the lowered JSON (``processes[0].regions[1].pages``), "" if none."""
+    reason: str
+    """The message without the path."""
+    kind: str
+    """"parse", "invalid", "unknown" or "unavailable"."""
+
 
 # A PyO3 class without `subclass`: Python cannot subclass it.
 @final
@@ -22,7 +37,7 @@ class Simulation:
     """A simulation of one lowered config (the SimConfig JSON of reclaimlab-core's config.rs)."""
 
     def __new__(cls, config_json: str) -> Simulation:
-        """Raises ValueError when the core rejects the config (the message names the key)."""
+        """Raises ConfigError when the core rejects the config (its ``path`` names the key)."""
 
     def step(self, max_events: int) -> bool:
         """Run up to ``max_events`` events (without holding the GIL); True once finished."""
@@ -39,7 +54,7 @@ def default_costs() -> dict[str, int]:
     """Time-model parameter names and their defaults (the keys scenario ``[costs]`` may set)."""
 
 def preset_switches(version: str) -> dict[str, bool | int | float | str]:
-    """The policy switches a kernel version preset sets. ValueError on an unknown version."""
+    """The policy switches a kernel version preset sets. ConfigError on an unknown version."""
 
 def presets() -> list[str]:
     """Kernel versions with a preset."""
@@ -62,5 +77,18 @@ def distinct_variants(content: str, variants: int) -> int:
 def codec_timing(codec: str, page: bytes, reps: int) -> tuple[float, float]:
     """Wall-clock ns of one compression and one decompression of a 4096-byte page with the
     simulator's codec implementation: medians over ``reps`` samples, each the mean of a batch
-    of back-to-back calls (hot caches). ValueError on an unknown codec, a page that is not
+    of back-to-back calls (hot caches). ConfigError on an unknown codec, a page that is not
     4096 bytes, ``reps`` < 1, or a failed round trip. For ``reclaimlab calibrate``."""
+
+def check_content(spec: str) -> None:
+    """Check a content class as scenarios write it (``"text"``, ``"mix1024"``, ``"same:0x5a"``);
+    ConfigError (path ``"content"``) saying what is wrong."""
+
+def zpools() -> list[dict[str, str | list[str]]]:
+    """zswap pool allocators: ``{"name": ..., "presets": [kernel versions that have it]}``."""
+
+def knobs() -> list[dict[str, str | int | bool | list[str] | None]]:
+    """The kernel knobs the simulator reads, declared once (reclaimlab-core knobs.rs): per knob
+    ``key`` (scenario key), ``type`` ("bool", "int" or "str"), ``default`` (the kernel's; None
+    where the kernel computes it), ``min``, ``max`` (ints or None), ``choices`` (list of str or
+    None), ``kernel_file``, ``doc`` and ``lowered`` (dotted path in the lowered JSON)."""

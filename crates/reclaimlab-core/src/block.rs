@@ -2,7 +2,7 @@
 //! merging, as of 6.18: block/blk-core.c (blk_start_plug, blk_finish_plug, __blk_flush_plug),
 //! block/blk-mq.c (blk_mq_submit_bio, blk_add_rq_to_plug, blk_mq_flush_plug_list) and
 //! block/blk-merge.c (blk_attempt_plug_merge, ll_back_merge_fn). Device timing is
-//! `SwapDev::issue` (mm/swap.rs, docs/model/time.md).
+//! [`BlockDevice::issue`] (docs/model/time.md).
 //!
 //! Swap IO submits one bio per 4 KiB page (mm/page_io.c: swap_writepage_bdev_async,
 //! swap_read_folio_bdev_async). While the submitting task holds a plug, blk_mq_submit_bio first
@@ -36,8 +36,19 @@
 //! completion). A thread sleeping for a tag sleeps inside its own event (docs/model/time.md,
 //! open question 2).
 
-use crate::mm::{Ctx, Mm, PAGE_SIZE};
-use crate::sim::{EventKind, Time};
+//!
+//! Narrow context: the block layer knows nothing of the rest of the model. A task's [`Plug`]
+//! works on a [`BlockIo`]: the block devices (through [`BlockDevices`]) and the event queue;
+//! time comes from the task's [`Ctx`].
+
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, VecDeque};
+
+use crate::config::DeviceModel;
+use crate::sim::{Ctx, EventKind, EventQueue, Time, NSEC_PER_SEC};
+use crate::stats::DiskStats;
+
+const PAGE_SIZE: u64 = 4096;
 
 /// BLK_MAX_REQUEST_COUNT (block/blk.h): requests a plug holds before it is flushed.
 pub const BLK_MAX_REQUEST_COUNT: usize = 32;
@@ -80,53 +91,147 @@ impl Plug {
     }
 }
 
-impl Mm {
+/// A block device's request queue and timing model (under a swap area).
+#[derive(Debug)]
+pub struct BlockDevice {
+    pub model: DeviceModel,
+    /// The device is busy until then: requests are served one after another, each for its
+    /// transfer time (at least 1/iops); latencies overlap.
+    pipe_free: Time,
+    /// Requests issued and bios merged into them (/sys/block/<dev>/stat).
+    pub stat: DiskStats,
+    /// Completion times of the requests in flight, when the model limits them (nr_requests):
+    /// each holds a tag until then.
+    pub tags: BinaryHeap<Reverse<Time>>,
+    /// Writes in flight in completion order: (done, page).
+    pub inflight: VecDeque<(Time, u32)>,
+    /// Time of the DeviceDone event already queued for this device, if any.
+    pub scheduled: Option<Time>,
+}
+
+impl BlockDevice {
+    pub fn new(model: DeviceModel) -> BlockDevice {
+        BlockDevice { model, pipe_free: 0, stat: DiskStats::default(), tags: BinaryHeap::new(), inflight: VecDeque::new(), scheduled: None }
+    }
+
+    /// Pages one request may hold: max_sectors_kb / 4 (at least one page); None when the
+    /// device model does not merge.
+    pub fn max_request_pages(&self) -> Option<usize> {
+        self.model.max_sectors_kb.map(|kb| ((kb as u64 * 1024 / PAGE_SIZE).max(1)) as usize)
+    }
+
+    /// Issue one request of consecutive pages (in slot order) to the device; returns when it
+    /// completes. The device serves requests one after another (FIFO): each occupies it for
+    /// the transfer of its bytes at the bandwidth, and at least 1/iops; the latency overlaps
+    /// with later requests. Writes complete in submission order and are queued in `inflight`
+    /// (every page of a request completes with it). One page and no `iops`: exactly the
+    /// per-page model of earlier versions.
+    pub fn issue(&mut self, now: Time, dir: Dir, pages: &[u32]) -> Time {
+        let n = pages.len() as u64;
+        debug_assert!(n > 0);
+        let (bytes_per_s, latency) = match dir {
+            Dir::Read => (self.model.read_bytes_per_s, self.model.read_latency_ns),
+            Dir::Write => (self.model.write_bytes_per_s, self.model.write_latency_ns),
+        };
+        // u128: a large max_sectors_kb times 4096 × 10^9 overflows u64.
+        let transfer = (n as u128 * PAGE_SIZE as u128 * NSEC_PER_SEC as u128).div_ceil(bytes_per_s.max(1) as u128) as u64;
+        let min_busy = self.model.iops.map_or(0, |iops| NSEC_PER_SEC.div_ceil(iops.max(1)));
+        let start = now.max(self.pipe_free);
+        self.pipe_free = start + transfer.max(min_busy);
+        let mut done = self.pipe_free + latency;
+        match dir {
+            Dir::Read => {
+                self.stat.read_ios += 1;
+                self.stat.read_merges += n - 1;
+            }
+            Dir::Write => {
+                self.stat.write_ios += 1;
+                self.stat.write_merges += n - 1;
+                done = done.max(self.inflight.back().map_or(0, |b| b.0));
+                self.inflight.extend(pages.iter().map(|&p| (done, p)));
+            }
+        }
+        if self.model.nr_requests.is_some() {
+            // The request holds its tag until it completes.
+            self.tags.push(Reverse(done));
+        }
+        done
+    }
+
+    /// /sys/block/<dev>/stat request counts of device `name`, for devices with a request model
+    /// (an IOPS cap or request merging). Without one every page is its own request and the
+    /// counts would repeat pswpin/pswpout, so they are not exported.
+    pub fn export_stat(&self, name: &str, out: &mut Vec<(String, u64)>) {
+        if self.model.iops.is_some() || self.model.max_sectors_kb.is_some() {
+            self.stat.export(&format!("block[{name}].stat."), out);
+        }
+    }
+}
+
+/// The block devices, by index (the swap devices' order).
+pub trait BlockDevices {
+    fn bdev(&mut self, dev: usize) -> &mut BlockDevice;
+}
+
+/// What a task's plug may touch: the devices and the event queue (DeviceDone events).
+pub struct BlockIo<'a, D: BlockDevices + ?Sized> {
+    pub devs: &'a mut D,
+    pub queue: &'a mut EventQueue,
+}
+
+impl Plug {
     /// blk_start_plug.
-    pub fn blk_start_plug(&mut self) {
-        self.plug.depth += 1;
+    pub fn start(&mut self) {
+        self.depth += 1;
     }
 
     /// blk_finish_plug: the outermost one issues the plugged requests. Returns the completion
     /// times of the reads this plug issued (empty for a nested plug).
-    pub fn blk_finish_plug(&mut self, ctx: &Ctx) -> Vec<(u32, Time)> {
-        debug_assert!(self.plug.depth > 0, "blk_finish_plug without blk_start_plug");
-        if self.plug.depth > 1 {
-            self.plug.depth -= 1;
+    pub fn finish<D: BlockDevices + ?Sized>(&mut self, ctx: &Ctx, io: &mut BlockIo<'_, D>) -> Vec<(u32, Time)> {
+        debug_assert!(self.depth > 0, "blk_finish_plug without blk_start_plug");
+        if self.depth > 1 {
+            self.depth -= 1;
             return Vec::new();
         }
         // Flush while still plugged, so that the reads it issues are reported too.
-        self.blk_flush_plug(ctx.now);
-        self.plug.depth = 0;
-        std::mem::take(&mut self.plug.reads)
+        self.flush(ctx.now, io);
+        self.depth = 0;
+        std::mem::take(&mut self.reads)
     }
 
     /// blk_flush_plug: issue the plugged requests, in the order they were added (their tags
     /// were taken when they were created).
-    pub fn blk_flush_plug(&mut self, now: Time) {
-        for r in std::mem::take(&mut self.plug.reqs) {
-            self.blk_issue(now, r.dev, r.dir, &r.pages);
+    pub fn flush<D: BlockDevices + ?Sized>(&mut self, now: Time, io: &mut BlockIo<'_, D>) {
+        for r in std::mem::take(&mut self.reqs) {
+            self.issue(now, io, r.dev, r.dir, &r.pages);
         }
     }
 
     /// A task going to sleep until `t` (schedule → sched_submit_work) flushes its plug first.
-    pub fn io_schedule_until(&mut self, ctx: &mut Ctx, t: Time) {
-        self.blk_flush_plug(ctx.now);
+    pub fn io_schedule_until<D: BlockDevices + ?Sized>(&mut self, ctx: &mut Ctx, t: Time, io: &mut BlockIo<'_, D>) {
+        self.flush(ctx.now, io);
         ctx.wait_until(t);
     }
 
     /// submit_bio for page `page` at offset `off` of block device `dev`. Returns its
     /// completion if it was issued at once, None if it waits in the plug (its completion is
-    /// known when the plug is flushed; reads are reported by `blk_finish_plug`). A bio that
-    /// needs a new request may first sleep for a tag (`blk_get_tag`).
-    pub fn submit_bio(&mut self, ctx: &mut Ctx, dev: usize, dir: Dir, off: u32, page: u32) -> Option<Time> {
-        let max_pages = self.swap.devs[dev].max_request_pages();
-        if max_pages.is_none() || self.plug.depth == 0 {
-            self.blk_get_tag(ctx, dev);
-            return Some(self.blk_issue(ctx.now, dev, dir, &[page]));
+    /// known when the plug is flushed; reads are reported by `finish`). A bio that needs a new
+    /// request may first sleep for a tag (`blk_get_tag`).
+    pub fn submit_bio<D: BlockDevices + ?Sized>(
+        &mut self,
+        ctx: &mut Ctx,
+        io: &mut BlockIo<'_, D>,
+        bio: (usize, Dir, u32, u32),
+    ) -> Option<Time> {
+        let (dev, dir, off, page) = bio;
+        let max_pages = io.devs.bdev(dev).max_request_pages();
+        if max_pages.is_none() || self.depth == 0 {
+            self.get_tag(ctx, io, dev);
+            return Some(self.issue(ctx.now, io, dev, dir, &[page]));
         }
         let max_pages = max_pages.unwrap_or(1);
-        let held = self.plug.reqs.len();
-        if let Some(last) = self.plug.reqs.last_mut() {
+        let held = self.reqs.len();
+        if let Some(last) = self.reqs.last_mut() {
             // blk_attempt_plug_merge: only the plug's last request is tried.
             if last.dev == dev && last.dir == dir && last.off + last.pages.len() as u32 == off && last.pages.len() < max_pages {
                 last.pages.push(page);
@@ -134,11 +239,11 @@ impl Mm {
             }
             // blk_add_rq_to_plug.
             if held >= BLK_MAX_REQUEST_COUNT || last.pages.len() as u64 * PAGE_SIZE >= BLK_PLUG_FLUSH_SIZE {
-                self.blk_flush_plug(ctx.now);
+                self.flush(ctx.now, io);
             }
         }
-        self.blk_get_tag(ctx, dev);
-        self.plug.reqs.push(Request { dev, dir, off, pages: vec![page] });
+        self.get_tag(ctx, io, dev);
+        self.reqs.push(Request { dev, dir, off, pages: vec![page] });
         None
     }
 
@@ -147,44 +252,85 @@ impl Mm {
     /// already). With every tag taken, the task sleeps (io_schedule, which flushes its plug)
     /// until the earliest request in flight completes. Simplified: sleepers are woken in the
     /// order they run, not in the order they slept; no per-hctx tag sets, no reserved tags.
-    fn blk_get_tag(&mut self, ctx: &mut Ctx, dev: usize) {
-        let Some(nr) = self.swap.devs[dev].model.nr_requests else { return };
+    fn get_tag<D: BlockDevices + ?Sized>(&mut self, ctx: &mut Ctx, io: &mut BlockIo<'_, D>, dev: usize) {
+        let Some(nr) = io.devs.bdev(dev).model.nr_requests else { return };
         loop {
-            let held = self.plug.reqs.iter().filter(|r| r.dev == dev).count();
-            let tags = &mut self.swap.devs[dev].tags;
+            let held = self.reqs.iter().filter(|r| r.dev == dev).count();
+            let tags = &mut io.devs.bdev(dev).tags;
             while tags.peek().is_some_and(|t| t.0 <= ctx.now) {
                 tags.pop();
             }
             if tags.len() + held < nr as usize {
                 return;
             }
-            let Some(&std::cmp::Reverse(first)) = tags.peek() else {
+            let Some(&Reverse(first)) = tags.peek() else {
                 // Every tag is in the plug: issuing the plug puts them in flight.
-                self.blk_flush_plug(ctx.now);
+                self.flush(ctx.now, io);
                 continue;
             };
-            self.io_schedule_until(ctx, first);
+            self.io_schedule_until(ctx, first, io);
         }
     }
 
     /// Hand one request to the device. A write's pages complete through DeviceDone events
     /// (armed here when none is pending); a read's completion is returned, and remembered for
     /// the plug's owner when it came from a plug.
-    fn blk_issue(&mut self, now: Time, dev: usize, dir: Dir, pages: &[u32]) -> Time {
-        let done = self.swap.devs[dev].issue(now, dir, pages);
+    fn issue<D: BlockDevices + ?Sized>(&mut self, now: Time, io: &mut BlockIo<'_, D>, dev: usize, dir: Dir, pages: &[u32]) -> Time {
+        let d = io.devs.bdev(dev);
+        let done = d.issue(now, dir, pages);
         match dir {
             Dir::Write => {
-                if self.swap.devs[dev].scheduled.is_none() {
-                    self.swap.devs[dev].scheduled = Some(done);
-                    self.queue.push(done, EventKind::DeviceDone(dev as u16));
+                if d.scheduled.is_none() {
+                    d.scheduled = Some(done);
+                    io.queue.push(done, EventKind::DeviceDone(dev as u16));
                 }
             }
             Dir::Read => {
-                if self.plug.depth > 0 {
-                    self.plug.reads.extend(pages.iter().map(|&p| (p, done)));
+                if self.depth > 0 {
+                    self.reads.extend(pages.iter().map(|&p| (p, done)));
                 }
             }
         }
         done
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn model() -> DeviceModel {
+        DeviceModel {
+            rotational: true,
+            read_latency_ns: 100,
+            write_latency_ns: 100,
+            read_bytes_per_s: 4096 * 1_000_000,
+            write_bytes_per_s: 4096 * 1_000_000,
+            iops: None,
+            max_sectors_kb: None,
+            nr_requests: None,
+        }
+    }
+
+    #[test]
+    fn writes_complete_in_order() {
+        let mut d = BlockDevice::new(model());
+        let a = d.issue(0, Dir::Write, &[1]);
+        let b = d.issue(0, Dir::Write, &[2]);
+        assert!(b > a);
+        assert_eq!(d.inflight.len(), 2);
+    }
+
+    #[test]
+    fn request_occupies_at_least_one_iops_slot() {
+        // 1000 ns per page at the bandwidth, 1 ms per request at 1000 IOPS.
+        let mut d = BlockDevice::new(DeviceModel { iops: Some(1000), ..model() });
+        assert_eq!(d.issue(0, Dir::Write, &[1]), 1_000_000 + 100);
+        assert_eq!(d.issue(0, Dir::Write, &[2, 3, 4]), 2_000_000 + 100);
+        assert_eq!(d.issue(0, Dir::Read, &[5]), 3_000_000 + 100);
+        assert_eq!((d.stat.write_ios, d.stat.write_merges, d.stat.read_ios), (2, 2, 1));
+        // Without the cap a request of three pages takes three page transfers.
+        let mut d = BlockDevice::new(model());
+        assert_eq!(d.issue(0, Dir::Write, &[1, 2, 3]), 3_000 + 100);
     }
 }

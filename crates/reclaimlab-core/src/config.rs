@@ -4,6 +4,7 @@
 
 use std::collections::BTreeMap;
 
+pub use crate::knobs::{VmSysctls, ZswapParams};
 use reclaimlab_workload::Phase;
 use serde::{Deserialize, Serialize};
 
@@ -45,6 +46,10 @@ pub struct SwapDevice {
     /// zram only: comp_algorithm.
     #[serde(default)]
     pub comp_algorithm: Option<String>,
+    /// zram only: the allocator of its compressed pages (None: zsmalloc, the only one zram
+    /// has; see crate::zram).
+    #[serde(default)]
+    pub allocator: Option<String>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -86,33 +91,12 @@ pub struct DeviceModel {
 pub struct Kernel {
     /// Version preset: "6.18" (default), later issues add "6.8", "6.10", "6.12".
     pub version: String,
+    /// Kernel knobs: declared in crate::knobs.
     pub zswap: ZswapParams,
     pub vm: VmSysctls,
     /// Policy switch overrides on top of the preset (see crate::policy).
     #[serde(default)]
     pub switches: BTreeMap<String, serde_json::Value>,
-}
-
-/// /sys/module/zswap/parameters/*
-#[derive(Clone, Debug, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ZswapParams {
-    pub enabled: bool,
-    pub compressor: String,
-    pub max_pool_percent: u32,
-    pub accept_threshold_percent: u32,
-    pub shrinker_enabled: bool,
-}
-
-/// /proc/sys/vm/*
-#[derive(Clone, Debug, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct VmSysctls {
-    pub swappiness: u32,
-    pub page_cluster: u32,
-    /// None: computed as the kernel does at boot (calculate_min_free_kbytes).
-    pub min_free_kbytes: Option<u64>,
-    pub watermark_scale_factor: u32,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]

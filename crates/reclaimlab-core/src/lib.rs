@@ -7,10 +7,14 @@
 pub mod block;
 pub mod compress;
 pub mod config;
+mod conservation;
 pub mod costs;
 pub mod engine;
+pub mod error;
+pub mod knobs;
 pub mod mm;
 pub mod policy;
+mod sched;
 pub mod sim;
 pub mod stats;
 pub mod zpool;
@@ -19,9 +23,22 @@ pub mod zswap;
 
 pub use config::SimConfig;
 pub use engine::{PhaseRecord, SimResult, Simulation};
+pub use error::{ConfigError, ErrorKind};
 
 /// Parse a lowered scenario (JSON) and build its simulation.
-pub fn simulation_from_json(json: &str) -> Result<Simulation, String> {
-    let cfg: SimConfig = serde_json::from_str(json).map_err(|e| format!("invalid lowered config: {e}"))?;
-    Simulation::new(&cfg)
+/// Parse a lowered scenario (JSON) and build its simulation. A parse error names the JSON path
+/// of the offending field.
+pub fn simulation_from_json(json: &str) -> Result<Simulation, ConfigError> {
+    Simulation::new(&config_from_json(json)?)
+}
+
+/// Parse a lowered scenario (JSON).
+pub fn config_from_json(json: &str) -> Result<SimConfig, ConfigError> {
+    let de = &mut serde_json::Deserializer::from_str(json);
+    serde_path_to_error::deserialize(de).map_err(|e| {
+        let path = e.path().to_string();
+        // serde_path_to_error says "." for the document itself.
+        let path = if path == "." { String::new() } else { path };
+        ConfigError::new(ErrorKind::Parse, path, format!("invalid lowered config: {}", e.into_inner()))
+    })
 }

@@ -7,6 +7,8 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
+use crate::error::ConfigError;
+
 /// What zswap does with a page that does not compress below PAGE_SIZE.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Incompressible {
@@ -84,11 +86,11 @@ pub struct Switches {
 /// Kernel versions with a preset.
 pub const PRESETS: &[&str] = &["6.8", "6.10", "6.12", "6.18"];
 
-fn bad(k: &str, v: &Value, expected: &str) -> String {
-    format!("kernel.switches.{k}: expected {expected}, got {v}")
+fn bad(k: &str, v: &Value, expected: &str) -> ConfigError {
+    ConfigError::invalid(format!("kernel.switches.{k}"), format!("expected {expected}, got {v}"))
 }
 
-fn choice<T: Copy>(k: &str, v: &Value, options: &[(&str, T)]) -> Result<T, String> {
+fn choice<T: Copy>(k: &str, v: &Value, options: &[(&str, T)]) -> Result<T, ConfigError> {
     let names: Vec<String> = options.iter().map(|(n, _)| format!("{n:?}")).collect();
     v.as_str()
         .and_then(|s| options.iter().find(|(n, _)| *n == s).map(|(_, t)| *t))
@@ -107,7 +109,7 @@ fn name_of<T: Copy + PartialEq>(options: &[(&'static str, T)], t: T) -> &'static
 }
 
 impl Switches {
-    pub fn preset(version: &str) -> Result<Switches, String> {
+    pub fn preset(version: &str) -> Result<Switches, ConfigError> {
         // 6.8 and 6.10 behave the same for every switch modelled here; 6.10 is the base of
         // Takero Funaki's series.
         let v6_10 = Switches {
@@ -132,9 +134,12 @@ impl Switches {
             "6.8" | "6.10" => Ok(v6_10),
             "6.12" => Ok(v6_12),
             "6.18" => Ok(Switches { incompressible: Incompressible::StoreRaw, ..v6_12 }),
-            _ => Err(format!(
-                "kernel.version: no preset for {version:?}; expected one of {}",
-                PRESETS.iter().map(|p| format!("{p:?}")).collect::<Vec<_>>().join(", ")
+            _ => Err(ConfigError::unknown(
+                "kernel.version",
+                format!(
+                    "no preset for {version:?}; expected one of {}",
+                    PRESETS.iter().map(|p| format!("{p:?}")).collect::<Vec<_>>().join(", ")
+                ),
             )),
         }
     }
@@ -154,7 +159,7 @@ impl Switches {
         m
     }
 
-    pub fn with_overrides(version: &str, overrides: &BTreeMap<String, Value>) -> Result<Switches, String> {
+    pub fn with_overrides(version: &str, overrides: &BTreeMap<String, Value>) -> Result<Switches, ConfigError> {
         let mut s = Switches::preset(version)?;
         for (k, v) in overrides {
             let boolean = || v.as_bool().ok_or_else(|| bad(k, v, "true or false"));
@@ -176,9 +181,9 @@ impl Switches {
                     }
                 }
                 _ => {
-                    return Err(format!(
-                        "kernel.switches.{k}: unknown switch; known: {}",
-                        s.to_map().keys().copied().collect::<Vec<_>>().join(", ")
+                    return Err(ConfigError::unknown(
+                        format!("kernel.switches.{k}"),
+                        format!("unknown switch; known: {}", s.to_map().keys().copied().collect::<Vec<_>>().join(", ")),
                     ))
                 }
             }
@@ -204,10 +209,12 @@ mod tests {
     fn bad_switches_are_named() {
         let mut o = BTreeMap::new();
         o.insert("zswap.lru".to_string(), Value::from("lifo"));
-        let e = Switches::with_overrides("6.18", &o).unwrap_err();
+        let e = Switches::with_overrides("6.18", &o).unwrap_err().to_string();
         assert!(e.contains("kernel.switches.zswap.lru") && e.contains("\"global\""), "{e}");
         let mut o = BTreeMap::new();
         o.insert("zswap.nope".to_string(), Value::from(1));
-        assert!(Switches::with_overrides("6.18", &o).unwrap_err().contains("unknown switch"));
+        let e = Switches::with_overrides("6.18", &o).unwrap_err();
+        assert_eq!((e.kind, e.path.as_str()), (crate::error::ErrorKind::Unknown, "kernel.switches.zswap.nope"));
+        assert!(e.reason.starts_with("unknown switch"), "{e}");
     }
 }

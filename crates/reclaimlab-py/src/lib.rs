@@ -1,11 +1,13 @@
 //! The one place where Rust meets Python: `reclaimlab._core`.
 //!
-//! Errors cross the boundary here only: configuration errors become ValueError with the
-//! core's message (which names the key); anything else is a bug and panics as such.
+//! Errors cross the boundary in errors.rs only: configuration errors become
+//! `reclaimlab._core.ConfigError` (a ValueError naming the key); anything else is a bug and
+//! panics as such.
+
+mod errors;
 
 use std::collections::BTreeMap;
 
-use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use reclaimlab_core::costs::Costs;
@@ -22,7 +24,7 @@ struct Simulation {
 impl Simulation {
     #[new]
     fn new(config_json: &str) -> PyResult<Self> {
-        reclaimlab_core::simulation_from_json(config_json).map(|inner| Simulation { inner }).map_err(PyValueError::new_err)
+        reclaimlab_core::simulation_from_json(config_json).map(|inner| Simulation { inner }).map_err(errors::config_error)
     }
 
     /// Run up to `max_events` events (without holding the GIL); True once finished.
@@ -60,7 +62,7 @@ fn default_costs<'py>(py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
 /// The policy switches a kernel-version preset sets, as JSON-compatible values.
 #[pyfunction]
 fn preset_switches<'py>(py: Python<'py>, version: &str) -> PyResult<Bound<'py, PyDict>> {
-    let s = Switches::preset(version).map_err(PyValueError::new_err)?;
+    let s = Switches::preset(version).map_err(errors::config_error)?;
     let d = PyDict::new(py);
     for (k, v) in s.to_map() {
         match v {
@@ -93,7 +95,7 @@ fn codecs() -> Vec<String> {
 #[pyfunction]
 fn page_bytes(py: Python<'_>, content: &str, seed: u64, region_id: u32, variant: u32) -> PyResult<Py<PyAny>> {
     use reclaimlab_workload::content::{fill_page, Content};
-    let c: Content = content.parse().map_err(PyValueError::new_err)?;
+    let c: Content = content.parse().map_err(|e| errors::bad_argument("content", e))?;
     let mut page = [0u8; reclaimlab_workload::PAGE_SIZE];
     fill_page(c, seed, region_id, variant, &mut page);
     Ok(pyo3::types::PyBytes::new(py, &page).into_any().unbind())
@@ -102,8 +104,8 @@ fn page_bytes(py: Python<'_>, content: &str, seed: u64, region_id: u32, variant:
 /// The simulator's compressed length of a 4 KiB page for a kernel compressor name.
 #[pyfunction]
 fn compressed_len(codec: &str, page: &[u8]) -> PyResult<u32> {
-    let c: reclaimlab_core::compress::Codec = codec.parse().map_err(PyValueError::new_err)?;
-    let page: &[u8; 4096] = page.try_into().map_err(|_| PyValueError::new_err("a page is exactly 4096 bytes"))?;
+    let c: reclaimlab_core::compress::Codec = codec.parse().map_err(|e| errors::bad_argument("codec", e))?;
+    let page: &[u8; 4096] = page.try_into().map_err(|_| errors::bad_argument("page", "a page is exactly 4096 bytes"))?;
     Ok(reclaimlab_core::compress::compressed_len(c, page))
 }
 
@@ -119,18 +121,18 @@ fn codec_timing(py: Python<'_>, codec: &str, page: &[u8], reps: u32) -> PyResult
     use std::hint::black_box;
     use std::time::Instant;
 
-    let c: Codec = codec.parse().map_err(PyValueError::new_err)?;
-    let page: [u8; 4096] = page.try_into().map_err(|_| PyValueError::new_err("a page is exactly 4096 bytes"))?;
+    let c: Codec = codec.parse().map_err(|e| errors::bad_argument("codec", e))?;
+    let page: [u8; 4096] = page.try_into().map_err(|_| errors::bad_argument("page", "a page is exactly 4096 bytes"))?;
     if reps == 0 {
-        return Err(PyValueError::new_err("reps: expected at least 1"));
+        return Err(errors::bad_argument("reps", "expected at least 1"));
     }
     let mut dst = vec![0u8; COMPRESS_BUF_LEN].into_boxed_slice();
     let dst: &mut [u8; COMPRESS_BUF_LEN] = (&mut *dst).try_into().expect("buffer length");
     let mut back = [0u8; 4096];
     let n = compress(c, &page, dst);
-    decompress(c, &dst[..n], &mut back).map_err(PyValueError::new_err)?;
+    decompress(c, &dst[..n], &mut back).map_err(|e| errors::bad_argument("codec", format!("{c}: {e}")))?;
     if back != page {
-        return Err(PyValueError::new_err(format!("{c}: the round trip changed the page")));
+        return Err(errors::bad_argument("codec", format!("{c}: the round trip changed the page")));
     }
     let median = |mut v: Vec<f64>| -> f64 {
         v.sort_by(f64::total_cmp);
@@ -171,8 +173,70 @@ fn codec_timing(py: Python<'_>, codec: &str, page: &[u8], reps: u32) -> PyResult
 /// How many distinct page contents a region of this class has with `variants` requested.
 #[pyfunction]
 fn distinct_variants(content: &str, variants: u32) -> PyResult<u32> {
-    let c: reclaimlab_workload::Content = content.parse().map_err(PyValueError::new_err)?;
+    let c: reclaimlab_workload::Content = content.parse().map_err(|e| errors::bad_argument("content", e))?;
     Ok(reclaimlab_workload::content::distinct_variants(c, variants))
+}
+
+/// Check a content class as scenarios write it ("text", "mix1024", "same:0x5a"): None, or
+/// ConfigError (path "content") saying what is wrong. The parser is the workload crate's, so
+/// Python need not mirror it.
+#[pyfunction]
+fn check_content(spec: &str) -> PyResult<()> {
+    spec.parse::<reclaimlab_workload::Content>().map(|_| ()).map_err(|e| errors::bad_argument("content", e))
+}
+
+/// A JSON value (a knob's default) as a Python object.
+fn json_to_py<'py>(py: Python<'py>, v: &serde_json::Value) -> PyResult<Bound<'py, PyAny>> {
+    use pyo3::IntoPyObjectExt;
+    Ok(match v {
+        serde_json::Value::Null => py.None().into_bound(py),
+        serde_json::Value::Bool(b) => b.into_bound_py_any(py)?,
+        serde_json::Value::Number(n) => match n.as_u64() {
+            Some(u) => u.into_bound_py_any(py)?,
+            None => n.as_f64().into_bound_py_any(py)?,
+        },
+        serde_json::Value::String(s) => s.into_bound_py_any(py)?,
+        other => other.to_string().into_bound_py_any(py)?,
+    })
+}
+
+/// The kernel knobs the simulator reads, declared once in reclaimlab-core's knobs.rs: one dict
+/// per knob with key, type, default (None where the kernel computes it), min, max, choices,
+/// kernel_file, doc and lowered (its path in the lowered JSON).
+#[pyfunction]
+fn knobs<'py>(py: Python<'py>) -> PyResult<Vec<Bound<'py, PyDict>>> {
+    reclaimlab_core::knobs::table()
+        .iter()
+        .map(|row| {
+            let k = &row.knob;
+            let d = PyDict::new(py);
+            d.set_item("key", k.key)?;
+            d.set_item("type", k.kind.name())?;
+            d.set_item("default", json_to_py(py, &row.default)?)?;
+            d.set_item("min", k.min)?;
+            d.set_item("max", k.max)?;
+            d.set_item("choices", k.choices.map(|f| f()))?;
+            d.set_item("kernel_file", k.kernel_file)?;
+            d.set_item("doc", k.doc)?;
+            d.set_item("lowered", k.lowered)?;
+            Ok(d)
+        })
+        .collect()
+}
+
+/// zswap's pool allocators the simulator models, with the kernel versions (of those with a
+/// preset) that have each.
+#[pyfunction]
+fn zpools<'py>(py: Python<'py>) -> PyResult<Vec<Bound<'py, PyDict>>> {
+    reclaimlab_core::zpool::ZPOOLS
+        .iter()
+        .map(|z| {
+            let d = PyDict::new(py);
+            d.set_item("name", z.name)?;
+            d.set_item("presets", z.presets())?;
+            Ok(d)
+        })
+        .collect()
 }
 
 #[pyfunction]
@@ -192,5 +256,9 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(compressed_len, m)?)?;
     m.add_function(wrap_pyfunction!(distinct_variants, m)?)?;
     m.add_function(wrap_pyfunction!(codec_timing, m)?)?;
+    m.add_function(wrap_pyfunction!(check_content, m)?)?;
+    m.add_function(wrap_pyfunction!(zpools, m)?)?;
+    m.add_function(wrap_pyfunction!(knobs, m)?)?;
+    errors::register(m)?;
     Ok(())
 }

@@ -5,8 +5,10 @@
 //! (obj_cgroup_charge_zswap). Simplifications: one CPU's charge stock per memcg (the kernel has
 //! one per CPU), no memsw counter (v1 memory.memsw.*), no memory.min/low, no soft limits.
 
-use super::page::{list, List};
+use super::page::{list, pg, List, NONE};
 use super::{Actor, Ctx, Mm, Oom, MAX_RECLAIM_RETRIES, PAGE_SIZE, SWAP_CLUSTER_MAX};
+use crate::config::Cgroups;
+use crate::error::{self, ConfigError};
 use crate::sim::JIFFY_NS;
 use crate::stats::MemcgEvents;
 
@@ -95,6 +97,58 @@ impl Memcg {
             swap_pages: 0,
             swapcached: 0,
         }
+    }
+}
+
+impl Memcg {
+    /// The memcg tree of the lowered cgroups section (pre-order, root first) and whether it is
+    /// cgroup v2. A memcg without its own swappiness inherits its parent's, the root vm.swappiness.
+    pub(crate) fn tree_from_config(c: &Cgroups, vm_swappiness: u32) -> error::Result<(Vec<Memcg>, bool)> {
+        let groups = &c.groups;
+        if groups.is_empty() || groups[0].parent.is_some() {
+            return Err(ConfigError::invalid("cgroups.groups[0]", "must be the root cgroup"));
+        }
+        let v2 = match c.version {
+            1 => false,
+            2 => true,
+            v => return Err(ConfigError::invalid("cgroups.version", format!("expected 1 or 2, got {v}"))),
+        };
+        let mut memcgs: Vec<Memcg> = Vec::with_capacity(groups.len());
+        for (idx, g) in groups.iter().enumerate() {
+            if let Some(p) = g.parent {
+                if p as usize >= idx {
+                    return Err(ConfigError::invalid(
+                        format!("cgroups.groups[{idx}].parent"),
+                        format!("the parent must come before the child ({})", g.path),
+                    ));
+                }
+            }
+            let mut m = Memcg::new(g.path.clone(), g.parent.map(|p| p as u16));
+            m.limit = g.limit_bytes.map_or(u64::MAX, |b| b / PAGE_SIZE);
+            m.high = g.high_bytes.map_or(u64::MAX, |b| b / PAGE_SIZE);
+            m.zswap_max_bytes = g.zswap_max_bytes.unwrap_or(u64::MAX);
+            m.zswap_writeback = g.zswap_writeback;
+            m.swappiness = match (g.swappiness, g.parent) {
+                (Some(s), _) => s,
+                (None, Some(p)) => memcgs[p as usize].swappiness,
+                (None, None) => vm_swappiness,
+            };
+            memcgs.push(m);
+        }
+        let is_descendant = |memcgs: &[Memcg], mut c: u16, ancestor: u16| loop {
+            if c == ancestor {
+                return true;
+            }
+            match memcgs[c as usize].parent {
+                Some(p) => c = p,
+                None => return false,
+            }
+        };
+        for idx in (0..memcgs.len()).rev() {
+            let end = (idx + 1..memcgs.len()).find(|&j| !is_descendant(&memcgs, j as u16, idx as u16)).unwrap_or(memcgs.len());
+            memcgs[idx].subtree_end = end as u16;
+        }
+        Ok((memcgs, v2))
     }
 }
 
@@ -434,5 +488,71 @@ impl Mm {
     /// mem_cgroup_zswap_writeback_enabled: hierarchical (v2 only; always true on v1).
     pub fn zswap_writeback_enabled(&self, m: u16) -> bool {
         !self.cgroup_v2 || self.memcg_ancestry(m).all(|c| self.memcgs[c as usize].zswap_writeback)
+    }
+}
+
+impl Mm {
+    /// memory.stat (v1: own and total_ rows; v2: hierarchical) and the v2 memory.current,
+    /// memory.swap.current, memory.zswap.current and memory.events files of every memcg, under
+    /// `memcg[<path>].`. Event counters come from [`MemcgEvents`]' declaration (its tags say
+    /// which file shows which); the gauges are read from the pages and lists now.
+    pub(crate) fn export_memcgs(&self, out: &mut Vec<(String, u64)>) {
+        // Per memcg: mapped anonymous pages (NR_ANON_MAPPED: rss / anon) and pages out of
+        // memory holding a swap slot (v1 MEMCG_SWAP counts only those).
+        let mut mapped = vec![0u64; self.memcgs.len()];
+        let mut swapped_out = vec![0u64; self.memcgs.len()];
+        for p in &self.pages {
+            if p.has(pg::RESIDENT) && p.has(pg::MAPPED) {
+                mapped[p.memcg as usize] += 1;
+            } else if !p.has(pg::RESIDENT) && p.slot != NONE {
+                swapped_out[p.memcg as usize] += 1;
+            }
+        }
+        for (idx, m) in self.memcgs.iter().enumerate() {
+            let idx = idx as u16;
+            let pre = format!("memcg[{}].", m.path);
+            let stat = format!("{pre}memory.stat.");
+            let tree = || (idx..m.subtree_end).map(|c| &self.memcgs[c as usize]);
+            let sum = |f: &dyn Fn(&Memcg) -> u64| tree().map(f).sum::<u64>();
+            let sum_of = |v: &[u64]| (idx..m.subtree_end).map(|c| v[c as usize]).sum::<u64>();
+            let lru = |which: u8| self.lru_size_tree(idx, which) * PAGE_SIZE;
+            let total = MemcgEvents::sum(tree().map(|c| &c.events));
+            if self.cgroup_v2 {
+                let gauges = [
+                    ("anon", sum_of(&mapped) * PAGE_SIZE),
+                    ("swapcached", sum(&|m| m.swapcached) * PAGE_SIZE),
+                    ("zswap", sum(&|m| m.zswap_bytes)),
+                    ("zswapped", sum(&|m| m.zswapped) * PAGE_SIZE),
+                    ("inactive_anon", lru(list::INACTIVE_ANON)),
+                    ("active_anon", lru(list::ACTIVE_ANON)),
+                ];
+                out.extend(gauges.into_iter().map(|(k, v)| (format!("{stat}{k}"), v)));
+                total.export_tagged("v2", &stat, out);
+                // The root cgroup has no memory.current, memory.events or *.current files.
+                if idx != 0 {
+                    out.push((format!("{pre}memory.current"), m.usage * PAGE_SIZE));
+                    out.push((format!("{pre}memory.swap.current"), sum(&|m| m.swap_pages) * PAGE_SIZE));
+                    out.push((format!("{pre}memory.zswap.current"), sum(&|m| m.zswap_bytes)));
+                    m.events.export_tagged("events", &format!("{pre}memory.events."), out);
+                }
+            } else {
+                let i = idx as usize;
+                let own_lru = |which: u8| m.lru[which as usize - 1].len * PAGE_SIZE;
+                let gauges = [
+                    ("rss", mapped[i] * PAGE_SIZE, sum_of(&mapped) * PAGE_SIZE),
+                    ("swap", swapped_out[i] * PAGE_SIZE, sum_of(&swapped_out) * PAGE_SIZE),
+                    ("swapcached", m.swapcached * PAGE_SIZE, sum(&|m| m.swapcached) * PAGE_SIZE),
+                    ("inactive_anon", own_lru(list::INACTIVE_ANON), lru(list::INACTIVE_ANON)),
+                    ("active_anon", own_lru(list::ACTIVE_ANON), lru(list::ACTIVE_ANON)),
+                ];
+                for (k, v, t) in gauges {
+                    out.push((format!("{stat}{k}"), v));
+                    out.push((format!("{stat}total_{k}"), t));
+                }
+                m.events.export_tagged("v1", &stat, out);
+                total.export_tagged("v1", &format!("{stat}total_"), out);
+                out.push((format!("{pre}memory.usage_in_bytes"), m.usage * PAGE_SIZE));
+            }
+        }
     }
 }

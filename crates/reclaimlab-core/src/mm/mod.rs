@@ -7,23 +7,28 @@ pub mod memcg;
 pub mod memory;
 pub mod page;
 pub mod page_io;
+pub mod region;
 pub mod swap;
 pub mod vmscan;
 pub mod workingset;
-
-use reclaimlab_workload::Content;
+pub mod zswap;
 
 use crate::compress::Codec;
+use crate::config::SimConfig;
+use crate::error::{ConfigError, Result};
 use crate::costs::Costs;
 use crate::policy::Switches;
+pub use crate::sim::{Actor, Ctx};
 use crate::sim::{EventKind, EventQueue, Time};
 use crate::stats::VmEvents;
+use crate::zpool::zsmalloc::{self, Zsmalloc};
 use crate::zswap::Zswap;
 pub use memcg::Memcg;
 use page::Page;
+pub use region::RegionInfo;
 use swap::Swap;
 
-pub const PAGE_SIZE: u64 = 4096;
+pub use page::PAGE_SIZE;
 /// SWAP_CLUSTER_MAX: reclaim works in batches of 32 pages.
 pub const SWAP_CLUSTER_MAX: u64 = 32;
 /// PTRS_PER_PTE on x86-64: one page table page maps 512 pages (2 MiB).
@@ -31,81 +36,10 @@ pub const PTRS_PER_PTE: u32 = 512;
 /// MAX_RECLAIM_RETRIES.
 pub const MAX_RECLAIM_RETRIES: u32 = 16;
 
-/// Who is running kernel code, and on whose behalf: decides which counters move and whether
-/// allocations may dip into reserves (PF_MEMALLOC).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Actor {
-    Process(u32),
-    Kswapd,
-    ZswapWorker,
-}
-
-/// The running thread's clock and state while it executes kernel code. CPU work advances
-/// `now` by its cost times the CPU-contention factor the engine computed for this run.
-#[derive(Clone, Copy, Debug)]
-pub struct Ctx {
-    pub now: Time,
-    pub actor: Actor,
-    /// PF_MEMALLOC: inside reclaim, allocations ignore watermarks and memcg charges are forced.
-    pub memalloc: bool,
-    /// CPU-time multiplier ×1024 (1024 = a core of its own).
-    pub slowdown: u64,
-    /// When the thread last stopped waiting (off CPU): if that is `now`, it is blocked.
-    pub waited_until: Time,
-}
-
-impl Ctx {
-    pub fn new(now: Time, actor: Actor, slowdown: u64) -> Ctx {
-        Ctx { now, actor, memalloc: false, slowdown, waited_until: 0 }
-    }
-
-    #[inline]
-    pub fn cpu(&mut self, ns: u64) {
-        self.now += ns * self.slowdown / 1024;
-    }
-
-    /// Wait (off CPU) until `t`.
-    pub fn wait_until(&mut self, t: Time) {
-        if t > self.now {
-            self.now = t;
-            self.waited_until = t;
-        }
-    }
-
-    /// The thread ended its slice waiting (IO, throttling), not computing.
-    pub fn blocked(&self) -> bool {
-        self.waited_until == self.now && self.now > 0
-    }
-}
-
 /// The allocation failed even after reclaim: the caller OOM-kills.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Oom {
     pub memcg: Option<u16>,
-}
-
-/// Per-region facts the kernel paths need (a region is one VMA of one process).
-pub struct RegionInfo {
-    pub name: String,
-    pub process: u32,
-    pub base: u32,
-    pub pages: u32,
-    pub memcg: u16,
-    /// reclaimlab_workload::content::region_id of this region.
-    pub content_id: u32,
-    pub content: Content,
-    pub variants: u32,
-    /// Per codec slot (Mm::codecs), per variant: compressor output length (saturated at
-    /// u16::MAX). Slot 0 is zswap's compressor.
-    pub zlen: Vec<Vec<u16>>,
-    /// Per variant: the page is zero-filled / all 8-byte words equal.
-    pub zero: Vec<bool>,
-    pub same_filled: Vec<bool>,
-    /// vma->swap_readahead_info: (last fault page, window, hits); None = never set (reads as hits 4).
-    pub ra_info: Option<(u64, u32, u32)>,
-    /// Per PTRS_PER_PTE pages (2 MiB) of the region: its page table page has been allocated.
-    /// (The runner maps every region 2 MiB-aligned, so a region's chunks are whole tables.)
-    pub page_tables: Vec<bool>,
 }
 
 /// kswapd's state between its priority passes.
@@ -119,52 +53,146 @@ pub struct Kswapd {
 }
 
 pub struct Mm {
-    pub pages: Vec<Page>,
-    pub regions: Vec<RegionInfo>,
-    pub memcgs: Vec<Memcg>,
-    pub cgroup_v2: bool,
+    pub(crate) pages: Vec<Page>,
+    pub(crate) regions: Vec<RegionInfo>,
+    pub(crate) memcgs: Vec<Memcg>,
+    pub(crate) cgroup_v2: bool,
     /// totalram_pages (MemTotal): what zswap's limit is a percentage of.
-    pub totalram: u64,
-    pub nr_free: u64,
-    pub wmark_min: u64,
-    pub wmark_low: u64,
-    pub wmark_high: u64,
-    pub swappiness: u32,
-    pub page_cluster: u32,
-    pub swap: Swap,
-    pub zswap: Zswap,
+    pub(crate) totalram: u64,
+    pub(crate) nr_free: u64,
+    pub(crate) wmark_min: u64,
+    pub(crate) wmark_low: u64,
+    pub(crate) wmark_high: u64,
+    pub(crate) swappiness: u32,
+    pub(crate) page_cluster: u32,
+    pub(crate) swap: Swap,
+    pub(crate) zswap: Zswap,
     /// Compressors in use: [0] zswap's, then each zram device's comp_algorithm.
-    pub codecs: Vec<Codec>,
+    pub(crate) codecs: Vec<Codec>,
     /// zsmalloc's huge_class_size: zram stores pages compressing to this or more uncompressed.
-    pub zram_huge_class_size: u32,
-    pub vm: VmEvents,
-    pub costs: Costs,
-    pub switches: Switches,
-    pub kswapd: Kswapd,
-    pub queue: EventQueue,
-    pub seed: u64,
+    pub(crate) zram_huge_class_size: u32,
+    pub(crate) vm: VmEvents,
+    pub(crate) costs: Costs,
+    pub(crate) switches: Switches,
+    pub(crate) kswapd: Kswapd,
+    pub(crate) queue: EventQueue,
+    pub(crate) seed: u64,
     /// current->memcg_nr_pages_over_high per process.
-    pub over_high: Vec<u64>,
+    pub(crate) over_high: Vec<u64>,
     /// mem_cgroup_iter's shared reclaim position, per reclaim target memcg.
-    pub reclaim_cursor: Vec<u16>,
+    pub(crate) reclaim_cursor: Vec<u16>,
     /// Resident pages (folios of workload memory), for the conservation check.
-    pub nr_resident: u64,
+    pub(crate) nr_resident: u64,
     /// Pages the machine holds besides workload memory and zsmalloc (kernel, other tasks).
-    pub reserved: u64,
+    pub(crate) reserved: u64,
     /// NR_PAGETABLE: page table pages (PTE level) of the simulated processes.
-    pub nr_page_table_pages: u64,
+    pub(crate) nr_page_table_pages: u64,
     /// Interval of memcg stats flushes (0: decisions read live LRU sizes); the next one due.
-    pub stats_flush_ns: u64,
-    pub next_stats_flush: u64,
+    pub(crate) stats_flush_ns: u64,
+    pub(crate) next_stats_flush: u64,
     /// Objects scanned by the zswap and zsmalloc shrinkers: our share of slabs_scanned.
-    pub shrinker_objects_scanned: u64,
+    pub(crate) shrinker_objects_scanned: u64,
     /// Reclaim swap-outs that went to a device while the zswap pool held (older) entries.
-    pub lru_inversion_swapouts: u64,
+    pub(crate) lru_inversion_swapouts: u64,
     /// The running thread's block plug (current->plug; crate::block).
-    pub plug: crate::block::Plug,
+    pub(crate) plug: crate::block::Plug,
+}
+
+/// What code outside the crate (bindings, benches, tests) may see, and what tests that set
+/// up a state directly may change. Everything else goes through the kernel paths.
+impl Mm {
+    pub fn pages(&self) -> &[Page] {
+        &self.pages
+    }
+
+    pub fn memcgs(&self) -> &[Memcg] {
+        &self.memcgs
+    }
+
+    /// For tests: set a limit or a memcg file directly.
+    pub fn memcgs_mut(&mut self) -> &mut [Memcg] {
+        &mut self.memcgs
+    }
+
+    /// For tests: give a machine built with cgroup v1 the v2 semantics (charges already made
+    /// stay as they are; the test re-charges what v2 would have charged).
+    pub fn set_cgroup_v2(&mut self) {
+        self.cgroup_v2 = true;
+    }
+
+    pub fn swap(&self) -> &Swap {
+        &self.swap
+    }
+
+    pub fn zswap(&self) -> &Zswap {
+        &self.zswap
+    }
+
+    /// For tests: change a zswap parameter or fill its pools directly.
+    pub fn zswap_mut(&mut self) -> &mut Zswap {
+        &mut self.zswap
+    }
+
+    pub fn vm(&self) -> &VmEvents {
+        &self.vm
+    }
 }
 
 impl Mm {
+    /// The machine of the lowered config: the time model and policy switches, watermarks,
+    /// memcg tree, zswap, swap devices, regions and their pages, each built by its own
+    /// subsystem from its own section.
+    pub(crate) fn from_config(cfg: &SimConfig) -> Result<Mm> {
+        let costs = Costs::with_overrides(&cfg.costs)?;
+        let switches = Switches::with_overrides(&cfg.kernel.version, &cfg.kernel.switches)?;
+        let totalram = cfg.machine.memory_bytes / PAGE_SIZE;
+        if totalram < 1024 {
+            return Err(ConfigError::invalid("machine.memory_bytes", "at least 4 MiB"));
+        }
+        cfg.kernel.vm.check_ranges()?;
+        let (wmark_min, wmark_low, wmark_high) = vmscan::watermarks(&cfg.kernel.vm, totalram);
+        let (memcgs, cgroup_v2) = Memcg::tree_from_config(&cfg.cgroups, cfg.kernel.vm.swappiness)?;
+        let zswap = Zswap::from_config(&cfg.kernel.zswap, &cfg.kernel.version, &switches, totalram)?;
+        // Codec slot 0 is zswap's compressor; zram devices add theirs.
+        let mut codecs = vec![zswap.codec];
+        let swap = Swap::from_config(&cfg.machine.swap, &mut codecs)?;
+        let (regions, pages) = region::from_config(cfg, memcgs.len(), &codecs)?;
+        let nmemcg = memcgs.len();
+        Ok(Mm {
+            pages,
+            regions,
+            memcgs,
+            cgroup_v2,
+            totalram,
+            nr_free: totalram,
+            wmark_min,
+            wmark_low,
+            wmark_high,
+            swappiness: cfg.kernel.vm.swappiness,
+            page_cluster: cfg.kernel.vm.page_cluster,
+            swap,
+            zswap,
+            codecs,
+            zram_huge_class_size: Zsmalloc::new(zsmalloc::CHAIN_SIZE).huge_class_size(),
+            vm: VmEvents::default(),
+            costs,
+            switches,
+            kswapd: Kswapd::default(),
+            queue: EventQueue::default(),
+            seed: cfg.seed,
+            over_high: vec![0; cfg.processes.len()],
+            reclaim_cursor: vec![0; nmemcg],
+            nr_resident: 0,
+            reserved: 0,
+            nr_page_table_pages: 0,
+            stats_flush_ns: cfg.cgroups.stats_flush_ns.unwrap_or(0),
+            next_stats_flush: 0,
+            shrinker_objects_scanned: 0,
+            lru_inversion_swapouts: 0,
+            plug: Default::default(),
+        })
+    }
+
     pub fn region_of(&self, page: u32) -> &RegionInfo {
         &self.regions[self.pages[page as usize].region as usize]
     }
@@ -181,9 +209,19 @@ impl Mm {
         self.region_of(i).zlen[c][v] as u32
     }
 
-    /// Zsmalloc pages of every pool (zswap's and each zram device's).
-    pub fn zsmalloc_pages(&self) -> u64 {
-        self.zswap_total_pages() + self.swap.devs.iter().filter_map(|d| d.zram.as_ref()).map(|z| z.pool.total_pages()).sum::<u64>()
+    /// Every compressed-object pool: zswap's and each zram device's.
+    fn pools(&self) -> impl Iterator<Item = &dyn crate::zpool::Zpool> {
+        self.zswap.pools.iter().map(|p| p.as_ref()).chain(self.swap.devs.iter().filter_map(|d| d.zram.as_ref()).map(|z| z.pool.as_ref()))
+    }
+
+    /// Pages of every pool, whatever its allocator.
+    pub fn pool_pages(&self) -> u64 {
+        self.pools().map(|p| p.total_pages()).sum()
+    }
+
+    /// NR_ZSPAGES: pages of the zsmalloc pools only.
+    pub fn zspages(&self) -> u64 {
+        self.pools().filter(|p| p.name() == zsmalloc::ZPOOL.name).map(|p| p.total_pages()).sum()
     }
 
     /// Put a resident page on its memcg's LRU list (head), per its ACTIVE flag.
@@ -221,5 +259,29 @@ impl Mm {
         self.kswapd.clock = self.kswapd.clock.max(now);
         self.vm.pageoutrun += 1;
         self.queue.push(self.kswapd.clock, EventKind::Kswapd);
+    }
+}
+
+impl Mm {
+    /// Every counter under its kernel name, gauges read now, sorted by name. Each subsystem
+    /// exports its own files; this adds the node's vmstat and meminfo gauges.
+    pub fn export(&self, now: Time, out: &mut Vec<(String, u64)>) {
+        self.vm.export("vmstat.", out);
+        let gauges = [
+            ("vmstat.nr_free_pages", self.nr_free),
+            ("vmstat.nr_page_table_pages", self.nr_page_table_pages),
+            ("vmstat.nr_inactive_anon", self.lru_size_tree(0, page::list::INACTIVE_ANON)),
+            ("vmstat.nr_active_anon", self.lru_size_tree(0, page::list::ACTIVE_ANON)),
+            ("vmstat.nr_swapcached", self.memcgs.iter().map(|m| m.swapcached).sum()),
+            ("vmstat.nr_zspages", self.zspages()),
+            ("meminfo.MemTotal", self.totalram * 4),
+            ("meminfo.MemFree", self.nr_free * 4),
+            ("meminfo.PageTables", self.nr_page_table_pages * 4),
+        ];
+        out.extend(gauges.into_iter().map(|(k, v)| (k.to_string(), v)));
+        self.export_zswap(now, out);
+        self.export_memcgs(out);
+        self.swap.export(out);
+        out.sort();
     }
 }

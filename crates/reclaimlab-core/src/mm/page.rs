@@ -5,6 +5,9 @@
 //! link fields serve the memory LRU while the page is resident and the zswap LRU while its data
 //! sits in zswap: a page is never on both (kernel-model.md §2, §9.1).
 
+/// Bytes per page (x86-64 base pages).
+pub const PAGE_SIZE: u64 = 4096;
+
 pub const NONE: u32 = u32::MAX;
 
 /// Page flags. Names follow the kernel's folio flags where one exists.

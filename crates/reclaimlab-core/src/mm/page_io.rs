@@ -8,7 +8,7 @@
 
 use super::page::{list, pg};
 use super::{Ctx, Mm};
-use crate::block::Dir;
+use crate::block::{BlockIo, Dir};
 use crate::policy::SameFilled;
 use crate::sim::{EventKind, Time};
 
@@ -82,11 +82,11 @@ impl Mm {
         if !same {
             ctx.cpu(self.costs.compress_ns(self.codecs[codec_slot]));
         }
-        let before = self.zsmalloc_pages();
+        let before = self.pool_pages();
         let huge = self.zram_huge_class_size;
         let zram = self.swap.devs[d].zram.as_mut().expect("zram");
         let ok = matches!(zram.write(off, same, comp_len, huge), crate::zram::ZramWrite::Stored);
-        let after = self.zsmalloc_pages();
+        let after = self.pool_pages();
         // The pool grows from free pages (GFP_NOIO, may use reserves in reclaim).
         if after > before && after - before > self.nr_free {
             let zram = self.swap.devs[d].zram.as_mut().expect("zram");
@@ -147,11 +147,11 @@ impl Mm {
     /// queued DeviceDone events then find less to do and re-arm themselves.
     pub fn complete_io_until(&mut self, t: Time) {
         for d in 0..self.swap.devs.len() {
-            while let Some(&(done, page)) = self.swap.devs[d].inflight.front() {
+            while let Some(&(done, page)) = self.swap.devs[d].bdev.inflight.front() {
                 if done > t {
                     break;
                 }
-                self.swap.devs[d].inflight.pop_front();
+                self.swap.devs[d].bdev.inflight.pop_front();
                 self.end_swap_writeback(page);
             }
         }
@@ -159,14 +159,14 @@ impl Mm {
 
     /// DeviceDone event: complete every write due by `now`, then re-arm for the next one.
     pub fn device_done(&mut self, d: usize, now: Time) {
-        self.swap.devs[d].scheduled = None;
-        while let Some(&(done, page)) = self.swap.devs[d].inflight.front() {
+        self.swap.devs[d].bdev.scheduled = None;
+        while let Some(&(done, page)) = self.swap.devs[d].bdev.inflight.front() {
             if done > now {
-                self.swap.devs[d].scheduled = Some(done);
+                self.swap.devs[d].bdev.scheduled = Some(done);
                 self.queue.push(done, EventKind::DeviceDone(d as u16));
                 break;
             }
-            self.swap.devs[d].inflight.pop_front();
+            self.swap.devs[d].bdev.inflight.pop_front();
             self.end_swap_writeback(page);
         }
     }
@@ -191,5 +191,42 @@ impl Mm {
             self.lru_add_tail(i);
             self.vm.pgrotated += 1;
         }
+    }
+}
+
+/// The block layer (crate::block) through its narrow context: the task's plug, the devices
+/// under the swap areas and the event queue.
+impl Mm {
+    fn block_io(&mut self) -> (&mut crate::block::Plug, BlockIo<'_, [super::swap::SwapDev]>) {
+        (&mut self.plug, BlockIo { devs: &mut self.swap.devs[..], queue: &mut self.queue })
+    }
+
+    /// blk_start_plug.
+    pub fn blk_start_plug(&mut self) {
+        self.plug.start();
+    }
+
+    /// blk_finish_plug: the completion times of the reads the plug issued.
+    pub fn blk_finish_plug(&mut self, ctx: &Ctx) -> Vec<(u32, Time)> {
+        let (plug, mut io) = self.block_io();
+        plug.finish(ctx, &mut io)
+    }
+
+    /// blk_flush_plug.
+    pub fn blk_flush_plug(&mut self, now: Time) {
+        let (plug, mut io) = self.block_io();
+        plug.flush(now, &mut io);
+    }
+
+    /// Sleep until `t`, flushing the plug first.
+    pub fn io_schedule_until(&mut self, ctx: &mut Ctx, t: Time) {
+        let (plug, mut io) = self.block_io();
+        plug.io_schedule_until(ctx, t, &mut io);
+    }
+
+    /// submit_bio for page `page` at offset `off` of swap device `dev`.
+    pub fn submit_bio(&mut self, ctx: &mut Ctx, dev: usize, dir: Dir, off: u32, page: u32) -> Option<Time> {
+        let (plug, mut io) = self.block_io();
+        plug.submit_bio(ctx, &mut io, (dev, dir, off, page))
     }
 }

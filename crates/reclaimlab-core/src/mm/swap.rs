@@ -10,18 +10,17 @@
 //!
 //! Readahead window: __swapin_nr_pages / swapin_nr_pages / swap_vma_ra_win of mm/swap_state.c.
 //!
-//! Device timing (`SwapDev::issue`) is a cost model, not kernel code: docs/model/time.md. The
+//! Device timing (`BlockDevice::issue`, crate::block) is a cost model, not kernel code: docs/model/time.md. The
 //! block layer that builds the requests (plugging, merging) is crate::block.
 
-use std::cmp::Reverse;
-use std::collections::{BinaryHeap, VecDeque};
+use std::collections::VecDeque;
 
-use super::page::NONE;
-use super::PAGE_SIZE;
-use crate::block::Dir;
-use crate::config::DeviceModel;
-use crate::sim::{Time, NSEC_PER_SEC};
-use crate::stats::DiskStats;
+use super::page::{NONE, PAGE_SIZE};
+use crate::block::{BlockDevice, BlockDevices};
+use crate::compress::Codec;
+use crate::config::{DeviceModel, SwapDevice, SwapKind};
+use crate::error::{ConfigError, Result};
+
 
 pub const SWAPFILE_CLUSTER: u32 = 512;
 
@@ -47,24 +46,13 @@ pub struct SwapDev {
     /// si->max: slots including the header slot 0.
     pub max: u32,
     pub inuse: u64,
-    pub model: DeviceModel,
+    /// The block device under the swap area: its request queue and timing (crate::block).
+    pub bdev: BlockDevice,
     clusters: Vec<Cluster>,
     free_clusters: VecDeque<u32>,
     nonfull_clusters: VecDeque<u32>,
     current: Option<u32>,
     cursor: u32,
-    /// The device is busy until then: requests are served one after another, each for its
-    /// transfer time (at least 1/iops); latencies overlap.
-    pipe_free: Time,
-    /// Requests issued and bios merged into them (/sys/block/<dev>/stat).
-    pub stat: DiskStats,
-    /// Completion times of the requests in flight, when the model limits them (nr_requests):
-    /// each holds a tag until then.
-    pub tags: BinaryHeap<Reverse<Time>>,
-    /// Writes in flight in completion order: (done, page).
-    pub inflight: VecDeque<(Time, u32)>,
-    /// Time of the DeviceDone event already queued for this device, if any.
-    pub scheduled: Option<Time>,
     /// A zram device (SWP_SYNCHRONOUS_IO, in memory) instead of a block device.
     pub zram: Option<crate::zram::Zram>,
 }
@@ -91,17 +79,12 @@ impl SwapDev {
             base,
             max,
             inuse: 0,
-            model,
+            bdev: BlockDevice::new(model),
             clusters,
             free_clusters,
             nonfull_clusters: VecDeque::new(),
             current: None,
             cursor: 0,
-            pipe_free: 0,
-            stat: DiskStats::default(),
-            tags: BinaryHeap::new(),
-            inflight: VecDeque::new(),
-            scheduled: None,
             zram: None,
         }
     }
@@ -193,49 +176,6 @@ impl SwapDev {
         cl.used[(s / 64) as usize] & (1 << (s % 64)) != 0
     }
 
-    /// Pages one request may hold: max_sectors_kb / 4 (at least one page); None when the
-    /// device model does not merge.
-    pub fn max_request_pages(&self) -> Option<usize> {
-        self.model.max_sectors_kb.map(|kb| ((kb as u64 * 1024 / PAGE_SIZE).max(1)) as usize)
-    }
-
-    /// Issue one request of consecutive pages (in slot order) to the device; returns when it
-    /// completes. The device serves requests one after another (FIFO): each occupies it for
-    /// the transfer of its bytes at the bandwidth, and at least 1/iops; the latency overlaps
-    /// with later requests. Writes complete in submission order and are queued in `inflight`
-    /// (every page of a request completes with it). One page and no `iops`: exactly the
-    /// per-page model of earlier versions.
-    pub fn issue(&mut self, now: Time, dir: Dir, pages: &[u32]) -> Time {
-        let n = pages.len() as u64;
-        debug_assert!(n > 0);
-        let (bytes_per_s, latency) = match dir {
-            Dir::Read => (self.model.read_bytes_per_s, self.model.read_latency_ns),
-            Dir::Write => (self.model.write_bytes_per_s, self.model.write_latency_ns),
-        };
-        // u128: a large max_sectors_kb times 4096 × 10^9 overflows u64.
-        let transfer = (n as u128 * PAGE_SIZE as u128 * NSEC_PER_SEC as u128).div_ceil(bytes_per_s.max(1) as u128) as u64;
-        let min_busy = self.model.iops.map_or(0, |iops| NSEC_PER_SEC.div_ceil(iops.max(1)));
-        let start = now.max(self.pipe_free);
-        self.pipe_free = start + transfer.max(min_busy);
-        let mut done = self.pipe_free + latency;
-        match dir {
-            Dir::Read => {
-                self.stat.read_ios += 1;
-                self.stat.read_merges += n - 1;
-            }
-            Dir::Write => {
-                self.stat.write_ios += 1;
-                self.stat.write_merges += n - 1;
-                done = done.max(self.inflight.back().map_or(0, |b| b.0));
-                self.inflight.extend(pages.iter().map(|&p| (done, p)));
-            }
-        }
-        if self.model.nr_requests.is_some() {
-            // The request holds its tag until it completes.
-            self.tags.push(Reverse(done));
-        }
-        done
-    }
 }
 
 pub struct Swap {
@@ -253,11 +193,55 @@ pub struct Swap {
     pub ra_last_pages: u32,
 }
 
+/// The block layer reaches the devices under the swap areas through this, nothing else.
+impl BlockDevices for [SwapDev] {
+    fn bdev(&mut self, dev: usize) -> &mut BlockDevice {
+        &mut self[dev].bdev
+    }
+}
+
 impl Swap {
+    /// The swap devices of the lowered config, numbered into one slot space in their order.
+    /// zram devices add their compressor to `codecs` (Mm::codecs).
+    pub(crate) fn from_config(cfg: &[SwapDevice], codecs: &mut Vec<Codec>) -> Result<Swap> {
+        let mut devs = Vec::new();
+        let mut base = 0u32;
+        for (k, s) in cfg.iter().enumerate() {
+            let pages = s.size_bytes / PAGE_SIZE;
+            if pages < 2 {
+                return Err(ConfigError::invalid(format!("machine.swap[{k}].size_bytes"), format!("too small ({})", s.name)));
+            }
+            if base as u64 + pages >= NONE as u64 {
+                return Err(ConfigError::invalid("machine.swap", "more than 2^32 - 2 swap slots in total"));
+            }
+            let mut dev = SwapDev::new(s.name.clone(), s.priority, base, pages, s.device.clone());
+            if s.kind == SwapKind::Zram {
+                dev.bdev.model.rotational = false;
+                dev.zram = Some(crate::zram::Zram::from_config(k, s, dev.max as usize, codecs)?);
+            }
+            devs.push(dev);
+            base += pages as u32;
+        }
+        Ok(Swap::new(devs))
+    }
+
+    /// The swap devices' files: block request counts, zram's mm_stat and io_stat (numbered
+    /// zram0, zram1, ... in the scenario's order), meminfo's SwapTotal and SwapFree.
+    pub fn export(&self, out: &mut Vec<(String, u64)>) {
+        for d in self.devs.iter().filter(|d| d.zram.is_none()) {
+            d.bdev.export_stat(&d.name, out);
+        }
+        for (n, z) in self.devs.iter().filter_map(|d| d.zram.as_ref()).enumerate() {
+            z.export(n, out);
+        }
+        out.push(("meminfo.SwapTotal".into(), self.total_swap_pages * 4));
+        out.push(("meminfo.SwapFree".into(), self.nr_swap_pages * 4));
+    }
+
     pub fn new(devs: Vec<SwapDev>) -> Swap {
         let total: u64 = devs.iter().map(|d| d.usable()).sum();
         let slots = devs.iter().map(|d| d.base as u64 + d.max as u64).max().unwrap_or(0);
-        let rotational = devs.iter().any(|d| d.model.rotational);
+        let rotational = devs.iter().any(|d| d.bdev.model.rotational);
         Swap {
             devs,
             slot_page: vec![NONE; slots as usize],
@@ -371,27 +355,5 @@ mod tests {
         assert_eq!(swapin_nr_pages(0, 100, 0, 8, 2), 1);
         // Adjacent fault keeps 2.
         assert_eq!(swapin_nr_pages(99, 100, 0, 8, 0), 2);
-    }
-
-    #[test]
-    fn writes_complete_in_order() {
-        let mut d = SwapDev::new("s".into(), -2, 0, 100, model());
-        let a = d.issue(0, Dir::Write, &[1]);
-        let b = d.issue(0, Dir::Write, &[2]);
-        assert!(b > a);
-        assert_eq!(d.inflight.len(), 2);
-    }
-
-    #[test]
-    fn request_occupies_at_least_one_iops_slot() {
-        // 1000 ns per page at the bandwidth, 1 ms per request at 1000 IOPS.
-        let mut d = SwapDev::new("s".into(), -2, 0, 100, DeviceModel { iops: Some(1000), ..model() });
-        assert_eq!(d.issue(0, Dir::Write, &[1]), 1_000_000 + 100);
-        assert_eq!(d.issue(0, Dir::Write, &[2, 3, 4]), 2_000_000 + 100);
-        assert_eq!(d.issue(0, Dir::Read, &[5]), 3_000_000 + 100);
-        assert_eq!((d.stat.write_ios, d.stat.write_merges, d.stat.read_ios), (2, 2, 1));
-        // Without the cap a request of three pages takes three page transfers.
-        let mut d = SwapDev::new("s".into(), -2, 0, 100, model());
-        assert_eq!(d.issue(0, Dir::Write, &[1, 2, 3]), 3_000 + 100);
     }
 }

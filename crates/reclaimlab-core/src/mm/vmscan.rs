@@ -17,6 +17,7 @@
 use super::page::{list, pg, NONE};
 use super::{Actor, Ctx, Mm, MAX_RECLAIM_RETRIES, SWAP_CLUSTER_MAX};
 use crate::mm::page_io::Writeout;
+use crate::config::VmSysctls;
 use crate::sim::EventKind;
 
 pub const DEF_PRIORITY: i32 = 12;
@@ -81,6 +82,21 @@ impl ScanControl {
 }
 
 /// int_sqrt.
+/// calculate_min_free_kbytes: sqrt(16 × lowmem KiB), clamped to [128, 262144].
+fn default_min_free_kbytes(pages: u64) -> u64 {
+    let kb = pages * 4;
+    ((16 * kb) as f64).sqrt().floor().clamp(128.0, 262_144.0) as u64
+}
+
+/// The zone watermarks (min, low, high) in pages, as __setup_per_zone_wmarks sets them for one
+/// zone from vm.min_free_kbytes (computed at boot when None) and vm.watermark_scale_factor.
+pub(crate) fn watermarks(vm: &VmSysctls, totalram: u64) -> (u64, u64, u64) {
+    let min_free_kbytes = vm.min_free_kbytes.unwrap_or_else(|| default_min_free_kbytes(totalram));
+    let wmark_min = min_free_kbytes / 4;
+    let gap = (wmark_min / 4).max(totalram * vm.watermark_scale_factor as u64 / 10_000);
+    (wmark_min, wmark_min + gap, wmark_min + 2 * gap)
+}
+
 fn int_sqrt(x: u64) -> u64 {
     let mut r = (x as f64).sqrt() as u64;
     while r * r > x {
@@ -756,7 +772,7 @@ impl Mm {
         debug_assert_ne!(slot, NONE);
         let d = self.swap.dev_of(slot);
         self.blk_flush_plug(ctx.now);
-        while let Some((done, page)) = self.swap.devs[d].inflight.pop_front() {
+        while let Some((done, page)) = self.swap.devs[d].bdev.inflight.pop_front() {
             ctx.wait_until(done);
             self.end_swap_writeback(page);
             if page == i {

@@ -40,6 +40,55 @@ impl EventKind {
     }
 }
 
+// The running thread's clock: every subsystem's narrow context starts with it.
+
+/// Who is running kernel code, and on whose behalf: decides which counters move and whether
+/// allocations may dip into reserves (PF_MEMALLOC).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Actor {
+    Process(u32),
+    Kswapd,
+    ZswapWorker,
+}
+
+/// The running thread's clock and state while it executes kernel code. CPU work advances
+/// `now` by its cost times the CPU-contention factor the engine computed for this run.
+#[derive(Clone, Copy, Debug)]
+pub struct Ctx {
+    pub now: Time,
+    pub actor: Actor,
+    /// PF_MEMALLOC: inside reclaim, allocations ignore watermarks and memcg charges are forced.
+    pub memalloc: bool,
+    /// CPU-time multiplier ×1024 (1024 = a core of its own).
+    pub slowdown: u64,
+    /// When the thread last stopped waiting (off CPU): if that is `now`, it is blocked.
+    pub waited_until: Time,
+}
+
+impl Ctx {
+    pub fn new(now: Time, actor: Actor, slowdown: u64) -> Ctx {
+        Ctx { now, actor, memalloc: false, slowdown, waited_until: 0 }
+    }
+
+    #[inline]
+    pub fn cpu(&mut self, ns: u64) {
+        self.now += ns * self.slowdown / 1024;
+    }
+
+    /// Wait (off CPU) until `t`.
+    pub fn wait_until(&mut self, t: Time) {
+        if t > self.now {
+            self.now = t;
+            self.waited_until = t;
+        }
+    }
+
+    /// The thread ended its slice waiting (IO, throttling), not computing.
+    pub fn blocked(&self) -> bool {
+        self.waited_until == self.now && self.now > 0
+    }
+}
+
 #[derive(Default)]
 pub struct EventQueue {
     heap: BinaryHeap<Reverse<(Time, u8, u64, EventKind)>>,

@@ -2,55 +2,38 @@
 //!
 //! The seam mirrors the handful of calls mm/zswap.c and drivers/block/zram make into
 //! mm/zsmalloc.c (zs_malloc, zs_free, zs_get_total_pages, zs_compact and the compaction
-//! shrinker's count). Adding an allocator is one file here and one arm in [`new_zpool`].
+//! shrinker's count). Adding an allocator is one file here and its entry in [`ZPOOLS`].
 
+mod api;
 pub mod zbud;
 pub mod zsmalloc;
 
-/// An allocator handle. Stable for the object's lifetime, also across compaction (the kernel's
-/// handles are an indirection for the same reason).
-pub type Handle = u32;
+pub use api::{Handle, Zpool, ZpoolError, ZpoolInfo};
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ZpoolError {
-    /// The object is larger than the allocator can hold (zsmalloc: > 4096; zbud: > 3968).
-    /// The kernel returns -ENOSPC; zswap counts it as reject_compress_poor.
-    NoSpace,
-    /// Size 0 (the kernel's -EINVAL).
-    Invalid,
-}
+use crate::error::ConfigError;
 
-pub trait Zpool: Send {
-    /// Kernel name of the allocator ("zsmalloc", "zbud").
-    fn name(&self) -> &'static str;
-    /// zs_malloc / zbud_alloc: store an object of `size` bytes (the caller's length; zsmalloc
-    /// adds its 8-byte handle header itself).
-    fn malloc(&mut self, size: u32) -> Result<Handle, ZpoolError>;
-    /// zs_free / zbud_free.
-    fn free(&mut self, handle: Handle);
-    /// zs_get_total_pages: pages currently backing the pool.
-    fn total_pages(&self) -> u64;
-    /// The compaction shrinker's count: pages that compaction could free now.
-    fn compactable_pages(&self) -> u64;
-    /// zs_compact: compact every class; returns pages freed. zbud cannot compact (returns 0).
-    fn compact(&mut self) -> u64;
-    /// Cumulative pages freed by compaction (zram mm_stat pages_compacted).
-    fn pages_compacted(&self) -> u64;
-    /// Live objects.
-    fn objects(&self) -> u64;
-}
+/// Every allocator the model has, by kernel name.
+pub const ZPOOLS: &[ZpoolInfo] = &[zsmalloc::ZPOOL, zbud::ZPOOL];
 
-/// Which allocator a pool uses. `chain_size` is CONFIG_ZSMALLOC_CHAIN_SIZE (8 since 6.3; the
-/// older zsmalloc had 4 pages per zspage at most).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ZpoolKind {
-    Zsmalloc { chain_size: u32 },
-    Zbud,
-}
+/// Allocators that kernels had but the model does not.
+const NOT_MODELLED: &[(&str, &str)] = &[("z3fold", "z3fold (up to 6.14) is not modelled; use \"zbud\" or \"zsmalloc\"")];
 
-pub fn new_zpool(kind: ZpoolKind) -> Box<dyn Zpool> {
-    match kind {
-        ZpoolKind::Zsmalloc { chain_size } => Box::new(zsmalloc::Zsmalloc::new(chain_size)),
-        ZpoolKind::Zbud => Box::new(zbud::Zbud::new()),
+
+/// The allocator `name` for kernel `version`; `path` is the lowered key that chose it. Unknown
+/// names, unmodelled ones and ones the version lacks are errors naming the key.
+pub fn select(name: &str, version: &str, path: &str) -> Result<&'static ZpoolInfo, ConfigError> {
+    if let Some((_, why)) = NOT_MODELLED.iter().find(|(n, _)| *n == name) {
+        return Err(ConfigError::unavailable(path, *why));
     }
+    let Some(info) = ZPOOLS.iter().find(|z| z.name == name) else {
+        let names: Vec<String> = ZPOOLS.iter().map(|z| format!("{:?}", z.name)).collect();
+        return Err(ConfigError::unknown(path, format!("unknown allocator {name:?}; expected one of {}", names.join(", "))));
+    };
+    if !info.exists_in(version) {
+        return Err(ConfigError::unavailable(
+            path,
+            format!("{name} does not exist in kernel {version} (it exists in {})", info.presets().join(", ")),
+        ));
+    }
+    Ok(info)
 }

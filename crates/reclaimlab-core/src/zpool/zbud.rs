@@ -5,7 +5,7 @@
 //! chunks], buddied) as intrusive doubly linked lists, inserted at the head as `list_add`
 //! does, because which page an allocation lands in depends on that order.
 
-use super::{Handle, Zpool, ZpoolError};
+use super::api::{Handle, Zpool, ZpoolError, ZpoolInfo};
 
 const PAGE_SIZE: u32 = 4096;
 const NCHUNKS_ORDER: u32 = 6;
@@ -45,6 +45,14 @@ pub struct Zbud {
     pages_nr: u64,
     objects: u64,
 }
+
+fn new_pool() -> Box<dyn Zpool> {
+    Box::new(Zbud::new())
+}
+
+/// zbud (like z3fold) was removed in 6.15: it exists up to 6.14.
+pub const ZPOOL: ZpoolInfo =
+    ZpoolInfo { name: "zbud", until: Some((6, 14)), doc: "at most two objects per page, no compaction", new: new_pool };
 
 impl std::fmt::Debug for Zbud {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

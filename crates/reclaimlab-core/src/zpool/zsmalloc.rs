@@ -10,7 +10,7 @@
 //! u16) and the slot word (u32) in the zspage's slot region. Everything else is per zspage or
 //! per class.
 
-use super::{Handle, Zpool, ZpoolError};
+use super::api::{Handle, Zpool, ZpoolError, ZpoolInfo};
 
 const PAGE_SIZE: u32 = 4096;
 /// Every object carries its handle inline, so zs_malloc sizes the class for `size + 8`.
@@ -131,6 +131,18 @@ pub struct Zsmalloc {
     pages_compacted: u64,
     objects: u64,
 }
+
+/// CONFIG_ZSMALLOC_CHAIN_SIZE: pages per zspage at most (8, the default since 6.3; the older
+/// zsmalloc had 4).
+pub const CHAIN_SIZE: u32 = 8;
+
+fn new_pool() -> Box<dyn Zpool> {
+    Box::new(Zsmalloc::new(CHAIN_SIZE))
+}
+
+/// zsmalloc exists in every kernel we model; since 6.15 it is the only allocator.
+pub const ZPOOL: ZpoolInfo =
+    ZpoolInfo { name: "zsmalloc", until: None, doc: "size classes over multi-page zspages, compactable", new: new_pool };
 
 impl std::fmt::Debug for Zsmalloc {
     // The arenas can hold millions of entries; a derived Debug would print all of them.

@@ -9,7 +9,10 @@
 //! Simplified: no mem_limit, no writeback/idle/recompression (configured out on the target
 //! kernel), no per-slot locking; allocation failures only when no page is free.
 
-use crate::zpool::Zpool;
+use crate::compress::Codec;
+use crate::config::SwapDevice;
+use crate::error::{ConfigError, Result};
+use crate::zpool::{zsmalloc, Zpool, ZPOOLS};
 
 /// One slot's stored object.
 #[derive(Clone, Copy, Debug, Default)]
@@ -65,6 +68,32 @@ impl Zram {
             failed_writes: 0,
             compact_deferred: 0,
         }
+    }
+
+    /// Swap device `k` of the lowered config, a zram device with `slots` slots. Its
+    /// comp_algorithm (default lzo-rle) joins `codecs` (Mm::codecs) if not there yet. zram
+    /// allocates from zsmalloc only (zram_drv.c calls zs_malloc directly; zbud and z3fold were
+    /// zswap's alternatives), so `allocator` may only name zsmalloc.
+    pub(crate) fn from_config(k: usize, s: &SwapDevice, slots: usize, codecs: &mut Vec<Codec>) -> Result<Zram> {
+        let alg = s.comp_algorithm.as_deref().unwrap_or("lzo-rle");
+        let c: Codec = alg.parse().map_err(|e| ConfigError::unknown(format!("machine.swap[{k}].comp_algorithm"), e))?;
+        let slot = codecs.iter().position(|&x| x == c).unwrap_or_else(|| {
+            codecs.push(c);
+            codecs.len() - 1
+        });
+        match s.allocator.as_deref() {
+            None | Some("zsmalloc") => {}
+            Some(other) => {
+                let path = format!("machine.swap[{k}].allocator");
+                let reason = format!("zram allocates from zsmalloc only (drivers/block/zram calls zs_malloc directly), not {other:?}");
+                return Err(if ZPOOLS.iter().any(|z| z.name == other) || other == "z3fold" {
+                    ConfigError::unavailable(path, reason)
+                } else {
+                    ConfigError::unknown(path, reason)
+                });
+            }
+        }
+        Ok(Zram::new(slot, slots, (zsmalloc::ZPOOL.new)()))
     }
 
     /// zram_write_page for slot `off`: `same` if every 8-byte word is equal, `comp_len` from
@@ -138,14 +167,26 @@ impl Zram {
     }
 }
 
+impl Zram {
+    /// mm_stat and io_stat of device `zram{n}` (devices are numbered in the scenario's order,
+    /// as the lab configures them).
+    pub fn export(&self, n: usize, out: &mut Vec<(String, u64)>) {
+        for (k, v) in self.mm_stat() {
+            out.push((format!("zram{n}.mm_stat.{k}"), v));
+        }
+        out.push((format!("zram{n}.io_stat.failed_writes"), self.failed_writes));
+        out.push((format!("zram{n}.io_stat.notify_free"), self.notify_free));
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::zpool::{new_zpool, ZpoolKind};
+    use crate::zpool::zsmalloc;
 
     #[test]
     fn same_huge_and_compressed_pages() {
-        let mut z = Zram::new(0, 16, new_zpool(ZpoolKind::Zsmalloc { chain_size: 8 }));
+        let mut z = Zram::new(0, 16, (zsmalloc::ZPOOL.new)());
         z.write(1, true, 0, 3625);
         z.write(2, false, 4100, 3625);
         z.write(3, false, 3625, 3625);

@@ -1,60 +1,35 @@
-//! zswap as of 6.18 (mm/zswap.c; kernel-model.md §9): store, load, invalidate, writeback, the
-//! pool limit with its accept-threshold hysteresis, the global shrink worker, and the
-//! memory-pressure shrinker. zsmalloc is called directly (6.18 removed zpool).
+//! zswap's pool (mm/zswap.c, kernel-model.md §9): its parameters, the allocator pools, the
+//! limit with its accept-threshold hysteresis, the shrink worker's state and the zswap
+//! counters. The kernel paths that move pages in and out of it (store, load, writeback, the
+//! worker's steps, the shrinker) work on memory, memcgs and swap and live with them in
+//! mm/zswap.rs, as mm/zswap.c lives in mm/.
 //!
-//! Simplified: one node (so shrink_memcg walks one LRU item per call); one pool (the
-//! compressor never changes during a run); the entry's memcg is the page's memcg; no large
-//! folios; compressor errors other than "output ≥ PAGE_SIZE" do not occur (real codecs on
-//! 4 KiB inputs with a 2-page buffer); allocation failures happen only when no page is free.
+//! Narrow context: this module knows nothing of `Mm`. Its methods are handed what they touch:
+//! the time (`now`), the free-page count its pools grow from and shrink into, the event queue
+//! (to queue the worker), and the policy switches they depend on.
 
 use crate::compress::Codec;
-use crate::mm::page::{list, pg, NONE};
-use crate::mm::{Ctx, Mm, MAX_RECLAIM_RETRIES, PAGE_SIZE};
-use crate::policy::{Incompressible, SameFilled, ShrinkWorker, ShrinkerProtection, ZswapLru};
-use crate::sim::{EventKind, Time};
+use crate::config::ZswapParams;
+use crate::error::{ConfigError, Result};
+use crate::policy::{Incompressible, SameFilled, Switches, ZswapLru};
+use crate::sim::{EventKind, EventQueue, Time};
 use crate::stats::ZswapEvents;
-use crate::zpool::Zpool;
+use crate::zpool::{Zpool, ZpoolError};
 
-/// Why one writeback attempt failed (the kernel's errno).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum WbError {
-    /// -EEXIST: the slot already has a swap-cache folio (a racing swap-in).
-    Exist,
-    /// -ENOMEM: no folio could be allocated or charged, or the entry was invalidated.
-    NoMem,
-}
-
-/// What shrink_memcg_cb did with the entry at the LRU head.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Visit {
-    /// Second chance: referenced bit cleared, entry rotated.
-    Rotated,
-    WrittenBack,
-    Failed(WbError),
-}
-
-/// shrink_memcg's result.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ShrinkResult {
-    Ok,
-    /// -ENOENT: writeback disabled or nothing on this memcg's LRU.
-    NoEnt,
-    /// -EAGAIN: visited entries, wrote none back (6.10: also an empty LRU).
-    Again,
-    /// -EINVAL (6.10 only): writeback disabled; aborts the 6.10 worker.
-    Inval,
-}
+const PAGE_SIZE: u64 = 4096;
 
 /// The global shrink worker's loop state (shrink_worker's locals).
 #[derive(Clone, Copy, Debug, Default)]
-struct WorkerRun {
-    thr: u64,
-    failures: u32,
-    attempts: u32,
-    started: Time,
+pub(crate) struct WorkerRun {
+    pub(crate) thr: u64,
+    pub(crate) failures: u32,
+    pub(crate) attempts: u32,
+    pub(crate) started: Time,
 }
 
 pub struct Zswap {
+    /// totalram_pages: what the pool limit is a percentage of.
+    totalram: u64,
     pub enabled: bool,
     pub codec: Codec,
     pub max_pool_percent: u64,
@@ -71,13 +46,13 @@ pub struct Zswap {
     pub same_filled_pages: u64,
     pub ev: ZswapEvents,
     /// zswap_next_shrink: the worker's memcg cursor (None = before the first memcg).
-    next_shrink: Option<u16>,
-    worker_pending: bool,
-    worker: Option<WorkerRun>,
+    pub(crate) next_shrink: Option<u16>,
+    pub(crate) worker_pending: bool,
+    pub(crate) worker: Option<WorkerRun>,
     pub worker_clock: Time,
     /// Latest (virtual) time at which a store asked for the worker. A process runs ahead of
     /// the worker by up to a quantum, so its requests may lie after the current run started.
-    last_queue_request: Time,
+    pub(crate) last_queue_request: Time,
     /// Each zsmalloc pool's compaction shrinker's deferred count.
     pub compact_deferred: Vec<u64>,
     /// Last store reject or load miss (Funaki's patch 6 pauses writeback after it).
@@ -89,6 +64,7 @@ pub struct Zswap {
 
 impl Zswap {
     pub fn new(
+        totalram: u64,
         enabled: bool,
         codec: Codec,
         max_pool_percent: u64,
@@ -98,6 +74,7 @@ impl Zswap {
     ) -> Zswap {
         let n = pools.len();
         Zswap {
+            totalram,
             enabled,
             codec,
             max_pool_percent,
@@ -121,55 +98,82 @@ impl Zswap {
     }
 }
 
-impl Mm {
+impl Zswap {
+    /// zswap from its module parameters (/sys/module/zswap/parameters/*) on kernel `version`
+    /// with its switches: the compressor, the pool limit and threshold, the shrinker, and the
+    /// pool's allocator (one zpool per pool, 32 up to 6.11).
+    pub(crate) fn from_config(p: &ZswapParams, version: &str, switches: &Switches, totalram: u64) -> Result<Zswap> {
+        let codec: Codec = p.compressor.parse().map_err(|e| ConfigError::unknown("kernel.zswap.compressor", e))?;
+        p.check_ranges()?;
+        if switches.lru == ZswapLru::Global && p.shrinker_enabled {
+            return Err(ConfigError::invalid(
+                "kernel.zswap.shrinker_enabled",
+                "the memory-pressure shrinker needs the per-memcg zswap LRU (kernel.switches.\"zswap.lru\" = \"per_memcg\", 6.8+)",
+            ));
+        }
+        let zpool = crate::zpool::select(&p.zpool, version, "kernel.zswap.zpool")?;
+        let pools = (0..switches.zpools).map(|_| (zpool.new)()).collect();
+        Ok(Zswap::new(
+            totalram,
+            p.enabled,
+            codec,
+            p.max_pool_percent as u64,
+            p.accept_threshold_percent as u64,
+            p.shrinker_enabled,
+            pools,
+        ))
+    }
+}
+
+impl Zswap {
     /// zswap_max_pages: totalram × max_pool_percent / 100.
-    pub fn zswap_max_pages(&self) -> u64 {
-        self.totalram * self.zswap.max_pool_percent / 100
+    pub fn max_pages(&self) -> u64 {
+        self.totalram * self.max_pool_percent / 100
     }
 
     /// zswap_accept_thr_pages: max_pages × accept_threshold_percent / 100.
-    pub fn zswap_accept_thr_pages(&self) -> u64 {
-        self.zswap_max_pages() * self.zswap.accept_threshold_percent / 100
+    pub fn accept_thr_pages(&self) -> u64 {
+        self.max_pages() * self.accept_threshold_percent / 100
     }
 
-    /// zswap_total_pages: pages of all the pool's zsmalloc pools.
-    pub fn zswap_total_pages(&self) -> u64 {
-        self.zswap.pools.iter().map(|p| p.total_pages()).sum()
+    /// zswap_total_pages: pages of all the pool's allocator pools.
+    pub fn total_pages(&self) -> u64 {
+        self.pools.iter().map(|p| p.total_pages()).sum()
     }
 
     /// zswap_check_limits: pool_limit_hit counts store attempts at or over the limit; the
     /// reached_full flag clears only once the pool is back at the accept threshold.
     /// With proactive shrinking (Funaki's patch 3) there is no hysteresis: stores are refused
     /// only at the limit, and the worker starts at accept_threshold + 1% of the limit.
-    pub fn zswap_check_limits(&mut self, now: Time) -> bool {
-        let cur = self.zswap_total_pages();
-        let max = self.zswap_max_pages();
-        if self.switches.proactive_shrink {
-            let start = max * (self.zswap.accept_threshold_percent + 1).min(100) / 100;
+    pub fn check_limits(&mut self, now: Time, proactive_shrink: bool, queue: &mut EventQueue) -> bool {
+        let cur = self.total_pages();
+        let max = self.max_pages();
+        if proactive_shrink {
+            let start = max * (self.accept_threshold_percent + 1).min(100) / 100;
             if cur >= max {
-                self.zswap.ev.pool_limit_hit += 1;
-                self.zswap.reached_full = true;
+                self.ev.pool_limit_hit += 1;
+                self.reached_full = true;
                 return true;
             }
-            self.zswap.reached_full = false;
+            self.reached_full = false;
             if cur >= start {
-                self.queue_shrink_worker(now);
+                self.queue_shrink_worker(now, queue);
             }
             return false;
         }
         if cur >= max {
-            self.zswap.ev.pool_limit_hit += 1;
-            self.zswap.reached_full = true;
-        } else if self.zswap.reached_full && cur <= self.zswap_accept_thr_pages() {
-            self.zswap.reached_full = false;
+            self.ev.pool_limit_hit += 1;
+            self.reached_full = true;
+        } else if self.reached_full && cur <= self.accept_thr_pages() {
+            self.reached_full = false;
         }
-        self.zswap.reached_full
+        self.reached_full
     }
 
-    /// Which zsmalloc pool holds page `i`'s entry: the kernel hashed the entry's address over
-    /// 32 pools (≤6.11); a hash of the page index spreads entries the same way, reproducibly.
-    fn zswap_pool_of(&self, i: u32) -> usize {
-        let n = self.zswap.pools.len();
+    /// Which pool holds page `i`'s entry: the kernel hashed the entry's address over 32 pools
+    /// (≤6.11); a hash of the page index spreads entries the same way, reproducibly.
+    fn pool_of(&self, i: u32) -> usize {
+        let n = self.pools.len();
         if n == 1 {
             0
         } else {
@@ -177,442 +181,62 @@ impl Mm {
         }
     }
 
-    /// zs_malloc with the pool's page growth taken from the free pages.
-    fn zswap_pool_malloc(&mut self, i: u32, len: u32) -> Option<u32> {
-        let k = self.zswap_pool_of(i);
-        let pool = &mut self.zswap.pools[k];
+    /// zpool_malloc for page `i`'s entry, the pool's page growth taken from `nr_free`.
+    pub fn pool_malloc(&mut self, i: u32, len: u32, nr_free: &mut u64) -> std::result::Result<u32, ZpoolError> {
+        let k = self.pool_of(i);
+        let pool = &mut self.pools[k];
         let before = pool.total_pages();
-        let h = pool.malloc(len).ok()?;
+        let h = pool.malloc(len)?;
         let grew = pool.total_pages() - before;
-        if grew > self.nr_free {
+        if grew > *nr_free {
             pool.free(h);
-            return None;
+            return Err(ZpoolError::NoMem);
         }
-        self.nr_free -= grew;
-        Some(h)
+        *nr_free -= grew;
+        Ok(h)
     }
 
-    fn zswap_pool_free(&mut self, i: u32, h: u32) {
-        let k = self.zswap_pool_of(i);
-        let pool = &mut self.zswap.pools[k];
+    /// zpool_free of page `i`'s entry; freed pool pages return to `nr_free`.
+    pub fn pool_free(&mut self, i: u32, h: u32, nr_free: &mut u64) {
+        let k = self.pool_of(i);
+        let pool = &mut self.pools[k];
         let before = pool.total_pages();
         pool.free(h);
-        self.nr_free += before - pool.total_pages();
-    }
-
-    /// The memcg whose zswap LRU holds page `i`'s entry (the root's list is the global LRU).
-    fn zswap_lru_owner(&self, i: u32) -> u16 {
-        match self.switches.lru {
-            ZswapLru::Global => 0,
-            ZswapLru::PerMemcg => self.pages[i as usize].memcg,
-        }
-    }
-
-    /// Funaki's patch 6: remember a store reject or load miss.
-    pub fn note_zswap_contention(&mut self, now: Time) {
-        if self.zswap.enabled && self.switches.writeback_pause_ms > 0 {
-            self.zswap.last_contention = Some(now);
-        }
-    }
-
-    /// zswap_store for an order-0 folio. True if stored (the caller frees the folio).
-    pub fn zswap_store(&mut self, ctx: &mut Ctx, i: u32) -> bool {
-        if !self.zswap.enabled {
-            return false;
-        }
-        let m = self.pages[i as usize].memcg;
-        let stored = self.zswap_store_inner(ctx, i, m);
-        if !stored {
-            self.note_zswap_contention(ctx.now);
-            if self.zswap.reached_full {
-                self.queue_shrink_worker(ctx.now);
-            }
-        }
-        stored
-    }
-
-    fn zswap_store_inner(&mut self, ctx: &mut Ctx, i: u32, m: u16) -> bool {
-        // Over memory.zswap.max: write back one of the memcg's own entries first (6.8+); with
-        // the global LRU (≤6.7) the store is simply refused.
-        if !self.memcg_may_zswap(m) && (self.switches.lru == ZswapLru::Global || self.shrink_memcg(ctx, m) != ShrinkResult::Ok) {
-            return false;
-        }
-        if self.zswap_check_limits(ctx.now) {
-            return false;
-        }
-        ctx.cpu(self.costs.zswap_entry_ns);
-        let v = self.variant(i);
-        let (same, dlen) = {
-            let r = self.region_of(i);
-            (r.same_filled[v], r.zlen[0][v] as u32)
-        };
-        if self.switches.same_filled == SameFilled::Zswap && same {
-            // ≤6.11: a length-0 entry, no zpool memory, not on the LRU.
-            let p = &mut self.pages[i as usize];
-            p.set(pg::ZSWAP);
-            p.zlen = 0;
-            p.handle = NONE;
-            self.zswap.stored_pages += 1;
-            self.zswap.same_filled_pages += 1;
-            self.count_zswpout(m);
-            return true;
-        }
-        ctx.cpu(self.costs.compress_ns(self.zswap.codec));
-        let len = if dlen >= PAGE_SIZE as u32 {
-            match self.switches.incompressible {
-                Incompressible::StoreRaw if self.zswap_writeback_enabled(m) => PAGE_SIZE as u32,
-                Incompressible::StoreRaw => {
-                    self.zswap.ev.reject_compress_fail += 1;
-                    return false;
-                }
-                // zsmalloc takes at most PAGE_SIZE: a larger output is -ENOSPC.
-                Incompressible::Reject if dlen > PAGE_SIZE as u32 => {
-                    self.zswap.ev.reject_compress_poor += 1;
-                    return false;
-                }
-                Incompressible::Reject => dlen,
-            }
-        } else {
-            dlen
-        };
-        let Some(h) = self.zswap_pool_malloc(i, len) else {
-            self.zswap.ev.reject_alloc_fail += 1;
-            return false;
-        };
-        if len == PAGE_SIZE as u32 {
-            ctx.cpu(self.costs.zswap_copy_ns);
-            self.zswap.stored_incompressible_pages += 1;
-        }
-        self.zswap.stored_pages += 1;
-        let p = &mut self.pages[i as usize];
-        p.set(pg::ZSWAP | pg::REFERENCED);
-        p.handle = h;
-        p.zlen = len as u16;
-        // Entries join the LRU tail and are walked from the head (oldest first).
-        let owner = self.zswap_lru_owner(i);
-        self.memcgs[owner as usize].zswap_lru.push_tail(&mut self.pages, i);
-        if self.switches.shrinker_protection == ShrinkerProtection::NrZswapProtected {
-            // zswap_lru_add: grow the protected area, halving it above a quarter of the LRU.
-            let lru_size = self.memcgs[owner as usize].zswap_lru.len;
-            let mc = &mut self.memcgs[owner as usize];
-            mc.nr_zswap_protected += 1;
-            if mc.nr_zswap_protected > lru_size / 4 {
-                mc.nr_zswap_protected /= 2;
-            }
-        }
-        self.charge_zswap(m, len as u64);
-        self.count_zswpout(m);
-        true
-    }
-
-    fn count_zswpout(&mut self, m: u16) {
-        self.vm.zswpout += 1;
-        self.memcgs[m as usize].events.zswpout += 1;
-    }
-
-    /// zswap_entry_free: unlink, free the object, uncharge.
-    fn zswap_entry_free(&mut self, i: u32) {
-        let p = self.pages[i as usize];
-        debug_assert!(p.has(pg::ZSWAP));
-        let m = p.memcg;
-        if p.list == list::ZSWAP {
-            let owner = self.zswap_lru_owner(i);
-            self.memcgs[owner as usize].zswap_lru.remove(&mut self.pages, i);
-        }
-        if p.handle != NONE {
-            self.zswap_pool_free(i, p.handle);
-            self.uncharge_zswap(m, p.zlen as u64);
-            if p.zlen as u64 == PAGE_SIZE {
-                self.zswap.stored_incompressible_pages -= 1;
-            }
-        } else {
-            self.zswap.same_filled_pages -= 1;
-        }
-        self.zswap.stored_pages -= 1;
-        let p = &mut self.pages[i as usize];
-        p.clear(pg::ZSWAP | pg::REFERENCED);
-        p.handle = NONE;
-        p.zlen = 0;
-    }
-
-    /// zswap_invalidate: the swap slot is being freed.
-    pub fn zswap_invalidate(&mut self, i: u32) {
-        if self.pages[i as usize].has(pg::ZSWAP) {
-            self.zswap_entry_free(i);
-        }
-    }
-
-    /// zswap_load into a newly allocated swap-cache folio: decompress, count zswpin, free the
-    /// entry (loads are exclusive) and dirty the folio.
-    pub fn zswap_load(&mut self, ctx: &mut Ctx, i: u32) -> bool {
-        let p = self.pages[i as usize];
-        if !p.has(pg::ZSWAP) {
-            return false;
-        }
-        ctx.cpu(self.costs.zswap_entry_ns);
-        if p.handle != NONE {
-            if p.zlen as u64 == PAGE_SIZE {
-                ctx.cpu(self.costs.zswap_copy_ns);
-            } else {
-                ctx.cpu(self.costs.decompress_ns(self.zswap.codec));
-            }
-        }
-        self.vm.zswpin += 1;
-        self.memcgs[p.memcg as usize].events.zswpin += 1;
-        self.zswap_entry_free(i);
-        self.pages[i as usize].set(pg::DIRTY);
-        true
-    }
-
-    /// zswap_writeback_entry: bring the entry into a new swap-cache folio and write it to the
-    /// swap device. The folio goes on the inactive LRU with PG_reclaim, so the end of the write
-    /// rotates it to the tail and the next scan frees it without IO. The write is one 4 KiB bio
-    /// (`__swap_writepage(folio, NULL)` in 6.18) and neither shrink_worker nor the shrinker
-    /// plugs, so on a device that merges it is a request of its own: only writeback from a
-    /// store over memory.zswap.max runs inside reclaim's plug (crate::block).
-    fn zswap_writeback_entry(&mut self, ctx: &mut Ctx, i: u32) -> Result<(), WbError> {
-        let p = self.pages[i as usize];
-        if p.has(pg::RESIDENT) {
-            return Err(WbError::Exist);
-        }
-        let m = p.memcg;
-        if self.alloc_charged_frame(ctx, m).is_err() {
-            return Err(WbError::NoMem);
-        }
-        // The allocation may have reclaimed, and that reclaim may have written this entry back
-        // or freed it: the kernel re-checks the tree (-ENOMEM when the entry is gone).
-        let now = self.pages[i as usize];
-        if now.has(pg::RESIDENT) || !now.has(pg::ZSWAP) || now.handle != p.handle {
-            self.uncharge(m);
-            self.free_frame();
-            return Err(if now.has(pg::RESIDENT) { WbError::Exist } else { WbError::NoMem });
-        }
-        ctx.cpu(self.costs.swapin_page_ns);
-        if p.zlen as u64 == PAGE_SIZE {
-            ctx.cpu(self.costs.zswap_copy_ns);
-        } else if p.handle != NONE {
-            ctx.cpu(self.costs.decompress_ns(self.zswap.codec));
-        }
-        // The entry leaves the zswap LRU before the folio joins the memory LRU: one set of links.
-        self.zswap_entry_free(i);
-        self.vm.zswpwb += 1;
-        self.memcgs[m as usize].events.zswpwb += 1;
-        self.pages[i as usize].set(pg::RESIDENT | pg::SWAPCACHE);
-        self.memcgs[m as usize].swapcached += 1;
-        self.nr_resident += 1;
-        if self.pages[i as usize].has(pg::SHADOW) {
-            self.workingset_refault(i);
-        }
-        self.lru_add(i);
-        self.pages[i as usize].set(pg::RECLAIM);
-        self.swap_writepage(ctx, i);
-        Ok(())
-    }
-
-    /// shrink_memcg_cb on the entry at the head of memcg `m`'s zswap LRU.
-    fn shrink_memcg_cb(&mut self, ctx: &mut Ctx, m: u16) -> Option<Visit> {
-        let e = self.memcgs[m as usize].zswap_lru.head;
-        if e == NONE {
-            return None;
-        }
-        // Rotate first: failures leave the entry rotated, successes unlink it anyway.
-        self.memcgs[m as usize].zswap_lru.remove(&mut self.pages, e);
-        self.memcgs[m as usize].zswap_lru.push_tail(&mut self.pages, e);
-        if self.switches.shrinker_protection == ShrinkerProtection::Referenced && self.pages[e as usize].has(pg::REFERENCED) {
-            self.pages[e as usize].clear(pg::REFERENCED);
-            ctx.cpu(self.costs.zswap_lru_visit_ns);
-            return Some(Visit::Rotated);
-        }
-        match self.zswap_writeback_entry(ctx, e) {
-            Ok(()) => {
-                self.zswap.ev.written_back_pages += 1;
-                Some(Visit::WrittenBack)
-            }
-            Err(err) => {
-                self.zswap.ev.reject_reclaim_fail += 1;
-                Some(Visit::Failed(err))
-            }
-        }
-    }
-
-    /// shrink_memcg: walk one LRU item (one node, nr_to_walk = 1 in 6.10–6.18).
-    /// 6.10 returned -EINVAL for writeback disabled and -EAGAIN for an empty LRU; the fix made
-    /// both -ENOENT ("not a candidate").
-    pub fn shrink_memcg(&mut self, ctx: &mut Ctx, m: u16) -> ShrinkResult {
-        let v6_10 = self.switches.shrink_worker == ShrinkWorker::V6_10;
-        if !self.zswap_writeback_enabled(m) {
-            return if v6_10 { ShrinkResult::Inval } else { ShrinkResult::NoEnt };
-        }
-        match self.shrink_memcg_cb(ctx, m) {
-            None if v6_10 => ShrinkResult::Again,
-            None => ShrinkResult::NoEnt,
-            Some(Visit::WrittenBack) => ShrinkResult::Ok,
-            Some(_) => ShrinkResult::Again,
-        }
+        *nr_free += before - pool.total_pages();
     }
 
     /// queue_work(shrink_wq, &zswap_shrink_work): one instance at a time; queueing while it is
     /// pending does nothing, while it runs makes it run again afterwards.
-    pub fn queue_shrink_worker(&mut self, now: Time) {
-        self.zswap.last_queue_request = self.zswap.last_queue_request.max(now);
-        if self.zswap.worker_pending {
+    pub fn queue_shrink_worker(&mut self, now: Time, queue: &mut EventQueue) {
+        self.last_queue_request = self.last_queue_request.max(now);
+        if self.worker_pending {
             return;
         }
-        self.zswap.worker_pending = true;
-        if self.zswap.worker.is_none() {
-            self.zswap.worker_clock = self.zswap.worker_clock.max(now);
-            self.queue.push(self.zswap.worker_clock, EventKind::ZswapWorker);
+        self.worker_pending = true;
+        if self.worker.is_none() {
+            self.worker_clock = self.worker_clock.max(now);
+            queue.push(self.worker_clock, EventKind::ZswapWorker);
         }
     }
 
-    pub fn zswap_worker_busy(&self) -> bool {
-        self.zswap.worker.is_some() || self.zswap.worker_pending
+    pub fn worker_busy(&self) -> bool {
+        self.worker.is_some() || self.worker_pending
     }
 
-    /// One iteration of shrink_worker's loop: advance the memcg cursor (pre-order, root
-    /// included), shrink that memcg, count failures; stop at the accept threshold or after
-    /// MAX_RECLAIM_RETRIES failures. 6.12+: memcgs with nothing to write back are skipped for
-    /// free and a tree walk is a failure only if it made no attempt. 6.10: every wrap and every
-    /// non-zero return counts, and -EINVAL (writeback disabled) aborts. With the global LRU
-    /// (≤6.7) the worker only ever walks the one list.
-    pub fn zswap_worker_step(&mut self, ctx: &mut Ctx) {
-        // Patch 6: no writeback until the pause after the last reject or load miss has passed.
-        if let Some(t) = self.zswap.last_contention {
-            let resume = t + self.switches.writeback_pause_ms * crate::sim::NSEC_PER_MSEC;
-            if ctx.now < resume {
-                self.zswap.worker_clock = resume;
-                self.queue.push(resume, EventKind::ZswapWorker);
-                return;
-            }
+    /// zswap's files: the debugfs event counters and gauges, meminfo's Zswap and Zswapped.
+    /// `switches` says which gauges the kernel version has.
+    pub fn export(&self, switches: &Switches, out: &mut Vec<(String, u64)>) {
+        let pool_pages = self.total_pages();
+        self.ev.export("zswap.", out);
+        out.push(("zswap.pool_total_size".into(), pool_pages * PAGE_SIZE));
+        out.push(("zswap.stored_pages".into(), self.stored_pages));
+        if switches.incompressible == Incompressible::StoreRaw {
+            out.push(("zswap.stored_incompressible_pages".into(), self.stored_incompressible_pages));
         }
-        // Patch 4: without WQ_MEM_RECLAIM the worker runs in the background and yields the CPU
-        // while user tasks (faulting, reclaiming) occupy every CPU.
-        if !self.switches.worker_mem_reclaim && self.zswap.cpus_saturated {
-            let later = ctx.now + self.costs.process_quantum_ns;
-            self.zswap.worker_clock = later;
-            self.queue.push(later, EventKind::ZswapWorker);
-            return;
+        if switches.same_filled == SameFilled::Zswap {
+            out.push(("zswap.same_filled_pages".into(), self.same_filled_pages));
         }
-        let mut run = match self.zswap.worker {
-            Some(r) => r,
-            None => {
-                self.zswap.worker_pending = false;
-                WorkerRun { thr: self.zswap_accept_thr_pages(), failures: 0, attempts: 0, started: ctx.now }
-            }
-        };
-        // Running from here on: a store that fails during this step (reclaim inside writeback)
-        // marks the work pending instead of starting a second event chain.
-        self.zswap.worker = Some(run);
-        let next = if self.switches.lru == ZswapLru::Global {
-            Some(0u16)
-        } else {
-            match self.zswap.next_shrink {
-                None => Some(0u16),
-                Some(c) if (c as usize) + 1 < self.memcgs.len() => Some(c + 1),
-                Some(_) => None,
-            }
-        };
-        self.zswap.next_shrink = next;
-        let fail = |run: &mut WorkerRun| {
-            run.failures += 1;
-            run.failures == MAX_RECLAIM_RETRIES
-        };
-        let v6_10 = self.switches.shrink_worker == ShrinkWorker::V6_10;
-        let done = match next {
-            None if v6_10 => fail(&mut run),
-            None => {
-                let abort = run.attempts == 0 && fail(&mut run);
-                run.attempts = 0;
-                abort
-            }
-            Some(m) => match self.shrink_memcg(ctx, m) {
-                ShrinkResult::Inval => true,
-                ShrinkResult::NoEnt => false,
-                ShrinkResult::Ok => {
-                    run.attempts += 1;
-                    false
-                }
-                ShrinkResult::Again => {
-                    run.attempts += 1;
-                    fail(&mut run)
-                }
-            },
-        };
-        ctx.cpu(self.costs.zswap_lru_visit_ns);
-        self.zswap.worker_clock = ctx.now;
-        if !done && self.zswap_total_pages() > run.thr {
-            self.zswap.worker = Some(run);
-            self.queue.push(ctx.now, EventKind::ZswapWorker);
-            return;
-        }
-        self.zswap.worker = None;
-        // queue_work on a running work item makes it run again. A store that asked for the
-        // worker at a time after this run started asked during it, even if the process (which
-        // runs ahead by up to a quantum) made that request before this run began in event order.
-        if self.zswap.worker_pending || self.zswap.last_queue_request > run.started {
-            self.zswap.worker_pending = true;
-            self.queue.push(ctx.now, EventKind::ZswapWorker);
-        }
-    }
-
-    /// zswap_shrinker_count for memcg `m` (one node): entries on its LRU less the protected
-    /// ones, scaled by the compression ratio. Protection is the 6.12+ disk swap-in count
-    /// (consumed here) or the 6.8–6.11 nr_zswap_protected.
-    pub fn zswap_shrinker_count(&mut self, m: u16) -> u64 {
-        if !self.zswap.shrinker_enabled || !self.zswap_writeback_enabled(m) {
-            return 0;
-        }
-        // memcg ZSWAP_B / ZSWAPPED are cgroup-v2 statistics: zero on v1, so the shrinker is inert.
-        let (bytes, nr_stored) = self.zswap_tree(m);
-        if nr_stored == 0 {
-            return 0;
-        }
-        let nr_backing = bytes / PAGE_SIZE;
-        let mut nr_freeable = self.memcgs[m as usize].zswap_lru.len;
-        if nr_freeable == 0 {
-            return 0;
-        }
-        match self.switches.shrinker_protection {
-            ShrinkerProtection::Referenced => {
-                let swapins = self.memcgs[m as usize].nr_disk_swapins;
-                let take = swapins.min(nr_freeable);
-                self.memcgs[m as usize].nr_disk_swapins = swapins - take;
-                nr_freeable -= take;
-            }
-            ShrinkerProtection::NrZswapProtected => {
-                nr_freeable = nr_freeable.saturating_sub(self.memcgs[m as usize].nr_zswap_protected);
-            }
-        }
-        if nr_freeable == 0 {
-            return 0;
-        }
-        // mult_frac(nr_freeable, nr_backing, nr_stored).
-        let q = nr_freeable / nr_stored;
-        let r = nr_freeable % nr_stored;
-        q * nr_backing + r * nr_backing / nr_stored
-    }
-
-    /// zswap_shrinker_scan: walk `nr_to_scan` entries of memcg `m`'s LRU. None = SHRINK_STOP.
-    pub fn zswap_shrinker_scan(&mut self, ctx: &mut Ctx, m: u16, nr_to_scan: u64) -> Option<u64> {
-        if !self.zswap.shrinker_enabled || !self.zswap_writeback_enabled(m) {
-            return None;
-        }
-        if self.switches.shrinker_protection == ShrinkerProtection::NrZswapProtected {
-            // Abort rather than shrink into the protected region (unsigned arithmetic, as in C).
-            let lru_size = self.memcgs[m as usize].zswap_lru.len;
-            if self.memcgs[m as usize].nr_zswap_protected >= lru_size.wrapping_sub(nr_to_scan) {
-                return None;
-            }
-        }
-        let mut freed = 0;
-        for _ in 0..nr_to_scan {
-            match self.shrink_memcg_cb(ctx, m) {
-                None => break,
-                Some(Visit::WrittenBack) => freed += 1,
-                Some(Visit::Failed(WbError::Exist)) => return None,
-                Some(_) => {}
-            }
-        }
-        (freed > 0).then_some(freed)
+        out.push(("meminfo.Zswap".into(), pool_pages * 4));
+        out.push(("meminfo.Zswapped".into(), self.stored_pages * 4));
     }
 }

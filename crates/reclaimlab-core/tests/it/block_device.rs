@@ -48,9 +48,9 @@ fn iops_cap_makes_scattered_writes_take_n_over_iops() {
         if plugged {
             mm.blk_finish_plug(&ctx);
         }
-        let dev = &mm.swap.devs[0];
-        assert_eq!((dev.stat.write_ios, dev.stat.write_merges), (N as u64, 0));
-        let last = dev.inflight.back().unwrap().0;
+        let dev = &mm.swap().devs[0];
+        assert_eq!((dev.bdev.stat.write_ios, dev.bdev.stat.write_merges), (N as u64, 0));
+        let last = dev.bdev.inflight.back().unwrap().0;
         assert!(last >= N as u64 * 1_000_000_000 / IOPS, "{N} requests at {IOPS} IOPS done at {last} ns");
     }
 }
@@ -69,10 +69,10 @@ fn plugged_consecutive_writes_merge() {
         mm.submit_bio(&mut ctx, 0, Dir::Write, 1 + k, k);
     }
     mm.blk_finish_plug(&ctx);
-    let dev = &mm.swap.devs[0];
+    let dev = &mm.swap().devs[0];
     let requests = N.div_ceil(per_request) as u64;
-    assert_eq!((dev.stat.write_ios, dev.stat.write_merges), (requests, N as u64 - requests));
-    let last = dev.inflight.back().unwrap().0;
+    assert_eq!((dev.bdev.stat.write_ios, dev.bdev.stat.write_merges), (requests, N as u64 - requests));
+    let last = dev.bdev.inflight.back().unwrap().0;
     assert!(last < N as u64 * 1_000_000_000 / IOPS / 10, "merged writes done at {last} ns");
 
     // Without a plug nothing merges, consecutive or not.
@@ -82,7 +82,7 @@ fn plugged_consecutive_writes_merge() {
     for k in 0..N {
         mm.submit_bio(&mut ctx, 0, Dir::Write, 1 + k, k);
     }
-    assert_eq!(mm.swap.devs[0].stat.write_ios, N as u64);
+    assert_eq!(mm.swap().devs[0].bdev.stat.write_ios, N as u64);
 }
 
 /// A plug holds at most BLK_MAX_REQUEST_COUNT requests, and a request stops growing at
@@ -98,14 +98,14 @@ fn plug_limits() {
         mm.submit_bio(&mut ctx, 0, Dir::Write, 1 + 4 * k, 2 * k);
         mm.submit_bio(&mut ctx, 0, Dir::Write, 2 + 4 * k, 2 * k + 1);
         if k == 31 {
-            assert_eq!(mm.swap.devs[0].stat.write_ios, 0, "32 requests wait in the plug");
+            assert_eq!(mm.swap().devs[0].bdev.stat.write_ios, 0, "32 requests wait in the plug");
         }
         if k == 32 {
-            assert_eq!(mm.swap.devs[0].stat.write_ios, 32, "the 33rd request flushed the plug");
+            assert_eq!(mm.swap().devs[0].bdev.stat.write_ios, 32, "the 33rd request flushed the plug");
         }
     }
     mm.blk_finish_plug(&ctx);
-    let s = &mm.swap.devs[0].stat;
+    let s = &mm.swap().devs[0].bdev.stat;
     assert_eq!((s.write_ios, s.write_merges), (40, 40));
 }
 
@@ -124,13 +124,13 @@ fn nr_requests_makes_the_submitter_wait() {
     mm.blk_start_plug();
     for k in 0..N {
         mm.submit_bio(&mut ctx, 0, Dir::Write, 1 + 2 * k, k);
-        assert!(mm.swap.devs[0].tags.len() <= TAGS as usize);
+        assert!(mm.swap().devs[0].bdev.tags.len() <= TAGS as usize);
     }
     mm.blk_finish_plug(&ctx);
     let per_request = 1_000_000_000 / IOPS;
     assert!(ctx.now >= (N - TAGS) as u64 * per_request, "submitter free at {} ns", ctx.now);
     assert!(ctx.now < (N - TAGS + 1) as u64 * per_request + 1_000_000);
-    assert_eq!(mm.swap.devs[0].stat.write_ios, N as u64);
+    assert_eq!(mm.swap().devs[0].bdev.stat.write_ios, N as u64);
 
     // In a whole run, the zswap worker's writeback waits for tags like everyone else.
     let mut v = zswap_writeback(Some(IOPS), Some(MAX_SECTORS_KB));
@@ -212,7 +212,7 @@ fn no_figures_is_the_per_page_model() {
         assert_eq!(mm.submit_bio(&mut ctx, 0, dir, off, k), Some(want), "bio {k}");
     }
     assert!(mm.blk_finish_plug(&ctx).iter().all(|&(_, t)| t > 0));
-    let s = &mm.swap.devs[0].stat;
+    let s = &mm.swap().devs[0].bdev.stat;
     assert_eq!(s.read_merges + s.write_merges, 0);
 }
 

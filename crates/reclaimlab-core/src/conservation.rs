@@ -1,0 +1,92 @@
+//! The page-conservation check: every page is in exactly one place and every count the model
+//! keeps agrees with the pages. Debug builds run it every few thousand events (engine.rs);
+//! a violation is a model bug, reported as text, never a configuration error.
+
+use crate::mm::page::{list, pg, NONE};
+use crate::mm::Mm;
+
+impl Mm {
+    /// Every page is in exactly one place, and every count agrees with the pages.
+    pub fn check_conservation(&self) -> Result<(), String> {
+        let mm = self;
+        let mut resident = 0u64;
+        let mut lru_count = vec![[0u64; 4]; mm.memcgs.len()];
+        let mut zswap_lru = vec![0u64; mm.memcgs.len()];
+        let mut stored = 0u64;
+        let mut slots_held = 0u64;
+        for (i, p) in mm.pages.iter().enumerate() {
+            let places = [p.has(pg::RESIDENT), p.has(pg::ZSWAP), p.has(pg::ZEROMAP) && !p.has(pg::RESIDENT)];
+            if places.iter().filter(|&&x| x).count() > 1 {
+                return Err(format!("page {i} is in more than one place (flags {:#x})", p.flags));
+            }
+            if p.has(pg::ISOLATED) {
+                return Err(format!("page {i} left isolated"));
+            }
+            if p.slot != NONE {
+                slots_held += 1;
+                if mm.swap.slot_page[p.slot as usize] != i as u32 {
+                    return Err(format!("page {i} holds slot {} which maps to another page", p.slot));
+                }
+            } else if p.has(pg::ZSWAP | pg::ZEROMAP | pg::SWAPCACHE | pg::SHADOW) {
+                return Err(format!("page {i} has swap state without a slot (flags {:#x})", p.flags));
+            }
+            if p.has(pg::RESIDENT) {
+                resident += 1;
+                if !(list::INACTIVE_ANON..=list::ACTIVE_FILE).contains(&p.list) {
+                    return Err(format!("resident page {i} is on list {}", p.list));
+                }
+                let want = if p.has(pg::ACTIVE) { list::ACTIVE_ANON } else { list::INACTIVE_ANON };
+                if p.list != want {
+                    return Err(format!("page {i}: active flag and list disagree"));
+                }
+                lru_count[p.memcg as usize][p.list as usize - 1] += 1;
+            } else {
+                if p.has(pg::MAPPED) && !p.has(pg::ZERO_PFN) {
+                    return Err(format!("page {i} mapped but not resident"));
+                }
+                if p.has(pg::ZSWAP) {
+                    stored += 1;
+                    if p.handle != NONE {
+                        if p.list != list::ZSWAP {
+                            return Err(format!("zswap page {i} is not on the zswap LRU"));
+                        }
+                        zswap_lru[p.memcg as usize] += 1;
+                    }
+                } else if p.list != list::NONE {
+                    return Err(format!("non-resident page {i} is on list {}", p.list));
+                }
+            }
+        }
+        for (m, mc) in mm.memcgs.iter().enumerate() {
+            for (l, (list, counted)) in mc.lru.iter().zip(lru_count[m]).enumerate() {
+                if list.len != counted {
+                    return Err(format!("memcg {} list {} has len {} but {counted} pages", mc.path, l + 1, list.len));
+                }
+            }
+            if mc.zswap_lru.len != zswap_lru[m] {
+                return Err(format!("memcg {} zswap LRU len {} but {} entries", mc.path, mc.zswap_lru.len, zswap_lru[m]));
+            }
+        }
+        if resident != mm.nr_resident {
+            return Err(format!("nr_resident {} but {} resident pages", mm.nr_resident, resident));
+        }
+        if stored != mm.zswap.stored_pages {
+            return Err(format!("zswap stored_pages {} but {} entries", mm.zswap.stored_pages, stored));
+        }
+        let pool = mm.pool_pages();
+        let tables: u64 = mm.regions.iter().map(|r| r.page_tables.iter().filter(|&&t| t).count() as u64).sum();
+        if tables != mm.nr_page_table_pages {
+            return Err(format!("nr_page_table_pages {} but {tables} tables allocated", mm.nr_page_table_pages));
+        }
+        if mm.nr_free + resident + pool + mm.reserved + tables != mm.totalram {
+            return Err(format!(
+                "frames: free {} + resident {resident} + pools {pool} + reserved {} + page tables {tables} != total {}",
+                mm.nr_free, mm.reserved, mm.totalram
+            ));
+        }
+        if mm.swap.total_swap_pages - mm.swap.nr_swap_pages != slots_held {
+            return Err(format!("{} slots in use but {slots_held} held by pages", mm.swap.total_swap_pages - mm.swap.nr_swap_pages));
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,286 @@
+//! The process scheduler: each process runs its phases (fill, random access, sleep, exit) for
+//! up to `process_quantum_ns` of virtual time per event; phase records; OOM kills; the end of
+//! the run (counters are read when every process has finished its phases, before they exit, as
+//! the lab reads them on the real machine).
+
+use reclaimlab_workload::{AccessGen, Phase, Stream};
+use serde::Serialize;
+
+use crate::config::SimConfig;
+use crate::error::{ConfigError, Result};
+use crate::mm::{Actor, Ctx, Mm, Oom};
+use crate::sim::{EventKind, Time};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum ProcState {
+    Running,
+    Sleeping,
+    /// Phases done; holds its memory until every process is done.
+    Finished,
+    Exited,
+    OomKilled,
+}
+
+pub(crate) struct Proc {
+    pub(crate) name: String,
+    pub(crate) memcg: u16,
+    /// Indices into mm.regions.
+    pub(crate) regions: Vec<u32>,
+    pub(crate) region_pages: Vec<u64>,
+    pub(crate) phases: Vec<(String, Phase)>,
+    pub(crate) phase: usize,
+    pub(crate) gen: Option<AccessGen>,
+    pub(crate) phase_start: Time,
+    pub(crate) accesses: u64,
+    pub(crate) wake_at: Time,
+    pub(crate) state: ProcState,
+    /// The process ended its last slice waiting until then: not runnable before it.
+    pub(crate) blocked_until: Time,
+}
+
+impl Proc {
+    /// The processes of the lowered config, in order. Regions are numbered over all processes
+    /// in the same order as [`crate::mm::Mm`]'s regions.
+    pub(crate) fn from_config(cfg: &SimConfig) -> Result<Vec<Proc>> {
+        let mut procs = Vec::with_capacity(cfg.processes.len());
+        let mut next_region = 0u32;
+        for (pi, p) in cfg.processes.iter().enumerate() {
+            for (k, np) in p.phases.iter().enumerate() {
+                np.phase.check(p.regions.len()).map_err(|e| ConfigError::invalid(format!("processes[{pi}].phases[{k}]"), e))?;
+            }
+            let n = p.regions.len() as u32;
+            procs.push(Proc {
+                name: p.name.clone(),
+                memcg: p.cgroup as u16,
+                regions: (next_region..next_region + n).collect(),
+                region_pages: p.regions.iter().map(|r| r.pages).collect(),
+                phases: p.phases.iter().map(|np| (np.name.clone(), np.phase.clone())).collect(),
+                phase: 0,
+                gen: None,
+                phase_start: 0,
+                accesses: 0,
+                wake_at: 0,
+                state: ProcState::Running,
+                blocked_until: 0,
+            });
+            next_region += n;
+        }
+        Ok(procs)
+    }
+}
+
+/// One phase of one process, as it ran.
+#[derive(Clone, Debug, Serialize)]
+pub struct PhaseRecord {
+    pub process: String,
+    pub phase: String,
+    pub start_ns: u64,
+    pub end_ns: u64,
+    pub accesses: u64,
+    /// "completed", "oom_killed" or "time_limit".
+    pub outcome: &'static str,
+}
+
+/// The processes and what they did. Works on the machine (`Mm`) it is handed; the engine asks
+/// it to run a process, and ends the run once [`Scheduler::all_done`] says so.
+pub(crate) struct Scheduler {
+    procs: Vec<Proc>,
+    pub(crate) records: Vec<PhaseRecord>,
+    all_done: bool,
+}
+
+impl Scheduler {
+    pub(crate) fn from_config(cfg: &SimConfig) -> Result<Scheduler> {
+        Ok(Scheduler { procs: Proc::from_config(cfg)?, records: Vec::new(), all_done: false })
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.procs.len()
+    }
+
+    /// Every process finished, exited or was killed: the run is over.
+    pub(crate) fn all_done(&self) -> bool {
+        self.all_done
+    }
+
+    /// Processes that want a CPU at `now`: running, and not blocked on IO or throttling.
+    pub(crate) fn runnable_processes(&self, now: Time) -> u64 {
+        self.procs.iter().filter(|p| p.state == ProcState::Running && p.blocked_until <= now).count() as u64
+    }
+
+    /// Run process `p` from `t` for up to one quantum; CPU costs stretched by `slowdown`.
+    pub(crate) fn run_process(&mut self, mm: &mut Mm, p: u32, t: Time, slowdown: u64) {
+        let pi = p as usize;
+        let mut ctx = Ctx::new(t, Actor::Process(p), slowdown);
+        let quantum_end = t + mm.costs.process_quantum_ns;
+        match self.procs[pi].state {
+            ProcState::Running => {}
+            ProcState::Sleeping => {
+                if t < self.procs[pi].wake_at {
+                    return;
+                }
+                self.procs[pi].state = ProcState::Running;
+                self.end_phase_at(pi, self.procs[pi].phase, t, "completed");
+                self.procs[pi].phase += 1;
+            }
+            _ => return,
+        }
+        loop {
+            if self.procs[pi].gen.is_none() && !self.start_phase(mm, pi, &mut ctx) {
+                return;
+            }
+            let proc = &self.procs[pi];
+            let memcg = proc.memcg;
+            let duration_end = match proc.phases[proc.phase].1 {
+                Phase::Random { duration_ns: Some(d), .. } => proc.phase_start + d,
+                _ => Time::MAX,
+            };
+            let mut phase_done = false;
+            while ctx.now < quantum_end {
+                if ctx.now >= duration_end {
+                    phase_done = true;
+                    break;
+                }
+                let proc = &mut self.procs[pi];
+                let Some(a) = proc.gen.as_mut().and_then(|g| g.next()) else {
+                    phase_done = true;
+                    break;
+                };
+                let region = proc.regions[a.region as usize] as usize;
+                let page = mm.regions[region].base + a.page as u32;
+                proc.accesses += 1;
+                match mm.access(&mut ctx, page, a.write) {
+                    Ok(false) => {}
+                    Ok(true) => {
+                        // Return to user space: memory.high reclaim and throttling.
+                        if mm.over_high[pi] > 0 {
+                            mm.mem_cgroup_handle_over_high(&mut ctx, memcg);
+                        }
+                    }
+                    Err(oom) => {
+                        self.oom_kill(mm, pi, ctx.now, oom);
+                        return;
+                    }
+                }
+            }
+            if phase_done {
+                self.end_phase_at(pi, self.procs[pi].phase, ctx.now, "completed");
+                self.procs[pi].gen = None;
+                self.procs[pi].phase += 1;
+                continue;
+            }
+            self.procs[pi].blocked_until = if ctx.blocked() { ctx.now } else { 0 };
+            mm.queue.push(ctx.now, EventKind::Process(p));
+            return;
+        }
+    }
+
+    /// Begin the next phase; false if the process stopped running (sleep, exit, finished).
+    fn start_phase(&mut self, mm: &mut Mm, pi: usize, ctx: &mut Ctx) -> bool {
+        let proc = &mut self.procs[pi];
+        if proc.phase >= proc.phases.len() {
+            proc.state = ProcState::Finished;
+            self.maybe_finish();
+            return false;
+        }
+        proc.phase_start = ctx.now;
+        proc.accesses = 0;
+        match proc.phases[proc.phase].1.clone() {
+            Phase::Sleep { duration_ns } => {
+                proc.state = ProcState::Sleeping;
+                proc.wake_at = ctx.now + duration_ns;
+                let wake = proc.wake_at;
+                mm.queue.push(wake, EventKind::Process(pi as u32));
+                false
+            }
+            Phase::Exit => {
+                let idx = proc.phase;
+                self.end_phase_at(pi, idx, ctx.now, "completed");
+                mm.exit_process(pi as u32);
+                self.procs[pi].state = ProcState::Exited;
+                self.maybe_finish();
+                false
+            }
+            phase => {
+                let rng = reclaimlab_workload::rng::stream(mm.seed, Stream::Access, pi as u64, proc.phase as u64);
+                proc.gen = Some(AccessGen::new(&phase, &proc.region_pages, rng));
+                true
+            }
+        }
+    }
+
+    fn end_phase_at(&mut self, pi: usize, idx: usize, now: Time, outcome: &'static str) {
+        let proc = &self.procs[pi];
+        self.records.push(PhaseRecord {
+            process: proc.name.clone(),
+            phase: proc.phases[idx].0.clone(),
+            start_ns: proc.phase_start,
+            end_ns: now,
+            accesses: proc.accesses,
+            outcome,
+        });
+    }
+
+    fn oom_kill(&mut self, mm: &mut Mm, pi: usize, now: Time, oom: Oom) {
+        // The memcg's own oom_kill event was counted where the charge failed.
+        let _ = oom;
+        mm.vm.oom_kill += 1;
+        if self.procs[pi].phase < self.procs[pi].phases.len() {
+            self.end_phase_at(pi, self.procs[pi].phase, now, "oom_killed");
+        }
+        mm.exit_process(pi as u32);
+        self.procs[pi].state = ProcState::OomKilled;
+        self.procs[pi].gen = None;
+        self.maybe_finish();
+    }
+
+    fn maybe_finish(&mut self) {
+        if self.procs.iter().all(|p| matches!(p.state, ProcState::Finished | ProcState::Exited | ProcState::OomKilled)) {
+            self.all_done = true;
+        }
+    }
+
+    /// After the counters are read: processes done with their phases exit.
+    pub(crate) fn exit_finished(&mut self, mm: &mut Mm) {
+        for pi in 0..self.procs.len() {
+            if self.procs[pi].state == ProcState::Finished {
+                mm.exit_process(pi as u32);
+                self.procs[pi].state = ProcState::Exited;
+            }
+        }
+    }
+
+    /// The time limit: every phase still running ends at `now` ("time_limit").
+    pub(crate) fn stop_at_time_limit(&mut self, now: Time) {
+        for pi in 0..self.procs.len() {
+            if matches!(self.procs[pi].state, ProcState::Running | ProcState::Sleeping) && self.procs[pi].phase < self.procs[pi].phases.len() {
+                self.end_phase_at(pi, self.procs[pi].phase, now, "time_limit");
+                self.procs[pi].state = ProcState::Finished;
+            }
+        }
+    }
+
+    /// Share of the workload done, for progress bars (phases weighted equally per process).
+    pub(crate) fn progress(&self, now: Time) -> f64 {
+        let mut total = 0.0;
+        for p in &self.procs {
+            let n = p.phases.len().max(1) as f64;
+            let done = match p.state {
+                ProcState::Running | ProcState::Sleeping => {
+                    let frac = match (p.phases.get(p.phase).map(|x| &x.1), &p.gen) {
+                        (Some(Phase::Random { duration_ns: Some(d), .. }), Some(_)) => {
+                            (now.saturating_sub(p.phase_start)) as f64 / (*d).max(1) as f64
+                        }
+                        (Some(Phase::Random { count: Some(c), .. }), Some(_)) => p.accesses as f64 / (*c).max(1) as f64,
+                        (Some(Phase::Fill { region }), Some(_)) => p.accesses as f64 / p.region_pages[*region as usize].max(1) as f64,
+                        _ => 0.0,
+                    };
+                    (p.phase as f64 + frac.min(1.0)) / n
+                }
+                _ => 1.0,
+            };
+            total += done;
+        }
+        (total / self.procs.len().max(1) as f64).min(1.0)
+    }
+}
