@@ -30,7 +30,6 @@ class ConfigError(ValueError):
     kind: str
     """"parse", "invalid", "unknown" or "unavailable"."""
 
-
 # A PyO3 class without `subclass`: Python cannot subclass it.
 @final
 class Simulation:
