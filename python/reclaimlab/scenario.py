@@ -41,6 +41,7 @@ __all__ = [
     "Cgroups",
     "DeviceModel",
     "Kernel",
+    "Lab",
     "Machine",
     "Process",
     "Region",
@@ -576,6 +577,15 @@ class Source:
     overrides: tuple[Override, ...] = ()
 
 
+class Lab(_Model):
+    """How the lab runs this scenario; the simulator ignores it. ``kernel``: the VM lab's guest
+    kernel (``reclaimlab run --backend vm``; docs/vmlab.md), e.g. "debian-6.12"; ``mglru``: MGLRU
+    on or off in the guest (/sys/kernel/mm/lru_gen/enabled; default off, as the model)."""
+
+    kernel: str | None = None
+    mglru: bool | None = None
+
+
 class Scenario(_Model):
     schema_version: Annotated[int, AfterValidator(_schema_version)]
     name: str | None = None
@@ -589,6 +599,7 @@ class Scenario(_Model):
     costs: dict[str, CostValue] = Field(default_factory=dict)
     compare: Compare | None = None
     report: Report | None = None
+    lab: Lab = Field(default_factory=Lab)
 
     _source: Source | None = PrivateAttr(default=None)
 
