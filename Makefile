@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 DEPS := $(VENV)/.deps-stamp
 SCENARIO ?= scenarios/three-regions.toml
 
-.PHONY: run test test-rust test-python bench lint build clean seeds-report validation-report
+.PHONY: run test test-rust test-python bench lint build clean seeds-report validation-report vmlab
 
 $(DEPS): pyproject.toml
 	@command -v cargo >/dev/null || { echo "error: cargo (Rust toolchain) not found; this machine kind provides it via rustup" >&2; exit 1; }
@@ -53,6 +53,18 @@ validation-report: build
 	  $(VENV)/bin/reclaimlab validate scenarios/validation/$$s.toml $$compare --kernel-results $$f --json $$f > /dev/null || exit 1; \
 	done
 	$(PY) -W ignore::RuntimeWarning:runpy -m reclaimlab.validate --update-doc docs/validation.md $(VALIDATION_RESULTS)
+
+# The VM lab (docs/vmlab.md): QEMU, busybox-static and zstd from Debian's packages, then
+# Debian's 6.1 and 6.12 kernels (apt-get download), the statically linked runner and the guest
+# images, into a cache outside the repository (/var/cache/reclaimlab-vm for root; see
+# python/reclaimlab/vm/cache.py). Needs root for apt-get; re-running it updates what changed.
+VMLAB_PACKAGES = qemu-system-x86 busybox-static zstd
+
+vmlab: build
+	@[ "$$(id -u)" = 0 ] || { echo "error: make vmlab installs $(VMLAB_PACKAGES) with apt-get: run it as root" >&2; exit 1; }
+	apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $(VMLAB_PACKAGES) > /dev/null
+	$(PY) -m reclaimlab.vm.install
 
 lint:
 	cargo clippy --workspace --all-targets -- -D warnings

@@ -7,7 +7,7 @@ The cache lives outside the repository: ``$RECLAIMLAB_VM_CACHE`` if set, else
     kernels/<name>/kernel.json                  the installed kernel of <name> (debian-6.12 ...)
     kernels/<name>/<release>/vmlinux            extracted from the .deb's vmlinuz (PVH boot)
     kernels/<name>/<release>/modules/*.ko       the modules the guest loads, decompressed
-    initramfs/<sha256>.cpio                     base images, named by the hash of their inputs
+    initramfs/<name>-<sha256>.cpio              base images, named by the hash of their inputs
     runner/reclaimlab-runner                    the statically linked runner they contain
 """
 

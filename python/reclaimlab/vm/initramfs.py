@@ -89,9 +89,11 @@ def base_image(kernel: InstalledKernel, runner: Path, cache: Path) -> Path:
         data = blobs[path]
         h.update(f"{path} {mode:o} {len(data)}\n".encode())
         h.update(data)
-    out = cache / "initramfs" / f"{h.hexdigest()}.cpio"
+    out = cache / "initramfs" / f"{kernel.name}-{h.hexdigest()[:32]}.cpio"
     if out.is_file():
         return out
+    for old in out.parent.glob(f"{kernel.name}-*.cpio"):  # superseded (another runner, kernel or init)
+        old.unlink(missing_ok=True)
     dirs = ["bin", "dev", "etc", "lib", "lib/modules", "mnt", "plan", "proc", "root", "run", "sys", "tmp"]
     entries: list[Entry] = [(d, DIR, b"") for d in dirs]
     entries += [(path, mode, blobs[path]) for path, mode, _ in items]
