@@ -117,7 +117,12 @@ def make_plan(config: dict[str, Any], runid: str, sample_interval_s: float, mglr
 
     params = "/sys/module/zswap/parameters"
     for name, want in zswap_values(config["kernel"]["zswap"]).items():
-        lines.append(f"    setp {params}/{name} {_q(want)}")
+        f = f"{params}/{name}"
+        if want == "N":  # a parameter this kernel lacks (6.1: shrinker_enabled) is off there
+            lines.append(f"    [ -e {f} ] && setp {f} N")
+        else:
+            lines.append(f"    [ -e {f} ] || die {_q(f'this kernel has no zswap parameter {name} (the scenario sets it to {want})')}")
+            lines.append(f"    setp {f} {_q(want)}")
     lines.append(f"    [ -w /sys/kernel/mm/lru_gen/enabled ] && setf /sys/kernel/mm/lru_gen/enabled {'y' if mglru else 'n'}")
     lines.append("    :")
     lines.append("}")
