@@ -86,6 +86,7 @@ info release /proc/sys/kernel/osrelease
 info cmdline /proc/cmdline
 for p in /sys/module/zswap/parameters/*; do info "zswap.${p##*/}" "$p"; done
 info lru_gen /sys/kernel/mm/lru_gen/enabled
+info thp /sys/kernel/mm/transparent_hugepage/enabled
 info swaps /proc/swaps
 info meminfo_total /proc/meminfo
 ev applied "$(now)"
