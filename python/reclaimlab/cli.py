@@ -187,7 +187,9 @@ BuildRunnerOption = Annotated[
 # --- VM lab options (docs/vmlab.md) ---------------------------------------------------------
 VmKernelOption = Annotated[
     str | None,
-    typer.Option("--kernel", metavar="NAME", help="VM backend: the guest's kernel (debian-6.12, debian-6.1); default: the scenario's lab.kernel."),
+    typer.Option(
+        "--kernel", metavar="NAME", help="VM backend: the guest's kernel (debian-6.12, debian-6.1); default: the scenario's lab.kernel."
+    ),
 ]
 VmMglruOption = Annotated[
     bool | None,
@@ -270,9 +272,8 @@ def run(
 
             loaded = reclaimlab.load(scenario, set_ or ())
             with _lab_errors():
-                result = vm.run(
-                    loaded, timeout_s=timeout, sample_interval_s=sample_interval, build=build_runner, **_vm_options(vm_kernel, mglru, vm_memory)
-                )
+                options = _vm_options(vm_kernel, mglru, vm_memory)
+                result = vm.run(loaded, timeout_s=timeout, sample_interval_s=sample_interval, build=build_runner, **options)
         else:
             result = reclaimlab.run(scenario, overrides=set_ or (), progress=progress)
     to_stdout = json_out is not None and str(json_out) == "-"

@@ -19,13 +19,39 @@ from reclaimlab.vm.plan import MAX_PROCESSES, make_plan
 
 def _config(version: int = 2, swaps: list[dict] | None = None, nproc: int = 1) -> dict:
     groups = [
-        {"path": "/", "parent": None, "limit_bytes": None, "high_bytes": None, "swappiness": None, "zswap_max_bytes": None, "zswap_writeback": True},
-        {"path": "/a", "parent": 0, "limit_bytes": 1 << 24, "high_bytes": 1 << 23, "swappiness": 30, "zswap_max_bytes": 4096, "zswap_writeback": False},
+        {
+            "path": "/",
+            "parent": None,
+            "limit_bytes": None,
+            "high_bytes": None,
+            "swappiness": None,
+            "zswap_max_bytes": None,
+            "zswap_writeback": True,
+        },
+        {
+            "path": "/a",
+            "parent": 0,
+            "limit_bytes": 1 << 24,
+            "high_bytes": 1 << 23,
+            "swappiness": 30,
+            "zswap_max_bytes": 4096,
+            "zswap_writeback": False,
+        },
     ]
     return {
-        "machine": {"memory_bytes": 1 << 30, "cpus": 1, "swap": swaps if swaps is not None else [{"name": "d", "kind": "file", "size_bytes": 1 << 26, "priority": -2}]},
+        "machine": {
+            "memory_bytes": 1 << 30,
+            "cpus": 1,
+            "swap": swaps if swaps is not None else [{"name": "d", "kind": "file", "size_bytes": 1 << 26, "priority": -2}],
+        },
         "kernel": {
-            "zswap": {"enabled": True, "compressor": "lz4", "max_pool_percent": 10, "accept_threshold_percent": 90, "shrinker_enabled": True},
+            "zswap": {
+                "enabled": True,
+                "compressor": "lz4",
+                "max_pool_percent": 10,
+                "accept_threshold_percent": 90,
+                "shrinker_enabled": True,
+            },
             "vm": {"swappiness": 100, "page_cluster": 0, "min_free_kbytes": None, "watermark_scale_factor": 10},
         },
         "cgroups": {"version": version, "groups": groups},
@@ -54,7 +80,12 @@ def test_plan_v2_writes_the_host_labs_files_in_order() -> None:
     s = p.script
     d = "/sys/fs/cgroup/reclaimlab-rid/a"
     assert p.cgroup_dirs == {"/": "/sys/fs/cgroup/reclaimlab-rid", "/a": d}
-    for line in (f"setf {d}/memory.max 16777216", f"setf {d}/memory.high 8388608", f"setf {d}/memory.zswap.max 4096", f"setf {d}/memory.zswap.writeback 0"):
+    for line in (
+        f"setf {d}/memory.max 16777216",
+        f"setf {d}/memory.high 8388608",
+        f"setf {d}/memory.zswap.max 4096",
+        f"setf {d}/memory.zswap.writeback 0",
+    ):
         assert line in s
     assert "memory.swappiness" not in s  # v1 only
     assert "setf /sys/fs/cgroup/reclaimlab-rid/cgroup.subtree_control +memory" in s
@@ -69,7 +100,10 @@ def test_plan_v2_writes_the_host_labs_files_in_order() -> None:
 
 
 def test_plan_v1_and_zram() -> None:
-    swaps = [{"name": "z", "kind": "zram", "size_bytes": 1 << 25, "priority": 100, "comp_algorithm": "lz4"}, {"name": "d", "kind": "file", "size_bytes": 1 << 26, "priority": 5}]
+    swaps = [
+        {"name": "z", "kind": "zram", "size_bytes": 1 << 25, "priority": 100, "comp_algorithm": "lz4"},
+        {"name": "d", "kind": "file", "size_bytes": 1 << 26, "priority": 5},
+    ]
     p = make_plan(_config(version=1, swaps=swaps), "r", 2.0, mglru=True)
     assert "mount -t cgroup -o memory memory /sys/fs/cgroup/memory" in p.script
     assert "setf /sys/fs/cgroup/memory/reclaimlab-r/a/memory.swappiness 30" in p.script

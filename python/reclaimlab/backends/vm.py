@@ -145,16 +145,16 @@ def run(
         plan = make_plan(config, runid, sample_interval_s, use_mglru)
     except ValueError as e:
         raise ScenarioError.single(scenario.file, str(e)) from None
-    archive = initramfs.run_archive(
-        {"plan.sh": plan.script.encode(), "lowered.json": json.dumps(config, sort_keys=True).encode()}
-    )
+    archive = initramfs.run_archive({"plan.sh": plan.script.encode(), "lowered.json": json.dumps(config, sort_keys=True).encode()})
     mem = _guest_memory(scenario, config, memory, note)
     cpus = min(int(config["machine"]["cpus"]), os.cpu_count() or 1)
     if cpus < int(config["machine"]["cpus"]):
         note(f"note: the guest gets {cpus} CPUs (this host's count), not the scenario's {config['machine']['cpus']}")
     avail = _host_available()
     if mem + QEMU_OVERHEAD_BYTES > avail:
-        raise VmUnavailable(f"a {mem >> 20} MiB guest needs about {(mem + QEMU_OVERHEAD_BYTES) >> 20} MiB; the host has {avail >> 20} MiB available")
+        raise VmUnavailable(
+            f"a {mem >> 20} MiB guest needs about {(mem + QEMU_OVERHEAD_BYTES) >> 20} MiB; the host has {avail >> 20} MiB available"
+        )
     keys, key_source = sim_counter_keys(config)
     timeout = timeout_s if timeout_s is not None else default_timeout(config)
     spec = GuestSpec(
@@ -234,9 +234,7 @@ def run(
     return result
 
 
-def _result(
-    scenario: Scenario, config: dict[str, Any], plan: Any, ch: Channel, keys: set[str], interval: float
-) -> KernelRunResult:
+def _result(scenario: Scenario, config: dict[str, Any], plan: Any, ch: Channel, keys: set[str], interval: float) -> KernelRunResult:
     version = int(config["cgroups"]["version"])
     snaps = {s.label: s for s in ch.snaps if s.label in ("before", "after")}
     if "before" not in snaps or "after" not in snaps:

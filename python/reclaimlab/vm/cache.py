@@ -25,13 +25,13 @@ from reclaimlab.lab.errors import LabUnavailable
 __all__ = [
     "CACHE_ENV",
     "KERNELS",
-    "KernelSpec",
+    "TOOLS",
     "InstalledKernel",
+    "KernelSpec",
     "VmUnavailable",
     "cache_dir",
     "installed_kernel",
     "missing_tools",
-    "TOOLS",
 ]
 
 CACHE_ENV = "RECLAIMLAB_VM_CACHE"

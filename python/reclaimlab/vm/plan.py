@@ -130,13 +130,17 @@ def make_plan(config: dict[str, Any], runid: str, sample_interval_s: float, mglr
     snap_files = []
     for path in sorted(plan.cgroup_dirs):
         d = plan.cgroup_dirs[path]
-        names = ["memory.stat", "memory.usage_in_bytes"] if version == 1 else [
-            "memory.stat",
-            "memory.events",
-            "memory.current",
-            "memory.swap.current",
-            "memory.zswap.current",
-        ]
+        names = (
+            ["memory.stat", "memory.usage_in_bytes"]
+            if version == 1
+            else [
+                "memory.stat",
+                "memory.events",
+                "memory.current",
+                "memory.swap.current",
+                "memory.zswap.current",
+            ]
+        )
         snap_files += [f"{d}/{n}" for n in names]
     snap_files += [f"/sys/block/zram{zid}/mm_stat" for _, zid in plan.zram]
     head = [
