@@ -36,6 +36,7 @@ class Channel:
     #: runner index -> its stdout JSON lines / stderr text
     outputs: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
     stderrs: dict[int, str] = field(default_factory=dict)
+    dmesg: str = ""  # the kernel's OOM reports
     bye: bool = False
     _block: tuple[str, Any] | None = None  # ("snap", Snap) | ("out", i) | ("stderr", i)
     _file: str | None = None
@@ -69,6 +70,8 @@ class Channel:
                     self.outputs[what] = [json.loads(ln) for ln in self._out_lines if ln.strip().startswith("{")]
                 elif kind == "stderr":
                     self.stderrs[what] = "\n".join(self._out_lines).strip()
+                elif kind == "dmesg":
+                    self.dmesg = "\n".join(self._out_lines).strip()
                 self._block = None
                 return
             if kind == "snap":
@@ -95,6 +98,9 @@ class Channel:
             snap = Snap(label, int(up or 0))
             self.snaps.append(snap)
             self._block = ("snap", snap)
+        elif line == "@@DMESG":
+            self._block = ("dmesg", None)
+            self._out_lines = []
         elif line.startswith("@@OUT ") or line.startswith("@@STDERR "):
             kind, _, idx = line[2:].partition(" ")
             self._block = ("out" if kind == "OUT" else "stderr", int(idx))

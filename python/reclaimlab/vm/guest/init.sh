@@ -14,6 +14,7 @@
 #   @@ERR message             a failure; the guest powers off right after it
 #   @@SNAP label uptime_cs    then "@@F path" + the file's text per file, then "@@END"
 #   @@OUT i / @@STDERR i      runner i's stdout / stderr, then "@@END"
+#   @@DMESG                   the kernel's OOM reports, if any, then "@@END"
 # Any exit of this script (or a panic: panic=-1) reboots, and QEMU runs with -no-reboot: the
 # guest ends either way.
 
@@ -144,4 +145,8 @@ while [ $i -lt "$NPROC" ]; do
     echo "@@STDERR $i" >&9; tail -c 4000 /tmp/err$i >&9; printf '\n@@END\n' >&9
     i=$((i + 1))
 done
+# The kernel's OOM reports (warnings: not on the console at loglevel 4), for the host's error.
+if dmesg | grep -q "invoked oom-killer"; then
+    echo "@@DMESG" >&9; dmesg | grep -A 45 "invoked oom-killer" | tail -c 8000 >&9; printf '\n@@END\n' >&9
+fi
 bye
