@@ -10,11 +10,15 @@ from pathlib import Path
 import pytest
 
 from reclaimlab.lab.record import Sources, snapshot
+from reclaimlab.ranking import ConfigValidation, RankingResult
+from reclaimlab.result import RunResult
+from reclaimlab.validate import ValidateResult, rows
 from reclaimlab.vm import initramfs
 from reclaimlab.vm.cache import VmUnavailable, installed_kernel
 from reclaimlab.vm.channel import Channel, keyed
 from reclaimlab.vm.install import _modinfo_depends, resolve_modules
 from reclaimlab.vm.plan import MAX_PROCESSES, make_plan
+from reclaimlab.vm.times import ratio_rows
 
 
 def _config(version: int = 2, swaps: list[dict] | None = None, nproc: int = 1) -> dict:
@@ -199,3 +203,29 @@ def test_missing_kernel_says_how_to_install(tmp_path: Path, monkeypatch: pytest.
     (tmp_path / "kernels" / "debian-6.1" / "kernel.json").write_text(json.dumps({"name": "debian-6.1"}))
     with pytest.raises(VmUnavailable, match="unreadable"):
         installed_kernel("debian-6.1")
+
+
+def _run(backend: str, elapsed: float, zswpout: int) -> RunResult:
+    phase = {"process": "p", "phase": "a", "elapsed_s": elapsed, "accesses": 100, "accesses_per_s": 100 / elapsed, "outcome": "completed"}
+    return RunResult("s", backend, {}, {"vmstat.zswpout": zswpout}, [phase])
+
+
+def test_vm_runs_times_are_never_set_against_the_simulators() -> None:
+    sim = _run("sim", 1.0, 100)
+    by = {r.metric: r for r in rows([_run("vm", 8.0, 110), _run("vm", 9.0, 90)], sim)}
+    assert by["vmstat.zswpout"].rel_error == 0.0  # counters: compared
+    assert by["p/a elapsed_s"].kernel is not None and by["p/a elapsed_s"].sim is None and by["p/a elapsed_s"].rel_error is None
+    by_host = {r.metric: r for r in rows([_run("kernel", 2.0, 100)], sim)}
+    assert by_host["p/a elapsed_s"].rel_error == pytest.approx(-0.5)  # the host lab's times are compared
+
+
+def test_time_ratios_between_configurations() -> None:
+    def config(name: str, kernel_s: list[float], sim_s: float) -> ConfigValidation:
+        runs = [_run("vm", t, 1) for t in kernel_s]
+        sim = _run("sim", sim_s, 1)
+        return ConfigValidation(name, [], ValidateResult("s", runs, sim, rows(runs, sim)))
+
+    ranking = RankingResult("s", [config("base", [10.0, 12.0, 11.0], 1.0), config("other", [22.0, 22.0, 30.0], 3.0)], 3)
+    (row,) = ratio_rows(ranking)
+    assert (row.phase, row.config, row.baseline) == ("p/a", "other", "base")
+    assert row.kernel == pytest.approx(2.0) and row.sim == pytest.approx(3.0)

@@ -276,7 +276,8 @@ def _result(scenario: Scenario, config: dict[str, Any], plan: Any, ch: Channel, 
             msg = errors[0].get("message") if errors else f"stopped after {len(phases)} of {expected} phases ({how})"
             tail = ch.stderrs.get(i, "")
             oom = f"\nthe guest kernel's OOM report:\n{ch.dmesg}" if ch.dmesg else ""
-            raise RunnerFailed(f"runner for process {proc['name']!r} in the guest failed: {msg}" + (f": {tail[-1500:]}" if tail else "") + oom)
+            detail = (f": {tail[-1500:]}" if tail else "") + oom
+            raise RunnerFailed(f"runner for process {proc['name']!r} in the guest failed: {msg}{detail}")
         records += [(i, int(ev.get("index", j)), phase_record(ev)) for j, ev in enumerate(phases)]
     records.sort(key=lambda x: (x[0], x[1]))
     return KernelRunResult(
