@@ -56,6 +56,12 @@ EXIT_BAD_INPUT = 2
 class Backend(enum.StrEnum):
     sim = "sim"
     kernel = "kernel"
+    vm = "vm"  # the VM lab: a QEMU guest with one of Debian's kernels (docs/vmlab.md)
+
+
+class LabBackend(enum.StrEnum):
+    kernel = "kernel"
+    vm = "vm"
 
 
 def _version(value: bool) -> None:
@@ -178,6 +184,35 @@ BuildRunnerOption = Annotated[
     typer.Option("--build-runner/--no-build-runner", help="Kernel backend: build the workload runner with cargo if it is not built."),
 ]
 
+# --- VM lab options (docs/vmlab.md) ---------------------------------------------------------
+VmKernelOption = Annotated[
+    str | None,
+    typer.Option(
+        "--kernel", metavar="NAME", help="VM backend: the guest's kernel (debian-6.12, debian-6.1); default: the scenario's lab.kernel."
+    ),
+]
+VmMglruOption = Annotated[
+    bool | None,
+    typer.Option("--mglru/--no-mglru", help="VM backend: MGLRU on or off in the guest (default: the scenario's lab.mglru, else off)."),
+]
+VmMemoryOption = Annotated[
+    str | None,
+    typer.Option("--vm-memory", metavar="SIZE", help="VM backend: the guest's RAM (default: machine.memory; 1GiB when it is 'host')."),
+]
+
+
+def _vm_options(kernel: str | None, mglru: bool | None, vm_memory: str | None) -> dict[str, Any]:
+    from reclaimlab.units import parse_size
+
+    try:
+        memory = parse_size(vm_memory) if vm_memory is not None else None
+    except ValueError as e:
+        _fail(f"reclaimlab: --vm-memory: {e}", EXIT_BAD_INPUT)
+    return {"kernel": kernel, "mglru": mglru, "memory": memory}
+
+
+# --- end of the VM lab options ----------------------------------------------------------------
+
 
 @contextmanager
 def _input_errors() -> Iterator[None]:
@@ -220,16 +255,27 @@ def run(
     json_out: JsonOption = None,
     progress: ProgressOption = True,
     backend: Annotated[
-        Backend, typer.Option("--backend", "-b", help="sim: the simulator; kernel: this host's real kernel (root).")
+        Backend,
+        typer.Option("--backend", "-b", help="sim: the simulator; kernel: this host's real kernel (root); vm: a QEMU guest (make vmlab)."),
     ] = Backend.sim,
     timeout: TimeoutOption = None,
     sample_interval: SampleOption = 1.0,
     build_runner: BuildRunnerOption = True,
+    vm_kernel: VmKernelOption = None,
+    mglru: VmMglruOption = None,
+    vm_memory: VmMemoryOption = None,
 ) -> None:
-    """Run SCENARIO in the simulator (or on this host's kernel); print its counters and per-phase rates."""
+    """Run SCENARIO in the simulator (or on this host's kernel, or in a VM); print its counters and per-phase rates."""
     with _input_errors():
         if backend is Backend.kernel:
             result = _kernel_run(reclaimlab.load(scenario, set_ or ()), timeout, sample_interval, build_runner)
+        elif backend is Backend.vm:
+            from reclaimlab.backends import vm
+
+            loaded = reclaimlab.load(scenario, set_ or ())
+            with _lab_errors():
+                options = _vm_options(vm_kernel, mglru, vm_memory)
+                result = vm.run(loaded, timeout_s=timeout, sample_interval_s=sample_interval, build=build_runner, **options)
         else:
             result = reclaimlab.run(scenario, overrides=set_ or (), progress=progress)
     to_stdout = json_out is not None and str(json_out) == "-"
@@ -420,6 +466,25 @@ def ranking_table(result: RankingResult) -> Table:
     return table
 
 
+def _vm_times(console: Console, result: ValidateResult | RankingResult) -> None:
+    """For VM lab runs: the note on times, and with --compare the elapsed-time ratios."""
+    from reclaimlab.ranking import RankingResult
+    from reclaimlab.vm.times import NOTE, ratio_rows
+
+    runs = [r for c in result.configs for r in c.result.kernel_runs] if isinstance(result, RankingResult) else result.kernel_runs
+    if not any(r.backend == "vm" for r in runs):
+        return
+    if isinstance(result, RankingResult):
+        table = Table(title=Text(f"{result.scenario}: elapsed time relative to the first configuration"), title_justify="left")
+        for col in ("phase", "configuration", "kernel (VM)", "simulator"):
+            table.add_column(col, justify="left" if col in ("phase", "configuration") else "right")
+        for row in ratio_rows(result):
+            cells = [row.phase, f"{row.config} / {row.baseline}"] + [f"{v:.2f}x" if v is not None else "-" for v in (row.kernel, row.sim)]
+            table.add_row(*(Text(c) for c in cells))
+        console.print(table)
+    console.print(Text(NOTE))
+
+
 @app.command()
 def validate(
     scenario: Annotated[Path, typer.Argument(help="The scenario file (TOML).")],
@@ -461,6 +526,12 @@ def validate(
             "and run only the simulator again. FILE may also be the --json OUT.",
         ),
     ] = None,
+    backend: Annotated[
+        LabBackend, typer.Option("--backend", "-b", help="kernel: this host's kernel (root); vm: a QEMU guest (make vmlab; counters only).")
+    ] = LabBackend.kernel,
+    vm_kernel: VmKernelOption = None,
+    mglru: VmMglruOption = None,
+    vm_memory: VmMemoryOption = None,
 ) -> None:
     """Run SCENARIO on this host's kernel --reps times and in the simulator once; compare per counter and phase."""
     from reclaimlab.ranking import RankingResult, revalidate_compare, validate_compare
@@ -488,13 +559,19 @@ def validate(
         else:
             from reclaimlab.backends import kernel
 
+            run_kernel: Any = kernel.run
+            if backend is LabBackend.vm:
+                from reclaimlab.backends import vm
+
+                run_kernel = vm.run
+                kernel_options.update(_vm_options(vm_kernel, mglru, vm_memory))
             with _lab_errors():
                 if comparing:
                     result = validate_compare(
                         loaded,
                         vary or (),
                         reps=reps,
-                        run_kernel=kernel.run,
+                        run_kernel=run_kernel,
                         retries=retries,
                         on_run=lambda i, n, name: typer.echo(f"kernel run {i}/{n} of {name!r} ...", err=True),
                         **kernel_options,
@@ -503,7 +580,7 @@ def validate(
                     result = run_validate(
                         loaded,
                         reps=reps,
-                        run_kernel=kernel.run,
+                        run_kernel=run_kernel,
                         retries=retries,
                         on_run=lambda i, n: typer.echo(f"kernel run {i}/{n} ...", err=True),
                         **kernel_options,
@@ -519,6 +596,7 @@ def validate(
         console.print(ranking_table(result))
     else:
         console.print(validate_table(result, counters or (), show_all))
+    _vm_times(console, result)
     if json_out is not None:
         _write_json(json_out, result.to_json())
 

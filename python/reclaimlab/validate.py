@@ -156,10 +156,14 @@ def rows(kernel_runs: Sequence[RunResult], sim: RunResult) -> list[Row]:
     for r in (sim, *kernel_runs):
         for p in r.phase_records:
             phases.setdefault((p["process"], p["phase"]), None)
+    # VM lab runs (backend "vm") ran under TCG: their times are shown, never set against the
+    # simulator's absolute times (docs/vmlab.md); only ratios between configurations are compared.
+    absolute_times = not any(r.backend == "vm" for r in kernel_runs)
     for proc, phase in phases:
         for column, label in (("accesses_per_s", "accesses/s"), ("elapsed_s", "elapsed_s")):
             measured: list[Number] = [v for v in (_phase_value(r, proc, phase, column) for r in kernel_runs) if v is not None]
-            out.append(_row(f"{proc}/{phase} {label}", "phase", measured, _phase_value(sim, proc, phase, column)))
+            sim_value = _phase_value(sim, proc, phase, column) if absolute_times else None
+            out.append(_row(f"{proc}/{phase} {label}", "phase", measured, sim_value))
     return out
 
 
@@ -215,7 +219,7 @@ class ValidateResult:
         if d.get("schema_version") != 1:
             raise ValueError(f"expected a validate result with schema_version 1; got {d.get('schema_version')!r}")
         kernel_runs: list[RunResult] = [
-            KernelRunResult.from_dict(r) if r.get("backend") == "kernel" else RunResult.from_dict(r) for r in d["kernel_runs"]
+            KernelRunResult.from_dict(r) if r.get("backend") in ("kernel", "vm") else RunResult.from_dict(r) for r in d["kernel_runs"]
         ]
         sim = RunResult.from_dict(d["sim"])
         return cls(str(d["scenario"]), kernel_runs, sim, rows(kernel_runs, sim), list(d.get("discarded_runs", [])))

@@ -151,11 +151,13 @@ class Sources:
     cgroups: dict[str, Path] = field(default_factory=dict)  # scenario path -> cgroup directory
     zswap_dir: Path | None = None
     zram: list[tuple[str, int]] = field(default_factory=list)  # (key prefix "zram0", device id)
+    #: Where /proc and /sys are: "/" on the host; the VM lab reads a copy of a guest's files.
+    root: Path = Path("/")
 
 
-def _meminfo() -> dict[str, int]:
+def _meminfo(root: Path) -> dict[str, int]:
     out = {}
-    for line in host.read_text(host.MEMINFO).splitlines():
+    for line in host.read_text(root / host.MEMINFO.relative_to("/")).splitlines():
         name, _, rest = line.partition(":")
         parts = rest.split()
         if parts:
@@ -176,7 +178,7 @@ def _int_or_none(path: Path) -> int | None:
 def snapshot(src: Sources) -> dict[str, int]:
     """Every counter the sources offer, now, under its simulator key."""
     out: dict[str, int] = {}
-    for k, v in host.read_kv_file(host.VMSTAT).items():
+    for k, v in host.read_kv_file(src.root / host.VMSTAT.relative_to("/")).items():
         out[f"vmstat.{k}"] = v
     if src.zswap_dir is not None:
         try:
@@ -207,10 +209,10 @@ def snapshot(src: Sources) -> dict[str, int]:
             value = _int_or_none(d / name)
             if value is not None:
                 out[f"{pre}{name}"] = value
-    out.update(_meminfo())
+    out.update(_meminfo(src.root))
     for key, zid in src.zram:
         try:
-            fields = host.read_text(f"/sys/block/zram{zid}/mm_stat").split()
+            fields = host.read_text(src.root / f"sys/block/zram{zid}/mm_stat").split()
         except OSError:
             continue
         for name, text in zip(ZRAM_MM_STAT, fields, strict=False):

@@ -398,6 +398,15 @@ class Source:
     overrides: tuple[Override, ...] = ()
 
 
+class Lab(StrictModel):
+    """How the lab runs this scenario; the simulator ignores it. ``kernel``: the VM lab's guest
+    kernel (``reclaimlab run --backend vm``; docs/vmlab.md), e.g. "debian-6.12"; ``mglru``: MGLRU
+    on or off in the guest (/sys/kernel/mm/lru_gen/enabled; default off, as the model)."""
+
+    kernel: str | None = None
+    mglru: bool | None = None
+
+
 class Scenario(StrictModel):
     schema_version: Annotated[int, AfterValidator(check_schema_version)]
     name: str | None = None
@@ -411,6 +420,7 @@ class Scenario(StrictModel):
     costs: dict[str, CostValue] = Field(default_factory=dict)
     compare: Compare | None = None
     report: Report | None = None
+    lab: Lab = Field(default_factory=Lab)
 
     _source: Source | None = PrivateAttr(default=None)
 

@@ -1,0 +1,294 @@
+"""The VM backend: run a scenario in a QEMU guest running one of Debian's kernels (docs/vmlab.md).
+
+``run()`` does, in order:
+
+1. lower the scenario; pick the kernel (``kernel=`` / --kernel, else the scenario's
+   ``lab.kernel``, else debian-6.12) and check the installed VM lab can run the scenario
+   (ScenarioError naming the key otherwise); nothing has started yet;
+2. the static runner (rebuilt with cargo when ``build``; a no-op when unchanged), the base
+   initramfs (cached by its inputs' hash), the run's plan (vm.plan) appended to it;
+3. boot the guest (vm.qemu: RAM and CPUs from the scenario, one sparse unnamed disk image per
+   swap file); its init applies the plan, runs the runners with the host lab's protocol and
+   sends snapshots and the runners' output on the data channel (vm.channel);
+4. always (success, error, SIGINT/SIGTERM, timeout): stop QEMU by its pid and close the images.
+
+The result has the host lab's counter keys (``record.snapshot`` reads the guest's files), plus
+every v2 ``memory.stat``/``memory.events`` key of the run's cgroups. Its times are the guest's,
+under TCG: fault-heavy phases run 8-20x slower than on hardware; compare them only as ratios
+between configurations of one run (``validate --backend vm`` does), never with the simulator's.
+Nothing on the host changes: no swap, cgroup, mount, sysctl or loop device.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sys
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from reclaimlab.backends.kernel import default_timeout
+from reclaimlab.errors import Problem, ScenarioError
+from reclaimlab.lab.apply import new_runid
+from reclaimlab.lab.errors import LabError, LabTimeout, RunnerFailed
+from reclaimlab.lab.interrupts import raise_interrupt, signals_to
+from reclaimlab.lab.record import Series, counters, sim_counter_keys
+from reclaimlab.lab.result import KernelRunResult, phase_record
+from reclaimlab.lower import lower
+from reclaimlab.profile import active_profile
+from reclaimlab.result import scenario_provenance
+from reclaimlab.scenario import Scenario
+from reclaimlab.vm import initramfs
+from reclaimlab.vm.cache import KERNELS, InstalledKernel, VmUnavailable, cache_dir, installed_kernel
+from reclaimlab.vm.channel import Channel, keyed
+from reclaimlab.vm.plan import make_plan
+from reclaimlab.vm.qemu import QEMU_OVERHEAD_BYTES, Guest, GuestSpec, qemu_version
+
+__all__ = ["DEFAULT_GUEST_MEMORY", "DEFAULT_KERNEL", "DEFAULT_SAMPLE_INTERVAL_S", "run"]
+
+DEFAULT_KERNEL = "debian-6.12"
+#: The guest's RAM when the scenario says ``machine.memory = "host"`` (this host's size makes
+#: no sense for a guest; the validation scenarios limit their cgroups far below it).
+DEFAULT_GUEST_MEMORY = 1 << 30
+#: Each sample costs the guest a few ms of emulated serial output: sample less often than the
+#: host lab (1 s).
+DEFAULT_SAMPLE_INTERVAL_S = 2.0
+#: How long the guest may take from QEMU's start to its init's first record.
+BOOT_TIMEOUT_S = 120.0
+POLL_S = 0.1
+
+
+def _stderr(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def _host_available() -> int:
+    for line in Path("/proc/meminfo").read_text().splitlines():
+        if line.startswith("MemAvailable:"):
+            return int(line.split()[1]) * 1024
+    return 0
+
+
+def _guest_memory(scenario: Scenario, config: dict[str, Any], memory: int | None, note: Callable[[str], None]) -> int:
+    if memory is not None:
+        return memory
+    if scenario.document.get("machine", {}).get("memory") == "host":
+        note(f"note: machine.memory = 'host': the guest gets {DEFAULT_GUEST_MEMORY >> 20} MiB (--vm-memory to change)")
+        return DEFAULT_GUEST_MEMORY
+    return int(config["machine"]["memory_bytes"])
+
+
+def _check(scenario: Scenario, config: dict[str, Any], k: InstalledKernel) -> None:
+    problems = []
+    if config["cgroups"]["version"] == 1 and not k.memcg_v1:
+        problems.append(
+            Problem(
+                ("cgroups", "cgroup_version"),
+                f"the VM kernel {k.name} ({k.release}) has no cgroup v1 memory controller (CONFIG_MEMCG_V1 is not set); "
+                "use cgroup_version = 2 or another kernel",
+            )
+        )
+    zsw = config["kernel"]["zswap"]
+    if zsw["enabled"]:
+        opt = {"lz4": "CONFIG_CRYPTO_LZ4", "zstd": "CONFIG_CRYPTO_ZSTD", "deflate": "CONFIG_CRYPTO_DEFLATE", "lzo": "CONFIG_CRYPTO_LZO"}
+        name = opt.get(str(zsw["compressor"]))
+        if name is not None and k.config.get(name, "n") == "n":
+            problems.append(Problem(("kernel", "zswap", "compressor"), f"{k.name} does not build {zsw['compressor']} ({name})"))
+    if problems:
+        raise ScenarioError(scenario.file, problems)
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _runner(build: bool, note: Callable[[str], None]) -> Path:
+    from reclaimlab.vm.install import static_runner
+
+    cached = cache_dir() / "runner" / "reclaimlab-runner"
+    if build:
+        return static_runner(cache_dir())
+    if not cached.is_file():
+        raise VmUnavailable(f"the static runner is not installed ({cached}): run `make vmlab`")
+    return cached
+
+
+def run(
+    scenario: Scenario,
+    progress: bool = False,
+    label: str | None = None,
+    timeout_s: float | None = None,
+    sample_interval_s: float = DEFAULT_SAMPLE_INTERVAL_S,
+    build: bool = True,
+    on_note: Callable[[str], None] | None = _stderr,
+    kernel: str | None = None,
+    mglru: bool | None = None,
+    memory: int | None = None,
+) -> KernelRunResult:
+    """Run ``scenario`` in a guest. See the module docstring. Raises ScenarioError,
+    VmUnavailable, RunnerFailed, LabTimeout, LabInterrupted, LabError."""
+    note = on_note or (lambda _m: None)
+    profile = active_profile()
+    config = lower(scenario, profile)
+    name = kernel or scenario.lab.kernel or DEFAULT_KERNEL
+    if name not in KERNELS:
+        raise ScenarioError.single(scenario.file, f"expected one of {', '.join(sorted(KERNELS))}; got {name!r}", ("lab", "kernel"))
+    k = installed_kernel(name)
+    _check(scenario, config, k)
+    use_mglru = bool(mglru if mglru is not None else (scenario.lab.mglru or False))
+    runner = _runner(build, note)
+    base = initramfs.base_image(k, runner, cache_dir())
+    runid = new_runid()
+    try:
+        plan = make_plan(config, runid, sample_interval_s, use_mglru)
+    except ValueError as e:
+        raise ScenarioError.single(scenario.file, str(e)) from None
+    archive = initramfs.run_archive({"plan.sh": plan.script.encode(), "lowered.json": json.dumps(config, sort_keys=True).encode()})
+    mem = _guest_memory(scenario, config, memory, note)
+    cpus = min(int(config["machine"]["cpus"]), os.cpu_count() or 1)
+    if cpus < int(config["machine"]["cpus"]):
+        note(f"note: the guest gets {cpus} CPUs (this host's count), not the scenario's {config['machine']['cpus']}")
+    avail = _host_available()
+    if mem + QEMU_OVERHEAD_BYTES > avail:
+        raise VmUnavailable(
+            f"a {mem >> 20} MiB guest needs about {(mem + QEMU_OVERHEAD_BYTES) >> 20} MiB; the host has {avail >> 20} MiB available"
+        )
+    keys, key_source = sim_counter_keys(config)
+    timeout = timeout_s if timeout_s is not None else default_timeout(config)
+    spec = GuestSpec(
+        vmlinux=k.vmlinux,
+        initrd=base.read_bytes() + archive,
+        memory_bytes=mem,
+        cpus=cpus,
+        disks=[size for _, size in plan.disks],
+        timeout_s=timeout + BOOT_TIMEOUT_S,
+    )
+    guest = Guest(spec)
+    ch = Channel()
+    t_start = time.monotonic()
+    t_init: float | None = None
+    try:
+        with signals_to(raise_interrupt):
+            guest.start()
+            deadline = t_start + timeout + BOOT_TIMEOUT_S
+            while True:
+                ch.feed(guest.read_data())
+                if t_init is None and ch.event("init") is not None:
+                    t_init = time.monotonic()
+                if ch.error is not None:
+                    raise LabError(f"the guest ({k.name}) failed: {ch.error}")
+                if not guest.running():
+                    ch.feed(guest.read_data())
+                    break
+                now = time.monotonic()
+                if t_init is None and now - t_start > BOOT_TIMEOUT_S:
+                    raise LabError(f"the guest did not start its init within {BOOT_TIMEOUT_S:.0f}s; console:\n{guest.console_tail()}")
+                if now > deadline:
+                    raise LabTimeout(f"the run exceeded its timeout ({timeout:.0f}s after boot); the guest was stopped")
+                time.sleep(POLL_S)
+            if ch.error is not None:
+                raise LabError(f"the guest ({k.name}) failed: {ch.error}")
+            if not ch.bye:
+                raise LabError(
+                    f"the guest ended without finishing (QEMU exit {guest.exit_status()}): {guest.stderr_text()}\n"
+                    f"console:\n{guest.console_tail()}"
+                )
+    finally:
+        guest.close()
+    wall = time.monotonic() - t_start
+    result = _result(scenario, config, plan, ch, keys, sample_interval_s)
+    result.stats.update(
+        {
+            "boot_s": round((t_init or t_start) - t_start, 3),
+            "wall_s": round(wall, 3),
+            "guest_uptime_at_init_s": int((ch.event("init") or ["0"])[0]) / 100,
+        }
+    )
+    result.provenance = {
+        **scenario_provenance(scenario, profile),
+        "vm": {
+            "kernel": k.name,
+            "package": k.package,
+            "package_version": k.version,
+            "release": ch.info.get("release", k.release),
+            "config": k.config,
+            "qemu": qemu_version(),
+            "accel": "tcg",
+            "memory_bytes": mem,
+            "cpus": cpus,
+            "mglru": use_mglru,
+            "lru_gen_enabled": ch.info.get("lru_gen"),
+            "transparent_hugepage": ch.info.get("thp"),
+            "cmdline": ch.info.get("cmdline"),
+            "zswap_params": {key.removeprefix("zswap."): v for key, v in sorted(ch.info.items()) if key.startswith("zswap.")},
+            "swaps": ch.info.get("swaps"),
+            "initramfs": base.name,
+        },
+        "runner": {"sha256": _sha256(runner)},
+        "counter_keys_from": key_source,
+        "runid": runid,
+        "started_at": datetime.now(UTC).isoformat(timespec="seconds"),
+    }
+    return result
+
+
+def _result(scenario: Scenario, config: dict[str, Any], plan: Any, ch: Channel, keys: set[str], interval: float) -> KernelRunResult:
+    version = int(config["cgroups"]["version"])
+    snaps = {s.label: s for s in ch.snaps if s.label in ("before", "after")}
+    if "before" not in snaps or "after" not in snaps:
+        raise LabError("the guest sent no before/after snapshots")
+    cg = plan.cgroup_dirs
+
+    def key(s: Any) -> dict[str, int]:
+        return keyed(s, version, cg, plan.zram)
+
+    before, after = key(snaps["before"]), key(snaps["after"])
+    wanted = set(keys) | {k for k in after if k.startswith("zram")}
+    if version == 2:  # the v2 files of every cgroup of the run, whether the simulator has them or not
+        wanted |= {k for k in after if k.startswith("memcg[") and (".memory.stat." in k or ".memory.events." in k)}
+    t0 = snaps["before"].uptime_cs
+    series = Series(keys=sorted(k for k in wanted if k in before), interval_s=interval)
+    series.add(0.0, before, before)
+    for s in ch.snaps:
+        if s.label == "sample":
+            series.add((s.uptime_cs - t0) / 100, before, key(s))
+    elapsed = (snaps["after"].uptime_cs - t0) / 100
+    series.add(elapsed, before, after)
+
+    records = []
+    exits = {int(a[0]): int(a[1]) for n, a in ch.events if n == "exit" and len(a) == 2}
+    for i, proc in enumerate(config["processes"]):
+        kinds = [ph["phase"]["kind"] for ph in proc["phases"]]
+        expected = kinds.index("exit") + 1 if "exit" in kinds else len(kinds)
+        out = ch.outputs.get(i, [])
+        phases = [ev for ev in out if ev.get("event") == "phase"]
+        errors = [ev for ev in out if ev.get("event") == "error"]
+        finished = any(ev.get("event") == "phases_done" for ev in out) or ("exit" in kinds and len(phases) >= expected)
+        if errors or not finished:
+            status = exits.get(i)
+            how = (
+                "killed by SIGKILL (the memcg OOM killer, if its cgroup had nothing left to reclaim?)"
+                if status == 137
+                else f"exit status {status}"
+            )
+            msg = errors[0].get("message") if errors else f"stopped after {len(phases)} of {expected} phases ({how})"
+            tail = ch.stderrs.get(i, "")
+            oom = f"\nthe guest kernel's OOM report:\n{ch.dmesg}" if ch.dmesg else ""
+            detail = (f": {tail[-1500:]}" if tail else "") + oom
+            raise RunnerFailed(f"runner for process {proc['name']!r} in the guest failed: {msg}{detail}")
+        records += [(i, int(ev.get("index", j)), phase_record(ev)) for j, ev in enumerate(phases)]
+    records.sort(key=lambda x: (x[0], x[1]))
+    return KernelRunResult(
+        scenario=scenario.name or "scenario",
+        backend="vm",
+        config=config,
+        counters=counters(before, after, wanted),
+        phase_records=[r for _, _, r in records],
+        stats={"elapsed_s": round(elapsed, 3), "samples": len(series.t), "missing_keys": sorted(k for k in keys if k not in after)},
+        series=series.to_dict(),
+        raw={"before": before, "after": after},
+    )

@@ -1,0 +1,152 @@
+#!/bin/busybox sh
+# The VM lab guest's PID 1 (docs/vmlab.md). It runs one scenario and powers the guest off:
+#
+#   mount proc, sys, dev, debugfs, a small /tmp; source /plan/plan.sh (the run's plan, written
+#   by reclaimlab.vm.plan: variables and plan_apply); load the kernel modules of the image;
+#   plan_apply (cgroup hierarchy, sysctls, cgroups, swap devices, zswap, MGLRU);
+#   start one reclaimlab-runner per process, move each into its cgroup once it says "ready",
+#   snapshot, "go", sample every SAMPLE_CS centiseconds until every runner has finished its
+#   phases (or exited), snapshot again, let the runners exit, send their output, power off.
+#
+# Everything goes to the host on the second serial port (/dev/ttyS1), one record per line:
+#   @@EV name args...        progress (init, applied, go, done, exit I STATUS, bye)
+#   @@INFO key value          facts about the guest (release, zswap parameters, lru_gen ...)
+#   @@ERR message             a failure; the guest powers off right after it
+#   @@SNAP label uptime_cs    then "@@F path" + the file's text per file, then "@@END"
+#   @@OUT i / @@STDERR i      runner i's stdout / stderr, then "@@END"
+#   @@DMESG                   the kernel's OOM reports, if any, then "@@END"
+# Any exit of this script (or a panic: panic=-1) reboots, and QEMU runs with -no-reboot: the
+# guest ends either way.
+
+/bin/busybox --install -s /bin
+export PATH=/bin
+mount -t proc proc /proc
+mount -t sysfs sysfs /sys
+mount -t devtmpfs devtmpfs /dev
+mount -t debugfs debugfs /sys/kernel/debug
+mount -t tmpfs -o size=64m,mode=1777 tmpfs /tmp
+
+stty -F /dev/ttyS1 raw -echo 2>/dev/null   # raw: no \n -> \r\n on the way out
+exec 9>/dev/ttyS1
+
+bye() {
+    echo "@@EV bye" >&9
+    # The last close of the tty waits until the UART has sent everything (closing_wait).
+    exec 9>&-
+    sync
+    reboot -f
+}
+ev() { echo "@@EV $*" >&9; }
+die() { echo "@@ERR $*" >&9; bye; }
+info() { echo "@@INFO $1 $(tr '\n' ' ' < "$2" 2>/dev/null)" >&9; }
+# uptime in centiseconds (without a leading-zero octal trap)
+now() { read -r up _ < /proc/uptime; echo $(( ${up%.*} * 100 + 1${up#*.} - 100 )); }
+setf() { echo "$2" > "$1" 2>/dev/null || die "cannot write '$2' to $1"; }
+# setf, then check the value reads back (Y/N and 1/0 are the same answer)
+setp() {
+    setf "$1" "$2"
+    v=$(cat "$1")
+    case "$v:$2" in Y:1|N:0|1:Y|0:N) ;; *) [ "$v" = "$2" ] || die "$1: wrote '$2' but it reads '$v'" ;; esac
+}
+waitdev() {
+    n=0
+    until [ -b "$1" ]; do n=$((n + 1)); [ $n -gt 200 ] && die "no block device $1 after 10 s"; sleep 0.05; done
+}
+snap() {
+    echo "@@SNAP $1 $(now)" >&9
+    for f in /proc/vmstat /proc/meminfo $SNAP_FILES /sys/kernel/debug/zswap/*; do
+        [ -f "$f" ] || continue
+        echo "@@F $f" >&9
+        cat "$f" >&9
+    done
+    echo "@@END" >&9
+}
+alive() {
+    eval p=\$pid$1
+    [ -r /proc/$p/stat ] || return 1
+    read -r _ _ st _ < /proc/$p/stat
+    [ "$st" != Z ]
+}
+done_phases() { grep -q '"event":"phases_done"' /tmp/out$1; }
+
+ev init "$(now)"
+[ -r /plan/plan.sh ] || die "no /plan/plan.sh in the initramfs"
+. /plan/plan.sh
+
+for m in /lib/modules/*.ko; do
+    [ -f "$m" ] || continue
+    case "$m" in
+        *-zram.ko) insmod "$m" num_devices="$ZRAM_NUM" || die "insmod $m failed" ;;
+        *) insmod "$m" || die "insmod $m failed" ;;
+    esac
+done
+rm -rf /lib/modules   # the rootfs is RAM: give it back
+
+plan_apply
+info release /proc/sys/kernel/osrelease
+info cmdline /proc/cmdline
+for p in /sys/module/zswap/parameters/*; do info "zswap.${p##*/}" "$p"; done
+info lru_gen /sys/kernel/mm/lru_gen/enabled
+info thp /sys/kernel/mm/transparent_hugepage/enabled
+info swaps /proc/swaps
+info meminfo_total /proc/meminfo
+ev applied "$(now)"
+
+i=0
+while [ $i -lt "$NPROC" ]; do
+    mkfifo /tmp/in$i
+    /bin/reclaimlab-runner --config /plan/lowered.json --process $i < /tmp/in$i > /tmp/out$i 2> /tmp/err$i 9>&- &
+    eval "pid$i=\$!"
+    eval "exec $((3 + i))>/tmp/in$i"
+    i=$((i + 1))
+done
+i=0
+while [ $i -lt "$NPROC" ]; do
+    n=0
+    until grep -q '"event":"ready"' /tmp/out$i; do
+        alive $i || die "runner $i exited before it was ready: $(tail -c 600 /tmp/err$i /tmp/out$i | tr '\n' ' ')"
+        n=$((n + 1)); [ $n -gt 1200 ] && die "runner $i: no ready within 60 s"
+        sleep 0.05
+    done
+    eval "echo \$pid$i > \$cg$i/cgroup.procs" || die "cannot move runner $i into its cgroup"
+    i=$((i + 1))
+done
+
+snap before
+ev go "$(now)"
+i=0
+while [ $i -lt "$NPROC" ]; do eval "echo go >&$((3 + i))"; i=$((i + 1)); done
+next=$(( $(now) + SAMPLE_CS ))
+while :; do
+    left=0
+    i=0
+    while [ $i -lt "$NPROC" ]; do
+        if ! done_phases $i && alive $i; then left=1; fi
+        i=$((i + 1))
+    done
+    [ $left = 0 ] && break
+    if [ "$(now)" -ge $next ]; then
+        snap sample
+        next=$((next + SAMPLE_CS))
+    fi
+    sleep 0.2
+done
+snap after
+ev done "$(now)"
+
+# EOF on its stdin: the runner exits (its memory is released).
+i=0
+while [ $i -lt "$NPROC" ]; do eval "exec $((3 + i))>&-"; i=$((i + 1)); done
+i=0
+while [ $i -lt "$NPROC" ]; do
+    eval "wait \$pid$i"
+    ev exit $i $?
+    echo "@@OUT $i" >&9; cat /tmp/out$i >&9; printf '\n@@END\n' >&9
+    echo "@@STDERR $i" >&9; tail -c 4000 /tmp/err$i >&9; printf '\n@@END\n' >&9
+    i=$((i + 1))
+done
+# The kernel's OOM reports (warnings: not on the console at loglevel 4), for the host's error.
+if dmesg | grep -q "invoked oom-killer"; then
+    echo "@@DMESG" >&9; dmesg | grep -A 45 "invoked oom-killer" | tail -c 8000 >&9; printf '\n@@END\n' >&9
+fi
+bye

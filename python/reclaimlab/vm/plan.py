@@ -1,0 +1,156 @@
+"""A lowered scenario as the shell script the guest's init sources (/plan/plan.sh).
+
+The plan sets the guest up the way the host lab's ``apply`` sets up the host (same order, same
+files, same values: ``zswap_values`` and ``SYSCTLS`` are the host lab's), except that nothing
+has to be journaled or restored: the guest is thrown away.
+
+1. mount the cgroup hierarchy of the scenario's ``cgroups.version`` (v2: cgroup2 with +memory
+   in the root's subtree_control; v1: the memory controller);
+2. sysctls;
+3. cgroups, parents first, ``reclaimlab-<runid>`` standing for the scenario's "/";
+4. swap devices: a "file" swap is a virtio disk (vda, vdb ... in the scenario's order: QEMU
+   gets the disks in that order), zram devices are zram0, zram1 ... (the module was loaded
+   with ``num_devices`` = their number); mkswap, swapon with the scenario's priority;
+5. zswap parameters, compressor first and ``enabled`` last;
+6. MGLRU on or off.
+
+It defines variables (NPROC, SAMPLE_CS, ZRAM_NUM, SNAP_FILES, cg<i>) and ``plan_apply``; the
+helpers it calls (setf, setp, waitdev, die) are init.sh's.
+"""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass, field
+from typing import Any
+
+from reclaimlab.lab.apply import zswap_values
+from reclaimlab.lab.probe import SYSCTLS
+
+__all__ = ["CGROUP_ROOT", "MAX_PROCESSES", "Plan", "make_plan"]
+
+CGROUP_ROOT = "/sys/fs/cgroup"
+#: init.sh gives runner i the file descriptor 3+i for its stdin; 9 is the data channel.
+MAX_PROCESSES = 6
+
+
+@dataclass
+class Plan:
+    script: str
+    #: scenario cgroup path ("/", "/a") -> the guest's directory
+    cgroup_dirs: dict[str, str] = field(default_factory=dict)
+    #: file swaps in disk order: (scenario swap name, size in bytes)
+    disks: list[tuple[str, int]] = field(default_factory=list)
+    #: zram swaps: (counter key prefix "zram<k>", guest device id)
+    zram: list[tuple[str, int]] = field(default_factory=list)
+
+
+def _q(v: object) -> str:
+    return shlex.quote(str(v))
+
+
+def make_plan(config: dict[str, Any], runid: str, sample_interval_s: float, mglru: bool) -> Plan:
+    """The plan for ``config`` (a lowered scenario). ValueError for what the guest cannot do."""
+    procs = config["processes"]
+    if not 1 <= len(procs) <= MAX_PROCESSES:
+        raise ValueError(f"the VM lab runs 1 to {MAX_PROCESSES} processes; the scenario has {len(procs)}")
+    version = int(config["cgroups"]["version"])
+    groups = config["cgroups"]["groups"]
+    lines = ["plan_apply() {"]
+    if version == 2:
+        base = CGROUP_ROOT
+        lines += [
+            f"    mount -t cgroup2 cgroup2 {base} || die 'cannot mount cgroup2 on {base}'",
+            f"    setf {base}/cgroup.subtree_control +memory",
+        ]
+    else:
+        base = f"{CGROUP_ROOT}/memory"
+        lines += [
+            f"    mount -t tmpfs cgroup {CGROUP_ROOT} && mkdir {base}",
+            f"    mount -t cgroup -o memory memory {base} || die 'no cgroup v1 memory controller in this kernel'",
+        ]
+    vm = config["kernel"]["vm"]
+    for key, name in SYSCTLS.items():
+        if vm.get(key) is not None:
+            lines.append(f"    setp /proc/sys/{name.replace('.', '/')} {_q(vm[key])}")
+
+    root = f"{base}/reclaimlab-{runid}"
+    plan = Plan(script="")
+    parents = {g["parent"] for g in groups if g["parent"] is not None}
+    for i, g in enumerate(groups):
+        d = root if g["path"] == "/" else f"{root}/{g['path'].lstrip('/')}"
+        plan.cgroup_dirs[g["path"]] = d
+        lines.append(f"    mkdir {_q(d)} || die {_q('cannot create ' + d)}")
+        files: list[tuple[str, object]] = []
+        if version == 2:
+            files += [("memory.max", g["limit_bytes"]), ("memory.high", g["high_bytes"]), ("memory.zswap.max", g["zswap_max_bytes"])]
+            if g["zswap_writeback"] is False:
+                files.append(("memory.zswap.writeback", 0))
+        else:
+            files += [("memory.limit_in_bytes", g["limit_bytes"]), ("memory.swappiness", g["swappiness"])]
+        for name, value in files:
+            if value is not None:
+                lines.append(f"    setf {_q(d + '/' + name)} {_q(value)}")
+        if version == 2 and i in parents:
+            lines.append(f"    setf {_q(d + '/cgroup.subtree_control')} +memory")
+
+    zram_index = 0
+    for sw in config["machine"]["swap"]:
+        if sw["kind"] == "zram":
+            zid = zram_index
+            dev = f"/dev/zram{zid}"
+            plan.zram.append((f"zram{zram_index}", zid))
+            zram_index += 1
+            lines.append(f"    waitdev {dev}")
+            if sw.get("comp_algorithm"):
+                lines.append(f"    setf /sys/block/zram{zid}/comp_algorithm {_q(sw['comp_algorithm'])}")
+            lines.append(f"    setf /sys/block/zram{zid}/disksize {int(sw['size_bytes'])}")
+        else:
+            dev = f"/dev/vd{chr(ord('a') + len(plan.disks))}"
+            plan.disks.append((str(sw["name"]), int(sw["size_bytes"])))
+            lines.append(f"    waitdev {dev}")
+        prio = int(sw["priority"])
+        # As the host lab: a negative priority cannot be asked for; swapon without -p gets the
+        # kernel's next "least priority" (-2, -3 ...), which the lowered scenario says for those.
+        lines.append(f"    mkswap {dev} > /dev/null || die 'mkswap {dev} failed'")
+        lines.append(f"    swapon {'-p ' + str(prio) + ' ' if prio >= 0 else ''}{dev} || die 'swapon {dev} failed'")
+
+    params = "/sys/module/zswap/parameters"
+    for name, want in zswap_values(config["kernel"]["zswap"]).items():
+        f = f"{params}/{name}"
+        if want == "N":  # a parameter this kernel lacks (6.1: shrinker_enabled) is off there
+            lines.append(f"    [ -e {f} ] && setp {f} N")
+        else:
+            lines.append(f"    [ -e {f} ] || die {_q(f'this kernel has no zswap parameter {name} (the scenario sets it to {want})')}")
+            lines.append(f"    setp {f} {_q(want)}")
+    lines.append(f"    [ -w /sys/kernel/mm/lru_gen/enabled ] && setf /sys/kernel/mm/lru_gen/enabled {'y' if mglru else 'n'}")
+    lines.append("    :")
+    lines.append("}")
+
+    snap_files = []
+    for path in sorted(plan.cgroup_dirs):
+        d = plan.cgroup_dirs[path]
+        names = (
+            ["memory.stat", "memory.usage_in_bytes"]
+            if version == 1
+            else [
+                "memory.stat",
+                "memory.events",
+                "memory.current",
+                "memory.swap.current",
+                "memory.zswap.current",
+            ]
+        )
+        snap_files += [f"{d}/{n}" for n in names]
+    snap_files += [f"/sys/block/zram{zid}/mm_stat" for _, zid in plan.zram]
+    head = [
+        "# written by reclaimlab.vm.plan for one run; sourced by /init",
+        f"NPROC={len(procs)}",
+        f"SAMPLE_CS={max(10, round(sample_interval_s * 100))}",
+        f"ZRAM_NUM={len(plan.zram)}",
+        f"SNAP_FILES={_q(' '.join(snap_files))}",
+    ]
+    for i, proc in enumerate(procs):
+        head.append(f"cg{i}={_q(plan.cgroup_dirs[groups[proc['cgroup']]['path']])}")
+    plan.script = "\n".join([*head, *lines]) + "\n"
+    return plan

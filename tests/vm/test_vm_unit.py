@@ -1,0 +1,231 @@
+"""The VM lab's pieces that need no guest: archives, plans, the data channel, key naming."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from reclaimlab.lab.record import Sources, snapshot
+from reclaimlab.ranking import ConfigValidation, RankingResult
+from reclaimlab.result import RunResult
+from reclaimlab.validate import ValidateResult, rows
+from reclaimlab.vm import initramfs
+from reclaimlab.vm.cache import VmUnavailable, installed_kernel
+from reclaimlab.vm.channel import Channel, keyed
+from reclaimlab.vm.install import _modinfo_depends, resolve_modules
+from reclaimlab.vm.plan import MAX_PROCESSES, make_plan
+from reclaimlab.vm.times import ratio_rows
+
+
+def _config(version: int = 2, swaps: list[dict] | None = None, nproc: int = 1) -> dict:
+    groups = [
+        {
+            "path": "/",
+            "parent": None,
+            "limit_bytes": None,
+            "high_bytes": None,
+            "swappiness": None,
+            "zswap_max_bytes": None,
+            "zswap_writeback": True,
+        },
+        {
+            "path": "/a",
+            "parent": 0,
+            "limit_bytes": 1 << 24,
+            "high_bytes": 1 << 23,
+            "swappiness": 30,
+            "zswap_max_bytes": 4096,
+            "zswap_writeback": False,
+        },
+    ]
+    return {
+        "machine": {
+            "memory_bytes": 1 << 30,
+            "cpus": 1,
+            "swap": swaps if swaps is not None else [{"name": "d", "kind": "file", "size_bytes": 1 << 26, "priority": -2}],
+        },
+        "kernel": {
+            "zswap": {
+                "enabled": True,
+                "compressor": "lz4",
+                "max_pool_percent": 10,
+                "accept_threshold_percent": 90,
+                "shrinker_enabled": True,
+            },
+            "vm": {"swappiness": 100, "page_cluster": 0, "min_free_kbytes": None, "watermark_scale_factor": 10},
+        },
+        "cgroups": {"version": version, "groups": groups},
+        "processes": [{"name": f"p{i}", "cgroup": 1, "phases": []} for i in range(nproc)],
+    }
+
+
+def test_newc_archive_lists_with_cpio() -> None:
+    busybox = shutil.which("busybox") or ("/bin/busybox" if Path("/bin/busybox").is_file() else None)
+    if busybox is None:
+        pytest.skip("no busybox to read the archive back")
+    data = initramfs.newc([("d", initramfs.DIR, b""), ("d/x", initramfs.FILE, b"hello"), ("y", initramfs.EXE, b"12345678")])
+    assert len(data) % 512 == 0
+    r = subprocess.run([busybox, "cpio", "-t"], input=data, capture_output=True, check=True)
+    assert r.stdout.decode().split() == ["d", "d/x", "y"]
+
+
+def test_newc_is_deterministic_and_concatenates() -> None:
+    a = initramfs.run_archive({"plan.sh": b"x=1\n", "lowered.json": b"{}"})
+    assert a == initramfs.run_archive({"lowered.json": b"{}", "plan.sh": b"x=1\n"})
+    assert a.startswith(b"070701") and b"plan/lowered.json\0" in a and b"TRAILER!!!\0" in a
+
+
+def test_plan_v2_writes_the_host_labs_files_in_order() -> None:
+    p = make_plan(_config(), "rid", 1.0, mglru=False)
+    s = p.script
+    d = "/sys/fs/cgroup/reclaimlab-rid/a"
+    assert p.cgroup_dirs == {"/": "/sys/fs/cgroup/reclaimlab-rid", "/a": d}
+    for line in (
+        f"setf {d}/memory.max 16777216",
+        f"setf {d}/memory.high 8388608",
+        f"setf {d}/memory.zswap.max 4096",
+        f"setf {d}/memory.zswap.writeback 0",
+    ):
+        assert line in s
+    assert "memory.swappiness" not in s  # v1 only
+    assert "setf /sys/fs/cgroup/reclaimlab-rid/cgroup.subtree_control +memory" in s
+    assert "swapon /dev/vda" in s and "swapon -p" not in s  # negative priority: the kernel's own
+    assert "setp /proc/sys/vm/swappiness 100" in s and "setp /proc/sys/vm/page-cluster 0" in s
+    order = [s.index(f"setp /sys/module/zswap/parameters/{n} ") for n in ("compressor", "max_pool_percent", "shrinker_enabled", "enabled")]
+    assert "has no zswap parameter shrinker_enabled" in s
+    assert order == sorted(order)  # compressor first, enabled last
+    assert "lru_gen/enabled n" in s
+    assert p.disks == [("d", 1 << 26)] and p.zram == []
+    assert "cg0=/sys/fs/cgroup/reclaimlab-rid/a" in s
+
+
+def test_plan_v1_and_zram() -> None:
+    swaps = [
+        {"name": "z", "kind": "zram", "size_bytes": 1 << 25, "priority": 100, "comp_algorithm": "lz4"},
+        {"name": "d", "kind": "file", "size_bytes": 1 << 26, "priority": 5},
+    ]
+    p = make_plan(_config(version=1, swaps=swaps), "r", 2.0, mglru=True)
+    assert "mount -t cgroup -o memory memory /sys/fs/cgroup/memory" in p.script
+    assert "setf /sys/fs/cgroup/memory/reclaimlab-r/a/memory.swappiness 30" in p.script
+    assert "setf /sys/block/zram0/comp_algorithm lz4" in p.script and "swapon -p 100 /dev/zram0" in p.script
+    assert "swapon -p 5 /dev/vda" in p.script
+    assert p.zram == [("zram0", 0)] and "ZRAM_NUM=1" in p.script and "SAMPLE_CS=200" in p.script
+    assert "lru_gen/enabled y" in p.script
+
+
+def test_plan_refuses_too_many_processes() -> None:
+    with pytest.raises(ValueError, match=f"1 to {MAX_PROCESSES} processes"):
+        make_plan(_config(nproc=MAX_PROCESSES + 1), "r", 1.0, mglru=False)
+
+
+STREAM = b"""boot noise
+@@EV init 170
+@@INFO release 6.12.1
+@@SNAP before 200
+@@F /proc/vmstat
+pswpout 5
+zswpout 7
+@@F /proc/meminfo
+MemTotal:  1000 kB
+@@F /sys/fs/cgroup/reclaimlab-r/a/memory.stat
+pgfault 10
+zswap 4096
+@@F /sys/fs/cgroup/reclaimlab-r/a/memory.events
+max 3
+@@F /sys/kernel/debug/zswap/stored_pages
+2
+@@END
+@@EV exit 0 137
+@@OUT 0
+{"event":"ready","pid":5}
+{"event":"phase","process":"p","phase":"f","index":0,"start_ns":1,"end_ns":2,"accesses":3}
+
+@@END
+@@STDERR 0
+oops
+@@END
+@@EV by"""
+
+
+def test_channel_parses_records_fed_in_pieces() -> None:
+    ch = Channel()
+    for i in range(0, len(STREAM), 7):
+        ch.feed(STREAM[i : i + 7])
+    assert ch.event("init") == ["170"] and ch.info["release"] == "6.12.1"
+    assert not ch.bye  # the last line is incomplete
+    ch.feed(b"e\n")
+    assert ch.bye
+    (snap,) = ch.snaps
+    assert snap.label == "before" and snap.uptime_cs == 200
+    assert snap.files["/proc/vmstat"] == "pswpout 5\nzswpout 7\n"
+    assert [e["event"] for e in ch.outputs[0]] == ["ready", "phase"]
+    assert ch.stderrs[0] == "oops"
+    keys = keyed(snap, 2, {"/a": "/sys/fs/cgroup/reclaimlab-r/a"}, [])
+    assert keys["vmstat.zswpout"] == 7 and keys["meminfo.MemTotal"] == 1000
+    assert keys["memcg[/a].memory.stat.zswap"] == 4096 and keys["memcg[/a].memory.events.max"] == 3
+    assert keys["zswap.stored_pages"] == 2
+
+
+def test_keyed_names_keys_as_the_host_lab(tmp_path: Path) -> None:
+    """The same files read by record.snapshot directly give the same keys and values."""
+    ch = Channel()
+    ch.feed(STREAM + b"e\n")
+    snap = ch.snaps[0]
+    for path, text in snap.files.items():
+        f = tmp_path / path.lstrip("/")
+        f.parent.mkdir(parents=True, exist_ok=True)
+        f.write_text(text)
+    direct = snapshot(Sources(2, {"/a": tmp_path / "sys/fs/cgroup/reclaimlab-r/a"}, tmp_path / "sys/kernel/debug/zswap", [], root=tmp_path))
+    assert keyed(snap, 2, {"/a": "/sys/fs/cgroup/reclaimlab-r/a"}, []) == direct
+
+
+def test_modinfo_depends_and_order(tmp_path: Path) -> None:
+    (tmp_path / "zram.ko").write_bytes(b"\x7fELF....\0license=GPL\0depends=zsmalloc,lz4\0vermagic=x\0")
+    (tmp_path / "zsmalloc.ko").write_bytes(b"\0depends=\0")
+    (tmp_path / "lz4.ko").write_bytes(b"\0depends=lz4_compress\0")
+    (tmp_path / "lz4_compress.ko").write_bytes(b"\0name=lz4_compress\0")
+    assert _modinfo_depends((tmp_path / "zram.ko").read_bytes()) == ["zsmalloc", "lz4"]
+    order = [n for n, _ in resolve_modules(tmp_path, ("virtio_blk", "zram"))]
+    assert order == ["zsmalloc.ko", "lz4_compress.ko", "lz4.ko", "zram.ko"]  # virtio_blk: built in
+
+
+def test_missing_kernel_says_how_to_install(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("RECLAIMLAB_VM_CACHE", str(tmp_path))
+    with pytest.raises(VmUnavailable, match="make vmlab"):
+        installed_kernel("debian-6.12")
+    with pytest.raises(VmUnavailable, match="unknown VM kernel"):
+        installed_kernel("debian-9")
+    (tmp_path / "kernels" / "debian-6.1").mkdir(parents=True)
+    (tmp_path / "kernels" / "debian-6.1" / "kernel.json").write_text(json.dumps({"name": "debian-6.1"}))
+    with pytest.raises(VmUnavailable, match="unreadable"):
+        installed_kernel("debian-6.1")
+
+
+def _run(backend: str, elapsed: float, zswpout: int) -> RunResult:
+    phase = {"process": "p", "phase": "a", "elapsed_s": elapsed, "accesses": 100, "accesses_per_s": 100 / elapsed, "outcome": "completed"}
+    return RunResult("s", backend, {}, {"vmstat.zswpout": zswpout}, [phase])
+
+
+def test_vm_runs_times_are_never_set_against_the_simulators() -> None:
+    sim = _run("sim", 1.0, 100)
+    by = {r.metric: r for r in rows([_run("vm", 8.0, 110), _run("vm", 9.0, 90)], sim)}
+    assert by["vmstat.zswpout"].rel_error == 0.0  # counters: compared
+    assert by["p/a elapsed_s"].kernel is not None and by["p/a elapsed_s"].sim is None and by["p/a elapsed_s"].rel_error is None
+    by_host = {r.metric: r for r in rows([_run("kernel", 2.0, 100)], sim)}
+    assert by_host["p/a elapsed_s"].rel_error == pytest.approx(-0.5)  # the host lab's times are compared
+
+
+def test_time_ratios_between_configurations() -> None:
+    def config(name: str, kernel_s: list[float], sim_s: float) -> ConfigValidation:
+        runs = [_run("vm", t, 1) for t in kernel_s]
+        sim = _run("sim", sim_s, 1)
+        return ConfigValidation(name, [], ValidateResult("s", runs, sim, rows(runs, sim)))
+
+    ranking = RankingResult("s", [config("base", [10.0, 12.0, 11.0], 1.0), config("other", [22.0, 22.0, 30.0], 3.0)], 3)
+    (row,) = ratio_rows(ranking)
+    assert (row.phase, row.config, row.baseline) == ("p/a", "other", "base")
+    assert row.kernel == pytest.approx(2.0) and row.sim == pytest.approx(3.0)
