@@ -98,4 +98,6 @@ def module() -> types.ModuleType:
     m.version = lambda: "0.0.0-fake"  # type: ignore[attr-defined]
     # Page content classes are checked by the real core's parser (no copy of it here).
     m.distinct_variants = _REAL.distinct_variants  # type: ignore[attr-defined]
+    m.check_content = _REAL.check_content  # type: ignore[attr-defined]
+    m.ConfigError = _REAL.ConfigError  # type: ignore[attr-defined]
     return m

@@ -81,5 +81,10 @@ def capabilities() -> Capabilities:
 
 
 def check_content(value: str) -> None:
-    """ValueError (the core's message) unless ``value`` is a page content class the core knows."""
-    core().distinct_variants(value, 1)
+    """ValueError (the core's reason, without its path) unless ``value`` is a page content class
+    the core knows: the parser is the workload crate's, so Python keeps no copy of it."""
+    mod = core()
+    try:
+        mod.check_content(value)
+    except mod.ConfigError as e:
+        raise ValueError(e.reason) from None

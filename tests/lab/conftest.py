@@ -3,6 +3,7 @@ restores the host after every test, even one that failed half-way."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -10,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from lab.labutil import REAL_RUNNER, REPO, Lab, lab_skip_reason, runner_env
+from reclaimlab.lab.errors import LabBusy
 from reclaimlab.lab.journal import WAIT_ENV, LabLock, pending, restore
 from reclaimlab.lab.runner import RUNNER_ENV, repo_root
 from reclaimlab.lab.state import machine_state
@@ -19,6 +21,10 @@ from reclaimlab.lab.state import machine_state
 def lab(request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Lab]:
     """A lab environment: root checks, a private state dir, the runner. The real runner when it
     is built; the fake one (tests/lab/fake_runner.py) only where it is not."""
+    # Another lab run on this host (a user's, or another checkout's tests) holds the host-wide
+    # lock and has its swap on: wait for it to end before looking at the host.
+    with contextlib.suppress(LabBusy):
+        LabLock(tmp_path / "wait").acquire("waiting for the host lab lock", wait_s=900).release()
     reason = lab_skip_reason()
     if reason:
         pytest.skip(reason)
