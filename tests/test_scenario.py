@@ -172,12 +172,15 @@ def test_device_preset_name(write: Write) -> None:
 
 def test_phase_kind(write: Write) -> None:
     msg = one(write, MINIMAL.replace('kind = "fill"', 'kind = "fil"'))
-    assert msg == "processes[0].phases[0].kind: expected one of 'fill', 'sequential', 'random', 'sleep', 'exit'; got 'fil'"
+    assert msg == "processes[0].phases[0].kind: expected one of 'fill', 'sequential', 'random', 'read', 'mmap', 'sleep', 'exit'; got 'fil'"
 
 
 def test_phase_kind_missing(write: Write) -> None:
     msg = one(write, MINIMAL.replace('kind = "fill"\n', ""))
-    assert msg == "processes[0].phases[0].kind: required key is missing; expected one of 'fill', 'sequential', 'random', 'sleep', 'exit'"
+    assert (
+        msg
+        == "processes[0].phases[0].kind: required key is missing; expected one of 'fill', 'sequential', 'random', 'read', 'mmap', 'sleep', 'exit'"
+    )
 
 
 def test_dist_name(write: Write) -> None:
@@ -368,7 +371,7 @@ def test_costs(write: Write) -> None:
 
 def test_regions_total_size(write: Write) -> None:
     text = MINIMAL.split("[[processes.regions]]")[0]
-    assert one(write, text) == "processes: expected regions with a total size > 0; no process has a region"
+    assert one(write, text) == "processes: expected regions with a total size > 0; no process has a region or file"
     no_processes = "processes = []\n" + MINIMAL.split("[[processes]]")[0]
     assert one(write, no_processes) == "processes: expected at least one [[processes]] entry"
     assert one(write, MINIMAL.split("[[processes]]")[0]) == "processes: required key is missing"
@@ -433,7 +436,7 @@ def test_odd_types(write: Write) -> None:
         == "cgroups.cgroup_version: expected 1 or 2; got 3"
     )
     assert one(write, MINIMAL.replace('kind = "fill"', "kind = 5")) == (
-        "processes[0].phases[0].kind: expected one of 'fill', 'sequential', 'random', 'sleep', 'exit'; got 5"
+        "processes[0].phases[0].kind: expected one of 'fill', 'sequential', 'random', 'read', 'mmap', 'sleep', 'exit'; got 5"
     )
     assert one(write, MINIMAL.replace('device = "ssd"', "device = 5")) == "machine.swap[0].device: expected a table; got 5"
     assert one(write, "compare = 5\n" + MINIMAL) == "compare: expected a table; got 5"

@@ -24,8 +24,10 @@ from reclaimlab.scenario import (
     HotCold,
     Kernel,
     Machine,
+    MmapPhase,
     Process,
     RandomPhase,
+    ReadPhase,
     Scenario,
     SequentialPhase,
     SleepPhase,
@@ -53,7 +55,7 @@ def lower(scenario: Scenario, profile: Profile | None = _ACTIVE) -> dict[str, An
         "machine": _machine(scenario.machine, device_presets(prof)),
         "kernel": _kernel(scenario.kernel),
         "cgroups": cgroups,
-        "processes": [_process(p, index) for p in scenario.processes],
+        "processes": [_process(p, index, scenario.machine) for p in scenario.processes],
         "costs": effective_costs(scenario.costs, prof),
         "max_time_ns": scenario.max_time,
     }
@@ -100,7 +102,11 @@ def _machine(m: Machine, presets: dict[str, DeviceModel]) -> dict[str, Any]:
                 "comp_algorithm": (sw.comp_algorithm or "lzo-rle") if sw.kind == "zram" else None,
             }
         )
-    return {"memory_bytes": m.memory, "cpus": m.cpus, "swap": swaps}
+    out: dict[str, Any] = {"memory_bytes": m.memory, "cpus": m.cpus, "swap": swaps}
+    # Optional in config.rs: a machine without filesystems lowers as before they existed.
+    if m.filesystems:
+        out["filesystems"] = [{"name": fs.name, "fstype": fs.type, "device": _device(fs.device.model(presets))} for fs in m.filesystems]
+    return out
 
 
 def _kernel(k: Kernel) -> dict[str, Any]:
@@ -181,17 +187,25 @@ def _phase(ph: Any, regions: dict[str, int]) -> dict[str, Any]:
             "duration_ns": ph.duration,
             "write_percent": ph.write_percent,
         }
+    if isinstance(ph, ReadPhase | MmapPhase):
+        return {"kind": ph.kind, "region": regions[ph.file], "passes": ph.passes}
     if isinstance(ph, SleepPhase):
         return {"kind": "sleep", "duration_ns": ph.duration}
     assert isinstance(ph, ExitPhase)
     return {"kind": "exit"}
 
 
-def _process(p: Process, cgroups: dict[str, int]) -> dict[str, Any]:
-    regions = {r.name: i for i, r in enumerate(p.regions)}
+def _process(p: Process, cgroups: dict[str, int], m: Machine) -> dict[str, Any]:
+    # Files are regions after the anonymous ones, with the index of their filesystem.
+    regions = {name: i for i, name in enumerate([*(r.name for r in p.regions), *(f.name for f in p.files)])}
+    fs_index = {fs.name: i for i, fs in enumerate(m.filesystems)}
+    lowered = [{"name": r.name, "pages": pages(r.size), "content": r.content, "variants": r.variants} for r in p.regions]
+    for f in p.files:
+        fs = f.filesystem if f.filesystem is not None else m.filesystems[0].name
+        lowered.append({"name": f.name, "pages": pages(f.size), "content": f.content, "variants": f.variants, "file": fs_index[fs]})
     return {
         "name": p.name,
         "cgroup": cgroups[p.cgroup_path()],
-        "regions": [{"name": r.name, "pages": pages(r.size), "content": r.content, "variants": r.variants} for r in p.regions],
+        "regions": lowered,
         "phases": [{"name": phase_name(ph, j), "phase": _phase(ph, regions)} for j, ph in enumerate(p.phases)],
     }

@@ -31,6 +31,20 @@ pub struct Machine {
     pub cpus: u32,
     #[serde(default)]
     pub swap: Vec<SwapDevice>,
+    /// Filesystems that file regions live on (crate::mm::filemap). Empty: the machine has
+    /// anonymous memory only, and exports no file-page counters.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub filesystems: Vec<Filesystem>,
+}
+
+/// A filesystem on its own block device, holding the files of file regions.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Filesystem {
+    pub name: String,
+    /// "ext4", "xfs" or "btrfs" (crate::mm::filemap::FsType).
+    pub fstype: String,
+    pub device: DeviceModel,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -148,6 +162,10 @@ pub struct Region {
     pub content: String,
     /// Distinct page contents in the region.
     pub variants: u32,
+    /// A file region: index into `machine.filesystems` of the filesystem holding the file.
+    /// None: anonymous memory.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file: Option<u32>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]

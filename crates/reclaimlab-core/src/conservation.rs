@@ -19,6 +19,9 @@ impl Mm {
             if places.iter().filter(|&&x| x).count() > 1 {
                 return Err(format!("page {i} is in more than one place (flags {:#x})", p.flags));
             }
+            if p.has(pg::FILE) && p.has(pg::SWAPCACHE | pg::ZSWAP | pg::ZEROMAP | pg::ZERO_PFN) {
+                return Err(format!("file page {i} has anonymous state (flags {:#x})", p.flags));
+            }
             if p.has(pg::ISOLATED) {
                 return Err(format!("page {i} left isolated"));
             }
@@ -27,7 +30,7 @@ impl Mm {
                 if mm.swap.slot_page[p.slot as usize] != i as u32 {
                     return Err(format!("page {i} holds slot {} which maps to another page", p.slot));
                 }
-            } else if p.has(pg::ZSWAP | pg::ZEROMAP | pg::SWAPCACHE | pg::SHADOW) {
+            } else if p.has(pg::ZSWAP | pg::ZEROMAP | pg::SWAPCACHE) || (p.has(pg::SHADOW) && !p.has(pg::FILE)) {
                 return Err(format!("page {i} has swap state without a slot (flags {:#x})", p.flags));
             }
             if p.has(pg::RESIDENT) {
@@ -35,8 +38,7 @@ impl Mm {
                 if !(list::INACTIVE_ANON..=list::ACTIVE_FILE).contains(&p.list) {
                     return Err(format!("resident page {i} is on list {}", p.list));
                 }
-                let want = if p.has(pg::ACTIVE) { list::ACTIVE_ANON } else { list::INACTIVE_ANON };
-                if p.list != want {
+                if p.list != p.lru_list() {
                     return Err(format!("page {i}: active flag and list disagree"));
                 }
                 lru_count[p.memcg as usize][p.list as usize - 1] += 1;

@@ -58,6 +58,12 @@ costs! {
     page_alloc_zero_ns = 500,
     /// Swap-in bookkeeping: swap cache insert, memcg charge, rmap, LRU add (per page read).
     swapin_page_ns = 800,
+    /// A buffered read(2) of one cached 4 KiB page: syscall entry, page cache lookup and
+    /// copy_page_to_iter (a 4 KiB copy at ~10 GB/s is ~400 ns). Estimate, not yet calibrated.
+    read_page_ns = 600,
+    /// Adding a new page cache folio: allocation without zeroing, xarray insert, memcg charge,
+    /// LRU add; the same bookkeeping as swapin_page_ns. Estimate, not yet calibrated.
+    pagecache_add_ns = 800,
     /// Reclaim: isolating and checking one page (rmap walk for references, list moves).
     scan_page_ns = 150,
     /// Reclaim: unmapping and freeing one page (try_to_unmap, __remove_mapping).

@@ -46,7 +46,22 @@ impl Proc {
         let mut next_region = 0u32;
         for (pi, p) in cfg.processes.iter().enumerate() {
             for (k, np) in p.phases.iter().enumerate() {
-                np.phase.check(p.regions.len()).map_err(|e| ConfigError::invalid(format!("processes[{pi}].phases[{k}]"), e))?;
+                let at = || format!("processes[{pi}].phases[{k}]");
+                np.phase.check(p.regions.len()).map_err(|e| ConfigError::invalid(at(), e))?;
+                // File phases work on file regions, the others on anonymous memory.
+                let is_file = |r: u32| p.regions[r as usize].file.is_some();
+                let wrong = match &np.phase {
+                    Phase::Read { region, .. } | Phase::Mmap { region, .. } => (!is_file(*region)).then_some((*region, "a file region")),
+                    Phase::Fill { region } => is_file(*region).then_some((*region, "an anonymous region")),
+                    Phase::Sequential { regions, .. } | Phase::Random { regions, .. } => {
+                        regions.iter().find(|&&r| is_file(r)).map(|&r| (r, "anonymous regions"))
+                    }
+                    Phase::Sleep { .. } | Phase::Exit => None,
+                };
+                if let Some((r, want)) = wrong {
+                    let name = &p.regions[r as usize].name;
+                    return Err(ConfigError::invalid(at(), format!("phase {:?} needs {want}; {name:?} is not one", np.name)));
+                }
             }
             let n = p.regions.len() as u32;
             procs.push(Proc {
@@ -135,6 +150,9 @@ impl Scheduler {
                 Phase::Random { duration_ns: Some(d), .. } => proc.phase_start + d,
                 _ => Time::MAX,
             };
+            // read(2) phases go through the page cache's read path, not a memory access; each
+            // call returns to user space (where memory.high is handled, like after a fault).
+            let buffered_read = matches!(proc.phases[proc.phase].1, Phase::Read { .. });
             let mut phase_done = false;
             while ctx.now < quantum_end {
                 if ctx.now >= duration_end {
@@ -149,7 +167,8 @@ impl Scheduler {
                 let region = proc.regions[a.region as usize] as usize;
                 let page = mm.regions[region].base + a.page as u32;
                 proc.accesses += 1;
-                match mm.access(&mut ctx, page, a.write) {
+                let access = if buffered_read { mm.filemap_read(&mut ctx, page).map(|()| true) } else { mm.access(&mut ctx, page, a.write) };
+                match access {
                     Ok(false) => {}
                     Ok(true) => {
                         // Return to user space: memory.high reclaim and throttling.
@@ -273,6 +292,9 @@ impl Scheduler {
                         }
                         (Some(Phase::Random { count: Some(c), .. }), Some(_)) => p.accesses as f64 / (*c).max(1) as f64,
                         (Some(Phase::Fill { region }), Some(_)) => p.accesses as f64 / p.region_pages[*region as usize].max(1) as f64,
+                        (Some(Phase::Read { region, passes } | Phase::Mmap { region, passes }), Some(_)) => {
+                            p.accesses as f64 / (p.region_pages[*region as usize] * *passes as u64).max(1) as f64
+                        }
                         _ => 0.0,
                     };
                     (p.phase as f64 + frac.min(1.0)) / n

@@ -37,6 +37,9 @@ struct RawRegion {
     pages: u64,
     content: String,
     variants: u32,
+    /// A file region (index of its filesystem): the runner has no file phases yet.
+    #[serde(default)]
+    file: Option<u32>,
 }
 
 #[derive(Deserialize)]
@@ -118,6 +121,9 @@ impl Plan {
             let rat = format!("{at}.regions[{ri}]");
             let r = RawRegion::deserialize(value).map_err(|e| format!("{rat}: {e}"))?;
             let content: Content = r.content.parse().map_err(|e| format!("{rat}.content: {e}"))?;
+            if r.file.is_some() {
+                return Err(format!("{rat} ({}): file regions cannot run on the real kernel yet (the lab's file phases are not built)", r.name));
+            }
             if r.pages == 0 || r.variants == 0 {
                 return Err(format!("{rat} ({}): pages and variants must be > 0", r.name));
             }
@@ -211,7 +217,7 @@ impl Plan {
                         }
                     }
                 }
-                Phase::Sleep { .. } | Phase::Exit => {}
+                Phase::Read { .. } | Phase::Mmap { .. } | Phase::Sleep { .. } | Phase::Exit => {}
             }
         }
         need

@@ -70,6 +70,10 @@ pub fn run_phases<M: Memory, S: Sink>(plan: &Plan, mem: &mut M, sink: &mut S, tr
         let mut gen = match p.phase {
             Phase::Fill { .. } | Phase::Sequential { .. } | Phase::Random { .. } => Some(plan.access_gen(index, &region_pages)),
             Phase::Sleep { .. } | Phase::Exit => None,
+            // Plan::from_config refuses file regions, and these phases need one.
+            Phase::Read { .. } | Phase::Mmap { .. } => {
+                return Err(io::Error::other(format!("phase {}: file phases cannot run on the real kernel yet", p.name)))
+            }
         };
         let faults_before = sys::faults();
         let start_ns = sys::now_ns();

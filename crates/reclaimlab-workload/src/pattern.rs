@@ -59,6 +59,17 @@ pub enum Phase {
     Sleep {
         duration_ns: u64,
     },
+    /// `passes` buffered read(2) passes over a file region, in order, one page per call.
+    Read {
+        region: u32,
+        passes: u32,
+    },
+    /// `passes` passes over a file region through a shared read-only mapping (mmap), in
+    /// order, one load per page.
+    Mmap {
+        region: u32,
+        passes: u32,
+    },
     /// The process exits: all its memory, swap slots and zswap entries are freed.
     Exit,
 }
@@ -76,7 +87,7 @@ impl Phase {
             }
         };
         match self {
-            Phase::Fill { region } => check(region),
+            Phase::Fill { region } | Phase::Read { region, .. } | Phase::Mmap { region, .. } => check(region),
             Phase::Sequential { regions, .. } | Phase::Random { regions, .. } => {
                 if regions.is_empty() {
                     return Err("needs at least one region".into());
@@ -221,6 +232,21 @@ impl AccessGen {
                     }
                 };
                 (state, WriteMode::from_percent(*write_percent))
+            }
+            Phase::Read { region, passes } | Phase::Mmap { region, passes } => {
+                // The same order as a sequential pass over one region, without writes.
+                let pages = pages_of(*region);
+                let state = if pages == 0 || *passes == 0 {
+                    State::Done
+                } else {
+                    State::Sequential {
+                        regions: Box::new([(*region, pages)]),
+                        passes_left: *passes,
+                        at: 0,
+                        page: 0,
+                    }
+                };
+                (state, WriteMode::Never)
             }
             Phase::Sleep { .. } | Phase::Exit => (State::Done, WriteMode::Never),
         };
@@ -587,6 +613,15 @@ mod tests {
         assert_eq!(got, expect);
         let writes = got.iter().filter(|&&w| w).count();
         assert!((240..360).contains(&writes), "{writes}");
+    }
+
+    #[test]
+    fn read_and_mmap_walk_the_file_in_order_without_writes() {
+        for phase in [Phase::Read { region: 1, passes: 2 }, Phase::Mmap { region: 1, passes: 2 }] {
+            let got: Vec<(u32, u64, bool)> = AccessGen::new(&phase, &[5, 3], rng()).map(|a| (a.region, a.page, a.write)).collect();
+            assert_eq!(got, [(1, 0, false), (1, 1, false), (1, 2, false), (1, 0, false), (1, 1, false), (1, 2, false)]);
+            assert!(phase.check(1).is_err() && phase.check(2).is_ok());
+        }
     }
 
     #[test]

@@ -19,9 +19,11 @@ from reclaimlab.scenario.models import (
     FillPhase,
     Kernel,
     Machine,
+    MmapPhase,
     MultiRegionPhase,
     Process,
     RandomPhase,
+    ReadPhase,
     Report,
     Scenario,
     parse_metric,
@@ -102,6 +104,15 @@ def _check_machine(m: Machine, caps: native.Capabilities) -> list[Problem]:
                     f"a device without a preset needs all of {', '.join(Device.FIGURES)}; missing {', '.join(sw.device.missing())}",
                 )
             )
+    p += _duplicates([f.name for f in m.filesystems], ("machine", "filesystems"), "name", "filesystem")
+    for i, fs in enumerate(m.filesystems):
+        if fs.device.missing():
+            p.append(
+                Problem(
+                    ("machine", "filesystems", i, "device"),
+                    f"a device without a preset needs all of {', '.join(Device.FIGURES)}; missing {', '.join(fs.device.missing())}",
+                )
+            )
     return p
 
 
@@ -165,8 +176,8 @@ def _check_processes(s: Scenario, procs: list[Process]) -> list[Problem]:
     p: list[Problem] = []
     if not procs:
         p.append(Problem(("processes",), "expected at least one [[processes]] entry"))
-    elif not any(r.size > 0 for proc in procs for r in proc.regions):
-        p.append(Problem(("processes",), "expected regions with a total size > 0; no process has a region"))
+    elif not any(size > 0 for proc in procs for size in [*(r.size for r in proc.regions), *(f.size for f in proc.files)]):
+        p.append(Problem(("processes",), "expected regions with a total size > 0; no process has a region or file"))
     p += _duplicates([proc.name for proc in procs], ("processes",), "name", "process")
     cgroups = set(s.cgroups.all_paths())
     for i, proc in enumerate(procs):
@@ -175,11 +186,42 @@ def _check_processes(s: Scenario, procs: list[Process]) -> list[Problem]:
             known = _quoted(c.lstrip("/") or "/" for c in sorted(cgroups))
             p.append(Problem((*where, "cgroup"), f"expected a cgroup under [cgroups.groups] or '/' (one of {known}); got {proc.cgroup!r}"))
         p += _duplicates([r.name for r in proc.regions], (*where, "regions"), "name", "region")
+        p += _duplicates([f.name for f in proc.files], (*where, "files"), "name", "file")
+        region_names = {r.name for r in proc.regions}
+        filesystems = [fs.name for fs in s.machine.filesystems]
+        for k, f in enumerate(proc.files):
+            if f.name in region_names:
+                p.append(Problem((*where, "files", k, "name"), f"a region of process {proc.name!r} is also named {f.name!r}"))
+            if f.filesystem is None and len(filesystems) != 1:
+                have = "none" if not filesystems else f"{len(filesystems)} ({_quoted(filesystems)})"
+                p.append(
+                    Problem(
+                        (*where, "files", k, "filesystem"),
+                        f"required key is missing: the machine has {have} [[machine.filesystems]], so name one",
+                    )
+                )
+            elif f.filesystem is not None and f.filesystem not in filesystems:
+                p.append(
+                    Problem(
+                        (*where, "files", k, "filesystem"),
+                        f"expected the name of a [[machine.filesystems]] entry (one of {_quoted(filesystems)}); got {f.filesystem!r}",
+                    )
+                )
+        files = [f.name for f in proc.files]
         p += _duplicates([phase_name(ph, j) for j, ph in enumerate(proc.phases)], (*where, "phases"), "name", "phase")
         regions = [r.name for r in proc.regions]
         for j, ph in enumerate(proc.phases):
             pw: Path = (*where, "phases", j)
-            p += _check_phase(ph, pw, proc.name, regions)
+            if isinstance(ph, ReadPhase | MmapPhase):
+                if ph.file not in files:
+                    p.append(
+                        Problem(
+                            (*pw, "file"),
+                            f"expected the name of a file of process {proc.name!r} (one of {_quoted(files)}); got {ph.file!r}",
+                        )
+                    )
+            else:
+                p += _check_phase(ph, pw, proc.name, regions)
     return p
 
 

@@ -95,10 +95,19 @@ class Swap(StrictModel):
     comp_algorithm: str | None = None
 
 
+class Filesystem(StrictModel):
+    """A filesystem on its own block device, holding the processes' files (docs/scenario.md)."""
+
+    name: str
+    type: Literal["ext4", "xfs", "btrfs"] = "ext4"
+    device: Annotated[Device, BeforeValidator(_device_shortcut)]
+
+
 class Machine(StrictModel):
     memory: Annotated[int, BeforeValidator(parse_memory), AfterValidator(positive)]
     cpus: Annotated[IntRange(1, 4096), BeforeValidator(parse_cpus)] = 1  # type: ignore[valid-type]
     swap: list[Swap] = Field(default_factory=list)
+    filesystems: list[Filesystem] = Field(default_factory=list)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -192,6 +201,17 @@ class Region(StrictModel):
     variants: IntRange(1, 65536) = 256  # type: ignore[valid-type]
 
 
+class File(StrictModel):
+    """A file of the process on a filesystem of [[machine.filesystems]] (its only one when
+    ``filesystem`` is left out); its pages live in the page cache."""
+
+    name: str
+    size: PositiveSize
+    content: Content
+    variants: IntRange(1, 65536) = 256  # type: ignore[valid-type]
+    filesystem: str | None = None
+
+
 class Uniform(StrictModel):
     kind: Literal["uniform"]
 
@@ -266,6 +286,22 @@ class RandomPhase(MultiRegionPhase):
     write_percent: Percent = 0  # type: ignore[valid-type]
 
 
+class ReadPhase(_Phase):
+    """Buffered read(2) of a file from start to end, one page per call, ``passes`` times."""
+
+    kind: Literal["read"]
+    file: str
+    passes: IntRange(1, 2**32 - 1) = 1  # type: ignore[valid-type]
+
+
+class MmapPhase(_Phase):
+    """Loads through a shared read-only mapping of a file, page by page in order, ``passes`` times."""
+
+    kind: Literal["mmap"]
+    file: str
+    passes: IntRange(1, 2**32 - 1) = 1  # type: ignore[valid-type]
+
+
 class SleepPhase(_Phase):
     kind: Literal["sleep"]
     duration: Duration
@@ -275,7 +311,7 @@ class ExitPhase(_Phase):
     kind: Literal["exit"]
 
 
-Phase = Annotated[FillPhase | SequentialPhase | RandomPhase | SleepPhase | ExitPhase, Field(discriminator="kind")]
+Phase = Annotated[FillPhase | SequentialPhase | RandomPhase | ReadPhase | MmapPhase | SleepPhase | ExitPhase, Field(discriminator="kind")]
 
 
 def phase_name(phase: Any, index: int) -> str:
@@ -287,6 +323,7 @@ class Process(StrictModel):
     name: str
     cgroup: str = "/"
     regions: list[Region] = Field(default_factory=list)
+    files: list[File] = Field(default_factory=list)
     phases: list[Phase] = Field(default_factory=list)
 
     def cgroup_path(self) -> str:

@@ -10,7 +10,7 @@ use super::{Actor, Ctx, Mm, Oom, MAX_RECLAIM_RETRIES, PAGE_SIZE, SWAP_CLUSTER_MA
 use crate::config::Cgroups;
 use crate::error::{self, ConfigError};
 use crate::sim::JIFFY_NS;
-use crate::stats::MemcgEvents;
+use crate::stats::{MemcgEvents, MemcgFileEvents};
 
 /// MEMCG_CHARGE_BATCH: charges are taken 64 pages at a time and cached in a per-CPU stock.
 pub const MEMCG_CHARGE_BATCH: u64 = 64;
@@ -56,6 +56,10 @@ pub struct Memcg {
     /// The zswap shrinker's deferred work for this memcg (nr_deferred).
     pub zswap_shrinker_deferred: u64,
     pub events: MemcgEvents,
+    /// File-page events (exported only by machines with a filesystem).
+    pub file_events: MemcgFileEvents,
+    /// lruvec->refaults[FILE]: WORKINGSET_ACTIVATE_FILE at the last snapshot_refaults.
+    pub refaults_snapshot_file: u64,
     /// Pages of this memcg holding a swap slot (v1 `swap`).
     pub swap_pages: u64,
     /// Pages of this memcg in the swap cache.
@@ -64,6 +68,7 @@ pub struct Memcg {
     /// WORKINGSET_ACTIVATE_ANON that lruvec_page_state returns (see Mm::flush_memcg_stats).
     pub flushed_lru: [u64; 4],
     pub flushed_workingset_activate: u64,
+    pub flushed_workingset_activate_file: u64,
 }
 
 impl Memcg {
@@ -84,6 +89,9 @@ impl Memcg {
             zswap_charged: 0,
             flushed_lru: [0; 4],
             flushed_workingset_activate: 0,
+            flushed_workingset_activate_file: 0,
+            file_events: MemcgFileEvents::default(),
+            refaults_snapshot_file: 0,
             lru: [List::new(list::INACTIVE_ANON), List::new(list::ACTIVE_ANON), List::new(list::INACTIVE_FILE), List::new(list::ACTIVE_FILE)],
             zswap_lru: List::new(list::ZSWAP),
             anon_cost: 0,
@@ -192,6 +200,21 @@ impl Mm {
         }
     }
 
+    /// WORKINGSET_ACTIVATE_FILE summed over the subtree, now.
+    fn workingset_activate_file_tree(&self, m: u16) -> u64 {
+        let end = self.memcgs[m as usize].subtree_end;
+        (m..end).map(|c| self.memcgs[c as usize].file_events.workingset_activate_file).sum()
+    }
+
+    /// lruvec_page_state(lruvec, WORKINGSET_ACTIVATE_FILE), as of the last flush.
+    pub fn workingset_activate_file_stat(&self, m: u16) -> u64 {
+        if self.stats_flush_ns == 0 {
+            self.workingset_activate_file_tree(m)
+        } else {
+            self.memcgs[m as usize].flushed_workingset_activate_file
+        }
+    }
+
     /// lruvec_page_state(lruvec, WORKINGSET_ACTIVATE_ANON), as of the last flush (see above).
     pub fn workingset_activate_stat(&self, m: u16) -> u64 {
         if self.stats_flush_ns == 0 {
@@ -215,9 +238,11 @@ impl Mm {
         for m in 0..self.memcgs.len() as u16 {
             let lru = [1u8, 2, 3, 4].map(|l| self.lru_size_tree(m, l));
             let activate = self.workingset_activate_tree(m);
+            let activate_file = self.workingset_activate_file_tree(m);
             let mc = &mut self.memcgs[m as usize];
             mc.flushed_lru = lru;
             mc.flushed_workingset_activate = activate;
+            mc.flushed_workingset_activate_file = activate_file;
         }
         self.next_stats_flush = (t / self.stats_flush_ns + 1) * self.stats_flush_ns;
     }
@@ -501,8 +526,14 @@ impl Mm {
         // memory holding a swap slot (v1 MEMCG_SWAP counts only those).
         let mut mapped = vec![0u64; self.memcgs.len()];
         let mut swapped_out = vec![0u64; self.memcgs.len()];
+        // NR_FILE_MAPPED per memcg: page cache pages mapped by a process.
+        let mut file_mapped = vec![0u64; self.memcgs.len()];
         for p in &self.pages {
-            if p.has(pg::RESIDENT) && p.has(pg::MAPPED) {
+            if p.has(pg::FILE) {
+                if p.has(pg::RESIDENT) && p.has(pg::MAPPED) {
+                    file_mapped[p.memcg as usize] += 1;
+                }
+            } else if p.has(pg::RESIDENT) && p.has(pg::MAPPED) {
                 mapped[p.memcg as usize] += 1;
             } else if !p.has(pg::RESIDENT) && p.slot != NONE {
                 swapped_out[p.memcg as usize] += 1;
@@ -528,6 +559,18 @@ impl Mm {
                 ];
                 out.extend(gauges.into_iter().map(|(k, v)| (format!("{stat}{k}"), v)));
                 total.export_tagged("v2", &stat, out);
+                if self.has_files() {
+                    // NR_FILE_PAGES: page cache and swap cache; NR_FILE_MAPPED.
+                    let file = lru(list::INACTIVE_FILE) + lru(list::ACTIVE_FILE) + sum(&|m| m.swapcached) * PAGE_SIZE;
+                    let gauges = [
+                        ("file", file),
+                        ("file_mapped", sum_of(&file_mapped) * PAGE_SIZE),
+                        ("inactive_file", lru(list::INACTIVE_FILE)),
+                        ("active_file", lru(list::ACTIVE_FILE)),
+                    ];
+                    out.extend(gauges.into_iter().map(|(k, v)| (format!("{stat}{k}"), v)));
+                    MemcgFileEvents::sum(tree().map(|c| &c.file_events)).export_tagged("v2", &stat, out);
+                }
                 // The root cgroup has no memory.current, memory.events or *.current files.
                 if idx != 0 {
                     out.push((format!("{pre}memory.current"), m.usage * PAGE_SIZE));
@@ -548,6 +591,22 @@ impl Mm {
                 for (k, v, t) in gauges {
                     out.push((format!("{stat}{k}"), v));
                     out.push((format!("{stat}total_{k}"), t));
+                }
+                if self.has_files() {
+                    // v1 cache = NR_FILE_PAGES (page cache and swap cache), mapped_file = NR_FILE_MAPPED.
+                    let cache = |c: &Memcg| c.lru[list::INACTIVE_FILE as usize - 1].len + c.lru[list::ACTIVE_FILE as usize - 1].len + c.swapcached;
+                    let gauges = [
+                        ("cache", cache(m) * PAGE_SIZE, sum(&cache) * PAGE_SIZE),
+                        ("mapped_file", file_mapped[i] * PAGE_SIZE, sum_of(&file_mapped) * PAGE_SIZE),
+                        ("inactive_file", own_lru(list::INACTIVE_FILE), lru(list::INACTIVE_FILE)),
+                        ("active_file", own_lru(list::ACTIVE_FILE), lru(list::ACTIVE_FILE)),
+                    ];
+                    for (k, v, t) in gauges {
+                        out.push((format!("{stat}{k}"), v));
+                        out.push((format!("{stat}total_{k}"), t));
+                    }
+                    m.file_events.export_tagged("v1", &stat, out);
+                    MemcgFileEvents::sum(tree().map(|c| &c.file_events)).export_tagged("v1", &format!("{stat}total_"), out);
                 }
                 m.events.export_tagged("v1", &stat, out);
                 total.export_tagged("v1", &format!("{stat}total_"), out);

@@ -43,6 +43,9 @@ impl Mm {
         self.memcgs[m as usize].events.pgfault += 1;
         ctx.cpu(self.costs.fault_ns);
         let p = self.pages[i as usize];
+        if p.has(pg::FILE) {
+            return self.filemap_fault(ctx, i);
+        }
         if p.has(pg::RESIDENT) {
             // A swap-cache folio whose PTE is still a swap entry: a minor swap fault.
             debug_assert!(p.has(pg::SWAPCACHE));
@@ -80,7 +83,7 @@ impl Mm {
     /// its limit that much earlier (~1 page per 512 mapped, plus the charge stock). Freed at
     /// exit. Simplified: the PMD/PUD/P4D levels (one page per 1 GiB and up) are not modelled,
     /// nor is the kernel's own memory of the process (VMAs, task struct, stack).
-    fn pte_alloc(&mut self, ctx: &mut Ctx, i: u32) -> Result<(), Oom> {
+    pub(crate) fn pte_alloc(&mut self, ctx: &mut Ctx, i: u32) -> Result<(), Oom> {
         let region = self.pages[i as usize].region as usize;
         let chunk = ((i - self.regions[region].base) / super::PTRS_PER_PTE) as usize;
         if self.regions[region].page_tables[chunk] {
@@ -347,6 +350,12 @@ impl Mm {
         for &(base, pages, _) in &regions {
             for i in base..base + pages {
                 let p = self.pages[i as usize];
+                if p.has(pg::FILE) {
+                    // Page cache folios outlive the process (and stay charged): only the
+                    // mapping goes.
+                    self.pages[i as usize].clear(pg::MAPPED | pg::YOUNG);
+                    continue;
+                }
                 if p.has(pg::RESIDENT) {
                     if p.list != super::page::list::NONE {
                         self.lru_del(i);

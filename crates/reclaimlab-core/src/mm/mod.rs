@@ -3,6 +3,7 @@
 //! (charging, memory.high), vmscan.rs (LRU scanning, kswapd, direct and memcg reclaim),
 //! workingset.rs, swap.rs (slots, devices, swap cache, readahead) and zswap/.
 
+pub mod filemap;
 pub mod memcg;
 pub mod memory;
 pub mod page;
@@ -20,7 +21,7 @@ use crate::costs::Costs;
 use crate::policy::Switches;
 pub use crate::sim::{Actor, Ctx};
 use crate::sim::{EventKind, EventQueue, Time};
-use crate::stats::VmEvents;
+use crate::stats::{FileVmEvents, VmEvents};
 use crate::zpool::zsmalloc::{self, Zsmalloc};
 use crate::zswap::Zswap;
 pub use memcg::Memcg;
@@ -96,6 +97,11 @@ pub struct Mm {
     pub(crate) lru_inversion_swapouts: u64,
     /// The running thread's block plug (current->plug; crate::block).
     pub(crate) plug: crate::block::Plug,
+    /// Filesystems of the file regions (mm/filemap.rs); their block devices follow the swap
+    /// devices' in the block layer's numbering.
+    pub(crate) fs: Vec<filemap::Filesystem>,
+    /// File-page vmstat events (exported only with a filesystem).
+    pub(crate) vm_file: FileVmEvents,
 }
 
 /// What code outside the crate (bindings, benches, tests) may see, and what tests that set
@@ -156,6 +162,7 @@ impl Mm {
         // Codec slot 0 is zswap's compressor; zram devices add theirs.
         let mut codecs = vec![zswap.codec];
         let swap = Swap::from_config(&cfg.machine.swap, &mut codecs)?;
+        let fs = filemap::Filesystem::from_config(&cfg.machine.filesystems)?;
         let (regions, pages) = region::from_config(cfg, memcgs.len(), &codecs)?;
         let nmemcg = memcgs.len();
         Ok(Mm {
@@ -190,6 +197,8 @@ impl Mm {
             shrinker_objects_scanned: 0,
             lru_inversion_swapouts: 0,
             plug: Default::default(),
+            fs,
+            vm_file: FileVmEvents::default(),
         })
     }
 
@@ -227,14 +236,14 @@ impl Mm {
     /// Put a resident page on its memcg's LRU list (head), per its ACTIVE flag.
     pub fn lru_add(&mut self, i: u32) {
         let p = &self.pages[i as usize];
-        let which = if p.has(page::pg::ACTIVE) { page::list::ACTIVE_ANON } else { page::list::INACTIVE_ANON };
+        let which = p.lru_list();
         let mc = p.memcg as usize;
         self.memcgs[mc].lru[which as usize - 1].push_head(&mut self.pages, i);
     }
 
     pub fn lru_add_tail(&mut self, i: u32) {
         let p = &self.pages[i as usize];
-        let which = if p.has(page::pg::ACTIVE) { page::list::ACTIVE_ANON } else { page::list::INACTIVE_ANON };
+        let which = p.lru_list();
         let mc = p.memcg as usize;
         self.memcgs[mc].lru[which as usize - 1].push_tail(&mut self.pages, i);
     }
@@ -279,6 +288,26 @@ impl Mm {
             ("meminfo.PageTables", self.nr_page_table_pages * 4),
         ];
         out.extend(gauges.into_iter().map(|(k, v)| (k.to_string(), v)));
+        if self.has_files() {
+            self.vm_file.export("vmstat.", out);
+            let inactive = self.lru_size_tree(0, page::list::INACTIVE_FILE);
+            let active = self.lru_size_tree(0, page::list::ACTIVE_FILE);
+            let swapcached: u64 = self.memcgs.iter().map(|m| m.swapcached).sum();
+            let mapped = self.nr_file_mapped();
+            // NR_FILE_PAGES counts the swap cache too; meminfo Cached leaves it out (no
+            // buffer heads are modelled: Buffers would be 0 and is not exported).
+            let gauges = [
+                ("vmstat.nr_file_pages", inactive + active + swapcached),
+                ("vmstat.nr_inactive_file", inactive),
+                ("vmstat.nr_active_file", active),
+                ("vmstat.nr_mapped", mapped),
+                ("meminfo.Cached", (inactive + active) * 4),
+                ("meminfo.Active(file)", active * 4),
+                ("meminfo.Inactive(file)", inactive * 4),
+                ("meminfo.Mapped", mapped * 4),
+            ];
+            out.extend(gauges.into_iter().map(|(k, v)| (k.to_string(), v)));
+        }
         self.export_zswap(now, out);
         self.export_memcgs(out);
         self.swap.export(out);

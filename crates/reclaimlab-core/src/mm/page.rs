@@ -39,6 +39,9 @@ pub mod pg {
     pub const ZERO_PFN: u32 = 1 << 14;
     /// Isolated from its LRU by reclaim (off every list for the duration of a batch).
     pub const ISOLATED: u32 = 1 << 15;
+    /// A page of a file region: in the page cache while RESIDENT, on the file LRUs
+    /// (folio_is_file_lru); SHADOW then means a shadow entry in the file's mapping.
+    pub const FILE: u32 = 1 << 16;
 }
 
 /// Which list a page's links are on.
@@ -78,6 +81,22 @@ pub struct Page {
 impl Page {
     pub fn new(region: u16, memcg: u16) -> Page {
         Page { prev: NONE, next: NONE, slot: NONE, shadow: 0, handle: NONE, flags: 0, zlen: 0, memcg, region, list: list::NONE, _pad: 0, stamp: 0 }
+    }
+
+    /// A page of a file region, not in the page cache yet.
+    pub fn new_file(region: u16, memcg: u16) -> Page {
+        Page { flags: pg::FILE, ..Page::new(region, memcg) }
+    }
+
+    /// The LRU list this resident page belongs on (folio_lru_list).
+    #[inline]
+    pub fn lru_list(&self) -> u8 {
+        match (self.has(pg::FILE), self.has(pg::ACTIVE)) {
+            (false, false) => list::INACTIVE_ANON,
+            (false, true) => list::ACTIVE_ANON,
+            (true, false) => list::INACTIVE_FILE,
+            (true, true) => list::ACTIVE_FILE,
+        }
     }
 
     #[inline]

@@ -8,7 +8,7 @@
 
 use super::page::{list, pg};
 use super::{Ctx, Mm};
-use crate::block::{BlockIo, Dir};
+use crate::block::{BlockDevices, BlockIo, Dir};
 use crate::policy::SameFilled;
 use crate::sim::{EventKind, Time};
 
@@ -194,13 +194,9 @@ impl Mm {
     }
 }
 
-/// The block layer (crate::block) through its narrow context: the task's plug, the devices
-/// under the swap areas and the event queue.
+/// The block layer (crate::block) through its narrow context: the task's plug, the block
+/// devices (those under the swap areas, then those under the filesystems) and the event queue.
 impl Mm {
-    fn block_io(&mut self) -> (&mut crate::block::Plug, BlockIo<'_, [super::swap::SwapDev]>) {
-        (&mut self.plug, BlockIo { devs: &mut self.swap.devs[..], queue: &mut self.queue })
-    }
-
     /// blk_start_plug.
     pub fn blk_start_plug(&mut self) {
         self.plug.start();
@@ -208,25 +204,47 @@ impl Mm {
 
     /// blk_finish_plug: the completion times of the reads the plug issued.
     pub fn blk_finish_plug(&mut self, ctx: &Ctx) -> Vec<(u32, Time)> {
-        let (plug, mut io) = self.block_io();
-        plug.finish(ctx, &mut io)
+        let mut devs = MmDevs { swap: &mut self.swap.devs, fs: &mut self.fs };
+        let mut io = BlockIo { devs: &mut devs, queue: &mut self.queue };
+        self.plug.finish(ctx, &mut io)
     }
 
     /// blk_flush_plug.
     pub fn blk_flush_plug(&mut self, now: Time) {
-        let (plug, mut io) = self.block_io();
-        plug.flush(now, &mut io);
+        let mut devs = MmDevs { swap: &mut self.swap.devs, fs: &mut self.fs };
+        let mut io = BlockIo { devs: &mut devs, queue: &mut self.queue };
+        self.plug.flush(now, &mut io);
     }
 
     /// Sleep until `t`, flushing the plug first.
     pub fn io_schedule_until(&mut self, ctx: &mut Ctx, t: Time) {
-        let (plug, mut io) = self.block_io();
-        plug.io_schedule_until(ctx, t, &mut io);
+        let mut devs = MmDevs { swap: &mut self.swap.devs, fs: &mut self.fs };
+        let mut io = BlockIo { devs: &mut devs, queue: &mut self.queue };
+        self.plug.io_schedule_until(ctx, t, &mut io);
     }
 
-    /// submit_bio for page `page` at offset `off` of swap device `dev`.
+    /// submit_bio for page `page` at offset `off` of block device `dev` (swap devices first,
+    /// then filesystems).
     pub fn submit_bio(&mut self, ctx: &mut Ctx, dev: usize, dir: Dir, off: u32, page: u32) -> Option<Time> {
-        let (plug, mut io) = self.block_io();
-        plug.submit_bio(ctx, &mut io, (dev, dir, off, page))
+        let mut devs = MmDevs { swap: &mut self.swap.devs, fs: &mut self.fs };
+        let mut io = BlockIo { devs: &mut devs, queue: &mut self.queue };
+        self.plug.submit_bio(ctx, &mut io, (dev, dir, off, page))
+    }
+}
+
+/// Every block device of the machine, numbered swap devices first, then filesystems.
+struct MmDevs<'a> {
+    swap: &'a mut [super::swap::SwapDev],
+    fs: &'a mut [super::filemap::Filesystem],
+}
+
+impl BlockDevices for MmDevs<'_> {
+    fn bdev(&mut self, dev: usize) -> &mut crate::block::BlockDevice {
+        let n = self.swap.len();
+        if dev < n {
+            &mut self.swap[dev].bdev
+        } else {
+            &mut self.fs[dev - n].bdev
+        }
     }
 }

@@ -33,6 +33,8 @@ pub struct RegionInfo {
     /// Per PTRS_PER_PTE pages (2 MiB) of the region: its page table page has been allocated.
     /// (The runner maps every region 2 MiB-aligned, so a region's chunks are whole tables.)
     pub page_tables: Vec<bool>,
+    /// A file region: its file's filesystem, place on the device and readahead state.
+    pub file: Option<super::filemap::FileState>,
 }
 
 /// Per content variant of a region: compressed length and same-filled facts.
@@ -49,6 +51,8 @@ pub(crate) fn from_config(cfg: &SimConfig, nr_memcgs: usize, codecs: &[Codec]) -
     let mut regions = Vec::new();
     let mut pages: Vec<Page> = Vec::new();
     let mut shared_tables: Vec<(Content, ContentTable)> = Vec::new();
+    // Pages used so far on each filesystem's device.
+    let mut fs_used = vec![0u64; cfg.machine.filesystems.len()];
     for (pi, p) in cfg.processes.iter().enumerate() {
         if p.cgroup as usize >= nr_memcgs {
             return Err(ConfigError::invalid(format!("processes[{pi}].cgroup"), format!("cgroup index {} out of range ({})", p.cgroup, p.name)));
@@ -66,6 +70,21 @@ pub(crate) fn from_config(cfg: &SimConfig, nr_memcgs: usize, codecs: &[Codec]) -
             if pages.len() as u64 + r.pages >= NONE as u64 || regions.len() >= u16::MAX as usize {
                 return Err(ConfigError::invalid(format!("{at}.pages"), "too many simulated pages (at most 2^32 - 2 in all)"));
             }
+            let file = match r.file {
+                None => None,
+                Some(fs) => {
+                    let Some(off) = fs_used.get_mut(fs as usize) else {
+                        return Err(ConfigError::invalid(
+                            format!("{at}.file"),
+                            format!("filesystem index {fs} out of range ({} filesystems)", fs_used.len()),
+                        ));
+                    };
+                    // Files are laid out one after another on their filesystem's device.
+                    let dev_off = *off;
+                    *off += r.pages;
+                    Some(super::filemap::FileState::new(fs as u16, dev_off))
+                }
+            };
             let content_id = content::region_id(pi as u32, ri as u32);
             let distinct = content::distinct_variants(content, r.variants);
             let table = content_table(cfg.seed, content, content_id, distinct, codecs, &mut shared_tables);
@@ -84,8 +103,10 @@ pub(crate) fn from_config(cfg: &SimConfig, nr_memcgs: usize, codecs: &[Codec]) -
                 same_filled: table.same_filled,
                 ra_info: None,
                 page_tables: vec![false; (r.pages as usize).div_ceil(PTRS_PER_PTE as usize)],
+                file,
             });
-            pages.extend(std::iter::repeat_n(Page::new(idx, memcg), r.pages as usize));
+            let page = if r.file.is_some() { Page::new_file(idx, memcg) } else { Page::new(idx, memcg) };
+            pages.extend(std::iter::repeat_n(page, r.pages as usize));
         }
     }
     Ok((regions, pages))

@@ -9,8 +9,10 @@
 //! shrink_folio_list for anonymous folios; lru_note_cost; shrink_slab for the zswap and
 //! zsmalloc shrinkers.
 //!
-//! Simplified: one node and one zone (watermarks summed); no file pages yet (the lists exist and
-//! are empty, so file paths compute to zero work); no reclaim_throttle / too_many_isolated /
+//! File pages (mm/filemap.rs) are scanned and reclaimed clean, without IO (shrink_file_folio);
+//! dirty file pages and reclaim's writeback policy are not modelled yet.
+//!
+//! Simplified: one node and one zone (watermarks summed); no reclaim_throttle / too_many_isolated /
 //! pfmemalloc throttling (they concern file writeback and highly parallel reclaim); no
 //! memory.min/low; no soft limit reclaim; no compaction; no MGLRU.
 
@@ -128,6 +130,7 @@ impl Mm {
     /// snapshot_refaults: remember WORKINGSET_ACTIVATE of the target lruvec.
     fn snapshot_refaults(&mut self, target: u16) {
         self.memcgs[target as usize].refaults_snapshot = self.workingset_activate_stat(target);
+        self.memcgs[target as usize].refaults_snapshot_file = self.workingset_activate_file_stat(target);
     }
 
     /// lru_note_cost: IO costs 32 × the pages written, rotations 1 each; added to this lruvec
@@ -178,13 +181,16 @@ impl Mm {
         let refaults = self.workingset_activate_stat(sc.target);
         sc.may_deactivate_anon =
             sc.force_deactivate || refaults != t.refaults_snapshot || self.inactive_is_low(sc.target, list::INACTIVE_ANON);
-        // No file refaults exist in the model, so only a low inactive file list deactivates.
-        sc.may_deactivate_file = sc.force_deactivate || self.inactive_is_low(sc.target, list::INACTIVE_FILE);
+        let refaults_file = self.workingset_activate_file_stat(sc.target);
+        sc.may_deactivate_file = sc.force_deactivate
+            || refaults_file != t.refaults_snapshot_file
+            || self.inactive_is_low(sc.target, list::INACTIVE_FILE);
         let inactive_file = self.lru_size_stat(sc.target, list::INACTIVE_FILE);
         sc.cache_trim_mode = !sc.may_deactivate_file && (inactive_file >> sc.priority) > 0;
         sc.file_is_tiny = false;
         if !sc.cgroup_reclaim() {
-            let file = inactive_file + self.lru_size_tree(0, list::ACTIVE_FILE);
+            // The node's file pages, now (node_page_state).
+            let file = self.lru_size_tree(0, list::INACTIVE_FILE) + self.lru_size_tree(0, list::ACTIVE_FILE);
             let anon = self.lru_size_tree(0, list::INACTIVE_ANON);
             sc.file_is_tiny =
                 file + self.nr_free <= self.wmark_high && !sc.may_deactivate_anon && (anon >> sc.priority) > 0;
@@ -358,9 +364,11 @@ impl Mm {
             Reclaimer::Direct => self.vm.pgscan_direct += nr_scanned,
             Reclaimer::Memcg => {}
         }
-        // No file pages exist in the model yet (their lists stay empty), so every scan is anon.
-        debug_assert!(!file, "file LRU pages are not modelled yet");
-        self.vm.pgscan_anon += nr_scanned;
+        if file {
+            self.vm_file.pgscan_file += nr_scanned;
+        } else {
+            self.vm.pgscan_anon += nr_scanned;
+        }
         {
             let ev = &mut self.memcgs[m as usize].events;
             ev.pgscan += nr_scanned;
@@ -376,7 +384,8 @@ impl Mm {
         let mut nr_activate = 0;
         for &i in &taken {
             self.pages[i as usize].clear(pg::ISOLATED);
-            match self.shrink_folio(ctx, i, sc, &mut nr_pageout) {
+            let fate = if file { self.shrink_file_folio(ctx, i) } else { self.shrink_folio(ctx, i, sc, &mut nr_pageout) };
+            match fate {
                 Fate::Freed => nr_reclaimed += 1,
                 Fate::Keep => self.lru_add(i),
                 Fate::Activate => {
@@ -397,7 +406,11 @@ impl Mm {
             Reclaimer::Direct => self.vm.pgsteal_direct += nr_reclaimed,
             Reclaimer::Memcg => {}
         }
-        self.vm.pgsteal_anon += nr_reclaimed;
+        if file {
+            self.vm_file.pgsteal_file += nr_reclaimed;
+        } else {
+            self.vm.pgsteal_anon += nr_reclaimed;
+        }
         {
             let ev = &mut self.memcgs[m as usize].events;
             ev.pgsteal += nr_reclaimed;
@@ -491,6 +504,30 @@ impl Mm {
         // __remove_mapping: leave a shadow in the swap cache and free the folio.
         ctx.cpu(self.costs.reclaim_page_ns);
         self.remove_from_swap_cache_for_reclaim(i);
+        Fate::Freed
+    }
+
+    /// shrink_folio_list for one isolated page cache folio (6.18). folio_check_references: a
+    /// young PTE keeps it (activates it if PG_referenced was set too); PG_referenced alone
+    /// is FOLIOREF_RECLAIM_CLEAN, so a clean folio read once is reclaimed (use-once). Then
+    /// try_to_unmap and __remove_mapping, leaving a shadow entry. No IO: a clean folio's data
+    /// is on its filesystem. Dirty folios do not exist until write phases do (debug-checked).
+    fn shrink_file_folio(&mut self, ctx: &mut Ctx, i: u32) -> Fate {
+        let p = &mut self.pages[i as usize];
+        debug_assert!(!p.has(pg::DIRTY | pg::WRITEBACK), "page {i}: dirty file pages are not modelled");
+        let referenced_ptes = p.has(pg::MAPPED) && p.has(pg::YOUNG);
+        p.clear(pg::YOUNG);
+        let referenced_folio = p.has(pg::REFERENCED);
+        p.clear(pg::REFERENCED);
+        if referenced_ptes {
+            p.set(pg::REFERENCED);
+            if referenced_folio {
+                return Fate::Activate;
+            }
+            return Fate::Keep;
+        }
+        ctx.cpu(self.costs.reclaim_page_ns);
+        self.remove_file_folio_for_reclaim(i);
         Fate::Freed
     }
 

@@ -1,4 +1,4 @@
-//! Workingset detection for anonymous pages (mm/workingset.c, classic LRU, 6.12 ≈ 6.18):
+//! Workingset detection for anonymous and file pages (mm/workingset.c, classic LRU, 6.12 ≈ 6.18):
 //! workingset_eviction leaves a shadow with the lruvec's nonresident_age; workingset_refault
 //! compares the refault distance with the workingset size and activates the new folio.
 //!
@@ -20,22 +20,35 @@ impl Mm {
         self.age_nonresident(m, 1);
     }
 
-    /// workingset_refault for a swap-in that found a shadow: counts the refault and decides
-    /// whether the new folio starts active. Returns true if it was activated.
+    /// workingset_refault for a swap-in or page cache insertion that found a shadow: counts
+    /// the refault and decides whether the new folio starts active. Returns true if it was
+    /// activated.
     pub fn workingset_refault(&mut self, i: u32) -> bool {
-        let (m, shadow, was_workingset) = {
+        let (m, shadow, was_workingset, file) = {
             let p = &self.pages[i as usize];
-            (p.memcg, p.shadow, p.has(pg::WORKINGSET))
+            (p.memcg, p.shadow, p.has(pg::WORKINGSET), p.has(pg::FILE))
         };
-        self.vm.workingset_refault_anon += 1;
-        self.memcgs[m as usize].events.workingset_refault_anon += 1;
+        if file {
+            self.vm_file.workingset_refault_file += 1;
+            self.memcgs[m as usize].file_events.workingset_refault_file += 1;
+        } else {
+            self.vm.workingset_refault_anon += 1;
+            self.memcgs[m as usize].events.workingset_refault_anon += 1;
+        }
         let now = self.memcgs[m as usize].nonresident_age as u32;
         let distance = now.wrapping_sub(shadow) as u64;
-        // Anon refault: active_file + inactive_file + (swap available ? active_anon : 0).
-        // lruvec_page_state: the sizes as of the last memcg stats flush.
-        let mut workingset_size = self.lru_size_stat(m, list::ACTIVE_FILE) + self.lru_size_stat(m, list::INACTIVE_FILE);
+        // workingset_test_recent: the workingset is active_file, plus inactive_file for an
+        // anon refault, plus (swap available) active_anon, plus inactive_anon for a file
+        // refault. lruvec_page_state: the sizes as of the last memcg stats flush.
+        let mut workingset_size = self.lru_size_stat(m, list::ACTIVE_FILE);
+        if !file {
+            workingset_size += self.lru_size_stat(m, list::INACTIVE_FILE);
+        }
         if self.swap.nr_swap_pages > 0 {
             workingset_size += self.lru_size_stat(m, list::ACTIVE_ANON);
+            if file {
+                workingset_size += self.lru_size_stat(m, list::INACTIVE_ANON);
+            }
         }
         // The new folio gets PG_workingset back only if the refault activates it.
         self.pages[i as usize].clear(pg::SHADOW | pg::WORKINGSET);
@@ -44,14 +57,25 @@ impl Mm {
         }
         self.pages[i as usize].set(pg::ACTIVE);
         self.age_nonresident(m, 1);
-        self.vm.workingset_activate_anon += 1;
-        self.memcgs[m as usize].events.workingset_activate_anon += 1;
+        if file {
+            self.vm_file.workingset_activate_file += 1;
+            self.memcgs[m as usize].file_events.workingset_activate_file += 1;
+        } else {
+            self.vm.workingset_activate_anon += 1;
+            self.memcgs[m as usize].events.workingset_activate_anon += 1;
+        }
         if was_workingset {
             // The page record kept PG_workingset across eviction: that is the shadow's bit.
             self.pages[i as usize].set(pg::WORKINGSET);
-            self.vm.workingset_restore_anon += 1;
-            self.memcgs[m as usize].events.workingset_restore_anon += 1;
-            self.lru_note_cost(m, false, 1, 0);
+            if file {
+                self.vm_file.workingset_restore_file += 1;
+                self.memcgs[m as usize].file_events.workingset_restore_file += 1;
+            } else {
+                self.vm.workingset_restore_anon += 1;
+                self.memcgs[m as usize].events.workingset_restore_anon += 1;
+            }
+            // lru_note_cost_refault.
+            self.lru_note_cost(m, file, 1, 0);
         }
         true
     }

@@ -89,8 +89,8 @@ counters! {
         pgmajfault: "Page faults that had to wait for IO (swap-in from a device).",
         pgpgin: "KiB read from block devices (the kernel counts sectors and halves on output).",
         pgpgout: "KiB written to block devices.",
-        // pgscan_file / pgsteal_file / workingset_*_file join when file pages are modelled: until
-        // then the model cannot produce them, so they are absent rather than a false 0.
+        // pgscan_file, pgsteal_file and workingset_*_file are FileVmEvents: exported only by
+        // machines with file pages.
         pgscan_kswapd: "Pages scanned by kswapd.",
         pgscan_direct: "Pages scanned by direct reclaim.",
         pgscan_anon: "Anonymous pages scanned.",
@@ -110,6 +110,18 @@ counters! {
         allocstall_movable: "Direct reclaim entries; user page allocations are __GFP_MOVABLE.",
         pageoutrun: "kswapd balance_pgdat runs.",
         oom_kill: "Processes killed by the OOM killer.",
+    }
+}
+
+counters! {
+    /// /proc/vmstat event counters of file pages. Exported only by a machine with a
+    /// filesystem: without one the model cannot produce them (and they stay absent).
+    FileVmEvents {
+        pgscan_file: "File pages scanned.",
+        pgsteal_file: "File pages reclaimed.",
+        workingset_refault_file: "File pages read in again while their shadow entry existed.",
+        workingset_activate_file: "File refaults activated (refault distance within the workingset).",
+        workingset_restore_file: "File refaults of pages that were active when evicted.",
     }
 }
 
@@ -157,6 +169,16 @@ counters! {
         high_events as "high" [events]: "Times usage went over memory.high (memory.events high).",
         max_events as "max" [events]: "Times usage hit memory.max (memory.events max).",
         oom_kill [events]: "OOM kills in the cgroup (memory.events oom_kill).",
+    }
+}
+
+counters! {
+    /// Per-memcg event counters of file pages (tags as [`MemcgEvents`]); exported only by a
+    /// machine with a filesystem.
+    MemcgFileEvents {
+        workingset_refault_file [v1 v2]: "File refaults.",
+        workingset_activate_file [v2]: "File refaults activated.",
+        workingset_restore_file [v2]: "File refaults of pages that were active.",
     }
 }
 

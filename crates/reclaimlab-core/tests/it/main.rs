@@ -5,6 +5,7 @@ mod allocators;
 mod block_device;
 mod common;
 mod determinism;
+mod filemap;
 mod identities;
 mod switches;
 mod zswap_limits;

@@ -1,0 +1,399 @@
+//! The page cache of file regions: mm/filemap.c (filemap_read, filemap_fault,
+//! filemap_map_pages, filemap_add_folio), mm/readahead.c (page_cache_sync_ra,
+//! page_cache_async_ra, page_cache_ra_unbounded, get_init_ra_size, get_next_ra_size), the
+//! mmap read-around of do_sync_mmap_readahead, and folio_mark_accessed (mm/swap.c), as of 6.18.
+//! Kernel text read: mm/readahead.c as stored (an older version with ondemand_readahead; 6.10
+//! split it into page_cache_sync_ra/page_cache_async_ra with the same window arithmetic, which
+//! is what this follows).
+//!
+//! A file region is one file of its process on a named filesystem, read with read(2) one page
+//! per call (`read` phases) or through a shared mapping (`mmap` phases). Its pages are page
+//! cache folios while RESIDENT, on the memcg's file LRUs, charged to the process's memcg;
+//! they stay cached (and charged) after the process exits, as the kernel's do.
+//!
+//! Simplified: one open file per file region (one `file_ra_state`), ra_pages = 32 (the 128 KiB
+//! default of VM_READAHEAD_PAGES); no large folios (order 0 only); no mmap_miss accounting
+//! (MMAP_LOTSAMISS never stops read-around); no context readahead for interleaved streams;
+//! readahead allocations reclaim like any page cache allocation (the kernel's
+//! readahead_gfp_mask adds __GFP_NORETRY) and a readahead page that cannot be had ends the
+//! window; files are laid out contiguously on their device, one after another.
+
+use super::page::{pg, PAGE_SIZE};
+use super::{Ctx, Mm, Oom};
+use crate::block::{BlockDevice, Dir};
+use crate::config::Filesystem as FsConfig;
+use crate::error::{ConfigError, Result};
+use crate::sim::Time;
+
+/// file->f_ra->ra_pages: VM_READAHEAD_PAGES (128 KiB), the default of every block device's
+/// read_ahead_kb.
+pub const RA_PAGES: u64 = (128 * 1024) / PAGE_SIZE;
+/// fault_around_bytes (64 KiB): a read fault maps the cached pages of this aligned window.
+pub const FAULT_AROUND_PAGES: u64 = (64 * 1024) / PAGE_SIZE;
+
+/// The filesystem type: how it answers reclaim's writepage (seed 001) differs per type.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FsType {
+    Ext4,
+    Xfs,
+    Btrfs,
+}
+
+impl FsType {
+    pub const NAMES: [&'static str; 3] = ["ext4", "xfs", "btrfs"];
+
+    fn parse(s: &str) -> Option<FsType> {
+        match s {
+            "ext4" => Some(FsType::Ext4),
+            "xfs" => Some(FsType::Xfs),
+            "btrfs" => Some(FsType::Btrfs),
+            _ => None,
+        }
+    }
+}
+
+/// A mounted filesystem and the block device under it.
+pub struct Filesystem {
+    pub name: String,
+    pub fstype: FsType,
+    pub bdev: BlockDevice,
+}
+
+impl Filesystem {
+    /// The filesystems of the lowered `machine.filesystems`.
+    pub(crate) fn from_config(fss: &[FsConfig]) -> Result<Vec<Filesystem>> {
+        fss.iter()
+            .enumerate()
+            .map(|(k, f)| {
+                let fstype = FsType::parse(&f.fstype).ok_or_else(|| {
+                    ConfigError::unknown(
+                        format!("machine.filesystems[{k}].fstype"),
+                        format!("unknown filesystem type {:?} (expected one of {})", f.fstype, FsType::NAMES.join(", ")),
+                    )
+                })?;
+                Ok(Filesystem { name: f.name.clone(), fstype, bdev: BlockDevice::new(f.device.clone()) })
+            })
+            .collect()
+    }
+}
+
+/// Per file region: where its file lives and its open file's readahead state (file->f_ra).
+#[derive(Clone, Debug)]
+pub struct FileState {
+    pub fs: u16,
+    /// Device offset (pages) of the file's first page.
+    pub dev_off: u64,
+    /// file_ra_state: start, size, async_size of the last readahead window.
+    pub ra_start: u64,
+    pub ra_size: u64,
+    pub ra_async: u64,
+    /// ra->prev_pos >> PAGE_SHIFT of the last read(2), None before the first.
+    pub prev_index: Option<u64>,
+    /// Page reads in flight: (page, done). A folio is locked until its read completes; an
+    /// access before that waits (folio_wait_locked).
+    pub pending: Vec<(u32, Time)>,
+}
+
+impl FileState {
+    pub fn new(fs: u16, dev_off: u64) -> FileState {
+        FileState { fs, dev_off, ra_start: 0, ra_size: 0, ra_async: 0, prev_index: None, pending: Vec::new() }
+    }
+}
+
+/// get_init_ra_size: the first window of a sequential stream, from the request size.
+fn get_init_ra_size(size: u64, max: u64) -> u64 {
+    let newsize = size.next_power_of_two();
+    if newsize <= max / 32 {
+        newsize * 4
+    } else if newsize <= max / 4 {
+        newsize * 2
+    } else {
+        max
+    }
+}
+
+/// get_next_ra_size: ramp the window up (×4 while small, then ×2), at most `max`.
+fn get_next_ra_size(cur: u64, max: u64) -> u64 {
+    if cur < max / 16 {
+        (4 * cur).min(max)
+    } else {
+        (2 * cur).min(max)
+    }
+}
+
+impl Mm {
+    /// Whether the machine has file pages at all (a filesystem): file counters are exported
+    /// only then.
+    pub fn has_files(&self) -> bool {
+        !self.fs.is_empty()
+    }
+
+    fn file_of(&self, i: u32) -> (usize, u64) {
+        let region = self.pages[i as usize].region as usize;
+        (region, (i - self.regions[region].base) as u64)
+    }
+
+    fn file_state(&mut self, region: usize) -> &mut FileState {
+        self.regions[region].file.as_mut().expect("a file region")
+    }
+
+    /// filemap_read for one page (a read(2) of 4 KiB at page `i`'s offset): find the folio,
+    /// or read it (and a readahead window) from the device and wait; hitting a PG_readahead
+    /// folio starts the next window asynchronously; then copy and folio_mark_accessed.
+    pub fn filemap_read(&mut self, ctx: &mut Ctx, i: u32) -> std::result::Result<(), Oom> {
+        let (region, index) = self.file_of(i);
+        let hit_marker = self.pages[i as usize].flags & (pg::RESIDENT | pg::READAHEAD) == pg::RESIDENT | pg::READAHEAD;
+        if !self.pages[i as usize].has(pg::RESIDENT) {
+            // filemap_get_pages: a miss runs page_cache_sync_ra (req_count 1).
+            let prev = self.file_state(region).prev_index;
+            self.page_cache_sync_ra(ctx, region, index, prev);
+            if !self.pages[i as usize].has(pg::RESIDENT) {
+                // filemap_create_folio: readahead could not get the page (or reclaim for a
+                // later page of the window took it again); read it alone.
+                self.do_page_cache_ra(ctx, region, index, 1, 0)?;
+            }
+        }
+        self.folio_wait_locked(ctx, region, i);
+        ctx.cpu(self.costs.read_page_ns);
+        self.file_state(region).prev_index = Some(index);
+        self.folio_mark_accessed(i);
+        if hit_marker {
+            // filemap_readahead. The kernel starts it before the copy while holding a
+            // reference on the folio, which keeps reclaim from taking it; starting it after
+            // the copy gives the same window without that reference.
+            self.page_cache_async_ra(ctx, region, index, i);
+        }
+        Ok(())
+    }
+
+    /// A fault on a page of a shared file mapping (do_read_fault): map the cached pages around
+    /// it (do_fault_around → filemap_map_pages), and if the page itself is not among them,
+    /// filemap_fault: a cache miss is a major fault that reads a window around the page
+    /// (do_sync_mmap_readahead's read-around); a PG_readahead hit starts the next window.
+    pub fn filemap_fault(&mut self, ctx: &mut Ctx, i: u32) -> std::result::Result<(), Oom> {
+        let (region, index) = self.file_of(i);
+        self.pte_alloc(ctx, i)?;
+        self.do_fault_around(ctx, region, index);
+        if self.pages[i as usize].has(pg::MAPPED) {
+            return Ok(());
+        }
+        if !self.pages[i as usize].has(pg::RESIDENT) {
+            let m = self.pages[i as usize].memcg;
+            self.vm.pgmajfault += 1;
+            self.memcgs[m as usize].events.pgmajfault += 1;
+            // do_sync_mmap_readahead, read-around: ra_pages centred on the fault, the last
+            // quarter asynchronous.
+            let start = index.saturating_sub(RA_PAGES / 2);
+            let st = self.file_state(region);
+            st.ra_start = start;
+            st.ra_size = RA_PAGES;
+            st.ra_async = RA_PAGES / 4;
+            self.do_page_cache_ra(ctx, region, start, RA_PAGES, RA_PAGES / 4)?;
+            if !self.pages[i as usize].has(pg::RESIDENT) {
+                self.do_page_cache_ra(ctx, region, index, 1, 0)?;
+            }
+        }
+        let hit_marker = self.pages[i as usize].has(pg::READAHEAD);
+        self.folio_wait_locked(ctx, region, i);
+        let p = &mut self.pages[i as usize];
+        p.set(pg::MAPPED | pg::YOUNG);
+        if hit_marker {
+            // do_async_mmap_readahead (after mapping: see filemap_read).
+            self.page_cache_async_ra(ctx, region, index, i);
+        }
+        Ok(())
+    }
+
+    /// do_fault_around → filemap_map_pages: map every cached, unlocked page (not marked
+    /// PG_readahead) of the aligned
+    /// fault_around_bytes window whose PTE is empty, within the region. x86 builds PTEs with
+    /// the accessed bit set, so they are young (arch_wants_old_prefaulted_pte is false).
+    fn do_fault_around(&mut self, ctx: &mut Ctx, region: usize, index: u64) {
+        let base = self.regions[region].base;
+        let npages = self.regions[region].pages as u64;
+        let start = index & !(FAULT_AROUND_PAGES - 1);
+        let end = (start + FAULT_AROUND_PAGES).min(npages);
+        let now = ctx.now;
+        for x in start..end {
+            let j = base + x as u32;
+            let p = self.pages[j as usize];
+            // next_uptodate_folio skips PG_readahead folios, so that touching one faults and
+            // starts the next readahead window.
+            if !p.has(pg::RESIDENT) || p.has(pg::MAPPED | pg::READAHEAD) || self.file_locked_until(region, j).is_some_and(|t| t > now) {
+                continue;
+            }
+            self.pages[j as usize].set(pg::MAPPED | pg::YOUNG);
+            ctx.cpu(self.costs.access_ns);
+        }
+    }
+
+    /// When page `j`'s read completes, if one is in flight.
+    fn file_locked_until(&self, region: usize, j: u32) -> Option<Time> {
+        self.regions[region].file.as_ref().and_then(|f| f.pending.iter().find(|(p, _)| *p == j).map(|&(_, t)| t))
+    }
+
+    /// folio_wait_locked: wait for page `i`'s read if it is still in flight; forget the reads
+    /// that completed.
+    fn folio_wait_locked(&mut self, ctx: &mut Ctx, region: usize, i: u32) {
+        if let Some(t) = self.file_locked_until(region, i) {
+            self.io_schedule_until(ctx, t);
+        }
+        let now = ctx.now;
+        self.file_state(region).pending.retain(|&(_, t)| t > now);
+    }
+
+    /// page_cache_sync_ra (req_count 1) on a read(2) miss at `index`: the start of the file,
+    /// or a read next to the previous one, begins a sequential stream with the initial window
+    /// (get_init_ra_size); any other miss reads just the page.
+    fn page_cache_sync_ra(&mut self, ctx: &mut Ctx, region: usize, index: u64, prev: Option<u64>) {
+        let sequential = index == 0 || prev.is_some_and(|p| index.wrapping_sub(p) <= 1);
+        if !sequential {
+            let _ = self.do_page_cache_ra(ctx, region, index, 1, 0);
+            return;
+        }
+        let size = get_init_ra_size(1, RA_PAGES);
+        let async_size = if size > 1 { size - 1 } else { size };
+        let st = self.file_state(region);
+        st.ra_start = index;
+        st.ra_size = size;
+        st.ra_async = async_size;
+        let _ = self.do_page_cache_ra(ctx, region, index, size, async_size);
+    }
+
+    /// page_cache_async_ra on a hit of PG_readahead folio `i` at `index`: clear the mark, and
+    /// if it is where the last window expected it, push the window forward and ramp it up.
+    /// A marker elsewhere (the state was reset by a random read) starts a window there of
+    /// the next size.
+    fn page_cache_async_ra(&mut self, ctx: &mut Ctx, region: usize, index: u64, i: u32) {
+        self.pages[i as usize].clear(pg::READAHEAD);
+        let st = self.file_state(region);
+        let expected = st.ra_start + st.ra_size - st.ra_async;
+        if index == expected {
+            st.ra_start += st.ra_size;
+        } else {
+            st.ra_start = index + 1;
+        }
+        st.ra_size = get_next_ra_size(st.ra_size.max(1), RA_PAGES);
+        st.ra_async = st.ra_size;
+        let (start, size) = (st.ra_start, st.ra_size);
+        let _ = self.do_page_cache_ra(ctx, region, start, size, size);
+    }
+
+    /// page_cache_ra_unbounded: allocate and add the uncached pages of [start, start + nr)
+    /// within the file, mark the one `lookahead` from the end PG_readahead, and read them
+    /// under a plug (read_pages), so consecutive pages merge into requests. Stops at the first
+    /// page it cannot allocate (an error only if that was the first).
+    fn do_page_cache_ra(&mut self, ctx: &mut Ctx, region: usize, start: u64, nr: u64, lookahead: u64) -> std::result::Result<(), Oom> {
+        let r = &self.regions[region];
+        let (base, npages) = (r.base, r.pages as u64);
+        let end = (start + nr).min(npages);
+        let mark = (start + nr).checked_sub(lookahead).filter(|_| lookahead > 0);
+        let (fs, dev_off) = {
+            let f = r.file.as_ref().expect("a file region");
+            (f.fs as usize, f.dev_off)
+        };
+        let dev = self.swap.devs.len() + fs;
+        self.blk_start_plug();
+        let mut result = Ok(());
+        let mut issued: Vec<(u32, Time)> = Vec::new();
+        for x in start..end {
+            let j = base + x as u32;
+            if self.pages[j as usize].has(pg::RESIDENT) {
+                continue;
+            }
+            if let Err(e) = self.filemap_add_folio(ctx, j) {
+                if x == start {
+                    result = Err(e);
+                }
+                break;
+            }
+            if Some(x) == mark {
+                self.pages[j as usize].set(pg::READAHEAD);
+            }
+            self.vm.pgpgin += PAGE_SIZE / 1024;
+            ctx.cpu(self.costs.bio_submit_ns);
+            if let Some(done) = self.submit_bio(ctx, dev, Dir::Read, (dev_off + x) as u32, j) {
+                issued.push((j, done));
+            }
+        }
+        issued.extend(self.blk_finish_plug(ctx));
+        self.file_state(region).pending.extend(issued);
+        result
+    }
+
+    /// filemap_add_folio: a new page cache folio for page `i`, charged to its memcg; a shadow
+    /// entry left by its eviction makes it a refault (workingset_refault), which may start it
+    /// on the active list. Then folio_add_lru.
+    fn filemap_add_folio(&mut self, ctx: &mut Ctx, i: u32) -> std::result::Result<(), Oom> {
+        let m = self.pages[i as usize].memcg;
+        self.alloc_charged_frame(ctx, m)?;
+        ctx.cpu(self.costs.pagecache_add_ns);
+        let p = &mut self.pages[i as usize];
+        p.set(pg::RESIDENT);
+        p.clear(pg::ACTIVE | pg::REFERENCED | pg::READAHEAD);
+        self.nr_resident += 1;
+        if self.pages[i as usize].has(pg::SHADOW) {
+            self.workingset_refault(i);
+        }
+        self.lru_add(i);
+        Ok(())
+    }
+
+    /// folio_mark_accessed (mm/swap.c): the first access sets PG_referenced; a second one on
+    /// an inactive folio activates it (folio_activate: pgactivate, and workingset_activation
+    /// ages the nonresident clock).
+    pub fn folio_mark_accessed(&mut self, i: u32) {
+        let p = &mut self.pages[i as usize];
+        if !p.has(pg::REFERENCED) {
+            p.set(pg::REFERENCED);
+            return;
+        }
+        if p.has(pg::ACTIVE) {
+            return;
+        }
+        let m = p.memcg;
+        self.lru_del(i);
+        let p = &mut self.pages[i as usize];
+        p.set(pg::ACTIVE);
+        p.clear(pg::REFERENCED);
+        self.lru_add(i);
+        self.vm.pgactivate += 1;
+        self.memcgs[m as usize].events.pgactivate += 1;
+        self.age_nonresident(m, 1);
+    }
+
+    /// __remove_mapping for a clean, unmapped page cache folio: a shadow entry replaces it in
+    /// the mapping (workingset_eviction), the memcg is uncharged and the frame freed.
+    pub(crate) fn remove_file_folio_for_reclaim(&mut self, i: u32) {
+        let m = self.pages[i as usize].memcg;
+        self.workingset_eviction(i);
+        let p = &mut self.pages[i as usize];
+        p.clear(pg::RESIDENT | pg::ACTIVE | pg::YOUNG | pg::RECLAIM | pg::READAHEAD | pg::MAPPED | pg::REFERENCED);
+        self.nr_resident -= 1;
+        self.uncharge(m);
+        self.free_frame();
+    }
+
+    /// NR_FILE_MAPPED: page cache pages mapped by a process.
+    pub fn nr_file_mapped(&self) -> u64 {
+        self.pages.iter().filter(|p| p.flags & (pg::FILE | pg::RESIDENT | pg::MAPPED) == pg::FILE | pg::RESIDENT | pg::MAPPED).count() as u64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn readahead_window_ramps_to_ra_pages() {
+        // A 4 KiB read at the start of a file: 4 pages, then 8, 16, 32, 32.
+        assert_eq!(get_init_ra_size(1, RA_PAGES), 4);
+        let mut sizes = vec![4];
+        for _ in 0..4 {
+            sizes.push(get_next_ra_size(*sizes.last().unwrap(), RA_PAGES));
+        }
+        assert_eq!(sizes, [4, 8, 16, 32, 32]);
+        assert_eq!(get_init_ra_size(32, RA_PAGES), 32);
+        assert_eq!(get_init_ra_size(4, RA_PAGES), 8);
+    }
+}

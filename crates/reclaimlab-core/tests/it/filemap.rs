@@ -1,0 +1,160 @@
+//! File pages (mm/filemap.rs): the page cache, readahead, use-once reclaim, refault
+//! activation, mapped pages, and their counters.
+
+use crate::common::*;
+use serde_json::{json, Value};
+
+/// One process in cgroup `/t` (limit `limit_pages`) with a 256-page anonymous heap (filled
+/// first) and a file of `file_pages` on an ext4 filesystem, running `phases` on the file
+/// (region index 1).
+fn file_scenario(file_pages: u64, limit_pages: u64, phases: &[Value]) -> Value {
+    let mut v = scenario(&[("heap", 256, "text")], 1, limit_pages, false, false);
+    v["machine"]["filesystems"] = json!([{"name": "data", "fstype": "ext4", "device": {
+        "rotational": false, "read_latency_ns": 100000, "write_latency_ns": 100000,
+        "read_bytes_per_s": 1000000000u64, "write_bytes_per_s": 1000000000u64, "max_sectors_kb": 512}}]);
+    v["processes"][0]["regions"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!({"name": "f", "pages": file_pages, "content": "text", "variants": 64, "file": 0}));
+    let mut ph = vec![v["processes"][0]["phases"][0].clone()];
+    for (k, p) in phases.iter().enumerate() {
+        ph.push(json!({"name": format!("f{k}"), "phase": p}));
+    }
+    v["processes"][0]["phases"] = json!(ph);
+    v
+}
+
+fn read(passes: u32) -> Value {
+    json!({"kind": "read", "region": 1, "passes": passes})
+}
+
+fn mmap(passes: u32) -> Value {
+    json!({"kind": "mmap", "region": 1, "passes": passes})
+}
+
+#[test]
+fn a_machine_without_files_exports_no_file_counters() {
+    let r = run(&scenario(&[("a", 300, "text")], 1000, 1000, false, false));
+    assert!(!has(&r, "vmstat.pgscan_file") && !has(&r, "vmstat.nr_file_pages") && !has(&r, "meminfo.Cached"));
+    assert!(!has(&r, "memcg[/t].memory.stat.cache"));
+}
+
+#[test]
+fn reading_twice_activates_and_readahead_reads_every_page_once() {
+    let r = run(&file_scenario(2000, 100_000, &[read(2)]));
+    // read-ahead brings each page in once: 4 KiB per page in pgpgin; no faults.
+    assert_eq!(counter(&r, "vmstat.pgpgin"), 2000 * 4);
+    assert_eq!(counter(&r, "vmstat.pgmajfault"), 0);
+    // The second read of each page finds it PG_referenced and activates it.
+    assert_eq!(counter(&r, "vmstat.nr_active_file"), 2000);
+    assert_eq!(counter(&r, "vmstat.pgactivate"), 2000);
+    assert_eq!(counter(&r, "vmstat.nr_file_pages"), 2000);
+    assert_eq!(counter(&r, "meminfo.Cached"), 2000 * 4);
+    assert_eq!(counter(&r, "vmstat.nr_mapped"), 0);
+    assert_eq!(counter(&r, "memcg[/t].memory.stat.total_cache"), 2000 * 4096);
+}
+
+#[test]
+fn streaming_read_larger_than_the_memcg_is_use_once() {
+    // 4000 pages through a 1500-page memcg, twice: reclaim takes clean file pages without IO
+    // (the heap is never written out), nothing is activated, and the second pass refaults
+    // every page (its distance exceeds the workingset).
+    let r = run(&file_scenario(4000, 1500, &[read(2)]));
+    assert!(counter(&r, "vmstat.pgsteal_file") >= 4000);
+    assert_eq!(counter(&r, "vmstat.pgsteal_anon"), 0);
+    assert_eq!(counter(&r, "vmstat.pswpout"), 0);
+    assert_eq!(counter(&r, "vmstat.nr_vmscan_write"), 0);
+    assert_eq!(counter(&r, "vmstat.pgactivate"), 0);
+    assert_eq!(counter(&r, "vmstat.workingset_refault_file"), 4000);
+    assert_eq!(counter(&r, "vmstat.workingset_activate_file"), 0);
+    assert_eq!(counter(&r, "vmstat.pgpgin"), 2 * 4000 * 4);
+    assert_eq!(counter(&r, "memcg[/t].memory.stat.workingset_refault_file"), 4000);
+}
+
+#[test]
+fn refaults_within_the_workingset_start_active() {
+    // A file a little larger than the memcg's room for it, read three times: the second pass
+    // refaults pages whose refault distance fits in the workingset, and they start active.
+    let r = run(&file_scenario(1400, 1500, &[read(2), read(1)]));
+    assert!(counter(&r, "vmstat.workingset_refault_file") > 0);
+    assert!(counter(&r, "vmstat.workingset_activate_file") > 0);
+    assert!(counter(&r, "memcg[/t].memory.stat.workingset_refault_file") > 0);
+}
+
+#[test]
+fn mapped_pages_fault_around_and_count_as_mapped() {
+    let r = run(&file_scenario(2048, 100_000, &[mmap(1)]));
+    // Read-around reads every page once; each fault maps up to 16 cached pages.
+    assert_eq!(counter(&r, "vmstat.pgpgin"), 2048 * 4);
+    assert_eq!(counter(&r, "vmstat.nr_mapped"), 2048);
+    assert_eq!(counter(&r, "meminfo.Mapped"), 2048 * 4);
+    assert_eq!(counter(&r, "memcg[/t].memory.stat.mapped_file"), 2048 * 4096);
+    let faults = counter(&r, "vmstat.pgfault") - 256;
+    assert!(faults < 2048 / 4, "{faults} faults for 2048 pages");
+    assert!(counter(&r, "vmstat.pgmajfault") > 0);
+}
+
+#[test]
+fn young_mapped_pages_survive_a_scan_that_unmapped_ones_do_not() {
+    // 1000 pages of a file, then 900 pages of another streamed by read(2) through a
+    // 1500-page memcg. Mapped first (young PTEs), the first file's pages are rotated once by
+    // reclaim and outlive the use-once read pages; read with read(2) (PG_referenced only:
+    // FOLIOREF_RECLAIM_CLEAN) they are the first to go.
+    let resident_of_first_file = |first: Value| {
+        let mut v = file_scenario(1000, 1500, &[first, read(1)]);
+        v["processes"][0]["regions"].as_array_mut().unwrap().push(json!({"name": "g", "pages": 900, "content": "text", "variants": 64, "file": 0}));
+        v["processes"][0]["phases"][2]["phase"]["region"] = json!(2);
+        let mut s = build(&v);
+        let r = s.run_to_end();
+        assert!(counter(&r, "vmstat.pgsteal_file") > 500, "{}", counter(&r, "vmstat.pgsteal_file"));
+        // The heap's 256 pages come first in the arena, then the first file's 1000.
+        s.mm().pages()[256..1256].iter().filter(|p| p.has(reclaimlab_core::mm::page::pg::RESIDENT)).count()
+    };
+    let mapped = resident_of_first_file(mmap(1));
+    let read = resident_of_first_file(read(1));
+    assert!(mapped > read + 150, "mapped {mapped} vs read {read} pages left");
+}
+
+#[test]
+fn page_conservation_every_event_with_file_pages() {
+    let mut v = file_scenario(3000, 1200, &[read(1), mmap(1), read(1)]);
+    v["processes"][0]["phases"][0]["phase"] = json!({"kind": "fill", "region": 0});
+    let mut s = build(&v);
+    s.set_check_interval(1);
+    let r = s.run_to_end();
+    assert!(counter(&r, "vmstat.pgsteal_file") > 0);
+    s.check_conservation().unwrap();
+}
+
+#[test]
+fn file_runs_are_deterministic() {
+    let v = file_scenario(3000, 1200, &[read(1), mmap(2)]);
+    let (a, b) = (run(&v), run(&v));
+    assert_eq!(a.counters, b.counters);
+    assert_eq!(serde_json::to_string(&a.phases).unwrap(), serde_json::to_string(&b.phases).unwrap());
+}
+
+#[test]
+fn file_phases_need_file_regions_and_filesystems_a_known_type() {
+    let err = |v: Value| {
+        let cfg: reclaimlab_core::SimConfig = serde_json::from_value(v).unwrap();
+        Simulation_new_err(&cfg)
+    };
+    let mut v = file_scenario(100, 1000, &[read(1)]);
+    v["processes"][0]["phases"][1]["phase"]["region"] = json!(0);
+    assert_eq!(err(v).path, "processes[0].phases[1]");
+    let mut v = file_scenario(100, 1000, &[read(1)]);
+    v["machine"]["filesystems"][0]["fstype"] = json!("ntfs");
+    assert_eq!(err(v).path, "machine.filesystems[0].fstype");
+    let mut v = file_scenario(100, 1000, &[read(1)]);
+    v["processes"][0]["regions"][1]["file"] = json!(3);
+    assert_eq!(err(v).path, "processes[0].regions[1].file");
+}
+
+#[allow(non_snake_case)]
+fn Simulation_new_err(cfg: &reclaimlab_core::SimConfig) -> reclaimlab_core::ConfigError {
+    match reclaimlab_core::Simulation::new(cfg) {
+        Ok(_) => panic!("expected a config error"),
+        Err(e) => e,
+    }
+}

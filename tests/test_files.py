@@ -1,0 +1,81 @@
+"""File regions and the read/mmap phases: loading, cross-key checks, lowering, the real core."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from conftest import MINIMAL
+from reclaimlab import load, lower
+from reclaimlab.errors import ScenarioError
+
+FILES = (
+    MINIMAL.replace(
+        '[[processes]]\nname = "p"',
+        """[[machine.filesystems]]
+name = "data"
+type = "xfs"
+device = "nvme"
+[[processes]]
+name = "p"
+[[processes.files]]
+name = "db"
+size = "2MiB"
+content = "text"
+""",
+    )
+    + """[[processes.phases]]
+kind = "read"
+file = "db"
+passes = 2
+[[processes.phases]]
+kind = "mmap"
+file = "db"
+"""
+)
+
+
+def test_files_lower_as_regions_after_the_anonymous_ones() -> None:
+    config = lower(load(FILES), profile=None)
+    fs = config["machine"]["filesystems"]
+    assert [(f["name"], f["fstype"]) for f in fs] == [("data", "xfs")]
+    regions = config["processes"][0]["regions"]
+    assert [(r["name"], r.get("file")) for r in regions] == [("a", None), ("db", 0)]
+    assert regions[1]["pages"] == 512
+    phases = [p["phase"] for p in config["processes"][0]["phases"]]
+    assert phases[1:] == [{"kind": "read", "region": 1, "passes": 2}, {"kind": "mmap", "region": 1, "passes": 1}]
+
+
+def test_a_scenario_without_files_lowers_as_before() -> None:
+    config = lower(load(MINIMAL), profile=None)
+    assert "filesystems" not in config["machine"]
+    assert all("file" not in r for r in config["processes"][0]["regions"])
+
+
+@pytest.mark.native
+def test_the_core_runs_file_phases(real_core: Any) -> None:
+    sim = real_core.Simulation(json.dumps(lower(load(FILES), profile=None)))
+    while not sim.step(100_000):
+        pass
+    counters = dict(json.loads(sim.result_json())["counters"])
+    assert counters["vmstat.pgpgin"] == 512 * 4
+    assert counters["vmstat.nr_file_pages"] == 512
+    assert counters["vmstat.nr_mapped"] == 512
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "message"),
+    [
+        ('file = "db"\npasses = 2', 'file = "nope"\npasses = 2', "processes[0].phases[1].file: expected the name of a file"),
+        ('device = "nvme"', 'device = "nvme"\n[[machine.filesystems]]\nname = "logs"\ndevice = "ssd"', "files[0].filesystem: required key"),
+        ('type = "xfs"', 'type = "ntfs"', "machine.filesystems[0].type"),
+        ('[[processes.files]]\nname = "db"', '[[processes.files]]\nname = "a"', "files[0].name: a region of process 'p' is also named 'a'"),
+    ],
+)
+def test_file_errors_name_the_key(old: str, new: str, message: str) -> None:
+    assert old in FILES
+    with pytest.raises(ScenarioError) as e:
+        load(FILES.replace(old, new, 1))
+    assert message in str(e.value)
