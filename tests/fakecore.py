@@ -98,4 +98,7 @@ def module() -> types.ModuleType:
     m.version = lambda: "0.0.0-fake"  # type: ignore[attr-defined]
     # Page content classes are checked by the real core's parser (no copy of it here).
     m.distinct_variants = _REAL.distinct_variants  # type: ignore[attr-defined]
+    # Knobs and allocators are the real core's declarations (the scenario model is made from them).
+    m.knobs = _REAL.knobs  # type: ignore[attr-defined]
+    m.zpools = _REAL.zpools  # type: ignore[attr-defined]
     return m
