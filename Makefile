@@ -10,7 +10,7 @@ SCENARIO ?= scenarios/three-regions.toml
 # pandas-stubs: mypy --strict needs pandas' types.
 LINT_DEPS := "ruff==0.17.6" "mypy==2.4.1" "pandas-stubs==3.1.0.261029"
 
-.PHONY: run test test-rust test-python bench lint build clean seeds-report validation-report vmlab vmlab-report
+.PHONY: run test test-rust test-python bench lint build clean seeds-report validation-report vmlab vmlab-report docs-knobs
 
 $(DEPS): pyproject.toml Makefile
 	@command -v cargo >/dev/null || { echo "error: cargo (Rust toolchain) not found; this machine kind provides it via rustup" >&2; exit 1; }
@@ -39,6 +39,10 @@ test-python: build
 
 bench: build
 	cargo bench -p reclaimlab-core --bench throughput
+
+# Regenerate the knob table of docs/scenario.md from the core's declarations (knobs.rs).
+docs-knobs: build
+	$(PY) -m reclaimlab.knob_doc docs/scenario.md
 
 # Regenerate the tables of docs/seeds.md: each seed benchmark, published vs reclaimlab.
 seeds-report: build

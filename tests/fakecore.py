@@ -100,4 +100,7 @@ def module() -> types.ModuleType:
     m.distinct_variants = _REAL.distinct_variants  # type: ignore[attr-defined]
     m.check_content = _REAL.check_content  # type: ignore[attr-defined]
     m.ConfigError = _REAL.ConfigError  # type: ignore[attr-defined]
+    # Knobs and allocators are the real core's declarations (the scenario model is made from them).
+    m.knobs = _REAL.knobs  # type: ignore[attr-defined]
+    m.zpools = _REAL.zpools  # type: ignore[attr-defined]
     return m

@@ -146,11 +146,11 @@ def test_type_errors(write: Write) -> None:
 def test_ranges(write: Write) -> None:
     text = MINIMAL.replace(
         "[machine]",
-        "[kernel]\nvm.swappiness = 201\nvm.page-cluster = 11\nzswap.max_pool_percent = 101\nvm.watermark_scale_factor = 0\n[machine]",
+        "[kernel]\nvm.swappiness = 201\nvm.page-cluster = 32\nzswap.max_pool_percent = 101\nvm.watermark_scale_factor = 0\n[machine]",
     )
     found = problems(write, text)
     assert "kernel.vm.swappiness: expected an integer in 0..200; got 201" in found
-    assert "kernel.vm.page-cluster: expected an integer in 0..10; got 11" in found
+    assert "kernel.vm.page-cluster: expected an integer in 0..31; got 32" in found
     assert "kernel.zswap.max_pool_percent: expected an integer in 0..100; got 101" in found
     assert "kernel.vm.watermark_scale_factor: expected an integer in 1..3000; got 0" in found
 
@@ -398,7 +398,7 @@ def test_compare_configs_are_validated(write: Write) -> None:
     text = text.replace('  { name = "b" },\n', "")
     assert problems(write, text) == [
         "compare.configs[0].set.\"kernel.zswap.enabeld\": unknown key 'enabeld' under kernel.zswap; expected one of: "
-        "enabled, compressor, max_pool_percent, accept_threshold_percent, shrinker_enabled",
+        "enabled, compressor, max_pool_percent, accept_threshold_percent, shrinker_enabled, zpool",
         "kernel.vm.swappiness: expected an integer in 0..200; got 500 (from compare config 'b')",
     ]
 

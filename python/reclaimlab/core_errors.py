@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from reclaimlab import native
 from reclaimlab.errors import Path, Problem, ScenarioError
 from reclaimlab.scenario import Scenario, phase_name
 
@@ -31,7 +32,6 @@ _DEVICE_KEYS = {
     "write_bytes_per_s": "write_bandwidth",
 }
 _MACHINE_KEYS = {"memory_bytes": "memory", "cpus": "cpus", "swap": "swap"}
-_VM_KEYS = {"page_cluster": "page-cluster"}
 _CGROUP_V2_FILES = {
     "limit_bytes": "memory.max",
     "high_bytes": "memory.high",
@@ -135,13 +135,10 @@ def scenario_key(scenario: Scenario, lowered: str) -> tuple[Path, str]:
     if head == "kernel":
         if len(rest) >= 2 and rest[0] == "switches" and all(isinstance(t, str) for t in rest[1:]):
             return ("kernel", "switches", ".".join(str(t) for t in rest[1:])), ""  # "zswap.incompressible"
-        path = ("kernel",)
-        for k, t in enumerate(rest):
-            if not isinstance(t, str):
-                break
-            section = rest[k - 1] if k else None
-            path = (*path, _VM_KEYS.get(t, t) if section == "vm" else t)
-        return path, ""
+        knob = next((kn for kn in native.knobs() if kn.lowered == lowered), None)
+        if knob is not None:  # a knob's lowered field -> its key as the kernel spells it
+            return knob.path, ""
+        return ("kernel", *[t for t in rest if isinstance(t, str)][:2]), ""
     if head == "costs":
         return tuple(s for s in steps if isinstance(s, str))[:2], ""
     if isinstance(head, str) and head in _TOP_KEYS:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from reclaimlab import native
 from reclaimlab.devices import ZRAM_DEVICE, DeviceModel
 from reclaimlab.profile import Profile, active_profile, device_presets, effective_costs
 from reclaimlab.scenario import (
@@ -102,6 +103,8 @@ def _machine(m: Machine, presets: dict[str, DeviceModel]) -> dict[str, Any]:
                 "comp_algorithm": (sw.comp_algorithm or "lzo-rle") if sw.kind == "zram" else None,
             }
         )
+        if sw.allocator is not None:  # optional in config.rs: absent lowers as before the key existed
+            swaps[-1]["allocator"] = sw.allocator
     out: dict[str, Any] = {"memory_bytes": m.memory, "cpus": m.cpus, "swap": swaps}
     # Optional in config.rs: a machine without filesystems lowers as before they existed.
     if m.filesystems:
@@ -110,24 +113,13 @@ def _machine(m: Machine, presets: dict[str, DeviceModel]) -> dict[str, Any]:
 
 
 def _kernel(k: Kernel) -> dict[str, Any]:
-    z, vm = k.zswap, k.vm
-    return {
-        "version": k.version,
-        "zswap": {
-            "enabled": z.enabled,
-            "compressor": z.compressor,
-            "max_pool_percent": z.max_pool_percent,
-            "accept_threshold_percent": z.accept_threshold_percent,
-            "shrinker_enabled": z.shrinker_enabled,
-        },
-        "vm": {
-            "swappiness": vm.swappiness,
-            "page_cluster": vm.page_cluster,
-            "min_free_kbytes": vm.min_free_kbytes,
-            "watermark_scale_factor": vm.watermark_scale_factor,
-        },
-        "switches": dict(sorted(k.switches.items())),
-    }
+    """The version, each knob section (every knob the core declares, by its lowered field) and
+    the switch overrides."""
+    out: dict[str, Any] = {"version": k.version}
+    for section, knobs in native.knob_sections().items():
+        out[section] = {knob.field: k.knob_value(knob) for knob in knobs}
+    out["switches"] = dict(sorted(k.switches.items()))
+    return out
 
 
 def _cgroups(c: Cgroups) -> dict[str, Any]:

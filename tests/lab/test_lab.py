@@ -189,7 +189,7 @@ def test_killed_driver_then_lab_restore(lab: Lab, tmp_path: Path) -> None:
     r = _cli(lab, "lab", "restore")
     assert r.returncode == 0, r.stdout + r.stderr
     assert f"killed runner pid {runner['pid']}" in r.stdout
-    assert "swapoff" in r.stdout and "removed cgroup" in r.stdout and "zswap enabled: Y -> N" in r.stdout
+    assert "swapoff" in r.stdout and "removed cgroup" in r.stdout and "kernel.zswap.enabled: Y -> N" in r.stdout
     assert not host.pid_alive(runner["pid"], runner["start_time"])
     assert not journal.exists()
     assert lab.state_now() == lab.before

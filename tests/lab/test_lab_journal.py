@@ -45,18 +45,18 @@ def test_restore_writes_old_values_back_in_reverse_order_and_is_idempotent(tmp_p
     param.write_text("N\n")
     swapfile = tmp_path / "x.swap"
     j = Journal.create(tmp_path)
-    j.record("sysctl", name="vm.swappiness", path=str(knob), old="60")
+    j.record("knob", name="kernel.vm.swappiness", path=str(knob), old="60")
     knob.write_text("100\n")
     j.record("swapfile", path=str(swapfile))
     swapfile.write_bytes(b"\0" * 4096)
-    j.record("zswap_param", name="enabled", path=str(param), old="N")
+    j.record("zswap_param", name="enabled", path=str(param), old="N")  # a journal of an older version
     param.write_text("Y\n")
     j.record("cgroup", path=str(tmp_path / "no-such-cgroup"))  # journaled, never made
     j.close()
     steps: list[str] = []
     report = restore(tmp_path, on_step=steps.append)
     assert report.ok
-    assert steps == ["zswap enabled: Y -> N", f"removed swap file {swapfile}", "vm.swappiness: 100 -> 60"]
+    assert steps == ["zswap enabled: Y -> N", f"removed swap file {swapfile}", "kernel.vm.swappiness: 100 -> 60"]
     assert report.undone == steps
     assert any(s.startswith("cgroup ") for s in report.skipped)
     assert knob.read_text().strip() == "60" and param.read_text().strip() == "N" and not swapfile.exists()

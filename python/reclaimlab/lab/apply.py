@@ -7,11 +7,12 @@ order restores cleanly:
 
 1. mount debugfs privately if it is not mounted (for the zswap counters);
 2. sysctls (before the cgroups: a new v1 memcg takes its ``memory.swappiness`` from its parent,
-   which for the run's top cgroup is ``vm.swappiness``);
+   which for the run's top cgroup is ``vm.swappiness``); every knob the core declares, by its
+   kernel file (``lab.knobs``);
 3. cgroups, parents first, each one's files written before its children are created;
 4. swap devices (swap file: fallocate, chmod 600, mkswap, swapon; zram: hot_add,
    comp_algorithm, disksize, mkswap, swapon);
-5. zswap parameters, the compressor first and ``enabled`` last.
+5. the sysfs knobs (zswap's parameters), ``enabled`` last.
 
 Runners are started (and journaled) by the backend after this.
 """
@@ -25,12 +26,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from reclaimlab.lab import host
+from reclaimlab.lab import host, knobs
 from reclaimlab.lab.errors import LabError
 from reclaimlab.lab.journal import Journal
-from reclaimlab.lab.probe import SYSCTLS, Probe
+from reclaimlab.lab.probe import Probe
+from reclaimlab.native import Knob
 
-__all__ = ["Applied", "SwapDevice", "apply", "new_runid", "zswap_values"]
+__all__ = ["Applied", "SwapDevice", "apply", "new_runid"]
 
 
 def new_runid() -> str:
@@ -67,28 +69,6 @@ class Applied:
         return d if d.is_dir() else None
 
 
-def _bool(v: bool) -> str:
-    return "Y" if v else "N"
-
-
-def zswap_values(z: dict[str, Any]) -> dict[str, str]:
-    """The scenario's zswap parameters as the kernel spells them, in write order."""
-    if not z["enabled"]:
-        return {"enabled": "N"}
-    return {
-        "compressor": str(z["compressor"]),
-        "max_pool_percent": str(z["max_pool_percent"]),
-        "accept_threshold_percent": str(z["accept_threshold_percent"]),
-        "shrinker_enabled": _bool(z["shrinker_enabled"]),
-        "enabled": "Y",
-    }
-
-
-def _same(now: str, want: str) -> bool:
-    norm = {"1": "Y", "0": "N"}
-    return norm.get(now.strip(), now.strip()) == norm.get(want, want)
-
-
 class _Applier:
     def __init__(self, journal: Journal, probe: Probe, config: dict[str, Any], runid: str, state: Path):
         self.j = journal
@@ -116,19 +96,23 @@ class _Applier:
 
     # 2. sysctls --------------------------------------------------------------------------
     def sysctls(self) -> None:
-        vm = self.c["kernel"]["vm"]
-        for key, name in SYSCTLS.items():
-            value = vm.get(key)
-            if value is None:
-                continue
-            path = host.sysctl_path(name)
-            old = host.read_text(path).strip()
-            if old == str(value):
-                continue
-            self.j.record("sysctl", name=name, path=str(path), old=old)
-            host.write_text(path, str(value))
-            if host.read_text(path).strip() != str(value):
-                raise LabError(f"{name}: wrote {value} but it reads {host.read_text(path).strip()}")
+        for k, want in knobs.sysctl_writes(self.c):
+            self._knob(k, want)
+
+    def _knob(self, k: Knob, want: str) -> None:
+        """Write one knob's file, journaled first; left alone if it already says ``want``, or
+        if it does not exist (check() refused scenarios that need a file the host lacks)."""
+        path = Path(k.kernel_file)
+        if not path.exists():
+            return
+        old = host.read_text(path).strip()
+        if knobs.same(old, want):
+            return
+        self.j.record("knob", name=k.key, path=str(path), old=old)
+        host.write_text(path, want)
+        now = host.read_text(path).strip()
+        if not knobs.same(now, want):
+            raise LabError(f"{k.key}: wrote {want!r} to {path} but it reads {now!r}")
 
     # 3. cgroups --------------------------------------------------------------------------
     def cgroups(self) -> None:
@@ -231,22 +215,10 @@ class _Applier:
         if dev.priority != priority:
             self.out.notes.append(f"swap {dev.name!r}: the scenario's priority is {priority}; the kernel gave {dev.priority}")
 
-    # 5. zswap ----------------------------------------------------------------------------
-    def zswap(self) -> None:
-        if not self.p.zswap:
-            return
-        for name, want in zswap_values(self.c["kernel"]["zswap"]).items():
-            path = host.ZSWAP_PARAMS / name
-            if not path.exists():
-                continue  # check() refused scenarios that need a missing parameter
-            old = host.read_text(path).strip()
-            if _same(old, want):
-                continue
-            self.j.record("zswap_param", name=name, path=str(path), old=old)
-            host.write_text(path, want)
-            now = host.read_text(path).strip()
-            if not _same(now, want):
-                raise LabError(f"zswap {name}: wrote {want!r} but it reads {now!r}")
+    # 5. sysfs knobs (zswap) ------------------------------------------------------------
+    def sysfs(self) -> None:
+        for k, want in knobs.sysfs_writes(self.c):
+            self._knob(k, want)
 
 
 def apply(journal: Journal, probe: Probe, config: dict[str, Any], runid: str, state: Path) -> Applied:
@@ -259,5 +231,5 @@ def apply(journal: Journal, probe: Probe, config: dict[str, Any], runid: str, st
     a.sysctls()
     a.cgroups()
     a.swaps()
-    a.zswap()
+    a.sysfs()
     return a.out

@@ -24,7 +24,6 @@ __all__ = [
     "VMSTAT",
     "ZRAM_CONTROL",
     "ZSWAP_PARAMS",
-    "ZSWAP_PARAM_NAMES",
     "Mount",
     "active_swaps",
     "kill_if_same",
@@ -44,9 +43,6 @@ VMSTAT = Path("/proc/vmstat")
 MEMINFO = Path("/proc/meminfo")
 SYSCTL_DIR = Path("/proc/sys")
 ZSWAP_PARAMS = Path("/sys/module/zswap/parameters")
-#: In the order apply writes them: the compressor before enabling (so the pool is created once,
-#: with the right compressor), ``enabled`` last. Restore undoes in reverse: ``enabled`` first.
-ZSWAP_PARAM_NAMES = ("compressor", "max_pool_percent", "accept_threshold_percent", "shrinker_enabled", "enabled")
 ZRAM_CONTROL = Path("/sys/class/zram-control")
 DEBUGFS_DEFAULT = Path("/sys/kernel/debug")
 _OCTAL = re.compile(r"\\([0-7]{3})")

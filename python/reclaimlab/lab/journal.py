@@ -15,14 +15,15 @@ op                 fields                              undo
 =================  ==================================  =============================================
 ``run``            runid, pid, start_time, scenario    (header; nothing)
 ``mount``          path, fstype, created_dir           umount path if still mounted; rmdir if created
-``sysctl``         name, path, old                     write old back if the value differs
+``sysctl``         name, path, old                     (journals of older versions) as ``knob``
 ``cgroup``         path                                wait for it to be empty, rmdir
 ``swapfile``       path                                unlink (after swapoff)
 ``swapon``         path                                swapoff if in /proc/swaps
 ``zram_hot_add``   token, existing                     (intent: reported if no ``zram_added`` follows)
 ``zram_added``     token, id                           hot_remove id
 ``zram_config``    id                                  swapoff, write 1 to reset (disksize back to 0)
-``zswap_param``    name, path, old                     write old back if the value differs
+``knob``           name (scenario key), path, old      write old back if the value differs
+``zswap_param``    name, path, old                     (journals of older versions) as ``knob``
 ``runner``         pid, start_time, process            SIGKILL if pid still has that start time
 =================  ==================================  =============================================
 
@@ -376,7 +377,7 @@ def _undo(e: dict[str, Any], completed_tokens: set[str]) -> str | None:
         return None
     if op == "runner":
         return _kill_runner(int(e["pid"]), int(e["start_time"]), str(e.get("process", "?")))
-    if op in ("zswap_param", "sysctl"):
+    if op in ("knob", "zswap_param", "sysctl"):
         label = f"zswap {e['name']}" if op == "zswap_param" else str(e["name"])
         return _write_back(label, e["path"], str(e["old"]))
     if op == "swapon":

@@ -19,19 +19,17 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from reclaimlab import native
 from reclaimlab.errors import Path as KeyPath
 from reclaimlab.errors import Problem
-from reclaimlab.lab import host
+from reclaimlab.lab import host, knobs
+from reclaimlab.native import Knob
 
-__all__ = ["SYSCTLS", "Probe", "ZramDevice", "check", "notes", "parse_crypto", "probe"]
+__all__ = ["ZRAM_ALLOCATOR", "Probe", "ZramDevice", "check", "notes", "parse_crypto", "probe"]
 
-#: The sysctls a scenario sets: scenario key (kernel.vm.*) -> sysctl name.
-SYSCTLS = {
-    "swappiness": "vm.swappiness",
-    "page_cluster": "vm.page-cluster",
-    "min_free_kbytes": "vm.min_free_kbytes",
-    "watermark_scale_factor": "vm.watermark_scale_factor",
-}
+#: What a zram device allocates from on a real kernel: drivers/block/zram calls zs_malloc
+#: directly, and no sysfs file selects another allocator, so the lab can honour no other.
+ZRAM_ALLOCATOR = "zsmalloc"
 #: Crypto algorithm types a zswap compressor can have (crypto_has_acomp() finds all three).
 COMPRESSION_TYPES = ("compression", "acomp", "scomp")
 #: Names worth a ``modprobe -n crypto-NAME`` lookup when they are not registered yet.
@@ -84,8 +82,11 @@ class Probe:
     #: The v2 memory interface files a memory-controlled cgroup has here (from an existing one).
     cgroup_v2_files: tuple[str, ...]
     swaps: tuple[str, ...]
+    #: The sysctls of the declared knobs this kernel has (``vm.page-cluster`` -> value).
     sysctls: dict[str, str]
     tools: dict[str, str | None] = field(default_factory=dict)
+    #: Other declared knobs' files (neither zswap parameters nor sysctls) this kernel has.
+    knob_files: dict[str, str] = field(default_factory=dict)
 
     @property
     def compressors(self) -> tuple[str, ...]:
@@ -94,6 +95,15 @@ class Probe:
     @property
     def zswap(self) -> bool:
         return "enabled" in self.zswap_params
+
+    def knob_now(self, k: Knob) -> str | None:
+        """The current text of knob ``k``'s file; None if this kernel has no such file."""
+        path = Path(k.kernel_file)
+        if path.parent == host.ZSWAP_PARAMS:
+            return self.zswap_params.get(path.name)
+        if knobs.is_sysctl(k):
+            return self.sysctls.get(knobs.sysctl_name(k))
+        return self.knob_files.get(k.kernel_file)
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -254,12 +264,18 @@ def probe() -> Probe:
             v2_files = _v2_files(Path(v2))
     zram = _zram_devices()
     comp = next((z.comp_algorithms for z in zram if z.comp_algorithms), ())
-    sysctls = {}
-    for name in SYSCTLS.values():
+    sysctls, knob_files = {}, {}
+    for k in native.knobs():
+        if Path(k.kernel_file).parent == host.ZSWAP_PARAMS:
+            continue  # in params, read above
         try:
-            sysctls[name] = host.read_text(host.sysctl_path(name)).strip()
+            now = host.read_text(k.kernel_file).strip()
         except OSError:
             continue
+        if knobs.is_sysctl(k):
+            sysctls[knobs.sysctl_name(k)] = now
+        else:
+            knob_files[k.kernel_file] = now
     return Probe(
         root=os.geteuid() == 0,
         kernel_release=release,
@@ -286,6 +302,7 @@ def probe() -> Probe:
         swaps=tuple(host.active_swaps()),
         sysctls=sysctls,
         tools=tools,
+        knob_files=knob_files,
     )
 
 
@@ -382,10 +399,27 @@ def _check_zswap(config: dict[str, Any], p: Probe) -> list[Problem]:
                 f"{z['compressor']!r} is not available to this kernel (available: {', '.join(p.compressors) or 'none'})",
             )
         )
-    defaults = {"max_pool_percent": 20, "accept_threshold_percent": 90, "shrinker_enabled": False}
-    for name, default in defaults.items():
-        if name not in p.zswap_params and z[name] != default:
-            problems.append(Problem(("kernel", "zswap", name), f"this kernel ({p.kernel_release}) has no zswap parameter {name}"))
+    return problems
+
+
+def _check_knobs(config: dict[str, Any], p: Probe) -> list[Problem]:
+    """Each knob the lab would write needs its file on this kernel, unless the scenario asks
+    for the kernel's default (a kernel without the file behaves so: 6.18 has no zswap
+    ``zpool`` and allocates from zsmalloc). The lab refuses rather than run with another value."""
+    problems = []
+    if config["kernel"]["zswap"]["enabled"] and not p.zswap:
+        return []  # _check_zswap said it: no zswap at all
+    for k, want in knobs.sysctl_writes(config) + knobs.sysfs_writes(config):
+        value = knobs.value_of(config, k)
+        if p.knob_now(k) is None and value != k.default:
+            what = "sysctl " + knobs.sysctl_name(k) if knobs.is_sysctl(k) else k.kernel_file
+            problems.append(
+                Problem(
+                    k.path,
+                    f"this kernel ({p.kernel_release}) has no {what}: the lab cannot set {k.name} = {want} "
+                    f"(it would run the kernel's own {k.name} instead)",
+                )
+            )
     return problems
 
 
@@ -408,6 +442,13 @@ def _check_swap(config: dict[str, Any], p: Probe) -> list[Problem]:
             continue
         if not p.zram_hot_add and not any(z.disksize == 0 and z.initstate == 0 for z in p.zram_devices):
             problems.append(Problem((*where, "kind"), "no unused zram device and no /sys/class/zram-control/hot_add to add one"))
+        allocator = sw.get("allocator")
+        if allocator is not None and allocator != ZRAM_ALLOCATOR:
+            problems.append(
+                Problem(
+                    (*where, "allocator"), f"zram on a real kernel allocates from {ZRAM_ALLOCATOR} only (no sysfs file selects {allocator})"
+                )
+            )
         alg = sw.get("comp_algorithm")
         if alg and p.zram_comp_algorithms and alg not in p.zram_comp_algorithms:
             problems.append(
@@ -416,17 +457,6 @@ def _check_swap(config: dict[str, Any], p: Probe) -> list[Problem]:
                     f"{alg!r} is not available to zram on this kernel (available: {', '.join(p.zram_comp_algorithms)})",
                 )
             )
-    return problems
-
-
-def _check_sysctls(config: dict[str, Any], p: Probe) -> list[Problem]:
-    problems = []
-    vm = config["kernel"]["vm"]
-    for key, name in SYSCTLS.items():
-        if vm.get(key) is None:
-            continue
-        if name not in p.sysctls:
-            problems.append(Problem(("kernel", "vm", name.split(".", 1)[1]), f"this kernel has no sysctl {name}"))
     return problems
 
 
@@ -471,7 +501,7 @@ def check(config: dict[str, Any], p: Probe) -> list[Problem]:
     problems += _check_cgroups(config, p)
     problems += _check_zswap(config, p)
     problems += _check_swap(config, p)
-    problems += _check_sysctls(config, p)
+    problems += _check_knobs(config, p)
     problems += _check_memory(config, p)
     return problems
 

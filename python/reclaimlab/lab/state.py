@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from reclaimlab.lab import host
-from reclaimlab.lab.probe import SYSCTLS
+from reclaimlab.lab.knobs import knob_paths
 
 __all__ = ["machine_state"]
 
@@ -24,21 +24,20 @@ def _reclaimlab_cgroups() -> list[str]:
 
 
 def machine_state(state_dir: Path | None = None) -> dict[str, Any]:
-    """/proc/swaps, the 5 zswap parameters, the sysctls the lab may write, reclaimlab* cgroups
+    """/proc/swaps, every knob file the lab may write (zswap parameters; sysctls and others by key), reclaimlab* cgroups
     (v1 memory and v2 roots), zram devices and their disksizes, debugfs mounts, and (given the
     lab's state dir) the swap files in it."""
     zswap: dict[str, str | None] = {}
-    for name in host.ZSWAP_PARAM_NAMES:
-        try:
-            zswap[name] = host.read_text(host.ZSWAP_PARAMS / name).strip()
-        except OSError:
-            zswap[name] = None
     sysctls: dict[str, str | None] = {}
-    for name in SYSCTLS.values():
+    for key, path in knob_paths().items():
         try:
-            sysctls[name] = host.read_text(host.sysctl_path(name)).strip()
+            now: str | None = host.read_text(path).strip()
         except OSError:
-            sysctls[name] = None
+            now = None
+        if path.parent == host.ZSWAP_PARAMS:
+            zswap[path.name] = now
+        else:
+            sysctls[key] = now  # sysctls and any other knob file
     zram = {}
     for d in sorted(Path("/sys/block").glob("zram*")):
         zram[d.name] = host.read_int_file(d / "disksize")

@@ -88,6 +88,8 @@ def _check_machine(m: Machine, caps: native.Capabilities) -> list[Problem]:
         if sw.kind == "file":
             if sw.comp_algorithm is not None:
                 p.append(Problem((*where, "comp_algorithm"), 'only a kind = "zram" device has a comp_algorithm; this one is kind = "file"'))
+            if sw.allocator is not None:
+                p.append(Problem((*where, "allocator"), 'only a kind = "zram" device has an allocator; this one is kind = "file"'))
             if sw.device is None:
                 p.append(
                     Problem(
@@ -134,9 +136,24 @@ def _check_kernel(k: Kernel, caps: native.Capabilities) -> list[Problem]:
                 ok = type(value) is type(want) or (isinstance(want, float) and type(value) is int)
                 if not ok:
                     p.append(Problem(where, f"expected {_switch_type(want)} (like the preset's {describe(want)}); got {describe(value)}"))
-    if k.zswap.compressor not in caps.codecs:
-        p.append(Problem(("kernel", "zswap", "compressor"), f"expected one of {_quoted(caps.codecs)}; got {k.zswap.compressor!r}"))
+    if caps.version_ok(k.version):
+        p += _check_zpool(k)
     return p
+
+
+def _check_zpool(k: Kernel) -> list[Problem]:
+    """zswap's allocator must exist in the version preset (zbud: up to 6.14)."""
+    zpool = k.zswap.zpool
+    presets = native.zpools().get(zpool, ())
+    if zpool in native.zpools() and k.version not in presets:
+        where: Path = ("kernel", "zswap", "zpool")
+        return [
+            Problem(
+                where,
+                f"{zpool} does not exist in kernel {k.version} (kernel.version = {k.version!r}); it exists in {', '.join(presets)}",
+            )
+        ]
+    return []
 
 
 def _check_costs(costs: dict[str, int], caps: native.Capabilities) -> list[Problem]:

@@ -10,6 +10,7 @@ from typing import Any
 
 from pydantic_core import ErrorDetails
 
+from reclaimlab import native
 from reclaimlab._schema import keys_of, node_at
 from reclaimlab.errors import Problem
 from reclaimlab.scenario.models import Scenario
@@ -64,9 +65,14 @@ _TYPE_NAMES = {
     "model_attributes_type": "a table",
 }
 
-_HINTS = {
+_HINTS: dict[tuple[str, ...], str] = {
     ("compare", "max_time"): "max_time is a top-level key: put it before the first [table]",
-    ("kernel", "vm", "page_cluster"): "the sysctl is spelled page-cluster",
+    # A knob whose file name is not an identifier, written as its lowered field name.
+    **{
+        ("kernel", k.section, k.field): f"the {'sysctl' if k.kernel_file.startswith('/proc/sys/') else 'file'} is spelled {k.name}"
+        for k in native.knobs()
+        if k.name != k.field
+    },
 }
 
 

@@ -7,11 +7,12 @@ import copy
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Annotated, Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 
-from pydantic import AfterValidator, BeforeValidator, Field, PrivateAttr
+from pydantic import AfterValidator, BeforeValidator, Field, PrivateAttr, create_model
 from pydantic_core import PydanticCustomError
 
+from reclaimlab import native
 from reclaimlab.devices import DEVICE_PRESETS, FIGURES, OPTIONAL_FIGURES, DeviceModel, overlay
 from reclaimlab.overrides import Override, parse_override
 from reclaimlab.scenario.types import (
@@ -93,6 +94,9 @@ class Swap(StrictModel):
     priority: IntRange(-32768, 32767) | None = None  # type: ignore[valid-type]
     device: Annotated[Device, BeforeValidator(_device_shortcut)] | None = None
     comp_algorithm: str | None = None
+    #: zram only: the allocator of its compressed pages. Not a sysfs file: mainline zram calls
+    #: zsmalloc directly, so "zsmalloc" is all the core accepts (docs/scenario.md).
+    allocator: str | None = None
 
 
 class Filesystem(StrictModel):
@@ -115,30 +119,82 @@ class Machine(StrictModel):
 # ---------------------------------------------------------------------------------------------
 
 
-class Zswap(StrictModel):
-    """/sys/module/zswap/parameters/* (defaults: the kernel's Kconfig defaults)."""
+def _one_of(choices: tuple[str, ...]) -> Callable[[str], str]:
+    def check(v: str) -> str:
+        if v not in choices:
+            raise PydanticCustomError("choice", "expected one of {choices}; got {got}", {"choices": _quoted(choices), "got": repr(v)})
+        return v
 
-    enabled: bool = False
-    compressor: str = "lzo"
-    max_pool_percent: Percent = 20  # type: ignore[valid-type]
-    accept_threshold_percent: Percent = 90  # type: ignore[valid-type]
-    shrinker_enabled: bool = False
-
-
-class Vm(StrictModel):
-    """/proc/sys/vm/*"""
-
-    swappiness: IntRange(0, 200) = 60  # type: ignore[valid-type]
-    page_cluster: IntRange(0, 10) = Field(3, alias="page-cluster")  # type: ignore[valid-type]
-    min_free_kbytes: IntRange(0, 2**63 - 1) | None = None  # type: ignore[valid-type]
-    watermark_scale_factor: IntRange(1, 3000) = 10  # type: ignore[valid-type]
+    return check
 
 
-class Kernel(StrictModel):
+def _quoted(names: Iterable[str]) -> str:
+    return ", ".join(repr(n) for n in names)
+
+
+def _knob_type(k: native.Knob) -> Any:
+    """A knob's value type from its declaration: the core's range and choices."""
+    t: Any
+    if k.type == "bool":
+        t = bool
+    elif k.type == "int":
+        t = IntRange(k.min if k.min is not None else 0, k.max if k.max is not None else 2**63 - 1)
+    else:
+        t = Annotated[str, AfterValidator(_one_of(k.choices))] if k.choices else str
+    return t | None if k.default is None else t
+
+
+class KnobTable(StrictModel):
+    """A ``[kernel.<section>]`` table of kernel knobs (``[kernel.zswap]``, ``[kernel.vm]``): its
+    fields are made from the core's knob declarations (``native.knobs()``), named by their
+    lowered field, keyed as the kernel spells the file (``page-cluster``)."""
+
+    if TYPE_CHECKING:
+
+        def __getattr__(self, name: str) -> Any: ...
+
+
+def _knob_table(section: str, knobs: Sequence[native.Knob]) -> type[KnobTable]:
+    fields: dict[str, Any] = {}
+    for k in knobs:
+        alias = k.name if k.name != k.field else None
+        fields[k.field] = (_knob_type(k), Field(k.default, alias=alias, description=k.doc))
+    doc = f"[kernel.{section}]: " + ", ".join(sorted({k.kernel_file.rsplit("/", 1)[0] + "/*" for k in knobs}))
+    return create_model(f"Kernel_{section}", __base__=KnobTable, __doc__=doc, __module__=__name__, **fields)
+
+
+#: One model per knob section, made from the core's table.
+KNOB_TABLES: dict[str, type[KnobTable]] = {s: _knob_table(s, ks) for s, ks in native.knob_sections().items()}
+
+
+class KernelBase(StrictModel):
+    """``[kernel]``: the version preset, its switches, and one table per knob section."""
+
     version: str = "6.18"
-    zswap: Zswap = Field(default_factory=Zswap)
-    vm: Vm = Field(default_factory=Vm)
     switches: dict[str, SwitchValue] = Field(default_factory=dict)
+
+    if TYPE_CHECKING:
+
+        def __getattr__(self, name: str) -> KnobTable: ...
+
+    def knob_table(self, section: str) -> KnobTable:
+        table: KnobTable = getattr(self, section)
+        return table
+
+    def knob_value(self, knob: native.Knob) -> Any:
+        """The scenario's value of ``knob`` (its default where the scenario does not set it)."""
+        return getattr(self.knob_table(knob.section), knob.field)
+
+
+if TYPE_CHECKING:
+    Kernel = KernelBase
+else:
+    Kernel = create_model(
+        "Kernel",
+        __base__=KernelBase,
+        __module__=__name__,
+        **{s: (m, Field(default_factory=m)) for s, m in KNOB_TABLES.items()},
+    )
 
 
 # ---------------------------------------------------------------------------------------------

@@ -11,7 +11,7 @@ has to be journaled or restored: the guest is thrown away.
 4. swap devices: a "file" swap is a virtio disk (vda, vdb ... in the scenario's order: QEMU
    gets the disks in that order), zram devices are zram0, zram1 ... (the module was loaded
    with ``num_devices`` = their number); mkswap, swapon with the scenario's priority;
-5. zswap parameters, compressor first and ``enabled`` last;
+5. sysfs knobs (zswap parameters), ``enabled`` last;
 6. MGLRU on or off.
 
 It defines variables (NPROC, SAMPLE_CS, ZRAM_NUM, SNAP_FILES, cg<i>) and ``plan_apply``; the
@@ -24,8 +24,7 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Any
 
-from reclaimlab.lab.apply import zswap_values
-from reclaimlab.lab.probe import SYSCTLS
+from reclaimlab.lab import knobs
 
 __all__ = ["CGROUP_ROOT", "MAX_PROCESSES", "Plan", "make_plan"]
 
@@ -69,10 +68,8 @@ def make_plan(config: dict[str, Any], runid: str, sample_interval_s: float, mglr
             f"    mount -t tmpfs cgroup {CGROUP_ROOT} && mkdir {base}",
             f"    mount -t cgroup -o memory memory {base} || die 'no cgroup v1 memory controller in this kernel'",
         ]
-    vm = config["kernel"]["vm"]
-    for key, name in SYSCTLS.items():
-        if vm.get(key) is not None:
-            lines.append(f"    setp /proc/sys/{name.replace('.', '/')} {_q(vm[key])}")
+    for k, want in knobs.sysctl_writes(config):
+        lines.append(f"    setp {k.kernel_file} {_q(want)}")
 
     root = f"{base}/reclaimlab-{runid}"
     plan = Plan(script="")
@@ -115,13 +112,14 @@ def make_plan(config: dict[str, Any], runid: str, sample_interval_s: float, mglr
         lines.append(f"    mkswap {dev} > /dev/null || die 'mkswap {dev} failed'")
         lines.append(f"    swapon {'-p ' + str(prio) + ' ' if prio >= 0 else ''}{dev} || die 'swapon {dev} failed'")
 
-    params = "/sys/module/zswap/parameters"
-    for name, want in zswap_values(config["kernel"]["zswap"]).items():
-        f = f"{params}/{name}"
-        if want == "N":  # a parameter this kernel lacks (6.1: shrinker_enabled) is off there
-            lines.append(f"    [ -e {f} ] && setp {f} N")
+    for k, want in knobs.sysfs_writes(config):
+        f = k.kernel_file
+        if knobs.value_of(config, k) == k.default:
+            # A kernel without the file behaves as its default (6.1: no shrinker_enabled, off;
+            # 6.18: no zpool, zsmalloc).
+            lines.append(f"    [ -e {f} ] && setp {f} {_q(want)}")
         else:
-            lines.append(f"    [ -e {f} ] || die {_q(f'this kernel has no zswap parameter {name} (the scenario sets it to {want})')}")
+            lines.append(f"    [ -e {f} ] || die {_q(f'this kernel has no {f} (the scenario sets {k.key} = {want})')}")
             lines.append(f"    setp {f} {_q(want)}")
     lines.append(f"    [ -w /sys/kernel/mm/lru_gen/enabled ] && setf /sys/kernel/mm/lru_gen/enabled {'y' if mglru else 'n'}")
     lines.append("    :")
