@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-pub use crate::knobs::{VmSysctls, ZswapParams};
+pub use crate::knobs::{Kernel, VmSysctls, ZswapParams};
 use reclaimlab_workload::Phase;
 use serde::{Deserialize, Serialize};
 
@@ -98,19 +98,6 @@ pub struct DeviceModel {
     /// limit, submitters never wait.
     #[serde(default)]
     pub nr_requests: Option<u32>,
-}
-
-#[derive(Clone, Debug, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Kernel {
-    /// Version preset: "6.18" (default), later issues add "6.8", "6.10", "6.12".
-    pub version: String,
-    /// Kernel knobs: declared in crate::knobs.
-    pub zswap: ZswapParams,
-    pub vm: VmSysctls,
-    /// Policy switch overrides on top of the preset (see crate::policy).
-    #[serde(default)]
-    pub switches: BTreeMap<String, serde_json::Value>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]

@@ -5,8 +5,15 @@
 //! so a lowered JSON may omit a knob), its range check, and [`table`], which the native module
 //! exports as `_core.knobs()` for the Python side (model, lowering, lab apply/restore, docs).
 //!
-//! Adding a kernel knob: one line here, its use in the subsystem that reads it (which gets it
-//! from its config section), and a test.
+//! The knob sections make up the lowered `kernel` table ([`Kernel`], declared here by
+//! `kernel_sections!`), which `Mm` keeps whole: a knob, or a new section, needs no edit outside
+//! this file to reach the model.
+//!
+//! Adding a kernel knob: one line here, its use where the model reads it (`self.knobs.<section>
+//! .<field>` in `Mm`'s paths, or the subsystem's config section), a test, and the generated
+//! table of docs/scenario.md (`make docs-knobs`).
+
+use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -179,21 +186,51 @@ knobs! {
     }
 }
 
-/// Every knob with its kernel default, in declaration order.
-pub fn table() -> Vec<KnobRow> {
-    let mut rows = Vec::new();
-    let sections = [
-        (ZswapParams::KNOBS, serde_json::to_value(ZswapParams::default())),
-        (VmSysctls::KNOBS, serde_json::to_value(VmSysctls::default())),
-    ];
-    for (knobs, defaults) in sections {
-        let defaults = defaults.expect("knob defaults serialize");
-        for k in knobs {
-            let field = k.lowered.rsplit('.').next().expect("dotted path");
-            rows.push(KnobRow { knob: *k, default: defaults[field].clone() });
+/// The lowered `kernel` table from its knob sections (each a `knobs!` struct, serialized under
+/// its section name), the version preset and the switch overrides; and [`table`], every knob of
+/// every section.
+macro_rules! kernel_sections {
+    ($( $sec:ident : $ty:ty ),* $(,)?) => {
+        /// The lowered `kernel` table.
+        #[derive(Clone, Debug, Serialize, Deserialize)]
+        #[serde(deny_unknown_fields)]
+        pub struct Kernel {
+            /// Version preset ("6.18" by default; see crate::policy).
+            pub version: String,
+            $( #[serde(default)] pub $sec: $ty, )*
+            /// Policy switch overrides on top of the preset (see crate::policy).
+            #[serde(default)]
+            pub switches: BTreeMap<String, Value>,
         }
+
+        impl Kernel {
+            /// Every int knob of every section within its declared range.
+            pub fn check_ranges(&self) -> Result<(), ConfigError> {
+                $( self.$sec.check_ranges()?; )*
+                Ok(())
+            }
+        }
+
+        /// Every knob with its kernel default, in declaration order.
+        pub fn table() -> Vec<KnobRow> {
+            let mut rows = Vec::new();
+            $( push_rows(&mut rows, <$ty>::KNOBS, <$ty>::default()); )*
+            rows
+        }
+    };
+}
+
+fn push_rows<T: Serialize>(rows: &mut Vec<KnobRow>, knobs: &[Knob], defaults: T) {
+    let defaults = serde_json::to_value(defaults).expect("knob defaults serialize");
+    for k in knobs {
+        let field = k.lowered.rsplit('.').next().expect("dotted path");
+        rows.push(KnobRow { knob: *k, default: defaults[field].clone() });
     }
-    rows
+}
+
+kernel_sections! {
+    zswap: ZswapParams,
+    vm: VmSysctls,
 }
 
 #[cfg(test)]

@@ -237,7 +237,7 @@ impl Mm {
         let d = self.swap.dev_of(slot);
         let (base, max) = (self.swap.devs[d].base, self.swap.devs[d].max);
         let off = (slot - base) as u64;
-        let max_pages = 1u32 << self.page_cluster;
+        let max_pages = 1u32 << self.knobs.vm.page_cluster;
         let pages = if max_pages <= 1 {
             1
         } else {
@@ -273,7 +273,7 @@ impl Mm {
         let r = &self.regions[self.pages[i as usize].region as usize];
         let (base, npages) = (r.base, r.pages as u64);
         let fpfn = (i - base) as u64;
-        let max_win = 1u32 << self.page_cluster.min(SWAP_RA_ORDER_CEILING);
+        let max_win = 1u32 << self.knobs.vm.page_cluster.min(SWAP_RA_ORDER_CEILING);
         if max_win == 1 {
             return vec![i];
         }

@@ -15,7 +15,7 @@ pub mod workingset;
 pub mod zswap;
 
 use crate::compress::Codec;
-use crate::config::SimConfig;
+use crate::config::{Kernel, SimConfig};
 use crate::error::{ConfigError, Result};
 use crate::costs::Costs;
 use crate::policy::Switches;
@@ -64,8 +64,8 @@ pub struct Mm {
     pub(crate) wmark_min: u64,
     pub(crate) wmark_low: u64,
     pub(crate) wmark_high: u64,
-    pub(crate) swappiness: u32,
-    pub(crate) page_cluster: u32,
+    /// Every kernel knob of the scenario (crate::knobs), for the paths that read one directly.
+    pub(crate) knobs: Kernel,
     pub(crate) swap: Swap,
     pub(crate) zswap: Zswap,
     /// Compressors in use: [0] zswap's, then each zram device's comp_algorithm.
@@ -155,7 +155,7 @@ impl Mm {
         if totalram < 1024 {
             return Err(ConfigError::invalid("machine.memory_bytes", "at least 4 MiB"));
         }
-        cfg.kernel.vm.check_ranges()?;
+        cfg.kernel.check_ranges()?;
         let (wmark_min, wmark_low, wmark_high) = vmscan::watermarks(&cfg.kernel.vm, totalram);
         let (memcgs, cgroup_v2) = Memcg::tree_from_config(&cfg.cgroups, cfg.kernel.vm.swappiness)?;
         let zswap = Zswap::from_config(&cfg.kernel.zswap, &cfg.kernel.version, &switches, totalram)?;
@@ -175,8 +175,7 @@ impl Mm {
             wmark_min,
             wmark_low,
             wmark_high,
-            swappiness: cfg.kernel.vm.swappiness,
-            page_cluster: cfg.kernel.vm.page_cluster,
+            knobs: cfg.kernel.clone(),
             swap,
             zswap,
             codecs,

@@ -169,7 +169,7 @@ impl Mm {
         if !self.cgroup_v2 && m != 0 {
             self.memcgs[m as usize].swappiness as u64
         } else {
-            self.swappiness as u64
+            self.knobs.vm.swappiness as u64
         }
     }
 
