@@ -186,6 +186,14 @@ knobs! {
     }
 }
 
+knobs! {
+    /// /sys/kernel/mm/swap/*
+    SwapKnobs at "kernel.swap" {
+        vma_ra_enabled: bool = true, Bool "kernel.swap.vma_ra_enabled" "/sys/kernel/mm/swap/vma_ra_enabled";
+            "VMA-based swap readahead where no swap device is rotational; off: swap-slot cluster readahead always."
+    }
+}
+
 /// The lowered `kernel` table from its knob sections (each a `knobs!` struct, serialized under
 /// its section name), the version preset and the switch overrides; and [`table`], every knob of
 /// every section.
@@ -231,6 +239,7 @@ fn push_rows<T: Serialize>(rows: &mut Vec<KnobRow>, knobs: &[Knob], defaults: T)
 kernel_sections! {
     zswap: ZswapParams,
     vm: VmSysctls,
+    swap: SwapKnobs,
 }
 
 #[cfg(test)]

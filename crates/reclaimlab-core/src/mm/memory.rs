@@ -116,11 +116,17 @@ impl Mm {
         Ok(())
     }
 
+    /// swap_use_vma_readahead (mm/swap_state.c, 6.18): VMA readahead unless the knob turns it off
+    /// or any active swap device is rotational (nr_rotate_swap).
+    fn swap_use_vma_readahead(&self) -> bool {
+        self.knobs.swap.vma_ra_enabled && !self.swap.rotational
+    }
+
     /// swap_cache_get_folio's readahead accounting for a hit.
     fn swap_cache_hit(&mut self, i: u32) {
         let readahead = self.pages[i as usize].has(pg::READAHEAD);
         self.pages[i as usize].clear(pg::READAHEAD);
-        let vma_ra = !self.swap.rotational;
+        let vma_ra = self.swap_use_vma_readahead();
         if vma_ra {
             let base = self.region_of(i).base;
             let r = &mut self.regions[self.pages[i as usize].region as usize];
@@ -163,10 +169,10 @@ impl Mm {
         let dev = self.swap.dev_of(self.pages[i as usize].slot);
         let window = if self.swap.devs[dev].synchronous() {
             vec![i]
-        } else if self.swap.rotational {
-            self.cluster_ra_window(i)
-        } else {
+        } else if self.swap_use_vma_readahead() {
             self.vma_ra_window(i)
+        } else {
+            self.cluster_ra_window(i)
         };
         // swap_cluster_readahead and swap_vma_readahead read the window under a plug, so reads
         // of consecutive slots merge into one request (crate::block).

@@ -215,3 +215,22 @@ fn thirty_two_zpools_take_more_pages() {
     };
     assert!(pool(32) > pool(1), "32 pools leave more partially filled zspages");
 }
+
+/// /sys/kernel/mm/swap/vma_ra_enabled: off, a non-rotational swap device gets cluster readahead
+/// (what a rotational one always gets), so the readahead counters change; on a rotational
+/// device the knob changes nothing (swap_use_vma_readahead also needs nr_rotate_swap == 0).
+#[test]
+fn vma_ra_enabled_chooses_the_readahead_path() {
+    let run_with = |rotational: bool, vma_ra: bool| {
+        let mut v = scenario(&[("a", 8192, "mix1024")], 40_000, 2048, false, false);
+        v["machine"]["swap"][0]["device"]["rotational"] = json!(rotational);
+        v["kernel"]["swap"] = json!({"vma_ra_enabled": vma_ra});
+        run(&v)
+    };
+    let ra = |r: &reclaimlab_core::SimResult| (counter(r, "vmstat.swap_ra"), counter(r, "vmstat.swap_ra_hit"));
+    let (ssd_on, ssd_off) = (run_with(false, true), run_with(false, false));
+    assert!(counter(&ssd_on, "vmstat.pswpin") > 1000, "the test must swap in");
+    assert_ne!(ra(&ssd_on), ra(&ssd_off), "the knob switches VMA readahead off on an SSD");
+    let (hdd_on, hdd_off) = (run_with(true, true), run_with(true, false));
+    assert_eq!(hdd_on.counters, hdd_off.counters, "a rotational device always uses cluster readahead");
+}
