@@ -310,6 +310,8 @@ class CompareConfig(StrictModel):
 
 class Compare(StrictModel):
     configs: list[CompareConfig] = Field(default_factory=list)
+    #: The configuration the others are set against in `compare`'s tables (default: the first).
+    baseline: str | None = None
 
 
 # ---------------------------------------------------------------------------------------------
