@@ -383,10 +383,39 @@ def report(
         Path | None, typer.Option("--update-doc", metavar="DOC", help="Rewrite DOC's generated blocks instead of printing.")
     ] = None,
     progress: ProgressOption = False,
+    html_out: Annotated[
+        Path | None,
+        typer.Option(
+            "--html",
+            metavar="FILE",
+            help="Instead: run each scenario's configurations with --interval sampling and write one HTML page of plots.",
+        ),
+    ] = None,
+    interval: IntervalOption = "500ms",
+    seeds: SeedsOption = 1,
 ) -> None:
-    """Published numbers beside reclaimlab's for each seed benchmark, with every claim checked."""
+    """Published numbers beside reclaimlab's for each seed benchmark, with every claim checked
+    (or, with --html, a page of plots of the scenarios' configurations)."""
     from reclaimlab import report as reports
 
+    if html_out is not None:
+        from reclaimlab import plot as plots
+
+        page = plots.Page(title=", ".join(s.stem for s in scenarios))
+        with _input_errors():
+            for s in scenarios:
+                if seeds > 1:
+                    rep = _repeat(s, (), seeds, lambda sc: run_compare(sc, progress=progress, interval_s=_interval(interval)))
+                    page.seeds = rep.to_dict()
+                    cmp = rep.runs[0]
+                else:
+                    cmp = run_compare(s, progress=progress, interval_s=_interval(interval))
+                prefix = f"{s.stem}: " if len(scenarios) > 1 else ""
+                page.runs += [(prefix + c.name, r) for c, r in cmp.configs]
+                page.sources.append(str(s))
+        html_out.write_text(plots.page_html(page), encoding="utf-8")
+        typer.echo(f"wrote {html_out}", err=True)
+        return
     if out is not None and update_doc is not None:
         _fail("reclaimlab report: --out and --update-doc exclude each other", EXIT_BAD_INPUT)
     with _input_errors(), _doc_errors("reclaimlab report"):
@@ -399,6 +428,23 @@ def report(
         out.write_text(text, encoding="utf-8")
     else:
         sys.stdout.write(text)
+
+
+@app.command()
+def plot(
+    results: Annotated[list[Path], typer.Argument(metavar="RESULT.json...", help="JSON of run, compare (--seeds) or validate.")],
+    out: Annotated[Path, typer.Option("--out", "-o", metavar="FILE", help="The HTML page to write.")] = Path("reclaimlab.html"),
+) -> None:
+    """One self-contained HTML page (plotly): time series (--interval results), bars per
+    configuration, seed and validation tables."""
+    from reclaimlab import plot as plots
+
+    try:
+        page = plots.load(results)
+    except ValueError as e:
+        _fail(f"reclaimlab plot: {e}", EXIT_BAD_INPUT)
+    out.write_text(plots.page_html(page), encoding="utf-8")
+    typer.echo(f"wrote {out} ({len(page.runs)} runs, {sum(1 for _, r in page.runs if r.series)} with time series)", err=True)
 
 
 @app.command("validation-report")
