@@ -16,7 +16,7 @@ $(DEPS): pyproject.toml Makefile
 	@command -v cargo >/dev/null || { echo "error: cargo (Rust toolchain) not found; this machine kind provides it via rustup" >&2; exit 1; }
 	python3 -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet "maturin>=1.5,<2" "pydantic>=2" typer rich pandas pyarrow plotly pytest $(LINT_DEPS)
+	$(PY) -m pip install --quiet "maturin>=1.5,<2" "pydantic>=2" typer rich pandas pyarrow plotly pytest jsonschema $(LINT_DEPS)
 	touch $@
 
 # Always rebuild: cargo is incremental, so an unchanged tree costs seconds. The runner binary

@@ -167,3 +167,14 @@ def test_native_run(real_core: Any, write: Write, tmp_path: Path) -> None:
     assert runner.invoke(app, ["run", str(path), "--json", str(b)]).exit_code == 0
     assert a.read_bytes() == b.read_bytes()
     assert "vmstat" in r.stdout
+
+
+def test_set_suggests_the_key_meant(write: Write) -> None:
+    r = runner.invoke(app, ["run", str(write(MINIMAL)), "--set", "kernel.zswap.shrinker_enable=true"])
+    assert r.exit_code == 2
+    assert "unknown key 'shrinker_enable' under kernel.zswap (did you mean 'shrinker_enabled'?)" in r.stderr
+
+
+def test_completion_is_offered() -> None:
+    r = runner.invoke(app, ["--help"])
+    assert "--install-completion" in r.output

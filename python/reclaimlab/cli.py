@@ -41,14 +41,18 @@ KEY_ROWS = ("vmstat.zswp*", "vmstat.pswp*", "zswap.pool_total_size", "zswap.stor
 app = typer.Typer(
     name="reclaimlab",
     help="Linux reclaim/swap/zswap: run a scenario in the simulator or on the real kernel, compare configurations, validate.",
-    add_completion=False,
+    # `--install-completion` / `--show-completion` for bash, zsh, fish
+    add_completion=True,
     no_args_is_help=True,
     pretty_exceptions_enable=False,
+    # Help texts are plain text: "[compare]" is the scenario's table, not rich markup.
+    rich_markup_mode=None,
 )
 lab_app = typer.Typer(
     name="lab",
     help="The lab (the real-kernel backend): what this host offers, and undoing a crashed run's changes.",
     no_args_is_help=True,
+    rich_markup_mode=None,
 )
 app.add_typer(lab_app)
 
@@ -339,7 +343,7 @@ def compare(
     parquet_out: ParquetOption = None,
     seeds: SeedsOption = 1,
 ) -> None:
-    """Run SCENARIO's configurations (its \\[compare] configs, or --vary); print the headline, the ranking and the winner."""
+    """Run SCENARIO's configurations (its [compare] configs, or --vary); print the headline, the ranking and the winner."""
     repeated = None
     with _input_errors():
         if seeds > 1:
@@ -445,6 +449,23 @@ def plot(
         _fail(f"reclaimlab plot: {e}", EXIT_BAD_INPUT)
     out.write_text(plots.page_html(page), encoding="utf-8")
     typer.echo(f"wrote {out} ({len(page.runs)} runs, {sum(1 for _, r in page.runs if r.series)} with time series)", err=True)
+
+
+@app.command()
+def schema(
+    out: Annotated[Path | None, typer.Option("--out", "-o", metavar="FILE", help="Write here instead of stdout.")] = None,
+) -> None:
+    """The JSON Schema of the scenario format (from the scenario models), for editors: e.g. Taplo
+    or VS Code's Even Better TOML with `#:schema ./scenario.schema.json` at the top of a scenario."""
+    from reclaimlab.scenario.models import Scenario
+
+    doc = Scenario.model_json_schema()
+    doc = {**doc, "$schema": "https://json-schema.org/draft/2020-12/schema", "title": "reclaimlab scenario"}
+    text = json.dumps(doc, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+    if out is None:
+        sys.stdout.write(text)
+    else:
+        out.write_text(text, encoding="utf-8")
 
 
 @app.command("validation-report")

@@ -36,17 +36,22 @@ class _Progress:
         self.task: Any = None
         self.started = time.monotonic()
         self.last_log = self.started
+        self.last_time, self.last_fraction = self.started, 0.0
 
     def __enter__(self) -> _Progress:
         if self.enabled and getattr(self.stream, "isatty", lambda: False)():
             from rich.console import Console
-            from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn
+            from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
             self.bar = Progress(
                 TextColumn("{task.description}"),
                 BarColumn(),
                 TaskProgressColumn(),
                 TimeElapsedColumn(),
+                TextColumn("ETA"),
+                # from the wall-clock rate of recent progress (rich's moving estimate), so a run
+                # that slows down as memory fills corrects its estimate as it goes
+                TimeRemainingColumn(),
                 console=Console(file=self.stream),
                 transient=True,
             )
@@ -64,7 +69,18 @@ class _Progress:
         now = time.monotonic()
         if now - self.last_log >= LOG_EVERY_S:
             self.last_log = now
-            print(f"{self.label}: {fraction:.0%} ({now - self.started:.0f}s)", file=self.stream, flush=True)
+            print(f"{self.label}: {fraction:.0%} ({now - self.started:.0f}s{self.eta(now, fraction)})", file=self.stream, flush=True)
+
+    def eta(self, now: float, fraction: float) -> str:
+        """Wall-clock time left, from the rate since the previous line (progress follows simulated
+        time, whose cost per second changes as memory fills, so the recent rate is the better guess)."""
+        before = self.last_fraction
+        self.last_fraction = fraction
+        if fraction <= before or fraction >= 1.0:
+            return ""
+        left = (1.0 - fraction) * (now - self.last_time) / (fraction - before)
+        self.last_time = now
+        return f", ETA {left:.0f}s"
 
     def __exit__(self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None) -> None:
         if self.bar is not None:
