@@ -323,7 +323,7 @@ def ranking(result: CompareResult, bi: int, repeated: Repeated | None = None) ->
     if len(ranked) > 1:
         second, sv = ranked[1]
         sentence += f", {_by_how_much(bv, sv, metric)} {second} (runner-up)"
-    if base_name != best and base_v:
+    if base_name != best and base_v and (len(ranked) < 2 or ranked[1][0] != base_name):
         sentence += f", {_by_how_much(bv, base_v, metric)} {base_name} (baseline)"
     if repeated is not None:
         sentence += repeated.winner_note(best, ranked, metric)
