@@ -10,13 +10,13 @@ SCENARIO ?= scenarios/three-regions.toml
 # pandas-stubs: mypy --strict needs pandas' types.
 LINT_DEPS := "ruff==0.17.6" "mypy==2.4.1" "pandas-stubs==3.1.0.261029"
 
-.PHONY: run test test-rust test-python bench lint build clean seeds-report validation-report vmlab vmlab-report docs-knobs
+.PHONY: run test test-rust test-python browser bench lint build clean seeds-report validation-report vmlab vmlab-report docs-knobs
 
 $(DEPS): pyproject.toml Makefile
 	@command -v cargo >/dev/null || { echo "error: cargo (Rust toolchain) not found; this machine kind provides it via rustup" >&2; exit 1; }
 	python3 -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet "maturin>=1.5,<2" "pydantic>=2" typer rich pandas pytest $(LINT_DEPS)
+	$(PY) -m pip install --quiet "maturin>=1.5,<2" "pydantic>=2" typer rich pandas pyarrow plotly pytest jsonschema $(LINT_DEPS)
 	touch $@
 
 # Always rebuild: cargo is incremental, so an unchanged tree costs seconds. The runner binary
@@ -34,8 +34,16 @@ test: lint test-rust test-python
 test-rust:
 	cargo test --workspace --exclude reclaimlab-py
 
-test-python: build
+test-python: build browser
 	$(PY) -m pytest -q
+
+# The HTML report's browser test (tests/test_plot.py) draws it in headless Chromium: Debian's
+# package is installed where apt-get is available to root; otherwise the test skips, saying why.
+browser:
+	@command -v chromium >/dev/null || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && \
+	  { DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium >/dev/null 2>&1 || \
+	    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium >/dev/null; }; }; } || \
+	  echo "note: chromium is not installed (needs root and apt-get); the browser test will skip"
 
 bench: build
 	cargo bench -p reclaimlab-core --bench throughput

@@ -71,18 +71,30 @@ def test_native_missing_exits_1(monkeypatch: pytest.MonkeyPatch, write: Write) -
     assert "maturin develop" in r.stderr
 
 
-def test_run_prints_counters_and_phases(fake_core: Any, tmp_path: Path) -> None:
+def test_run_prints_the_headline_and_counters_behind_all(fake_core: Any, tmp_path: Path) -> None:
     out = tmp_path / "r.json"
     r = runner.invoke(app, ["run", str(THREE_REGIONS), "--no-progress", "--json", str(out), "--set", "kernel.zswap.enabled=false"])
     assert r.exit_code == 0, r.output
     text = r.stdout
-    for needle in ("counters", "vmstat", "pswpout", "memcg[/workload]", "meminfo", "phases", "fill0", "access", "accesses/s"):
+    for needle in ("headline", "outcome", "majflt/1k", "pswpout", "phases", "fill0", "access", "accesses/s", "legend:"):
+        assert needle in text, needle
+    assert "memcg[/workload]" not in text  # the full counter table only with --all
+    r = runner.invoke(app, ["run", str(THREE_REGIONS), "--no-progress", "--all"], env={"COLUMNS": "200"})
+    text = r.stdout[r.stdout.index(": counters") :]
+    for needle in ("vmstat", "memcg[/workload]", "meminfo", "/1k acc", "/s"):
         assert needle in text, needle
     # counters grouped by source: vmstat before zswap before memcg before meminfo
     assert text.index("vmstat") < text.index("zswap ") < text.index("memcg[") < text.index("meminfo")
     d = json.loads(out.read_text(encoding="utf-8"))
     assert d["backend"] == "sim"
     assert d["provenance"]["overrides"] == ["kernel.zswap.enabled=false"]
+    assert "series" not in d  # only with --interval
+
+
+def test_run_counters_glob(fake_core: Any) -> None:
+    r = runner.invoke(app, ["run", str(THREE_REGIONS), "--no-progress", "--counters", "vmstat.pswp*"], env={"COLUMNS": "200"})
+    assert r.exit_code == 0, r.output
+    assert "pswpin" in r.stdout and "pgscan_anon" not in r.stdout
 
 
 def test_run_json_to_stdout(fake_core: Any) -> None:
@@ -100,20 +112,36 @@ def test_run_json_is_deterministic(fake_core: Any, tmp_path: Path) -> None:
     assert a.read_bytes() == b.read_bytes()
 
 
-def test_compare_table(fake_core: Any, tmp_path: Path) -> None:
+def test_compare_headline_ranking_and_winner(fake_core: Any, tmp_path: Path) -> None:
     out = tmp_path / "c.json"
-    r = runner.invoke(app, ["compare", str(THREE_REGIONS), "--json", str(out)], env={"COLUMNS": "200"})
+    r = runner.invoke(app, ["compare", str(THREE_REGIONS), "--json", str(out), "--no-progress"], env={"COLUMNS": "200"})
     assert r.exit_code == 0, r.output
     lines = r.stdout.splitlines()
+    assert "headline (baseline swap-only)" in r.stdout  # [compare] baseline
     header = next(line for line in lines if "no-limit" in line and "swap-only" in line)
     assert header.index("no-limit") < header.index("swap-only") < header.index("zswap+shrinker")
-    pswpout = next(line for line in lines if "vmstat.pswpout" in line)
-    assert "(n/a)" in pswpout  # baseline 0
-    assert "vmstat.oom_kill" not in r.stdout  # zero everywhere
-    access = next(line for line in lines if "eval_zswap/access accesses/s" in line)
-    assert "%)" in access
+    assert any(line.strip().startswith("│ outcome") for line in lines)
+    assert "vmstat.pgscan_anon" not in r.stdout  # the full table only with --all
+    assert "ranking by access acc/s (higher is better):" in r.stdout
+    winner = next(line for line in lines if line.startswith("winner: "))
+    assert "vs" in winner and "/s" in winner
     d = json.loads(out.read_text(encoding="utf-8"))
     assert [c["name"] for c in d["configs"]] == ["no-limit", "swap-only", "zswap", "zswap+shrinker"]
+
+
+def test_compare_baseline_option(fake_core: Any) -> None:
+    r = runner.invoke(app, ["compare", str(THREE_REGIONS), "--baseline", "zswap", "--no-progress"], env={"COLUMNS": "200"})
+    assert r.exit_code == 0, r.output
+    assert "headline (baseline zswap)" in r.stdout
+    r = runner.invoke(app, ["compare", str(THREE_REGIONS), "--baseline", "zwsap", "--no-progress"])
+    assert r.exit_code == 2
+    assert "--baseline: expected one of no-limit, swap-only, zswap, zswap+shrinker; got 'zwsap'" in r.stderr
+
+
+def test_compare_help_shows_the_compare_table_name() -> None:
+    r = runner.invoke(app, ["compare", "--help"], env={"COLUMNS": "200"})
+    assert r.exit_code == 0
+    assert "[compare]" in r.stdout
 
 
 def test_compare_vary_counters_and_all(fake_core: Any) -> None:
@@ -123,7 +151,8 @@ def test_compare_vary_counters_and_all(fake_core: Any) -> None:
         env={"COLUMNS": "200"},
     )
     assert r.exit_code == 0, r.output
-    assert "kernel.zswap.enabled=false" in r.stdout and "kernel.zswap.enabled=true" in r.stdout
+    # long configuration names become letters with a legend
+    assert "A = kernel.zswap.enabled=false; B = kernel.zswap.enabled=true" in r.stdout
     assert "vmstat.oom_kill" in r.stdout
     assert "zswap.written_back_pages" not in r.stdout
     assert "meminfo" not in r.stdout
@@ -138,3 +167,14 @@ def test_native_run(real_core: Any, write: Write, tmp_path: Path) -> None:
     assert runner.invoke(app, ["run", str(path), "--json", str(b)]).exit_code == 0
     assert a.read_bytes() == b.read_bytes()
     assert "vmstat" in r.stdout
+
+
+def test_set_suggests_the_key_meant(write: Write) -> None:
+    r = runner.invoke(app, ["run", str(write(MINIMAL)), "--set", "kernel.zswap.shrinker_enable=true"])
+    assert r.exit_code == 2
+    assert "unknown key 'shrinker_enable' under kernel.zswap (did you mean 'shrinker_enabled'?)" in r.stderr
+
+
+def test_completion_is_offered() -> None:
+    r = runner.invoke(app, ["--help"])
+    assert "--install-completion" in r.output

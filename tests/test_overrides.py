@@ -189,7 +189,7 @@ def test_unknown_paths_are_errors(write: Write) -> None:
     with pytest.raises(ScenarioError) as info:
         load(path, ["kernel.zswap.enabeld=true", "processes.3.name=x", "processes.q.name=x", "nope=1", "machine.memory.x=1"])
     assert str(info.value).splitlines() == [
-        f"{path}: --set kernel.zswap.enabeld=true: unknown key 'enabeld' under kernel.zswap; expected one of: "
+        f"{path}: --set kernel.zswap.enabeld=true: unknown key 'enabeld' under kernel.zswap (did you mean 'enabled'?); expected one of: "
         "enabled, compressor, max_pool_percent, accept_threshold_percent, shrinker_enabled, zpool",
         f"{path}: --set processes.3.name=x: processes has 1 element(s); no index 3",
         f"{path}: --set processes.q.name=x: processes has no element named 'q'; expected an index or one of 'p'",

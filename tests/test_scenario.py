@@ -397,7 +397,7 @@ def test_compare_configs_are_validated(write: Write) -> None:
     ]
     text = text.replace('  { name = "b" },\n', "")
     assert problems(write, text) == [
-        "compare.configs[0].set.\"kernel.zswap.enabeld\": unknown key 'enabeld' under kernel.zswap; expected one of: "
+        "compare.configs[0].set.\"kernel.zswap.enabeld\": unknown key 'enabeld' under kernel.zswap (did you mean 'enabled'?); expected one of: "
         "enabled, compressor, max_pool_percent, accept_threshold_percent, shrinker_enabled, zpool",
         "kernel.vm.swappiness: expected an integer in 0..200; got 500 (from compare config 'b')",
     ]

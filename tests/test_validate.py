@@ -341,3 +341,43 @@ def test_update_doc(tmp_path: Path) -> None:
     with pytest.raises(DocError, match="GENERATED: c"):
         update_doc(doc, [tmp_path / "c.json"])
     assert doc.read_text() == once  # nothing written
+
+
+def test_revalidate_host_memory_within_a_tolerance(write: Callable[..., Path]) -> None:
+    """memory = "host" on another machine of the same kind (440 kB less): the simulator runs at
+    the kernel runs' size; far apart, the message gives both sizes."""
+    s = reclaimlab.load(write(MINIMAL.replace('memory = "256MiB"', 'memory = "host"')))
+    name = s.name or "scenario"
+    here = s.machine.memory
+    prev = _previous(name)
+    for run in prev["kernel_runs"]:
+        run["config"] = {"machine": {"memory_bytes": here + 440 * 1024, "swap": []}}
+    seen: list[int] = []
+
+    def sim(sc: Any, **kw: Any) -> RunResult:
+        seen.append(sc.machine.memory)
+        r = _result("sim", {"vmstat.pswpout": 1})
+        r.config = {"machine": {"memory_bytes": sc.machine.memory, "swap": []}}
+        return r
+
+    v = revalidate(s, prev, run_sim=sim)
+    assert seen == [here, here + 440 * 1024]  # rerun at the kernel runs' size
+    assert v.sim.config["machine"]["memory_bytes"] == here + 440 * 1024
+    far = here + here // 10
+    for run in prev["kernel_runs"]:
+        run["config"] = {"machine": {"memory_bytes": far, "swap": []}}
+    with pytest.raises(
+        KernelResultsError, match=rf'memory = "host": the kernel runs had {far} bytes \({far // 1024} kB\), this machine has {here} bytes'
+    ):
+        revalidate(s, prev, run_sim=sim)
+
+
+def test_revalidate_names_both_values(write: Callable[..., Path]) -> None:
+    s = reclaimlab.load(write(MINIMAL))
+    prev = _previous(s.name or "scenario")
+    for run in prev["kernel_runs"]:
+        run["config"] = {"machine": {"memory_bytes": 1, "swap": []}}
+    other = _result("sim", {"vmstat.pswpout": 1})
+    other.config = {"machine": {"memory_bytes": 2, "swap": []}}
+    with pytest.raises(KernelResultsError, match=r"differs in: machine.memory_bytes: kernel runs 1, now 2\)"):
+        revalidate(s, prev, run_sim=lambda sc, **kw: other)

@@ -41,6 +41,18 @@ class Simulation:
     def step(self, max_events: int) -> bool:
         """Run up to ``max_events`` events (without holding the GIL); True once finished."""
 
+    def step_until(self, max_events: int, until_ns: int) -> bool:
+        """Run up to ``max_events`` events, none later than ``until_ns``; True once finished."""
+
+    def next_event_ns(self) -> int | None:
+        """Simulated time of the next event; None once the queue is empty."""
+
+    def now_ns(self) -> int:
+        """Simulated time of the last event run."""
+
+    def counters_json(self) -> str:
+        """Every counter now (gauges read now), as a JSON object; changes nothing."""
+
     def progress(self) -> float:
         """Virtual time over the expected end, in [0, 1] (best effort)."""
 

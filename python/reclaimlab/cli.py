@@ -11,7 +11,7 @@ from __future__ import annotations
 import enum
 import json
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, NoReturn
@@ -23,13 +23,16 @@ from rich.text import Text
 
 import reclaimlab
 from reclaimlab import native
-from reclaimlab.compare import CompareResult, format_cell, format_number
 from reclaimlab.compare import compare as run_compare
+from reclaimlab.compare import format_number
 from reclaimlab.errors import ScenarioError
-from reclaimlab.result import RunResult, counter_sort_key, split_counter
+from reclaimlab.result import RunResult
+from reclaimlab.views import compare_view, counters_table, phases_table, run_view
 
 if TYPE_CHECKING:
+    from reclaimlab.compare import CompareResult
     from reclaimlab.ranking import RankingResult
+    from reclaimlab.stats import Repeated
     from reclaimlab.validate import ValidateResult
 
 #: With ``validate --compare``, the rows shown per configuration unless --counters says otherwise.
@@ -38,14 +41,18 @@ KEY_ROWS = ("vmstat.zswp*", "vmstat.pswp*", "zswap.pool_total_size", "zswap.stor
 app = typer.Typer(
     name="reclaimlab",
     help="Linux reclaim/swap/zswap: run a scenario in the simulator or on the real kernel, compare configurations, validate.",
-    add_completion=False,
+    # `--install-completion` / `--show-completion` for bash, zsh, fish
+    add_completion=True,
     no_args_is_help=True,
     pretty_exceptions_enable=False,
+    # Help texts are plain text: "[compare]" is the scenario's table, not rich markup.
+    rich_markup_mode=None,
 )
 lab_app = typer.Typer(
     name="lab",
     help="The lab (the real-kernel backend): what this host offers, and undoing a crashed run's changes.",
     no_args_is_help=True,
+    rich_markup_mode=None,
 )
 app.add_typer(lab_app)
 
@@ -121,50 +128,52 @@ def _write_json(out: Path, text: str) -> None:
         out.write_text(text, encoding="utf-8")
 
 
-def counters_table(result: RunResult) -> Table:
-    table = Table(title=Text(f"{result.scenario}: counters"), title_justify="left")
-    table.add_column("source")
-    table.add_column("counter")
-    table.add_column("value", justify="right")
-    previous = None
-    for key in sorted(result.counters, key=counter_sort_key):
-        source, name = split_counter(key)
-        if previous is not None and source != previous:
-            table.add_section()
-        table.add_row(Text(source if source != previous else ""), Text(name), Text(str(result.counters[key])))
-        previous = source
-    return table
+SeedsOption = Annotated[
+    int,
+    typer.Option(
+        "--seeds", min=1, metavar="N", help="Repeat with N seeds (the scenario's and the next N-1): mean, 95% CI, significance marks."
+    ),
+]
 
 
-def phases_table(result: RunResult) -> Table:
-    table = Table(title=Text(f"{result.scenario}: phases"), title_justify="left")
-    # The outcome column only when a phase did not simply complete (e.g. cut short by max_time).
-    outcomes = any(r.get("outcome") not in (None, "completed") for r in result.phase_records)
-    columns = [("process", "left"), ("phase", "left"), ("elapsed s", "right"), ("accesses", "right"), ("accesses/s", "right")]
-    for col, justify in columns + ([("outcome", "left")] if outcomes else []):
-        table.add_column(col, justify=justify)  # type: ignore[arg-type]
-    for r in result.phase_records:
-        cells = [r["process"], r["phase"], f"{r['elapsed_s']:.3f}", str(r["accesses"]), f"{r['accesses_per_s']:.1f}"]
-        if outcomes:
-            cells.append(str(r.get("outcome") or ""))
-        table.add_row(*(Text(c) for c in cells))
-    return table
+class Per(enum.StrEnum):
+    access = "access"
+    second = "second"
 
 
-def compare_table(result: CompareResult, patterns: Sequence[str], show_all: bool) -> Table:
-    names = result.names
-    table = Table(title=Text(f"{result.scenario}: compare (baseline {names[0]})"), title_justify="left")
-    table.add_column("")
-    for name in names:
-        table.add_column(Text(name), justify="right")
-    previous = None
-    for row in result.rows(patterns, show_all):
-        if previous is not None and row.source != previous:
-            table.add_section()
-        previous = row.source
-        base = row.values[0]
-        table.add_row(Text(row.label), *(Text(format_cell(v, base, i == 0)) for i, v in enumerate(row.values)))
-    return table
+IntervalOption = Annotated[
+    str | None,
+    typer.Option(
+        "--interval",
+        metavar="DURATION",
+        help="Simulator: sample every counter this often in simulated time, e.g. 100ms (the result's series; --csv/--parquet, plot).",
+    ),
+]
+CsvOption = Annotated[Path | None, typer.Option("--csv", metavar="OUT", help="Write a tidy long table (one value per row) as CSV.")]
+ParquetOption = Annotated[Path | None, typer.Option("--parquet", metavar="OUT", help="Write the tidy long table as Parquet (pyarrow).")]
+
+
+def _interval(text: str | None) -> float | None:
+    """--interval as seconds; at least 1 ms (series times are kept to the millisecond)."""
+    if text is None:
+        return None
+    from reclaimlab.units import parse_duration
+
+    try:
+        ns = parse_duration(text)
+    except ValueError as e:
+        _fail(f"reclaimlab: --interval: {e}", EXIT_BAD_INPUT)
+    if ns < 1_000_000:
+        _fail(f"reclaimlab: --interval: expected at least 1ms; got {text!r}", EXIT_BAD_INPUT)
+    return ns / 1e9
+
+
+def _write_tables(frame: Any, csv_out: Path | None, parquet_out: Path | None) -> None:
+    """The tidy table (pandas) as CSV and/or Parquet."""
+    if csv_out is not None:
+        frame.to_csv(csv_out, index=False)
+    if parquet_out is not None:
+        frame.to_parquet(parquet_out, index=False)
 
 
 TimeoutOption = Annotated[
@@ -264,8 +273,15 @@ def run(
     vm_kernel: VmKernelOption = None,
     mglru: VmMglruOption = None,
     vm_memory: VmMemoryOption = None,
+    counters: CountersOption = None,
+    show_all: Annotated[bool, typer.Option("--all", help="Show every counter, with per-1000-access and per-second figures.")] = False,
+    interval: IntervalOption = None,
+    csv_out: CsvOption = None,
+    parquet_out: ParquetOption = None,
+    seeds: SeedsOption = 1,
 ) -> None:
-    """Run SCENARIO in the simulator (or on this host's kernel, or in a VM); print its counters and per-phase rates."""
+    """Run SCENARIO in the simulator (or on this host's kernel, or in a VM); print the headline
+    (outcome, per-phase time and rate, faults per access, swap traffic, pool size, OOM kills)."""
     with _input_errors():
         if backend is Backend.kernel:
             result = _kernel_run(reclaimlab.load(scenario, set_ or ()), timeout, sample_interval, build_runner)
@@ -276,14 +292,29 @@ def run(
             with _lab_errors():
                 options = _vm_options(vm_kernel, mglru, vm_memory)
                 result = vm.run(loaded, timeout_s=timeout, sample_interval_s=sample_interval, build=build_runner, **options)
+        elif seeds > 1:
+            from reclaimlab.compare import CompareResult, Config
+
+            def one(sc: reclaimlab.Scenario) -> CompareResult:
+                r = reclaimlab.run(sc, progress=progress, interval_s=_interval(interval))
+                return CompareResult(r.scenario, [(Config(r.scenario, ()), r)])
+
+            repeated = _repeat(scenario, set_ or (), seeds, one)
+            console = _console(stderr=json_out is not None and str(json_out) == "-")
+            console.print(compare_view(repeated.runs[0], None, counters or (), show_all, None, repeated))
+            if json_out is not None:
+                _write_json(json_out, json.dumps(repeated.to_dict(), sort_keys=True, indent=2) + "\n")
+            _write_tables(repeated.tidy(), csv_out, parquet_out)
+            return
         else:
-            result = reclaimlab.run(scenario, overrides=set_ or (), progress=progress)
+            result = reclaimlab.run(scenario, overrides=set_ or (), progress=progress, interval_s=_interval(interval))
     to_stdout = json_out is not None and str(json_out) == "-"
     console = _console(stderr=to_stdout)
-    console.print(counters_table(result))
-    console.print(phases_table(result))
+    for part in run_view(result, counters or (), show_all):
+        console.print(part)
     if json_out is not None:
         _write_json(json_out, result.to_json())
+    _write_tables(result.tidy(), csv_out, parquet_out)
 
 
 @app.command()
@@ -296,16 +327,56 @@ def compare(
     set_: SetOption = None,
     json_out: JsonOption = None,
     counters: CountersOption = None,
-    show_all: Annotated[bool, typer.Option("--all", help="Also show counters that are zero in every configuration.")] = False,
+    show_all: Annotated[bool, typer.Option("--all", help="Show every counter, not only the headline.")] = False,
     progress: ProgressOption = True,
+    baseline: Annotated[
+        str | None,
+        typer.Option(
+            "--baseline", metavar="NAME", help="The configuration the others are set against (default: [compare] baseline, else the first)."
+        ),
+    ] = None,
+    per: Annotated[
+        Per | None, typer.Option("--per", help="In the counter table, event counters per 1000 accesses or per second of the workload.")
+    ] = None,
+    interval: IntervalOption = None,
+    csv_out: CsvOption = None,
+    parquet_out: ParquetOption = None,
+    seeds: SeedsOption = 1,
 ) -> None:
-    """Run SCENARIO's configurations (its [compare] configs, or --vary) and tabulate the differences."""
+    """Run SCENARIO's configurations (its [compare] configs, or --vary); print the headline, the ranking and the winner."""
+    repeated = None
     with _input_errors():
-        result = run_compare(scenario, vary=vary or (), overrides=set_ or (), progress=progress)
+        if seeds > 1:
+            repeated = _repeat(
+                scenario, set_ or (), seeds, lambda sc: run_compare(sc, vary=vary or (), progress=progress, interval_s=_interval(interval))
+            )
+            result = repeated.runs[0]
+        else:
+            result = run_compare(scenario, vary=vary or (), overrides=set_ or (), progress=progress, interval_s=_interval(interval))
+    names = result.names
+    if baseline is None and result.baseline is not None:
+        baseline = result.baseline
+    if baseline is not None and baseline not in names:
+        _fail(f"reclaimlab compare: --baseline: expected one of {', '.join(names)}; got {baseline!r}", EXIT_BAD_INPUT)
     to_stdout = json_out is not None and str(json_out) == "-"
-    _console(stderr=to_stdout).print(compare_table(result, counters or (), show_all))
+    _console(stderr=to_stdout).print(compare_view(result, baseline, counters or (), show_all, None if per is None else per.value, repeated))
     if json_out is not None:
-        _write_json(json_out, result.to_json())
+        _write_json(json_out, result.to_json() if repeated is None else json.dumps(repeated.to_dict(), sort_keys=True, indent=2) + "\n")
+    _write_tables(result.tidy() if repeated is None else repeated.tidy(), csv_out, parquet_out)
+
+
+def _repeat(path: Path, overrides: Sequence[str], n: int, run_one: Callable[[reclaimlab.Scenario], CompareResult]) -> Repeated:
+    """The scenario's seed and the n-1 following, each a full compare (shared by the configurations)."""
+    from reclaimlab.overrides import Override
+    from reclaimlab.stats import Repeated
+
+    loaded = reclaimlab.load(path, overrides)
+    seeds = [loaded.seed + k for k in range(n)]
+    runs = []
+    for k, seed in enumerate(seeds):
+        typer.echo(f"seed {seed} ({k + 1}/{n}) ...", err=True)
+        runs.append(run_one(loaded.with_overrides([Override("seed", seed, "--seeds")])))
+    return Repeated(seeds, runs)
 
 
 @app.command()
@@ -316,10 +387,39 @@ def report(
         Path | None, typer.Option("--update-doc", metavar="DOC", help="Rewrite DOC's generated blocks instead of printing.")
     ] = None,
     progress: ProgressOption = False,
+    html_out: Annotated[
+        Path | None,
+        typer.Option(
+            "--html",
+            metavar="FILE",
+            help="Instead: run each scenario's configurations with --interval sampling and write one HTML page of plots.",
+        ),
+    ] = None,
+    interval: IntervalOption = "500ms",
+    seeds: SeedsOption = 1,
 ) -> None:
-    """Published numbers beside reclaimlab's for each seed benchmark, with every claim checked."""
+    """Published numbers beside reclaimlab's for each seed benchmark, with every claim checked
+    (or, with --html, a page of plots of the scenarios' configurations)."""
     from reclaimlab import report as reports
 
+    if html_out is not None:
+        from reclaimlab import plot as plots
+
+        page = plots.Page(title=", ".join(s.stem for s in scenarios))
+        with _input_errors():
+            for s in scenarios:
+                if seeds > 1:
+                    rep = _repeat(s, (), seeds, lambda sc: run_compare(sc, progress=progress, interval_s=_interval(interval)))
+                    page.seeds = rep.to_dict()
+                    cmp = rep.runs[0]
+                else:
+                    cmp = run_compare(s, progress=progress, interval_s=_interval(interval))
+                prefix = f"{s.stem}: " if len(scenarios) > 1 else ""
+                page.runs += [(prefix + c.name, r) for c, r in cmp.configs]
+                page.sources.append(str(s))
+        html_out.write_text(plots.page_html(page), encoding="utf-8")
+        typer.echo(f"wrote {html_out}", err=True)
+        return
     if out is not None and update_doc is not None:
         _fail("reclaimlab report: --out and --update-doc exclude each other", EXIT_BAD_INPUT)
     with _input_errors(), _doc_errors("reclaimlab report"):
@@ -332,6 +432,40 @@ def report(
         out.write_text(text, encoding="utf-8")
     else:
         sys.stdout.write(text)
+
+
+@app.command()
+def plot(
+    results: Annotated[list[Path], typer.Argument(metavar="RESULT.json...", help="JSON of run, compare (--seeds) or validate.")],
+    out: Annotated[Path, typer.Option("--out", "-o", metavar="FILE", help="The HTML page to write.")] = Path("reclaimlab.html"),
+) -> None:
+    """One self-contained HTML page (plotly): time series (--interval results), bars per
+    configuration, seed and validation tables."""
+    from reclaimlab import plot as plots
+
+    try:
+        page = plots.load(results)
+    except ValueError as e:
+        _fail(f"reclaimlab plot: {e}", EXIT_BAD_INPUT)
+    out.write_text(plots.page_html(page), encoding="utf-8")
+    typer.echo(f"wrote {out} ({len(page.runs)} runs, {sum(1 for _, r in page.runs if r.series)} with time series)", err=True)
+
+
+@app.command()
+def schema(
+    out: Annotated[Path | None, typer.Option("--out", "-o", metavar="FILE", help="Write here instead of stdout.")] = None,
+) -> None:
+    """The JSON Schema of the scenario format (from the scenario models), for editors: e.g. Taplo
+    or VS Code's Even Better TOML with `#:schema ./scenario.schema.json` at the top of a scenario."""
+    from reclaimlab.scenario.models import Scenario
+
+    doc = Scenario.model_json_schema()
+    doc = {**doc, "$schema": "https://json-schema.org/draft/2020-12/schema", "title": "reclaimlab scenario"}
+    text = json.dumps(doc, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+    if out is None:
+        sys.stdout.write(text)
+    else:
+        out.write_text(text, encoding="utf-8")
 
 
 @app.command("validation-report")
@@ -679,4 +813,4 @@ def lab_codec_check(
         _write_json(json_out, json.dumps(doc, indent=2, sort_keys=True) + "\n")
 
 
-__all__ = ["app", "compare_table", "counters_table", "format_number", "phases_table", "validate_table"]
+__all__ = ["app", "compare_view", "counters_table", "format_number", "phases_table", "run_view", "validate_table"]

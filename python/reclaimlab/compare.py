@@ -13,14 +13,15 @@ import json
 import os
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from reclaimlab.errors import Problem, ScenarioError
 from reclaimlab.overrides import Override, parse_value
 from reclaimlab.result import RunResult, counter_sort_key, split_counter
 from reclaimlab.scenario import Scenario, load
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = [
     "CompareResult",
@@ -134,12 +135,14 @@ def format_cell(value: float | int | None, base: float | int | None, is_baseline
 class CompareResult:
     scenario: str
     configs: list[tuple[Config, RunResult]]
+    #: The scenario's ``[compare] baseline`` (tables default to the first configuration).
+    baseline: str | None = None
 
     @property
     def names(self) -> list[str]:
         return [c.name for c, _ in self.configs]
 
-    def rows(self, patterns: Sequence[str] = (), show_all: bool = False) -> list[Row]:
+    def rows(self, patterns: Sequence[str] = (), show_all: bool = False, with_phases: bool = True) -> list[Row]:
         """Counter rows (sorted by source, then name) then per-phase accesses/s rows.
 
         ``patterns`` (fnmatch, on the full key) select counters; rows absent or zero in every
@@ -156,6 +159,8 @@ class CompareResult:
             if not show_all and all(not v for v in values):
                 continue
             rows.append(Row(key, split_counter(key)[0], values))
+        if not with_phases:
+            return rows
         phases: dict[tuple[str, str], None] = {}
         for _, r in self.configs:
             for p in r.phase_records:
@@ -167,9 +172,29 @@ class CompareResult:
 
     def frame(self, patterns: Sequence[str] = (), show_all: bool = False) -> pd.DataFrame:
         """Rows x configurations; NaN where a counter is absent."""
+        import pandas as pd
+
         rows = self.rows(patterns, show_all)
         data = {name: [float("nan") if row.values[i] is None else row.values[i] for row in rows] for i, name in enumerate(self.names)}
         return pd.DataFrame(data, index=pd.Index([r.label for r in rows], name="metric"))
+
+    def tidy(self) -> pd.DataFrame:
+        """Every configuration's ``RunResult.tidy()`` rows, with the configuration's name and one
+        column per overridden key holding its value (not ``"k=v"`` strings), so that the table
+        loads back into pandas, a spreadsheet or R as it is."""
+        import pandas as pd
+
+        frames = []
+        keys = sorted({o.key for c, _ in self.configs for o in c.overrides})
+        for c, r in self.configs:
+            f = r.tidy()
+            f.insert(0, "config", c.name)
+            values = {o.key: o.value for o in c.overrides}
+            for i, k in enumerate(keys):
+                v = values.get(k)
+                f.insert(1 + i, k, None if v is None else (v if isinstance(v, (bool, int, float, str)) else json.dumps(v, sort_keys=True)))
+            frames.append(f)
+        return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -195,8 +220,10 @@ def compare(
     overrides: Iterable[str] = (),
     progress: bool = False,
     run: Callable[..., RunResult] | None = None,
+    interval_s: float | None = None,
 ) -> CompareResult:
-    """Run every configuration (sequentially, sharing the scenario's seed) and collect results."""
+    """Run every configuration (sequentially, sharing the scenario's seed) and collect results.
+    ``interval_s``: sample the counters over time (the simulator's ``--interval``)."""
     if isinstance(scenario, Scenario):
         base = scenario.with_overrides(overrides) if overrides else scenario
     else:
@@ -209,5 +236,7 @@ def compare(
     results = []
     for i, (cfg, sc) in enumerate(configs):
         label = f"[{i + 1}/{len(configs)}] {cfg.name}"
-        results.append((cfg, run(sc, progress=progress, label=label)))
-    return CompareResult(base.name or "scenario", results)
+        extra: dict[str, Any] = {"interval_s": interval_s} if interval_s else {}
+        results.append((cfg, run(sc, progress=progress, label=label, **extra)))
+    baseline = base.compare.baseline if base.compare is not None and not vary else None
+    return CompareResult(base.name or "scenario", results, baseline)

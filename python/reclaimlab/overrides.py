@@ -14,6 +14,7 @@ key by key into the table already there; any other value replaces what is there.
 from __future__ import annotations
 
 import copy
+import difflib
 import tomllib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -261,7 +262,9 @@ class _Resolver:
                 if text in keys:
                     return text, end, child(node, holder, text)
             allowed = ", ".join(keys)
-            raise self.fail(f"unknown key {parts[i].text!r} under {where}; expected one of: {allowed}")
+            close = difflib.get_close_matches(parts[i].text, list(keys), n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise self.fail(f"unknown key {parts[i].text!r} under {where}{hint}; expected one of: {allowed}")
         raise self.fail(f"cannot set a key inside {format_path(path)}: it is a value, not a table")
 
     def _resolves(self, node: Node, parts: Sequence[_Part], i: int) -> bool:

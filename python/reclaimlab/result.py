@@ -9,14 +9,15 @@ from __future__ import annotations
 import json
 import platform
 from dataclasses import dataclass, field
-from typing import Any
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from reclaimlab import profile as profiles
 from reclaimlab.profile import Profile
 from reclaimlab.scenario import Scenario
 from reclaimlab.version import __version__
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["PHASE_COLUMNS", "RESULT_SCHEMA_VERSION", "RunResult", "counter_sort_key", "split_counter"]
 
@@ -77,6 +78,8 @@ def _phase_record(p: dict[str, Any]) -> dict[str, Any]:
 
 
 def _phases_frame(records: list[dict[str, Any]]) -> pd.DataFrame:
+    import pandas as pd
+
     return pd.DataFrame(
         {
             "process": pd.Series([r["process"] for r in records], dtype=object),
@@ -101,6 +104,33 @@ class RunResult:
     phase_records: list[dict[str, Any]]
     stats: dict[str, Any] = field(default_factory=dict)
     provenance: dict[str, Any] = field(default_factory=dict)
+    #: Counters over time (``--interval``; the kernel backend always samples): ``{"interval_s",
+    #: "t": [seconds], "values": {key: [value per t]}}`` in lab/record.py's Series format.
+    series: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def series_frame(self) -> pd.DataFrame:
+        """The series as a tidy long table: columns t_s, metric, value (one sample per row)."""
+        import pandas as pd
+
+        t = self.series.get("t", [])
+        rows = [(ts, k, v) for k, col in sorted(self.series.get("values", {}).items()) for ts, v in zip(t, col, strict=False)]
+        return pd.DataFrame(rows, columns=["t_s", "metric", "value"]).astype({"t_s": "float64", "value": "float64"})
+
+    def tidy(self) -> pd.DataFrame:
+        """Everything as one long table, one value per row: columns kind ("counter", "phase",
+        "series"), metric (a counter key, or ``phase:<process>/<phase>.<field>``), t_s (the
+        sample time for series rows, else empty) and value."""
+        import pandas as pd
+
+        rows: list[tuple[str, str, float | None, float]] = [("counter", k, None, float(v)) for k, v in sorted(self.counters.items())]
+        for p in self.phase_records:
+            for f in ("elapsed_s", "accesses", "accesses_per_s"):
+                rows.append(("phase", f"phase:{p['process']}/{p['phase']}.{f}", None, float(p[f])))
+        t = self.series.get("t", [])
+        for k, col in sorted(self.series.get("values", {}).items()):
+            rows += [("series", k, float(ts), float(v)) for ts, v in zip(t, col, strict=False) if v is not None]
+        return pd.DataFrame(rows, columns=["kind", "metric", "t_s", "value"]).astype({"t_s": "float64", "value": "float64"})
 
     @property
     def phases(self) -> pd.DataFrame:
@@ -134,6 +164,8 @@ class RunResult:
             "phases": [dict(r) for r in self.phase_records],
             "stats": dict(self.stats),
             "provenance": dict(self.provenance),
+            # only when sampled: a result without --interval is as before, byte for byte
+            **({"series": self.series} if self.series else {}),
         }
 
     def to_json(self, indent: int | None = 2) -> str:
@@ -151,6 +183,7 @@ class RunResult:
             phase_records=[dict(r) for r in d["phases"]],
             stats=dict(d.get("stats", {})),
             provenance=dict(d.get("provenance", {})),
+            series=dict(d.get("series", {})),
         )
 
     @classmethod

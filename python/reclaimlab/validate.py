@@ -313,6 +313,52 @@ def _workload_config(config: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+#: ``machine.memory = "host"`` is this machine's MemTotal, which varies by some hundred kB
+#: between machines of one kind (firmware, kernel reservations). Kernel runs recorded on another
+#: such machine are re-validated at their own size when the two are this close (relative).
+HOST_MEMORY_TOLERANCE = 0.01
+
+
+def _host_memory(scenario: Scenario, want: dict[str, Any], got: dict[str, Any]) -> int | None:
+    """The kernel runs' memory size, when the scenario says memory = "host", that is all that
+    differs, and it is within HOST_MEMORY_TOLERANCE; None when nothing is to be done.
+    KernelResultsError, with both sizes, when it differs by more."""
+    source = getattr(scenario, "_source", None)
+    if source is None or source.document.get("machine", {}).get("memory") != "host":
+        return None
+    mk, ms = got.get("machine", {}).get("memory_bytes"), want.get("machine", {}).get("memory_bytes")
+    if not isinstance(mk, int) or not isinstance(ms, int) or mk == ms:
+        return None
+    rest_k = {**got, "machine": {**got["machine"], "memory_bytes": ms}}
+    if rest_k != want:
+        return None  # something else differs too: the general message says what
+    rel = abs(mk - ms) / mk
+    if rel > HOST_MEMORY_TOLERANCE:
+        raise KernelResultsError(
+            f'machine.memory = "host": the kernel runs had {mk} bytes ({mk // 1024} kB), this machine has {ms} bytes '
+            f"({ms // 1024} kB): {rel:.2%} apart, more than the {HOST_MEMORY_TOLERANCE:.0%} allowed for machines of one kind"
+        )
+    return mk
+
+
+def _differences(got: dict[str, Any], want: dict[str, Any], prefix: str = "") -> str:
+    """The keys whose values differ, with both values (kernel runs, then now), one level into tables."""
+    parts = []
+    for key in sorted(set(got) | set(want)):
+        a, b = got.get(key), want.get(key)
+        if a == b:
+            continue
+        if isinstance(a, dict) and isinstance(b, dict) and not prefix:
+            parts.append(_differences(a, b, f"{key}."))
+            continue
+        text_a, text_b = json.dumps(a, sort_keys=True), json.dumps(b, sort_keys=True)
+        if len(text_a) + len(text_b) > 200:
+            parts.append(f"{prefix}{key}")
+        else:
+            parts.append(f"{prefix}{key}: kernel runs {text_a}, now {text_b}")
+    return "; ".join(parts)
+
+
 def revalidate(
     scenario: Scenario,
     previous: ValidateResult | dict[str, Any] | str | os.PathLike[str],
@@ -340,12 +386,19 @@ def revalidate(
         run_sim = sim.run
     sim_result = run_sim(scenario)
     want = _workload_config(sim_result.config)
+    host_memory = _host_memory(scenario, want, _workload_config(prev.kernel_runs[0].config))
+    if host_memory is not None:
+        # memory = "host" on another machine of the same kind: simulate the kernel runs' size
+        from reclaimlab.overrides import Override
+
+        scenario = scenario.with_overrides([Override("machine.memory", host_memory, "the recorded kernel runs' memory (memory = 'host')")])
+        sim_result = run_sim(scenario)
+        want = _workload_config(sim_result.config)
     for i, k in enumerate(prev.kernel_runs, 1):
         got = _workload_config(k.config)
         if got != want:
-            differ = sorted(key for key in set(got) | set(want) if got.get(key) != want.get(key))
             raise KernelResultsError(
-                f"kernel run {i} of {name!r} ran another configuration than the scenario gives now (differs in: {', '.join(differ)})"
+                f"kernel run {i} of {name!r} ran another configuration than the scenario gives now (differs in: {_differences(got, want)})"
             )
     return ValidateResult(name, list(prev.kernel_runs), sim_result, rows(prev.kernel_runs, sim_result), list(prev.discarded_runs))
 

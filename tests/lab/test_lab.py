@@ -106,12 +106,13 @@ def test_zswap_off_swaps_to_disk(lab: Lab, tmp_path: Path) -> None:
 
 def test_cli_run_kernel_prints_tables_and_json(lab: Lab, tmp_path: Path) -> None:
     out = tmp_path / "r.json"
-    r = _cli(lab, "run", "--backend", "kernel", "--no-build-runner", str(_scenario(tmp_path)), "--json", str(out))
+    args = ("run", "--backend", "kernel", "--no-build-runner", str(_scenario(tmp_path)), "--json", str(out), "--all")
+    r = _cli(lab, *args)
     if r.returncode == 1 and "SIGKILL" in r.stderr:  # the memcg OOM killer, see _run
-        r = _cli(lab, "run", "--backend", "kernel", "--no-build-runner", str(_scenario(tmp_path)), "--json", str(out))
+        r = _cli(lab, *args)
     assert r.returncode == 0, r.stderr
     assert lab.state_now() == lab.before
-    assert "tiny: counters" in r.stdout and "tiny: phases" in r.stdout
+    assert "tiny: headline (kernel)" in r.stdout and "tiny: phases" in r.stdout and "tiny: counters" in r.stdout
     assert "zswpout" in r.stdout
     d = json.loads(out.read_text())
     assert d["backend"] == "kernel" and d["counters"]["vmstat.zswpout"] > 0

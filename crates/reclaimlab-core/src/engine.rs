@@ -93,8 +93,19 @@ impl Simulation {
 
     /// Run up to `max_events` events; true once the simulation has finished.
     pub fn step(&mut self, max_events: u64) -> bool {
+        self.step_until(max_events, Time::MAX)
+    }
+
+    /// Run up to `max_events` events, none later than `until` (ns of simulated time); true once
+    /// the simulation has finished. Stopping before an event changes nothing: the next call
+    /// pops the same event, so a run stepped to sample times (`--interval`) processes exactly
+    /// the events of a run stepped in fixed chunks, and its results are bit-identical.
+    pub fn step_until(&mut self, max_events: u64, until: Time) -> bool {
         for _ in 0..max_events {
             if self.finished {
+                break;
+            }
+            if self.mm.queue.peek_time().is_some_and(|t| t > until) {
                 break;
             }
             let Some((t, ev)) = self.mm.queue.pop() else {
@@ -172,6 +183,16 @@ impl Simulation {
         self.snapshot = Some(self.counters());
         self.sched.exit_finished(&mut self.mm);
         self.finished = true;
+    }
+
+    /// Simulated time of the next event (None once the queue is empty).
+    pub fn next_event_time(&self) -> Option<Time> {
+        self.mm.queue.peek_time()
+    }
+
+    /// Simulated time of the last event run.
+    pub fn now(&self) -> Time {
+        self.now
     }
 
     /// Share of the workload done, for progress bars (phases weighted equally per process).

@@ -33,6 +33,30 @@ impl Simulation {
         py.detach(|| inner.step(max_events))
     }
 
+    /// Run up to `max_events` events, none later than `until_ns` of simulated time (without
+    /// holding the GIL); True once finished. For sampling counters at simulated times.
+    fn step_until(&mut self, py: Python<'_>, max_events: u64, until_ns: u64) -> bool {
+        let inner = &mut self.inner;
+        py.detach(|| inner.step_until(max_events, until_ns))
+    }
+
+    /// Simulated time (ns) of the next event; None once the queue is empty.
+    fn next_event_ns(&self) -> Option<u64> {
+        self.inner.next_event_time()
+    }
+
+    /// Simulated time (ns) of the last event run.
+    fn now_ns(&self) -> u64 {
+        self.inner.now()
+    }
+
+    /// Every counter now (gauges read now), as JSON: what `result_json` reports at the end.
+    /// Reading changes nothing in the simulation.
+    fn counters_json(&self) -> String {
+        let counters: BTreeMap<String, u64> = self.inner.counters().into_iter().collect();
+        serde_json::to_string(&counters).expect("counters serialise")
+    }
+
     fn progress(&self) -> f64 {
         self.inner.progress()
     }

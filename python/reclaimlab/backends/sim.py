@@ -36,17 +36,22 @@ class _Progress:
         self.task: Any = None
         self.started = time.monotonic()
         self.last_log = self.started
+        self.last_time, self.last_fraction = self.started, 0.0
 
     def __enter__(self) -> _Progress:
         if self.enabled and getattr(self.stream, "isatty", lambda: False)():
             from rich.console import Console
-            from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn
+            from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
             self.bar = Progress(
                 TextColumn("{task.description}"),
                 BarColumn(),
                 TaskProgressColumn(),
                 TimeElapsedColumn(),
+                TextColumn("ETA"),
+                # from the wall-clock rate of recent progress (rich's moving estimate), so a run
+                # that slows down as memory fills corrects its estimate as it goes
+                TimeRemainingColumn(),
                 console=Console(file=self.stream),
                 transient=True,
             )
@@ -64,7 +69,18 @@ class _Progress:
         now = time.monotonic()
         if now - self.last_log >= LOG_EVERY_S:
             self.last_log = now
-            print(f"{self.label}: {fraction:.0%} ({now - self.started:.0f}s)", file=self.stream, flush=True)
+            print(f"{self.label}: {fraction:.0%} ({now - self.started:.0f}s{self.eta(now, fraction)})", file=self.stream, flush=True)
+
+    def eta(self, now: float, fraction: float) -> str:
+        """Wall-clock time left, from the rate since the previous line (progress follows simulated
+        time, whose cost per second changes as memory fills, so the recent rate is the better guess)."""
+        before = self.last_fraction
+        self.last_fraction = fraction
+        if fraction <= before or fraction >= 1.0:
+            return ""
+        left = (1.0 - fraction) * (now - self.last_time) / (fraction - before)
+        self.last_time = now
+        return f", ETA {left:.0f}s"
 
     def __exit__(self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None) -> None:
         if self.bar is not None:
@@ -77,8 +93,14 @@ def run(
     label: str | None = None,
     chunk: int = CHUNK_EVENTS,
     on_progress: Callable[[float], None] | None = None,
+    interval_s: float | None = None,
 ) -> RunResult:
-    """Run ``scenario`` in the simulator. Raises ScenarioError if the core rejects the config."""
+    """Run ``scenario`` in the simulator. Raises ScenarioError if the core rejects the config.
+
+    ``interval_s``: sample every counter at multiples of this many seconds of simulated time
+    (and at the end) into ``RunResult.series``, in the lab's series format (lab/record.py:
+    event counters since the start, gauges as read). Sampling reads only: the counters and
+    phases are the same as without it."""
     core = native.core()
     profile = active_profile()
     config = lower(scenario, profile)
@@ -86,12 +108,54 @@ def run(
         sim = core.Simulation(json.dumps(config, sort_keys=True))
     except ValueError as e:
         raise from_core_error(scenario, e) from None
+    sampler = _Sampler(sim, interval_s, config.get("max_time_ns")) if interval_s else None
     with _Progress(progress, label or scenario.name or "simulating") as bar:
-        while not sim.step(chunk):
+        while not (sampler.step(chunk) if sampler is not None else sim.step(chunk)):
             fraction = float(sim.progress())
             bar.update(fraction)
             if on_progress is not None:
                 on_progress(fraction)
         bar.update(1.0)
     raw = json.loads(sim.result_json())
-    return RunResult.from_native(scenario, config, raw, profile, backend="sim")
+    result = RunResult.from_native(scenario, config, raw, profile, backend="sim")
+    if sampler is not None:
+        result.series = sampler.finish(int(raw["stats"]["sim_time_ns"]), result.counters)
+    return result
+
+
+class _Sampler:
+    """Steps the simulation to each sample time (``step_until``) and reads the counters there.
+
+    Some keys appear only once they have a value (e.g. ``lru_inversion.pool_mean_age_ms``), so
+    the series is built at the end over every key seen, None where a sample lacks one."""
+
+    def __init__(self, sim: Any, interval_s: float, limit_ns: int | None):
+        self.sim = sim
+        self.interval_s = interval_s
+        self.interval_ns = max(1, round(interval_s * 1e9))
+        self.start: dict[str, int] = json.loads(sim.counters_json())
+        self.samples: list[tuple[float, dict[str, int]]] = [(0.0, self.start)]
+        self.next_ns = self.interval_ns
+        self.limit_ns = limit_ns  # max_time: no samples after it
+
+    def step(self, chunk: int) -> bool:
+        done = bool(self.sim.step_until(chunk, self.next_ns))
+        if not done:
+            nxt = self.sim.next_event_ns()
+            # Nothing left before the sample time: the counters now are those at that time.
+            while nxt is not None and nxt > self.next_ns and (self.limit_ns is None or self.next_ns <= self.limit_ns):
+                self.samples.append((self.next_ns / 1e9, json.loads(self.sim.counters_json())))
+                self.next_ns += self.interval_ns
+        return done
+
+    def finish(self, end_ns: int, counters: dict[str, int]) -> dict[str, Any]:
+        """The series, ending with the result's own counters at the end of the run."""
+        from reclaimlab.lab.record import Series
+
+        if end_ns / 1e9 > self.samples[-1][0]:
+            self.samples.append((end_ns / 1e9, counters))
+        keys = sorted(set(counters).union(*(c for _, c in self.samples)))
+        series = Series(keys=keys, interval_s=self.interval_s)
+        for t, now in self.samples:
+            series.add(t, self.start, now)
+        return series.to_dict()

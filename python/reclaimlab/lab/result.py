@@ -9,11 +9,12 @@ the simulator's: ``minflt`` and ``majflt`` (the runner's page faults in that pha
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from reclaimlab.result import PHASE_COLUMNS, RunResult
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["KERNEL_PHASE_COLUMNS", "KernelRunResult", "phase_record"]
 
@@ -38,12 +39,13 @@ def phase_record(ev: dict[str, Any]) -> dict[str, Any]:
 
 @dataclass
 class KernelRunResult(RunResult):
-    series: dict[str, Any] = field(default_factory=dict)
     raw: dict[str, Any] = field(default_factory=dict)
 
     @property
     def phases(self) -> pd.DataFrame:
         """The simulator's columns plus minflt and majflt."""
+        import pandas as pd
+
         frame = super().phases
         for col in ("minflt", "majflt"):
             frame[col] = pd.Series([int(r.get(col, 0)) for r in self.phase_records], dtype="int64")

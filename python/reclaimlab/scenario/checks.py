@@ -74,6 +74,16 @@ def check(s: Scenario, caps: native.Capabilities) -> list[Problem]:
         if not s.compare.configs:
             p.append(Problem(("compare", "configs"), "expected at least one configuration"))
         p += _duplicates([c.name for c in s.compare.configs], ("compare", "configs"), "name", "configuration")
+        names = [c.name for c in s.compare.configs]
+        if s.compare.baseline is not None and s.compare.baseline not in names:
+            close = difflib.get_close_matches(s.compare.baseline, names, n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            p.append(
+                Problem(
+                    ("compare", "baseline"),
+                    f"expected the name of a [compare] config{hint} (one of {_quoted(names)}); got {s.compare.baseline!r}",
+                )
+            )
     if s.report is not None:
         p += _check_report(s, s.report)
     return p

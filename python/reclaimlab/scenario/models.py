@@ -9,13 +9,14 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 
-from pydantic import AfterValidator, BeforeValidator, Field, PrivateAttr, create_model
+from pydantic import AfterValidator, BeforeValidator, Field, PrivateAttr, WithJsonSchema, create_model
 from pydantic_core import PydanticCustomError
 
 from reclaimlab import native
 from reclaimlab.devices import DEVICE_PRESETS, FIGURES, OPTIONAL_FIGURES, DeviceModel, overlay
 from reclaimlab.overrides import Override, parse_override
 from reclaimlab.scenario.types import (
+    SIZE_SCHEMA,
     U64,
     Bandwidth,
     Content,
@@ -92,7 +93,7 @@ class Swap(StrictModel):
     kind: Literal["file", "zram"] = "file"
     size: PositiveSize
     priority: IntRange(-32768, 32767) | None = None  # type: ignore[valid-type]
-    device: Annotated[Device, BeforeValidator(_device_shortcut)] | None = None
+    device: Annotated[Device, BeforeValidator(_device_shortcut, json_schema_input_type=str | Device)] | None = None
     comp_algorithm: str | None = None
     #: zram only: the allocator of its compressed pages. Not a sysfs file: mainline zram calls
     #: zsmalloc directly, so "zsmalloc" is all the core accepts (docs/scenario.md).
@@ -108,8 +109,10 @@ class Filesystem(StrictModel):
 
 
 class Machine(StrictModel):
-    memory: Annotated[int, BeforeValidator(parse_memory), AfterValidator(positive)]
-    cpus: Annotated[IntRange(1, 4096), BeforeValidator(parse_cpus)] = 1  # type: ignore[valid-type]
+    memory: Annotated[
+        int, BeforeValidator(parse_memory), AfterValidator(positive), WithJsonSchema({"anyOf": [*SIZE_SCHEMA["anyOf"], {"const": "host"}]})
+    ]
+    cpus: Annotated[IntRange(1, 4096), BeforeValidator(parse_cpus, json_schema_input_type=int | Literal["host"])] = 1  # type: ignore[valid-type]
     swap: list[Swap] = Field(default_factory=list)
     filesystems: list[Filesystem] = Field(default_factory=list)
 
@@ -293,7 +296,10 @@ def _dist_shortcut(v: Any) -> Any:
     return {"kind": v} if isinstance(v, str) else v
 
 
-Dist = Annotated[Annotated[Uniform | HotCold | Zipf, Field(discriminator="kind")], BeforeValidator(_dist_shortcut)]
+Dist = Annotated[
+    Annotated[Uniform | HotCold | Zipf, Field(discriminator="kind")],
+    BeforeValidator(_dist_shortcut, json_schema_input_type=str | Uniform | HotCold | Zipf),
+]
 
 
 class _Phase(StrictModel):
@@ -403,6 +409,8 @@ class CompareConfig(StrictModel):
 
 class Compare(StrictModel):
     configs: list[CompareConfig] = Field(default_factory=list)
+    #: The configuration the others are set against in `compare`'s tables (default: the first).
+    baseline: str | None = None
 
 
 # ---------------------------------------------------------------------------------------------

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, WithJsonSchema
 from pydantic_core import PydanticCustomError
 
 from reclaimlab.units import describe, parse_bandwidth, parse_content, parse_duration, parse_size
@@ -99,14 +99,35 @@ def _non_negative_cost(v: int) -> int:
     return v
 
 
-Size = Annotated[int, BeforeValidator(parse_size)]
-PositiveSize = Annotated[int, BeforeValidator(parse_size), AfterValidator(positive)]
-Duration = Annotated[int, BeforeValidator(parse_duration)]
-PositiveDuration = Annotated[int, BeforeValidator(parse_duration), AfterValidator(positive)]
-Bandwidth = Annotated[int, BeforeValidator(parse_bandwidth)]
-MaxOrSize = Annotated[int | None, BeforeValidator(_max_or_size)]
-V1Limit = Annotated[int | None, BeforeValidator(_v1_limit)]
-ZeroOne = Annotated[bool, BeforeValidator(_zero_one)]
+# What a scenario may write for each unit, for the JSON Schema (`reclaimlab schema`, editors):
+# the validators above accept a string with a unit, which the int they return does not say.
+_SIZE_STR = {"type": "string", "pattern": r"^\s*(\d+(\.\d*)?|\.\d+)\s*([KkMmGgTtPpEe]([Ii]?[Bb])?|[Bb])?\s*$"}
+SIZE_SCHEMA: dict[str, Any] = {
+    "anyOf": [{"type": "integer", "minimum": 0}, _SIZE_STR],
+    "description": "a size: int bytes, or a string like '4096', '64MiB', '1GiB', '500MB', '2G'",
+}
+DURATION_SCHEMA: dict[str, Any] = {
+    "anyOf": [
+        {"type": "integer", "minimum": 0},
+        {"type": "string", "pattern": r"^\s*(\d+(\.\d*)?|\.\d+)\s*(ns|us|µs|ms|s|min|h)\s*$"},
+    ],
+    "description": "a duration: int ns, or a string like '10ns', '5us', '20ms', '2s', '1min'",
+}
+_MAX = {"const": "max"}
+Size = Annotated[int, BeforeValidator(parse_size), WithJsonSchema(SIZE_SCHEMA)]
+PositiveSize = Annotated[int, BeforeValidator(parse_size), AfterValidator(positive), WithJsonSchema(SIZE_SCHEMA)]
+Duration = Annotated[int, BeforeValidator(parse_duration), WithJsonSchema(DURATION_SCHEMA)]
+PositiveDuration = Annotated[int, BeforeValidator(parse_duration), AfterValidator(positive), WithJsonSchema(DURATION_SCHEMA)]
+Bandwidth = Annotated[
+    int,
+    BeforeValidator(parse_bandwidth),
+    WithJsonSchema(
+        {"anyOf": [{"type": "integer", "minimum": 1}, {"type": "string", "pattern": r"/s\s*$"}], "description": "bytes/s, or '500MB/s'"}
+    ),
+]
+MaxOrSize = Annotated[int | None, BeforeValidator(_max_or_size), WithJsonSchema({"anyOf": [*SIZE_SCHEMA["anyOf"], _MAX]})]
+V1Limit = Annotated[int | None, BeforeValidator(_v1_limit), WithJsonSchema({"anyOf": [*SIZE_SCHEMA["anyOf"], _MAX, {"const": -1}]})]
+ZeroOne = Annotated[bool, BeforeValidator(_zero_one), WithJsonSchema({"anyOf": [{"type": "boolean"}, {"enum": [0, 1]}]})]
 Content = Annotated[str, BeforeValidator(parse_content)]
 Percent = IntRange(0, 100)
 U32 = IntRange(0, 2**32 - 1)
