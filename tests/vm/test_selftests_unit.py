@@ -6,10 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from reclaimlab.vm import tap
+from reclaimlab.vm import selftests, tap
 from reclaimlab.vm.cache import InstalledKernel, VmUnavailable
 from reclaimlab.vm.selftest_run import SelftestChannel
-from reclaimlab.vm import selftests
 
 NAMES = ("test_a", "test_b", "test_c", "test_d")
 
@@ -21,7 +20,12 @@ def _lines(*texts: str, step: float = 1.0) -> list[tuple[float, str]]:
 def test_tap_verdicts_and_directives() -> None:
     lines = _lines("# preparing", "ok 1 test_a", "ok 2 # SKIP test_b", "boom", "not ok 3 test_c", "ok 4 # XFAIL test_d")
     v = tap.parse(lines, NAMES, start=10.0)
-    assert [(x.number, x.name, x.verdict) for x in v] == [(1, "test_a", "pass"), (2, "test_b", "skip"), (3, "test_c", "fail"), (4, "test_d", "xfail")]
+    assert [(x.number, x.name, x.verdict) for x in v] == [
+        (1, "test_a", "pass"),
+        (2, "test_b", "skip"),
+        (3, "test_c", "fail"),
+        (4, "test_d", "xfail"),
+    ]
     assert v[0].output == ["# preparing"] and v[2].output == ["boom"]
     assert v[0].seconds == 1.0 and v[2].seconds == 2.0
 

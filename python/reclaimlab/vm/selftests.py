@@ -86,7 +86,7 @@ def _run(argv: list[str], **kw: Any) -> str:
     r = subprocess.run(argv, capture_output=True, text=True, check=False, stdin=subprocess.DEVNULL, **kw)
     if r.returncode != 0:
         raise VmUnavailable(f"`{' '.join(argv)}` failed (exit {r.returncode}): {(r.stderr or r.stdout).strip()[-1500:]}")
-    return r.stdout
+    return str(r.stdout)
 
 
 def source_package(k: InstalledKernel) -> tuple[str, str]:
