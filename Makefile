@@ -10,7 +10,7 @@ SCENARIO ?= scenarios/three-regions.toml
 # pandas-stubs: mypy --strict needs pandas' types.
 LINT_DEPS := "ruff==0.17.6" "mypy==2.4.1" "pandas-stubs==3.1.0.261029"
 
-.PHONY: run test test-rust test-python browser bench lint build clean seeds-report validation-report vmlab vmlab-report docs-knobs
+.PHONY: run test test-rust test-python browser bench lint build clean seeds-report validation-report vmlab vmlab-report vmlab-selftests vmlab-conformance docs-knobs
 
 $(DEPS): pyproject.toml Makefile
 	@command -v cargo >/dev/null || { echo "error: cargo (Rust toolchain) not found; this machine kind provides it via rustup" >&2; exit 1; }
@@ -80,6 +80,25 @@ vmlab: build
 	apt-get update -qq
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $(VMLAB_PACKAGES) > /dev/null
 	$(PY) -m reclaimlab.vm.install
+	$(PY) -m reclaimlab.vm.selftests
+
+# The kernel's cgroup selftests (test_zswap, test_memcontrol) for each VM kernel
+# (docs/conformance.md): Debian's linux-source-X.Y of the installed kernel's version
+# (apt-get download), only tools/testing/selftests/cgroup and the headers it includes extracted
+# into the VM cache, built there statically with the packaged Makefile. Run by `make vmlab`;
+# needs the VM lab's kernels installed.
+vmlab-selftests: build
+	$(PY) -m reclaimlab.vm.selftests
+
+# Run them in guests of both kernels and record the verdicts (results/conformance/<kernel>.json),
+# which docs/conformance.md's table shows beside the simulator's.
+CONFORMANCE_KERNELS = debian-6.12 debian-6.1
+
+vmlab-conformance: vmlab-selftests
+	@mkdir -p results/conformance
+	@for k in $(CONFORMANCE_KERNELS); do \
+	  $(VENV)/bin/reclaimlab lab selftests --kernel $$k --json results/conformance/$$k.json || exit 1; \
+	done
 
 # Re-run the simulator side of every recorded VM validation (results/validation/vm-<kernel>/,
 # kernel runs kept) and write docs/validation-vm-<kernel>.md: the per-kernel error summary

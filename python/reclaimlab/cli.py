@@ -783,6 +783,49 @@ def lab_restore() -> None:
     typer.echo(f"restored: {len(report.undone)} change(s) undone, {len(report.skipped)} already undone; journal removed")
 
 
+@lab_app.command("selftests")
+def lab_selftests(
+    kernel: Annotated[str, typer.Option("--kernel", metavar="NAME", help="The guest's kernel: debian-6.12 or debian-6.1.")] = "debian-6.12",
+    binary: Annotated[
+        list[str] | None, typer.Option("--binary", metavar="NAME", help="Run only this selftest (test_zswap, test_memcontrol; repeatable).")
+    ] = None,
+    test_timeout: Annotated[
+        float, typer.Option("--test-timeout", min=1.0, metavar="S", help="One test's limit in the guest, seconds.")
+    ] = 300.0,
+    mglru: Annotated[
+        bool, typer.Option("--mglru/--no-mglru", help="MGLRU on or off in the guest (default off, as the simulator).")
+    ] = False,
+    memory: VmMemoryOption = None,
+    json_out: JsonOption = None,
+) -> None:
+    """The kernel's own cgroup selftests (test_zswap, test_memcontrol) in a VM lab guest: per-test verdicts.
+
+    Needs `make vmlab` and `make vmlab-selftests` (docs/conformance.md). Changes nothing on the host."""
+    from reclaimlab.vm import selftest_run
+
+    with _lab_errors():
+        doc = selftest_run.run(
+            kernel,
+            binary or None,
+            test_timeout_s=test_timeout,
+            mglru=mglru,
+            memory=_vm_options(kernel, mglru, memory)["memory"] or selftest_run.DEFAULT_MEMORY,
+            on_note=lambda m: typer.echo(m, err=True),
+        )
+    console = _console(stderr=json_out is not None and str(json_out) == "-")
+    for name, run in doc["binaries"].items():
+        src = doc["source"]
+        table = Table(title=Text(f"{name}: {src['package']} {src['version']} on {doc['kernel']['release']}"), title_justify="left")
+        for col in ("#", "test", "verdict", "s", "reason"):
+            table.add_column(col, justify="right" if col in ("#", "s") else "left")
+        for t in run["tests"]:
+            secs = "" if t["seconds"] is None else f"{t['seconds']:.1f}"
+            table.add_row(str(t["number"]), Text(t["name"]), Text(t["verdict"]), secs, Text(t["reason"]))
+        console.print(table)
+    if json_out is not None:
+        _write_json(json_out, json.dumps(doc, indent=2, sort_keys=True) + "\n")
+
+
 @lab_app.command("codec-check")
 def lab_codec_check(
     codecs: Annotated[

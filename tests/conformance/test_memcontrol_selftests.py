@@ -36,8 +36,8 @@ def test_memcg_current_peak__v6_12() -> None:
 
 
 def test_memcg_high__v6_12() -> None:
-    # memory.high = 30M, no swap, 100 MiB written: the allocation completes (memory.high
-    # throttles and never kills) and memory.events high > 0.
+    # memory.high = 30M, no swap, 31 MiB written (v6.12's size): the allocation completes
+    # (memory.high throttles and never kills) and memory.events high > 0.
     r = run("memcg_high__v6_12")
     assert outcomes(r, "alloc_anon") == ["completed"]
     assert cg(r, G, "memory.events.high") > 0
