@@ -10,7 +10,8 @@
 use serde::Serialize;
 
 use crate::config::SimConfig;
-use crate::error::{ConfigError, Result};
+use crate::error::Result;
+use crate::limits::TIME_HORIZON_NS;
 use crate::mm::{Actor, Ctx, Mm};
 pub use crate::sched::PhaseRecord;
 use crate::sched::Scheduler;
@@ -47,9 +48,8 @@ pub struct Simulation {
 
 impl Simulation {
     pub fn new(cfg: &SimConfig) -> Result<Simulation> {
-        if cfg.machine.cpus == 0 {
-            return Err(ConfigError::invalid("machine.cpus", "must be at least 1"));
-        }
+        // Every bound first: nothing is allocated for a config the arithmetic cannot run.
+        crate::limits::check(cfg)?;
         let mut mm = Mm::from_config(cfg)?;
         let sched = Scheduler::from_config(cfg)?;
         for p in 0..sched.len() {
@@ -59,7 +59,8 @@ impl Simulation {
             mm,
             sched,
             cpus: cfg.machine.cpus as u64,
-            max_time: cfg.max_time_ns,
+            // Every run stops at the horizon: no clock reaches an overflow (crate::limits).
+            max_time: Some(cfg.max_time_ns.unwrap_or(TIME_HORIZON_NS).min(TIME_HORIZON_NS)),
             now: 0,
             events: 0,
             snapshot: None,

@@ -9,7 +9,7 @@ use serde::Serialize;
 use crate::config::SimConfig;
 use crate::error::{ConfigError, Result};
 use crate::mm::{Actor, Ctx, Mm, Oom};
-use crate::sim::{EventKind, Time};
+use crate::sim::{later, EventKind, Time};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum ProcState {
@@ -87,11 +87,15 @@ pub(crate) struct Scheduler {
     procs: Vec<Proc>,
     pub(crate) records: Vec<PhaseRecord>,
     all_done: bool,
+    /// The engine stops the run at the first event after this (max_time or the horizon): no
+    /// slice runs past it, however long the quantum.
+    stop_after: Time,
 }
 
 impl Scheduler {
     pub(crate) fn from_config(cfg: &SimConfig) -> Result<Scheduler> {
-        Ok(Scheduler { procs: Proc::from_config(cfg)?, records: Vec::new(), all_done: false })
+        let stop_after = cfg.max_time_ns.unwrap_or(crate::limits::TIME_HORIZON_NS).min(crate::limits::TIME_HORIZON_NS);
+        Ok(Scheduler { procs: Proc::from_config(cfg)?, records: Vec::new(), all_done: false, stop_after })
     }
 
     pub(crate) fn len(&self) -> usize {
@@ -112,7 +116,9 @@ impl Scheduler {
     pub(crate) fn run_process(&mut self, mm: &mut Mm, p: u32, t: Time, slowdown: u64) {
         let pi = p as usize;
         let mut ctx = Ctx::new(t, Actor::Process(p), slowdown);
-        let quantum_end = t + mm.costs.process_quantum_ns;
+        // A slice ends after the quantum, or just past the time limit: then the engine's next
+        // event is past it and the run stops (a huge quantum cannot run past max_time).
+        let quantum_end = later(t, mm.costs.process_quantum_ns).min(self.stop_after + 1);
         match self.procs[pi].state {
             ProcState::Running => {}
             ProcState::Sleeping => {
@@ -132,7 +138,7 @@ impl Scheduler {
             let proc = &self.procs[pi];
             let memcg = proc.memcg;
             let duration_end = match proc.phases[proc.phase].1 {
-                Phase::Random { duration_ns: Some(d), .. } => proc.phase_start + d,
+                Phase::Random { duration_ns: Some(d), .. } => later(proc.phase_start, d),
                 _ => Time::MAX,
             };
             let mut phase_done = false;
@@ -188,7 +194,7 @@ impl Scheduler {
         match proc.phases[proc.phase].1.clone() {
             Phase::Sleep { duration_ns } => {
                 proc.state = ProcState::Sleeping;
-                proc.wake_at = ctx.now + duration_ns;
+                proc.wake_at = later(ctx.now, duration_ns);
                 let wake = proc.wake_at;
                 mm.queue.push(wake, EventKind::Process(pi as u32));
                 false
