@@ -228,17 +228,21 @@ pub fn estimate(cfg: &SimConfig) -> Estimate {
     e
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// The arithmetic the bounds make safe: the horizon plus the largest step of each kind,
-    /// and a CPU cost stretched by the largest slowdown, stay far below u64::MAX.
-    #[test]
-    fn bounds_leave_headroom_in_the_clock() {
-        let step = MAX_DURATION_NS.max(MAX_COST_NS).max(MAX_LATENCY_NS).max(MAX_PAUSE_MS * 1_000_000);
-        assert!(TIME_HORIZON_NS.checked_add(step).and_then(|t| t.checked_add(step)).is_some());
-        assert!(crate::sim::TIME_CEILING_NS.checked_add(crate::sim::TIME_CEILING_NS - 1).is_some());
-        assert!(TIME_HORIZON_NS < crate::sim::TIME_CEILING_NS);
+// The arithmetic the bounds make safe, proved when the crate compiles: the horizon plus two of
+// the largest steps of any kind stays below the clock's ceiling, and the sum of two clamped
+// times (each at most the ceiling) fits in u64.
+const LARGEST_STEP_NS: u64 = {
+    let mut m = MAX_DURATION_NS;
+    if MAX_COST_NS > m {
+        m = MAX_COST_NS;
     }
-}
+    if MAX_LATENCY_NS > m {
+        m = MAX_LATENCY_NS;
+    }
+    if MAX_PAUSE_MS * 1_000_000 > m {
+        m = MAX_PAUSE_MS * 1_000_000;
+    }
+    m
+};
+const _: () = assert!(TIME_HORIZON_NS + 2 * LARGEST_STEP_NS < crate::sim::TIME_CEILING_NS);
+const _: () = assert!(crate::sim::TIME_CEILING_NS.checked_add(crate::sim::TIME_CEILING_NS).is_some());
