@@ -98,4 +98,6 @@ def module() -> types.ModuleType:
     m.version = lambda: "0.0.0-fake"  # type: ignore[attr-defined]
     # Page content classes are checked by the real core's parser (no copy of it here).
     m.distinct_variants = _REAL.distinct_variants  # type: ignore[attr-defined]
+    # The bounds and the resource estimate are the real core's (no copy of them here).
+    m.estimate = _REAL.estimate  # type: ignore[attr-defined]
     return m

@@ -42,6 +42,7 @@ pub struct Simulation {
     events: u64,
     snapshot: Option<Vec<(String, u64)>>,
     finished: bool,
+    stopped_at_limit: bool,
     /// Check page conservation every this many events (0 = never).
     check_every: u64,
 }
@@ -65,6 +66,7 @@ impl Simulation {
             events: 0,
             snapshot: None,
             finished: false,
+            stopped_at_limit: false,
             check_every: if cfg!(debug_assertions) { 4096 } else { 0 },
         })
     }
@@ -106,6 +108,7 @@ impl Simulation {
                 if t > limit {
                     self.now = limit;
                     self.sched.stop_at_time_limit(self.now);
+                    self.stopped_at_limit = true;
                     self.finish();
                     break;
                 }
@@ -157,7 +160,9 @@ impl Simulation {
             phases: self.sched.records.clone(),
             stats: SimStats {
                 events: self.events,
-                sim_time_ns: self.now,
+                // The end of the work, not the start of the last event; a run stopped at
+                // max_time ends there.
+                sim_time_ns: if self.stopped_at_limit { self.now } else { self.now.max(self.sched.ended_at) },
                 pages: self.mm.pages.len() as u64,
                 page_events: accesses + vm.pgscan_anon + vm.pswpout + vm.zswpout + vm.pswpin + vm.zswpin + vm.swpout_zero + vm.swpin_zero,
             },

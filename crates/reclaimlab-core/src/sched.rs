@@ -90,12 +90,15 @@ pub(crate) struct Scheduler {
     /// The engine stops the run at the first event after this (max_time or the horizon): no
     /// slice runs past it, however long the quantum.
     stop_after: Time,
+    /// The latest time a process finished, exited or was killed: when the run's work ended
+    /// (its last event may have started long before, with a long quantum).
+    pub(crate) ended_at: Time,
 }
 
 impl Scheduler {
     pub(crate) fn from_config(cfg: &SimConfig) -> Result<Scheduler> {
         let stop_after = cfg.max_time_ns.unwrap_or(crate::limits::TIME_HORIZON_NS).min(crate::limits::TIME_HORIZON_NS);
-        Ok(Scheduler { procs: Proc::from_config(cfg)?, records: Vec::new(), all_done: false, stop_after })
+        Ok(Scheduler { procs: Proc::from_config(cfg)?, records: Vec::new(), all_done: false, stop_after, ended_at: 0 })
     }
 
     pub(crate) fn len(&self) -> usize {
@@ -186,7 +189,7 @@ impl Scheduler {
         let proc = &mut self.procs[pi];
         if proc.phase >= proc.phases.len() {
             proc.state = ProcState::Finished;
-            self.maybe_finish();
+            self.maybe_finish(ctx.now);
             return false;
         }
         proc.phase_start = ctx.now;
@@ -204,7 +207,7 @@ impl Scheduler {
                 self.end_phase_at(pi, idx, ctx.now, "completed");
                 mm.exit_process(pi as u32);
                 self.procs[pi].state = ProcState::Exited;
-                self.maybe_finish();
+                self.maybe_finish(ctx.now);
                 false
             }
             phase => {
@@ -237,10 +240,11 @@ impl Scheduler {
         mm.exit_process(pi as u32);
         self.procs[pi].state = ProcState::OomKilled;
         self.procs[pi].gen = None;
-        self.maybe_finish();
+        self.maybe_finish(now);
     }
 
-    fn maybe_finish(&mut self) {
+    fn maybe_finish(&mut self, now: Time) {
+        self.ended_at = self.ended_at.max(now);
         if self.procs.iter().all(|p| matches!(p.state, ProcState::Finished | ProcState::Exited | ProcState::OomKilled)) {
             self.all_done = true;
         }
