@@ -82,4 +82,8 @@ def capabilities() -> Capabilities:
 
 def check_content(value: str) -> None:
     """ValueError (the core's message) unless ``value`` is a page content class the core knows."""
-    core().distinct_variants(value, 1)
+    try:
+        core().distinct_variants(value, 1)
+    except ValueError as e:
+        # A ConfigError's str() starts with its path ("content: "); the loader names the key.
+        raise ValueError(getattr(e, "reason", str(e))) from None
