@@ -64,7 +64,8 @@ fn a_huge_quantum_does_not_skip_max_time() {
 /// One past each bound is refused, naming the lowered key, the unit and the bound.
 #[test]
 fn one_past_each_bound_is_refused_with_key_unit_and_bound() {
-    let cases: Vec<(&str, Box<dyn Fn(&mut Value)>, &str)> = vec![
+    type Set = Box<dyn Fn(&mut Value)>;
+    let cases: Vec<(&str, Set, &str)> = vec![
         ("costs.access_ns", Box::new(|v| v["costs"]["access_ns"] = json!(limits::MAX_COST_NS + 1)), "ns"),
         ("machine.swap[0].device.write_latency_ns", Box::new(|v| v["machine"]["swap"][0]["device"]["write_latency_ns"] = json!(u64::MAX)), "ns"),
         ("max_time_ns", Box::new(|v| v["max_time_ns"] = json!(limits::TIME_HORIZON_NS + 1)), "ns"),
