@@ -123,7 +123,7 @@ def parse_bandwidth(value: Any) -> int:
     if _is_int(value):
         if value <= 0:
             raise ValueError(f"expected {_BANDWIDTH_HINT} > 0; got {describe(value)}")
-        return int(value)
+        return _scaled(value, _SIZE_UNITS, _BANDWIDTH_HINT, "bytes per second")
     if not isinstance(value, str) or not value.strip().endswith("/s"):
         raise ValueError(f"expected {_BANDWIDTH_HINT}; got {describe(value)}")
     try:
