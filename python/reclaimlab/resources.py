@@ -14,7 +14,6 @@ import resource
 from dataclasses import dataclass
 from pathlib import Path
 
-
 __all__ = ["LONG_RUN_ACCESSES", "Estimate", "Headroom", "format_size", "headroom", "judge"]
 
 #: A run with at least this many accesses gets a warning with the estimate (each access is at
