@@ -98,8 +98,8 @@ impl Phase {
                     if count.is_some_and(|c| c > MAX_ACCESSES) {
                         return Err(format!("count must be at most {MAX_ACCESSES} accesses, got {}", count.unwrap_or(0)));
                     }
-                    if duration_ns.is_some_and(|d| d == 0 || d > MAX_DURATION_NS) {
-                        return Err(format!("duration must be in 1..={MAX_DURATION_NS} ns (10^6 s), got {} ns", duration_ns.unwrap_or(0)));
+                    if duration_ns.is_some_and(|d| d > MAX_DURATION_NS) {
+                        return Err(format!("duration must be at most {MAX_DURATION_NS} ns (10^6 s), got {} ns", duration_ns.unwrap_or(0)));
                     }
                     if let Dist::Zipf { theta } = dist {
                         if !(theta.is_finite() && *theta >= 0.0) {
