@@ -8,6 +8,8 @@ DEPS := $(VENV)/.deps-stamp
 SCENARIO ?= scenarios/three-regions.toml
 # The linters, pinned so that a new release cannot fail a build that passed (bump on purpose).
 # pandas-stubs: mypy --strict needs pandas' types.
+# hypothesis: the property-based tests (tests/test_properties.py).
+TEST_DEPS := "hypothesis==6.170.15"
 LINT_DEPS := "ruff==0.17.6" "mypy==2.4.1" "pandas-stubs==3.1.0.261029"
 
 .PHONY: run test test-rust test-python browser bench lint build clean seeds-report validation-report vmlab vmlab-report vmlab-selftests vmlab-conformance docs-knobs
@@ -16,7 +18,7 @@ $(DEPS): pyproject.toml Makefile
 	@command -v cargo >/dev/null || { echo "error: cargo (Rust toolchain) not found; this machine kind provides it via rustup" >&2; exit 1; }
 	python3 -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet "maturin>=1.5,<2" "pydantic>=2" typer rich pandas pyarrow plotly pytest jsonschema $(LINT_DEPS)
+	$(PY) -m pip install --quiet "maturin>=1.5,<2" "pydantic>=2" typer rich pandas pyarrow plotly pytest jsonschema $(TEST_DEPS) $(LINT_DEPS)
 	touch $@
 
 # Always rebuild: cargo is incremental, so an unchanged tree costs seconds. The runner binary

@@ -103,4 +103,6 @@ def module() -> types.ModuleType:
     # Knobs and allocators are the real core's declarations (the scenario model is made from them).
     m.knobs = _REAL.knobs  # type: ignore[attr-defined]
     m.zpools = _REAL.zpools  # type: ignore[attr-defined]
+    # The bounds and the resource estimate are the real core's (no copy of them here).
+    m.estimate = _REAL.estimate  # type: ignore[attr-defined]
     return m

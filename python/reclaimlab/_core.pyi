@@ -12,7 +12,9 @@ __all__ = [
     "compressed_len",
     "default_costs",
     "distinct_variants",
+    "estimate",
     "knobs",
+    "limits",
     "page_bytes",
     "preset_switches",
     "presets",
@@ -103,3 +105,12 @@ def knobs() -> list[dict[str, str | int | bool | list[str] | None]]:
     ``key`` (scenario key), ``type`` ("bool", "int" or "str"), ``default`` (the kernel's; None
     where the kernel computes it), ``min``, ``max`` (ints or None), ``choices`` (list of str or
     None), ``kernel_file``, ``doc`` and ``lowered`` (dotted path in the lowered JSON)."""
+
+def limits() -> list[dict[str, str | int]]:
+    """The largest values the core accepts (reclaimlab-core limits.rs): per bound ``key`` (the
+    lowered key), ``max``, ``unit`` and ``why``."""
+
+def estimate(config_json: str) -> dict[str, int]:
+    """What a lowered config asks for, before it is built: ``pages``, ``swap_slots``, ``bytes``
+    (the core's allocations that grow with the scenario) and ``accesses``. Raises ConfigError
+    when a bound fails."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import enum
 import json
+import os
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -58,6 +59,8 @@ app.add_typer(lab_app)
 
 EXIT_UNAVAILABLE = 1
 EXIT_BAD_INPUT = 2
+#: 128 + SIGINT, as a shell reports a command stopped by Ctrl-C.
+EXIT_INTERRUPTED = 130
 
 
 class Backend(enum.StrEnum):
@@ -107,7 +110,28 @@ CountersOption = Annotated[
     list[str] | None,
     typer.Option("--counters", metavar="PATTERN", help="Only counters matching PATTERN, e.g. 'vmstat.*swp*' (repeatable)."),
 ]
-JsonOption = Annotated[Path | None, typer.Option("--json", metavar="OUT", help="Write the result as JSON to OUT ('-' for stdout).")]
+
+
+def check_output_path(value: Path | None) -> Path | None:
+    """An output file option (--json OUT) checked before the run: a run of hours must not end
+    in a traceback because OUT cannot be written. '-' is stdout."""
+    if value is None or str(value) == "-":
+        return value
+    parent = value.parent if str(value.parent) else Path(".")
+    if value.is_dir():
+        raise typer.BadParameter(f"{value} is a directory; expected a file to write")
+    if not parent.is_dir():
+        raise typer.BadParameter(f"cannot write {value}: the directory {parent} does not exist")
+    writable = os.access(value, os.W_OK) if value.exists() else os.access(parent, os.W_OK | os.X_OK)
+    if not writable:
+        raise typer.BadParameter(f"cannot write {value}: permission denied")
+    return value
+
+
+JsonOption = Annotated[
+    Path | None,
+    typer.Option("--json", metavar="OUT", help="Write the result as JSON to OUT ('-' for stdout).", callback=check_output_path),
+]
 ProgressOption = Annotated[bool, typer.Option("--progress/--no-progress", help="Show a progress bar on a terminal.")]
 
 
@@ -125,7 +149,10 @@ def _write_json(out: Path, text: str) -> None:
         sys.stdout.write(text)
         sys.stdout.flush()
     else:
-        out.write_text(text, encoding="utf-8")
+        try:
+            out.write_text(text, encoding="utf-8")
+        except OSError as e:  # checked before the run (check_output_path); changed since
+            _fail(f"reclaimlab: cannot write {out}: {e.strerror or e}", EXIT_UNAVAILABLE)
 
 
 SeedsOption = Annotated[
@@ -232,6 +259,8 @@ def _input_errors() -> Iterator[None]:
         _fail(str(e), EXIT_BAD_INPUT)
     except native.NativeUnavailable as e:
         _fail(f"reclaimlab: {e}", EXIT_UNAVAILABLE)
+    except KeyboardInterrupt:
+        _fail("reclaimlab: interrupted (Ctrl-C); no result was written", EXIT_INTERRUPTED)
 
 
 @contextmanager
@@ -519,7 +548,9 @@ def calibrate(
     wait: Annotated[float, typer.Option("--wait", help="Seconds to wait for the lab lock when another lab process holds it.")] = 600.0,
     skip_device: Annotated[bool, typer.Option("--skip-device", help="Do not measure the swap device (no [devices] table).")] = False,
     skip_lab: Annotated[bool, typer.Option("--skip-lab", help="No kernel runs (no fitted fault/access/reclaim/swap-in costs).")] = False,
-    json_out: Annotated[Path | None, typer.Option("--json", metavar="OUT", help="Also write every number as JSON.")] = None,
+    json_out: Annotated[
+        Path | None, typer.Option("--json", metavar="OUT", help="Also write every number as JSON.", callback=check_output_path)
+    ] = None,
 ) -> None:
     """Measure this machine (codecs, swap disk, fault and swap costs from small lab runs; root)
     and write a machine profile for the simulator's time model."""

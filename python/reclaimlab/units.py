@@ -43,7 +43,11 @@ _DURATION_UNITS: dict[str, int] = {
     "h": 3_600_000_000_000,
 }
 
-_NUMBER_UNIT = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*([A-Za-zµ]*)\s*$")
+# ASCII digits only: Python's \d (and int()/Fraction()) also take other scripts' digits, which
+# no kernel file or TOML integer accepts.
+_NUMBER_UNIT = re.compile(r"^[ \t]*([0-9]+(?:\.[0-9]*)?|\.[0-9]+)[ \t]*([A-Za-zµ]*)[ \t]*$")
+#: Every size, duration and bandwidth is a u64 in the core.
+U64_MAX = 2**64 - 1
 
 _SIZE_HINT = "a size (int bytes, or a string like '4096', '64MiB', '1GiB', '500MB', '2G')"
 _DURATION_HINT = "a duration (int ns, or a string like '10ns', '5us', '20ms', '2s', '1min')"
@@ -72,6 +76,14 @@ def _is_int(value: Any) -> bool:
 
 
 def _scaled(value: Any, units: dict[str, int], hint: str, what: str) -> int:
+    n = _scaled_unbounded(value, units, hint, what)
+    if n > U64_MAX:
+        got = f"{describe(value)} = {n} {what}" if isinstance(value, str) else describe(value)
+        raise ValueError(f"expected {hint} of at most 2^64 - 1 = {U64_MAX} {what}; got {got}")
+    return n
+
+
+def _scaled_unbounded(value: Any, units: dict[str, int], hint: str, what: str) -> int:
     if _is_int(value):
         if value < 0:
             raise ValueError(f"expected {hint} >= 0; got {describe(value)}")
@@ -111,7 +123,7 @@ def parse_bandwidth(value: Any) -> int:
     if _is_int(value):
         if value <= 0:
             raise ValueError(f"expected {_BANDWIDTH_HINT} > 0; got {describe(value)}")
-        return int(value)
+        return _scaled(value, _SIZE_UNITS, _BANDWIDTH_HINT, "bytes per second")
     if not isinstance(value, str) or not value.strip().endswith("/s"):
         raise ValueError(f"expected {_BANDWIDTH_HINT}; got {describe(value)}")
     try:

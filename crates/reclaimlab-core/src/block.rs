@@ -45,7 +45,7 @@ use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 
 use crate::config::DeviceModel;
-use crate::sim::{Ctx, EventKind, EventQueue, Time, NSEC_PER_SEC};
+use crate::sim::{later, Ctx, EventKind, EventQueue, Time, NSEC_PER_SEC, TIME_CEILING_NS};
 use crate::stats::DiskStats;
 
 const PAGE_SIZE: u64 = 4096;
@@ -134,11 +134,12 @@ impl BlockDevice {
             Dir::Write => (self.model.write_bytes_per_s, self.model.write_latency_ns),
         };
         // u128: a large max_sectors_kb times 4096 × 10^9 overflows u64.
-        let transfer = (n as u128 * PAGE_SIZE as u128 * NSEC_PER_SEC as u128).div_ceil(bytes_per_s.max(1) as u128) as u64;
+        // Clamped to the clock's ceiling (1 byte/s moves a page in 4096 s): times saturate.
+        let transfer = (n as u128 * PAGE_SIZE as u128 * NSEC_PER_SEC as u128).div_ceil(bytes_per_s.max(1) as u128).min(TIME_CEILING_NS as u128) as u64;
         let min_busy = self.model.iops.map_or(0, |iops| NSEC_PER_SEC.div_ceil(iops.max(1)));
         let start = now.max(self.pipe_free);
-        self.pipe_free = start + transfer.max(min_busy);
-        let mut done = self.pipe_free + latency;
+        self.pipe_free = later(start, transfer.max(min_busy));
+        let mut done = later(self.pipe_free, latency);
         match dir {
             Dir::Read => {
                 self.stat.read_ios += 1;

@@ -52,7 +52,9 @@ impl Mm {
                         if p.list != list::ZSWAP {
                             return Err(format!("zswap page {i} is not on the zswap LRU"));
                         }
-                        zswap_lru[p.memcg as usize] += 1;
+                        // The list that holds it: the root's with the global LRU (≤6.7), the
+                        // page's memcg's otherwise.
+                        zswap_lru[mm.zswap_lru_owner(i as u32) as usize] += 1;
                     }
                 } else if p.list != list::NONE {
                     return Err(format!("non-resident page {i} is on list {}", p.list));

@@ -10,7 +10,8 @@
 use serde::Serialize;
 
 use crate::config::SimConfig;
-use crate::error::{ConfigError, Result};
+use crate::error::Result;
+use crate::limits::TIME_HORIZON_NS;
 use crate::mm::{Actor, Ctx, Mm};
 pub use crate::sched::PhaseRecord;
 use crate::sched::Scheduler;
@@ -41,15 +42,15 @@ pub struct Simulation {
     events: u64,
     snapshot: Option<Vec<(String, u64)>>,
     finished: bool,
+    stopped_at_limit: bool,
     /// Check page conservation every this many events (0 = never).
     check_every: u64,
 }
 
 impl Simulation {
     pub fn new(cfg: &SimConfig) -> Result<Simulation> {
-        if cfg.machine.cpus == 0 {
-            return Err(ConfigError::invalid("machine.cpus", "must be at least 1"));
-        }
+        // Every bound first: nothing is allocated for a config the arithmetic cannot run.
+        crate::limits::check(cfg)?;
         let mut mm = Mm::from_config(cfg)?;
         let sched = Scheduler::from_config(cfg)?;
         for p in 0..sched.len() {
@@ -59,11 +60,13 @@ impl Simulation {
             mm,
             sched,
             cpus: cfg.machine.cpus as u64,
-            max_time: cfg.max_time_ns,
+            // Every run stops at the horizon: no clock reaches an overflow (crate::limits).
+            max_time: Some(cfg.max_time_ns.unwrap_or(TIME_HORIZON_NS).min(TIME_HORIZON_NS)),
             now: 0,
             events: 0,
             snapshot: None,
             finished: false,
+            stopped_at_limit: false,
             check_every: if cfg!(debug_assertions) { 4096 } else { 0 },
         })
     }
@@ -116,6 +119,7 @@ impl Simulation {
                 if t > limit {
                     self.now = limit;
                     self.sched.stop_at_time_limit(self.now);
+                    self.stopped_at_limit = true;
                     self.finish();
                     break;
                 }
@@ -167,7 +171,9 @@ impl Simulation {
             phases: self.sched.records.clone(),
             stats: SimStats {
                 events: self.events,
-                sim_time_ns: self.now,
+                // The end of the work, not the start of the last event; a run stopped at
+                // max_time ends there.
+                sim_time_ns: if self.stopped_at_limit { self.now } else { self.now.max(self.sched.ended_at) },
                 pages: self.mm.pages.len() as u64,
                 page_events: accesses + vm.pgscan_anon + vm.pswpout + vm.zswpout + vm.pswpin + vm.zswpin + vm.swpout_zero + vm.swpin_zero,
             },

@@ -12,6 +12,7 @@ pub mod costs;
 pub mod engine;
 pub mod error;
 pub mod knobs;
+pub mod limits;
 pub mod mm;
 pub mod policy;
 mod sched;

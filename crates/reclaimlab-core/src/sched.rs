@@ -9,7 +9,7 @@ use serde::Serialize;
 use crate::config::SimConfig;
 use crate::error::{ConfigError, Result};
 use crate::mm::{Actor, Ctx, Mm, Oom};
-use crate::sim::{EventKind, Time};
+use crate::sim::{later, EventKind, Time};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum ProcState {
@@ -102,11 +102,18 @@ pub(crate) struct Scheduler {
     procs: Vec<Proc>,
     pub(crate) records: Vec<PhaseRecord>,
     all_done: bool,
+    /// The engine stops the run at the first event after this (max_time or the horizon): no
+    /// slice runs past it, however long the quantum.
+    stop_after: Time,
+    /// The latest time a process finished, exited or was killed: when the run's work ended
+    /// (its last event may have started long before, with a long quantum).
+    pub(crate) ended_at: Time,
 }
 
 impl Scheduler {
     pub(crate) fn from_config(cfg: &SimConfig) -> Result<Scheduler> {
-        Ok(Scheduler { procs: Proc::from_config(cfg)?, records: Vec::new(), all_done: false })
+        let stop_after = cfg.max_time_ns.unwrap_or(crate::limits::TIME_HORIZON_NS).min(crate::limits::TIME_HORIZON_NS);
+        Ok(Scheduler { procs: Proc::from_config(cfg)?, records: Vec::new(), all_done: false, stop_after, ended_at: 0 })
     }
 
     pub(crate) fn len(&self) -> usize {
@@ -127,7 +134,9 @@ impl Scheduler {
     pub(crate) fn run_process(&mut self, mm: &mut Mm, p: u32, t: Time, slowdown: u64) {
         let pi = p as usize;
         let mut ctx = Ctx::new(t, Actor::Process(p), slowdown);
-        let quantum_end = t + mm.costs.process_quantum_ns;
+        // A slice ends after the quantum, or just past the time limit: then the engine's next
+        // event is past it and the run stops (a huge quantum cannot run past max_time).
+        let quantum_end = later(t, mm.costs.process_quantum_ns).min(self.stop_after + 1);
         match self.procs[pi].state {
             ProcState::Running => {}
             ProcState::Sleeping => {
@@ -147,7 +156,7 @@ impl Scheduler {
             let proc = &self.procs[pi];
             let memcg = proc.memcg;
             let duration_end = match proc.phases[proc.phase].1 {
-                Phase::Random { duration_ns: Some(d), .. } => proc.phase_start + d,
+                Phase::Random { duration_ns: Some(d), .. } => later(proc.phase_start, d),
                 _ => Time::MAX,
             };
             // read(2) phases go through the page cache's read path, not a memory access; each
@@ -199,7 +208,7 @@ impl Scheduler {
         let proc = &mut self.procs[pi];
         if proc.phase >= proc.phases.len() {
             proc.state = ProcState::Finished;
-            self.maybe_finish();
+            self.maybe_finish(ctx.now);
             return false;
         }
         proc.phase_start = ctx.now;
@@ -207,7 +216,7 @@ impl Scheduler {
         match proc.phases[proc.phase].1.clone() {
             Phase::Sleep { duration_ns } => {
                 proc.state = ProcState::Sleeping;
-                proc.wake_at = ctx.now + duration_ns;
+                proc.wake_at = later(ctx.now, duration_ns);
                 let wake = proc.wake_at;
                 mm.queue.push(wake, EventKind::Process(pi as u32));
                 false
@@ -217,7 +226,7 @@ impl Scheduler {
                 self.end_phase_at(pi, idx, ctx.now, "completed");
                 mm.exit_process(pi as u32);
                 self.procs[pi].state = ProcState::Exited;
-                self.maybe_finish();
+                self.maybe_finish(ctx.now);
                 false
             }
             phase => {
@@ -250,10 +259,11 @@ impl Scheduler {
         mm.exit_process(pi as u32);
         self.procs[pi].state = ProcState::OomKilled;
         self.procs[pi].gen = None;
-        self.maybe_finish();
+        self.maybe_finish(now);
     }
 
-    fn maybe_finish(&mut self) {
+    fn maybe_finish(&mut self, now: Time) {
+        self.ended_at = self.ended_at.max(now);
         if self.procs.iter().all(|p| matches!(p.state, ProcState::Finished | ProcState::Exited | ProcState::OomKilled)) {
             self.all_done = true;
         }

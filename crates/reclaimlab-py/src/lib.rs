@@ -263,6 +263,37 @@ fn zpools<'py>(py: Python<'py>) -> PyResult<Vec<Bound<'py, PyDict>>> {
         .collect()
 }
 
+/// The largest values the core accepts (reclaimlab_core::limits): key, max, unit, why.
+#[pyfunction]
+fn limits<'py>(py: Python<'py>) -> PyResult<Vec<Bound<'py, PyDict>>> {
+    reclaimlab_core::limits::LIMITS
+        .iter()
+        .map(|l| {
+            let d = PyDict::new(py);
+            d.set_item("key", l.key)?;
+            d.set_item("max", l.max)?;
+            d.set_item("unit", l.unit)?;
+            d.set_item("why", l.why)?;
+            Ok(d)
+        })
+        .collect()
+}
+
+/// What a lowered config will ask for (pages, swap_slots, bytes, accesses), after the core's
+/// bound checks (a ConfigError if one fails); nothing is allocated.
+#[pyfunction]
+fn estimate<'py>(py: Python<'py>, config_json: &str) -> PyResult<Bound<'py, PyDict>> {
+    let cfg = reclaimlab_core::config_from_json(config_json).map_err(errors::config_error)?;
+    reclaimlab_core::limits::check(&cfg).map_err(errors::config_error)?;
+    let e = reclaimlab_core::limits::estimate(&cfg);
+    let d = PyDict::new(py);
+    d.set_item("pages", e.pages)?;
+    d.set_item("swap_slots", e.swap_slots)?;
+    d.set_item("bytes", e.bytes)?;
+    d.set_item("accesses", e.accesses)?;
+    Ok(d)
+}
+
 #[pyfunction]
 fn version() -> &'static str {
     env!("CARGO_PKG_VERSION")
@@ -283,6 +314,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(check_content, m)?)?;
     m.add_function(wrap_pyfunction!(zpools, m)?)?;
     m.add_function(wrap_pyfunction!(knobs, m)?)?;
+    m.add_function(wrap_pyfunction!(limits, m)?)?;
+    m.add_function(wrap_pyfunction!(estimate, m)?)?;
     errors::register(m)?;
     Ok(())
 }

@@ -74,6 +74,15 @@ pub enum Phase {
     Exit,
 }
 
+/// The longest phase duration (random `duration`, `sleep`): 10^6 s, in ns. Far above any real
+/// run, and small enough that a start time plus a duration never overflows the simulator's
+/// u64 nanosecond clock (see reclaimlab-core's `limits`).
+pub const MAX_DURATION_NS: u64 = 1_000_000_000_000_000;
+/// The most accesses a random phase may make (`count`): 10^15.
+pub const MAX_ACCESSES: u64 = 1_000_000_000_000_000;
+/// The most passes of a sequential phase: 10^9.
+pub const MAX_PASSES: u32 = 1_000_000_000;
+
 impl Phase {
     /// Whether a phase can run in a process with `nregions` regions; the message says why not.
     /// The simulator and the real-kernel runner both refuse what fails here (an `AccessGen`
@@ -97,13 +106,27 @@ impl Phase {
                     if count.is_some() == duration_ns.is_some() {
                         return Err("a random phase needs exactly one of count and duration".into());
                     }
+                    if count.is_some_and(|c| c > MAX_ACCESSES) {
+                        return Err(format!("count must be at most {MAX_ACCESSES} accesses, got {}", count.unwrap_or(0)));
+                    }
+                    if duration_ns.is_some_and(|d| d > MAX_DURATION_NS) {
+                        return Err(format!("duration must be at most {MAX_DURATION_NS} ns (10^6 s), got {} ns", duration_ns.unwrap_or(0)));
+                    }
                     if let Dist::Zipf { theta } = dist {
                         if !(theta.is_finite() && *theta >= 0.0) {
                             return Err(format!("zipf theta must be finite and >= 0, got {theta}"));
                         }
                     }
                 }
+                if let Phase::Sequential { passes, .. } = self {
+                    if *passes > MAX_PASSES {
+                        return Err(format!("passes must be at most {MAX_PASSES}, got {passes}"));
+                    }
+                }
                 Ok(())
+            }
+            Phase::Sleep { duration_ns } if *duration_ns > MAX_DURATION_NS => {
+                Err(format!("duration must be at most {MAX_DURATION_NS} ns (10^6 s), got {duration_ns} ns"))
             }
             Phase::Sleep { .. } | Phase::Exit => Ok(()),
         }

@@ -9,8 +9,9 @@ from collections.abc import Callable
 from types import TracebackType
 from typing import Any, TextIO
 
-from reclaimlab import native
+from reclaimlab import native, resources
 from reclaimlab.core_errors import from_core_error
+from reclaimlab.errors import ScenarioError
 from reclaimlab.lower import lower
 from reclaimlab.profile import active_profile
 from reclaimlab.result import RunResult
@@ -104,8 +105,19 @@ def run(
     core = native.core()
     profile = active_profile()
     config = lower(scenario, profile)
+    config_json = json.dumps(config, sort_keys=True)
     try:
-        sim = core.Simulation(json.dumps(config, sort_keys=True))
+        # The core's bounds and what the run will allocate, before anything is allocated.
+        estimate = resources.Estimate(**core.estimate(config_json))
+    except ValueError as e:
+        raise from_core_error(scenario, e) from None
+    refusal, warning = resources.judge(estimate, resources.headroom())
+    if refusal is not None:
+        raise ScenarioError.single(scenario.file, refusal)
+    if warning is not None:
+        print(f"reclaimlab: {label or scenario.name or 'simulation'}: {warning}", file=sys.stderr, flush=True)
+    try:
+        sim = core.Simulation(config_json)
     except ValueError as e:
         raise from_core_error(scenario, e) from None
     sampler = _Sampler(sim, interval_s, config.get("max_time_ns")) if interval_s else None

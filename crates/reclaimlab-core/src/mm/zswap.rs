@@ -86,7 +86,7 @@ impl Mm {
     }
 
     /// The memcg whose zswap LRU holds page `i`'s entry (the root's list is the global LRU).
-    fn zswap_lru_owner(&self, i: u32) -> u16 {
+    pub(crate) fn zswap_lru_owner(&self, i: u32) -> u16 {
         match self.switches.lru {
             ZswapLru::Global => 0,
             ZswapLru::PerMemcg => self.pages[i as usize].memcg,
@@ -347,7 +347,7 @@ impl Mm {
     pub fn zswap_worker_step(&mut self, ctx: &mut Ctx) {
         // Patch 6: no writeback until the pause after the last reject or load miss has passed.
         if let Some(t) = self.zswap.last_contention {
-            let resume = t + self.switches.writeback_pause_ms * crate::sim::NSEC_PER_MSEC;
+            let resume = crate::sim::later(t, self.switches.writeback_pause_ms.saturating_mul(crate::sim::NSEC_PER_MSEC));
             if ctx.now < resume {
                 self.zswap.worker_clock = resume;
                 self.queue.push(resume, EventKind::ZswapWorker);
@@ -357,7 +357,7 @@ impl Mm {
         // Patch 4: without WQ_MEM_RECLAIM the worker runs in the background and yields the CPU
         // while user tasks (faulting, reclaiming) occupy every CPU.
         if !self.switches.worker_mem_reclaim && self.zswap.cpus_saturated {
-            let later = ctx.now + self.costs.process_quantum_ns;
+            let later = crate::sim::later(ctx.now, self.costs.process_quantum_ns);
             self.zswap.worker_clock = later;
             self.queue.push(later, EventKind::ZswapWorker);
             return;

@@ -14,6 +14,17 @@ pub const NSEC_PER_SEC: u64 = 1_000_000_000;
 /// CONFIG_HZ of the target kernel (250): one jiffy is 4 ms.
 pub const HZ: u64 = 250;
 pub const JIFFY_NS: u64 = NSEC_PER_SEC / HZ;
+/// No clock goes past this (2^62 ns, 146 years): [`later`] and [`Ctx::cpu`] clamp to it, so the
+/// sum of two times never overflows u64. The engine stops every run at
+/// [`crate::limits::TIME_HORIZON_NS`], far below.
+pub const TIME_CEILING_NS: Time = 1 << 62;
+
+/// `t + d`, clamped to [`TIME_CEILING_NS`]: for every time computed from a scenario value (a
+/// duration, latency or transfer) that the bounds alone do not keep small.
+#[inline]
+pub fn later(t: Time, d: u64) -> Time {
+    t.saturating_add(d).min(TIME_CEILING_NS)
+}
 
 /// What happens when an event fires.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -72,7 +83,9 @@ impl Ctx {
 
     #[inline]
     pub fn cpu(&mut self, ns: u64) {
-        self.now += ns * self.slowdown / 1024;
+        // u128: a cost of up to 10^12 ns times a slowdown of up to 2^16 processes × 1024.
+        let d = (ns as u128 * self.slowdown as u128 / 1024).min(TIME_CEILING_NS as u128) as u64;
+        self.now = later(self.now, d);
     }
 
     /// Wait (off CPU) until `t`.

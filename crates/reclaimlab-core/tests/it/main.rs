@@ -3,6 +3,7 @@
 
 mod allocators;
 mod block_device;
+mod bounds;
 mod common;
 mod determinism;
 mod filemap;
