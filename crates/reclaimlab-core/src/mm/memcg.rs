@@ -338,6 +338,9 @@ impl Mm {
                         continue;
                     }
                     if retries == 0 || guard == 0 {
+                        // mem_cgroup_oom counts MEMCG_OOM, then the kill counts MEMCG_OOM_KILL:
+                        // the model's OOM killer always finds a victim (the charging task).
+                        self.memcgs[over as usize].events.oom_events += 1;
                         self.memcgs[over as usize].events.oom_kill += 1;
                         return Err(Oom { memcg: Some(over) });
                     }
