@@ -80,7 +80,7 @@ pub enum Phase {
 pub const MAX_DURATION_NS: u64 = 1_000_000_000_000_000;
 /// The most accesses a random phase may make (`count`): 10^15.
 pub const MAX_ACCESSES: u64 = 1_000_000_000_000_000;
-/// The most passes of a sequential phase: 10^9.
+/// The most passes of a sequential, read or mmap phase: 10^9.
 pub const MAX_PASSES: u32 = 1_000_000_000;
 
 impl Phase {
@@ -96,7 +96,14 @@ impl Phase {
             }
         };
         match self {
-            Phase::Fill { region } | Phase::Read { region, .. } | Phase::Mmap { region, .. } => check(region),
+            Phase::Fill { region } => check(region),
+            Phase::Read { region, passes } | Phase::Mmap { region, passes } => {
+                check(region)?;
+                if *passes > MAX_PASSES {
+                    return Err(format!("passes must be at most {MAX_PASSES}, got {passes}"));
+                }
+                Ok(())
+            }
             Phase::Sequential { regions, .. } | Phase::Random { regions, .. } => {
                 if regions.is_empty() {
                     return Err("needs at least one region".into());
@@ -553,6 +560,16 @@ fn expm1_over_x(x: f64) -> f64 {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn file_phases_have_the_pass_bound_of_sequential_ones() {
+        for phase in [Phase::Read { region: 0, passes: MAX_PASSES + 1 }, Phase::Mmap { region: 0, passes: MAX_PASSES + 1 }] {
+            assert_eq!(phase.check(1), Err(format!("passes must be at most {MAX_PASSES}, got {}", MAX_PASSES + 1)));
+        }
+        assert!(Phase::Read { region: 0, passes: MAX_PASSES }.check(1).is_ok());
+        assert!(Phase::Mmap { region: 1, passes: 1 }.check(1).is_err(), "region out of range");
+    }
+
     use super::*;
     use crate::rng::{stream, Stream};
 

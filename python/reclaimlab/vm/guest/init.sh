@@ -42,11 +42,12 @@ info() { echo "@@INFO $1 $(tr '\n' ' ' < "$2" 2>/dev/null)" >&9; }
 # uptime in centiseconds (without a leading-zero octal trap)
 now() { read -r up _ < /proc/uptime; echo $(( ${up%.*} * 100 + 1${up#*.} - 100 )); }
 setf() { echo "$2" > "$1" 2>/dev/null || die "cannot write '$2' to $1"; }
-# setf, then check the value reads back (Y/N and 1/0 are the same answer)
+# setf, then check the value reads back (Y/N, 1/0 and true/false are the same answer: module
+# parameters show Y/N, sysctls 1/0, /sys/kernel/mm/swap/vma_ra_enabled true/false)
 setp() {
     setf "$1" "$2"
     v=$(cat "$1")
-    case "$v:$2" in Y:1|N:0|1:Y|0:N) ;; *) [ "$v" = "$2" ] || die "$1: wrote '$2' but it reads '$v'" ;; esac
+    case "$v:$2" in Y:1|N:0|1:Y|0:N|true:Y|false:N|true:1|false:0) ;; *) [ "$v" = "$2" ] || die "$1: wrote '$2' but it reads '$v'" ;; esac
 }
 waitdev() {
     n=0
