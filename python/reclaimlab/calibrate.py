@@ -7,8 +7,10 @@ The profile (TOML, ``profiles/<kind>.toml``) holds the simulator's CPU cost defa
 measurement, its method and its caveats. In short:
 
 1. **codecs**: wall-clock time per 4 KiB page of the simulator's own codec implementations
-   (``_core.codec_timing``), per codec and content class; one figure per codec is a weighted
-   mean over the classes (``COMPRESS_WEIGHTS``, ``DECOMPRESS_WEIGHTS``).
+   (``_core.codec_timing``), per codec and content class; and (1b, ``kernel_codecs``) the
+   kernel's own codec time per content class through zram writes and reads. Each codec gets
+   figures per kind of byte (text, random, run; ``kind_figures``): the kernel's where zram
+   offers the codec, else ours (scaled by the kernel's ratio on text from a zswap run, 4.).
 2. **swap device**: 4 KiB O_DIRECT random reads and writes at queue depth 1 on a temporary
    file in the lab's state directory (the filesystem of the lab's swap files), plus 1 MiB
    sequential transfers for bandwidth -> the ``virtio-disk`` preset. The file is journaled
@@ -25,7 +27,7 @@ journal and the lock); the lock is also held
 while codecs and the device are timed, so that no lab run competes with the measurement. When
 another lab process holds the lock, calibrate waits (``--wait``) instead of failing.
 
-The arithmetic (weighted codec figures, the device model, the fit, the TOML) is plain functions,
+The arithmetic (codec figures by kind of byte, the device model, the fit, the TOML) is plain functions,
 tested without root in tests/test_calibrate.py. ``main(Options)`` runs ``reclaimlab calibrate``
 (its options: cli.py, ``reclaimlab calibrate --help``).
 """
@@ -54,7 +56,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from reclaimlab import kernel_codecs
 from reclaimlab.errors import ScenarioError, format_key
+from reclaimlab.kernel_codecs import composition_fit
 from reclaimlab.lab import host
 from reclaimlab.lab.errors import LabError, LabInterrupted, LabUnavailable, RunnerFailed
 from reclaimlab.lab.interrupts import raise_interrupt
@@ -66,8 +70,6 @@ from reclaimlab.profile import DEFAULT_PROFILE_KIND, PROFILE_SCHEMA_VERSION, PRO
 __all__ = [
     "CLASSES",
     "CODECS",
-    "COMPRESS_WEIGHTS",
-    "DECOMPRESS_WEIGHTS",
     "CodecTimer",
     "Fit",
     "Inline",
@@ -77,33 +79,29 @@ __all__ = [
     "fit_costs",
     "format_bandwidth",
     "format_duration",
+    "kernel_codec_costs",
     "kernel_preset",
+    "kind_figures",
     "main",
     "measure_codecs",
     "measure_device",
     "nopressure_scenario",
     "pressure_scenario",
     "render_profile",
-    "weighted",
 ]
 
 PAGE = 4096
-#: Codecs timed (kernel crypto names). The cost model has figures for lzo (also charged for
-#: lzo-rle), lz4, zstd and deflate; lzo-rle is timed for the record.
+#: Codecs timed (kernel crypto names); each has its own cost figures.
 CODECS = ("lzo", "lzo-rle", "lz4", "zstd", "deflate")
-#: The cost parameter prefix of each codec that has its own figures.
-COST_CODECS = {"lzo": "lzo", "lz4": "lz4", "zstd": "zstd", "deflate": "deflate"}
+#: The cost parameter prefix of each codec.
+COST_CODECS = {"lzo": "lzo", "lzo-rle": "lzo_rle", "lz4": "lz4", "zstd": "zstd", "deflate": "deflate"}
+#: The kinds of bytes a page's codec time is composed of (crates/reclaimlab-core
+#: compress::BYTE_KINDS) and the suffix of each kind's cost figure: ``<prefix>_compress_ns``
+#: is a text page, ``<prefix>_compress_random_ns`` a random one, ``<prefix>_compress_run_ns``
+#: one run of a byte (docs/model/time.md, "Codec cost by content").
+KIND_SUFFIX = {"text": "", "random": "_random", "run": "_run"}
 #: Content classes timed, as scenarios spell them.
 CLASSES = ("text", "random", "mix1024", "zero")
-#: Weights of the classes in a codec's compression figure: compressible, text-like anonymous
-#: memory first; incompressible pages are compressed too (and then rejected or stored as-is);
-#: zero-filled pages never reach the compressor (zswap's same-filled/zeromap check and zram's
-#: same-page check come first).
-COMPRESS_WEIGHTS: dict[str, float] = {"text": 2, "mix1024": 1, "random": 1, "zero": 0}
-#: ... and in its decompression figure: incompressible pages are never decompressed (rejected,
-#: or stored as-is and copied on load: zswap_copy_ns), zero-filled pages never stored.
-DECOMPRESS_WEIGHTS: dict[str, float] = {"text": 2, "mix1024": 1, "random": 0, "zero": 0}
-
 #: The ns a cost parameter is raised by to read the simulator's slope (linear: any value works).
 SLOPE_DELTA_NS = 1000
 #: Parameters fitted from the no-pressure runs; from the swap-file run under a memcg limit (the
@@ -136,27 +134,47 @@ def cost_names() -> tuple[str, ...]:
     return tuple(native.core().default_costs())
 
 
-def weighted(per_class: Mapping[str, float], weights: Mapping[str, float]) -> float | None:
-    """The weighted mean of per-class figures over the classes present with weight > 0."""
-    pairs = [(weights.get(c, 0.0), v) for c, v in per_class.items() if weights.get(c, 0.0) > 0]
-    total = sum(w for w, _ in pairs)
-    if total <= 0:
-        return None
-    return sum(w * v for w, v in pairs) / total
+def kind_figures(
+    codec: str, per_class: Mapping[str, Mapping[str, float]], composition: Mapping[str, Mapping[str, Any]] | None = None
+) -> dict[str, int]:
+    """A codec's six cost figures from per-class times: text from the ``text`` class; random
+    and run from the composition fit over the ``mixK`` classes and ``random`` (given, or fitted
+    here, a ``zero`` page counting as ``mix0``). Classes missing: those figures left out."""
+    prefix = COST_CODECS[codec]
+    out: dict[str, int] = {}
+    for what in ("compress", "decompress"):
+        if "text" in per_class:
+            out[f"{prefix}_{what}_ns"] = round(float(per_class["text"][f"{what}_ns"]))
+        fit = composition.get(what) if composition is not None else None
+        if fit is None:
+            classes = {
+                ("mix0" if c == "zero" else c): cell for c, cell in per_class.items() if c in ("zero", "random") or c.startswith("mix")
+            }
+            try:
+                fit = composition_fit(classes, what)
+            except ValueError:
+                continue
+        out[f"{prefix}_{what}_random_ns"] = int(fit["random"])
+        out[f"{prefix}_{what}_run_ns"] = int(fit["run"])
+    return out
 
 
 def codec_costs(table: Mapping[str, Mapping[str, Mapping[str, float]]]) -> dict[str, int]:
-    """The cost-model figures from a codec table (codec -> class -> {compress_ns,
-    decompress_ns}): per codec with figures, the weighted means, rounded to whole ns."""
+    """The cost-model figures from our codec table (codec -> class -> {compress_ns,
+    decompress_ns}): per codec, its figures by kind of byte (``kind_figures``), whole ns."""
     out: dict[str, int] = {}
-    for codec, prefix in COST_CODECS.items():
-        classes = table.get(codec)
-        if not classes:
-            continue
-        for what, weights in (("compress", COMPRESS_WEIGHTS), ("decompress", DECOMPRESS_WEIGHTS)):
-            v = weighted({c: float(cell[f"{what}_ns"]) for c, cell in classes.items()}, weights)
-            if v is not None:
-                out[f"{prefix}_{what}_ns"] = round(v)
+    for codec in COST_CODECS:
+        if table.get(codec):
+            out.update(kind_figures(codec, table[codec]))
+    return out
+
+
+def kernel_codec_costs(report: Mapping[str, Any]) -> dict[str, int]:
+    """The cost-model figures of every codec ``kernel_codecs.run`` measured on the kernel."""
+    out: dict[str, int] = {}
+    for codec, per_class in report.get("classes", {}).items():
+        if codec in COST_CODECS:
+            out.update(kind_figures(codec, per_class, report.get("composition", {}).get(codec)))
     return out
 
 
@@ -175,14 +193,27 @@ def device_model(raw: Mapping[str, Any]) -> dict[str, Any]:
     (latency + transfer, docs/model/time.md) equals the measured mean. The mean, not the
     median: the model gives every IO the same latency, and only the mean makes N of them take
     as long as N measured ones (the slow tail counts; a phase's time is a sum of IOs).
-    Integers in the simulator's units (ns, bytes/s) plus ``rotational``."""
+    With the request rate at depth measured (``rand_write_4k_qd_ios_per_s``): ``iops``, and the
+    latency is the mean minus the larger of transfer and 1/iops (the model's idle completion is
+    latency + max(transfer, 1/iops)); the queue's ``max_sectors_kb`` and ``nr_requests`` are
+    the disk's own (sysfs). Integers in the simulator's units (ns, bytes/s) plus ``rotational``."""
     out: dict[str, Any] = {"rotational": bool(raw["rotational"])}
+    # The device's request rate at depth (4 KiB writes from WRITERS threads): every request
+    # occupies the device at least 1/iops, so a read queued behind writeback waits for the
+    # requests ahead of it (docs/model/time.md, "Swap device model").
+    iops = raw.get("rand_write_4k_qd_ios_per_s")
+    busy_min = 1e9 / float(iops) if iops else 0.0
+    if iops:
+        out["iops"] = round(float(iops))
+    for key in ("max_sectors_kb", "nr_requests"):
+        if raw.get(key):
+            out[key] = int(raw[key])
     for d in ("read", "write"):
         bw = float(raw[f"seq_{d}_bytes_per_s"])
         if not bw > 0:
             raise ValueError(f"seq_{d}_bytes_per_s: expected > 0; got {bw}")
-        transfer = PAGE * 1e9 / bw
-        out[f"{d}_latency_ns"] = max(0, round(float(raw[f"rand_{d}_4k_mean_ns"]) - transfer))
+        busy = max(PAGE * 1e9 / bw, busy_min)
+        out[f"{d}_latency_ns"] = max(0, round(float(raw[f"rand_{d}_4k_mean_ns"]) - busy))
         out[f"{d}_bytes_per_s"] = round(bw)
     return out
 
@@ -464,6 +495,9 @@ def backing_device(path: Path) -> dict[str, Any]:
         info["name"] = real.name
         rot = host.read_int_file(disk / "queue" / "rotational")
         info["rotational"] = None if rot is None else bool(rot)
+        # Request merging and the tag limit of the disk's queue (the model's request figures).
+        info["max_sectors_kb"] = host.read_int_file(disk / "queue" / "max_sectors_kb")
+        info["nr_requests"] = host.read_int_file(disk / "queue" / "nr_requests")
     best = None
     resolved = str(path.resolve())
     for m in host.mounts():
@@ -556,6 +590,7 @@ def measure_device(
         reads = rand(False)
         writes = rand(True)
         os.fdatasync(fd)
+        interference = _under_writes(fd, path, pages, budget_s, seed)
     finally:
         big.close()
         page.close()
@@ -570,6 +605,7 @@ def measure_device(
         "fstype": dev["fstype"],
         "mount": dev["mount"],
         "rotational": bool(dev["rotational"]) if dev["rotational"] is not None else True,
+        **{k: dev[k] for k in ("max_sectors_kb", "nr_requests") if dev.get(k) is not None},
         "file_bytes": size,
         "seq_chunk_bytes": chunk,
         "seq_read_bytes_per_s": round(seq_read),
@@ -579,6 +615,85 @@ def measure_device(
             for op, m in (("read", reads), ("write", writes))
             for k in ("median_ns", "p10_ns", "p90_ns", "mean_ns", "ios", "bytes_per_s")
         },
+        **interference,
+    }
+
+
+#: Writer threads of the interference measurement: 4 KiB O_DIRECT writes kept in flight, as
+#: reclaim's swap writeback keeps several (one per reclaiming thread and the plug's batch).
+WRITERS = 4
+
+
+def _under_writes(fd: int, path: Path, pages: int, budget_s: float, seed: int) -> dict[str, Any]:
+    """Random 4 KiB writes at queue depth WRITERS alone (the device's write request rate), and
+    random 4 KiB reads at queue depth 1 while the same writes run (a swap-in's read behind
+    reclaim's writeback on the same device). Threads: os.pwrite/preadv release the GIL."""
+    import threading
+
+    stop = threading.Event()
+    done = [0] * WRITERS
+
+    def writer(w: int) -> None:
+        rng = random.Random(seed * 1000 + w)
+        buf = mmap.mmap(-1, PAGE)
+        buf.write(os.urandom(PAGE))
+        try:
+            while not stop.is_set():
+                if os.pwrite(fd, buf, rng.randrange(pages) * PAGE) != PAGE:
+                    raise LabError(f"short write on {path}")
+                done[w] += 1
+        finally:
+            buf.close()
+
+    def with_writers(body: Callable[[], dict[str, Any]]) -> tuple[dict[str, Any], float]:
+        threads = [threading.Thread(target=writer, args=(w,), daemon=True) for w in range(WRITERS)]
+        for t in threads:
+            t.start()
+        t0 = time.perf_counter_ns()
+        try:
+            out = body()
+        finally:
+            stop.set()
+            for t in threads:
+                t.join()
+            stop.clear()
+        elapsed = time.perf_counter_ns() - t0
+        rate = sum(done) * 1e9 / elapsed
+        for w in range(WRITERS):
+            done[w] = 0
+        return out, rate
+
+    def idle() -> dict[str, Any]:
+        time.sleep(budget_s / 2)
+        return {}
+
+    _, write_rate = with_writers(idle)
+    rng = random.Random(seed + 7)
+    page = mmap.mmap(-1, PAGE)
+
+    def reads() -> dict[str, Any]:
+        lat: list[int] = []
+        start = time.perf_counter_ns()
+        deadline = start + int(budget_s * 1e9)
+        while time.perf_counter_ns() < deadline and len(lat) < 4000:
+            t = time.perf_counter_ns()
+            if os.preadv(fd, [page], rng.randrange(pages) * PAGE) != PAGE:
+                raise LabError(f"short read on {path}")
+            lat.append(time.perf_counter_ns() - t)
+        return _lat_stats(lat, time.perf_counter_ns() - start)
+
+    try:
+        under, write_rate_during = with_writers(reads)
+    finally:
+        page.close()
+    os.fdatasync(fd)
+    return {
+        "writers": WRITERS,
+        "rand_write_4k_qd_ios_per_s": round(write_rate),
+        "rand_read_4k_under_writes_mean_ns": round(under["mean_ns"]),
+        "rand_read_4k_under_writes_median_ns": round(under["median_ns"]),
+        "rand_read_4k_under_writes_ios": under["ios"],
+        "rand_write_4k_qd_ios_per_s_during_reads": round(write_rate_during),
     }
 
 
@@ -863,6 +978,18 @@ COST_NOTES = {
 }
 
 
+def _inline_kernel_codecs(kc: Mapping[str, Any]) -> dict[str, Any]:
+    """The kernel-codecs report laid out for the profile's TOML (one line per class)."""
+    out = {k: v for k, v in kc.items() if k not in ("classes", "composition", "loadavg")}
+    out["loadavg_1m"] = [x[0] for x in kc["loadavg"] if x]
+    out["devices"] = Inline(kc["devices"])
+    for codec, per_class in kc["classes"].items():
+        out[codec] = {cls: Inline(cell) for cls, cell in per_class.items()}
+        for what, fit in kc["composition"][codec].items():
+            out[codec][f"{what}_fit"] = Inline({"random": fit["random"], "run": fit["run"], "residuals": Inline(fit["residuals"])})
+    return out
+
+
 def _host_facts() -> dict[str, Any]:
     cpu_model = None
     with contextlib.suppress(OSError):
@@ -906,6 +1033,7 @@ class Options:
     wait: float = 600.0
     skip_device: bool = False
     skip_lab: bool = False
+    kernel_codec_rounds: int = 10
     json: Path | None = None
 
     def command_line(self) -> str:
@@ -959,6 +1087,15 @@ def calibrate(args: Options, note: _Note) -> tuple[str, dict[str, Any]]:
     costs: dict[str, int] = {}
     kernel_codec_scale: dict[str, float] = {}
 
+    # 1b. The kernel's own codecs, per content class, through zram (kernel_codecs.py): these
+    # figures replace ours for every codec the host's zram offers.
+    kernel_codec_figures: dict[str, int] = {}
+    if p.root and p.zram_loaded and p.zram_hot_add and args.kernel_codec_rounds > 0:
+        note(f"kernel codecs: zram writes and reads of {', '.join(kernel_codecs.CLASSES)} pages, {args.kernel_codec_rounds} rounds")
+        kc = kernel_codecs.run(rounds=args.kernel_codec_rounds, note=note)
+        kernel_codec_figures = kernel_codec_costs(kc)
+        measurements["kernel_codecs"] = _inline_kernel_codecs(kc)
+
     # 2. The swap device.
     devices: dict[str, dict[str, Any]] = {}
     if not args.skip_device:
@@ -971,6 +1108,7 @@ def calibrate(args: Options, note: _Note) -> tuple[str, dict[str, Any]]:
             "write_latency": format_duration(model["write_latency_ns"]),
             "read_bandwidth": format_bandwidth(model["read_bytes_per_s"]),
             "write_bandwidth": format_bandwidth(model["write_bytes_per_s"]),
+            **{k: model[k] for k in ("iops", "max_sectors_kb", "nr_requests") if k in model},
         }
         measurements["device"] = raw
         codec_rounds(1)
@@ -1024,12 +1162,16 @@ def calibrate(args: Options, note: _Note) -> tuple[str, dict[str, Any]]:
         text_codec: dict[str, int] = {}
 
         def base2() -> dict[str, int]:
-            # The mean over those rounds: the fit averages over the runs in the same way.
-            t = timer.table(since=first)["lzo"]["text"]
-            text_codec.update(
-                lzo_compress_ns=round(statistics.fmean(t["compress_rounds_ns"])),
-                lzo_decompress_ns=round(statistics.fmean(t["decompress_rounds_ns"])),
-            )
+            # The kernel's own lzo figures where measured (1b); else the mean over our rounds
+            # taken between these runs (the fit averages over the runs in the same way).
+            if "lzo_compress_ns" in kernel_codec_figures:
+                text_codec.update({k: v for k, v in kernel_codec_figures.items() if k.startswith("lzo_") and not k.startswith("lzo_rle")})
+            else:
+                t = timer.table(since=first)["lzo"]["text"]
+                text_codec.update(
+                    lzo_compress_ns=round(statistics.fmean(t["compress_rounds_ns"])),
+                    lzo_decompress_ns=round(statistics.fmean(t["decompress_rounds_ns"])),
+                )
             return {**defaults, **costs, **text_codec}
 
         # Without the swap-file stage (--skip-device) reclaim_page_ns is fitted here, as before.
@@ -1050,7 +1192,8 @@ def calibrate(args: Options, note: _Note) -> tuple[str, dict[str, Any]]:
         # compressor the host's zswap offers, fitting that codec's two costs with everything else
         # at the figures just fitted. Our codec timing measures our implementation in user
         # space; the kernel's (e.g. lib/zlib_deflate for deflate) can be much slower.
-        for codec in kernel_fit_codecs(p.zswap_compressors):
+        measured_codecs = set(measurements.get("kernel_codecs", {}).get("classes", {}))
+        for codec in [c for c in kernel_fit_codecs(p.zswap_compressors) if c not in measured_codecs]:
             note(f"lab: zswap run with {codec} (the kernel's {codec} costs)")
             params4 = (f"{COST_CODECS[codec]}_compress_ns", f"{COST_CODECS[codec]}_decompress_ns")
             first_k = len(timer.rounds)
@@ -1070,22 +1213,25 @@ def calibrate(args: Options, note: _Note) -> tuple[str, dict[str, Any]]:
             )
             ours_text = base4()
             rec4["kernel_over_ours_text"] = Inline({k: round(fit4.params[k] / ours_text[k], 3) for k in params4 if ours_text[k] > 0})
-            kernel_codec_scale.update(rec4["kernel_over_ours_text"])
+            # The ratio on text scales the codec's figures of every kind of byte.
+            for k, factor in rec4["kernel_over_ours_text"].items():
+                what = "decompress" if "_decompress" in k else "compress"
+                for suffix in KIND_SUFFIX.values():
+                    kernel_codec_scale[f"{COST_CODECS[codec]}_{what}{suffix}_ns"] = factor
             measurements["lab"][f"zswap_{codec}"] = rec4
     table = timer.table()
     codec_figures = codec_costs(table)
-    # A codec fitted on the kernel: its weighted figure (over content classes) scaled by the
-    # kernel's cost over ours on the text pages of the fit.
+    # A codec fitted on the kernel through zswap: our figures scaled by the kernel's cost over
+    # ours on the text pages of the fit. Codecs measured through zram: the kernel's figures.
     for k, factor in kernel_codec_scale.items():
         if k in codec_figures:
             codec_figures[k] = round(codec_figures[k] * factor)
+    codec_figures.update(kernel_codec_figures)
     costs = {**codec_figures, **costs}
     measurements["codecs"] = {
         "method": "our codecs, ns per 4 KiB page, hot caches; per round: median over pages of per-page medians; median of rounds",
         "rounds": len(timer.rounds),
         "reps": args.codec_reps,
-        "compress_weights": Inline(COMPRESS_WEIGHTS),
-        "decompress_weights": Inline(DECOMPRESS_WEIGHTS),
         **{codec: {cls: Inline(cell) for cls, cell in classes.items()} for codec, classes in table.items()},
     }
     measurements["host"]["loadavg_start"] = load_start
@@ -1123,9 +1269,12 @@ def calibrate(args: Options, note: _Note) -> tuple[str, dict[str, Any]]:
         header.append("  " + line.rstrip(", ") + ".")
     notes_ = dict(COST_NOTES)
     for k in codec_figures:
-        notes_[k] = "codec timing, weighted over content classes"
+        notes_[k] = "our codec's timing by content (user space)"
     for k, factor in kernel_codec_scale.items():
-        notes_[k] = f"codec timing, weighted, x {factor} (kernel's {k.split('_')[0]}, zswap run fit)"
+        if k in codec_figures:
+            notes_[k] = f"ours by content x {factor} (kernel's {k.split('_')[0]}, zswap run fit)"
+    for k in kernel_codec_figures:
+        notes_[k] = "kernel: zram write/read by content"
     text = render_profile(args.kind, costs, devices, measurements, header, notes_)
     summary = {"kind": args.kind, "costs": costs, "devices": devices, "measurements": measurements}
     return text, summary

@@ -385,6 +385,9 @@ def calibrate(
     wait: Annotated[float, typer.Option("--wait", help="Seconds to wait for the lab lock when another lab process holds it.")] = 600.0,
     skip_device: Annotated[bool, typer.Option("--skip-device", help="Do not measure the swap device (no [devices] table).")] = False,
     skip_lab: Annotated[bool, typer.Option("--skip-lab", help="No kernel runs (no fitted fault/access/reclaim/swap-in costs).")] = False,
+    kernel_codec_rounds: Annotated[
+        int, typer.Option("--kernel-codec-rounds", min=0, help="Rounds of the kernel's codec timing through zram (0: skip it).")
+    ] = 10,
     json_out: Annotated[Path | None, typer.Option("--json", metavar="OUT", help="Also write every number as JSON.")] = None,
 ) -> None:
     """Measure this machine (codecs, swap disk, fault and swap costs from small lab runs; root)
@@ -400,6 +403,7 @@ def calibrate(
         wait=wait,
         skip_device=skip_device,
         skip_lab=skip_lab,
+        kernel_codec_rounds=kernel_codec_rounds,
         json=json_out,
     )
     code = calibration.main(options)

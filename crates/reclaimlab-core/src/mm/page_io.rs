@@ -80,7 +80,8 @@ impl Mm {
         let codec_slot = zram.codec_slot;
         let comp_len = self.compressed_len(i, codec_slot);
         if !same {
-            ctx.cpu(self.costs.compress_ns(self.codecs[codec_slot]));
+            let content = self.region_of(i).content;
+            ctx.cpu(self.costs.compress_ns(self.codecs[codec_slot], content));
         }
         let before = self.pool_pages();
         let huge = self.zram_huge_class_size;
@@ -134,7 +135,8 @@ impl Mm {
             if s.flags & crate::zram::SLOT_HUGE != 0 {
                 ctx.cpu(self.costs.zswap_copy_ns);
             } else if s.flags & crate::zram::SLOT_SAME == 0 {
-                ctx.cpu(self.costs.decompress_ns(self.codecs[zram.codec_slot]));
+                let codec = self.codecs[zram.codec_slot];
+                ctx.cpu(self.costs.decompress_ns(codec, self.region_of(i).content));
             }
             return Some(ctx.now);
         }
