@@ -190,10 +190,17 @@ def test_bundled_default_profile_parses() -> None:
     p = parse_profile(default_profile_path().read_text(encoding="utf-8"), str(default_profile_path()))
     assert p.kind == "polyglot-vm"
     measured = {"access_ns", "fault_ns", "page_alloc_zero_ns", "swapin_page_ns", "reclaim_page_ns", "zswap_entry_ns"}
-    measured |= {f"{c}_{w}_ns" for c in ("lzo", "lz4", "zstd", "deflate") for w in ("compress", "decompress")}
+    measured |= {
+        f"{c}_{w}{k}_ns"
+        for c in ("lzo", "lzo_rle", "lz4", "zstd", "deflate")
+        for w in ("compress", "decompress")
+        for k in cal.KIND_SUFFIX.values()
+    }
     assert set(p.costs) == measured
     assert set(p.devices) == {"virtio-disk"}
-    assert {"codecs", "device", "lab", "host"} <= set(p.measurements)
+    disk = p.devices["virtio-disk"]
+    assert disk.iops and disk.max_sectors_kb and disk.nr_requests  # measured since 2026-11-24
+    assert {"codecs", "kernel_codecs", "device", "lab", "host"} <= set(p.measurements)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -30,7 +30,7 @@ def test_composition_fit_recovers_a_linear_mix_and_reports_residuals() -> None:
     assert (fit["random"], fit["run"]) == (1200, 600)
     assert set(fit["residuals"]) == {"mix64", "mix2048", "random"}
     assert all(abs(r) < 1e-9 for r in fit["residuals"].values())
-    # Decompression leaves the random page out (zram copies it): the mixes alone.
+    # The random page is never part of the fit (zram stores it as a huge object): the mixes alone.
     d = kc.composition_fit(per_class, "decompress")
     assert (d["random"], d["run"]) == (100, 100)
     assert "random" not in d["residuals"]

@@ -50,6 +50,7 @@ import statistics
 import sys
 import threading
 import time
+import tomllib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -628,8 +629,6 @@ def _under_writes(fd: int, path: Path, pages: int, budget_s: float, seed: int) -
     """Random 4 KiB writes at queue depth WRITERS alone (the device's write request rate), and
     random 4 KiB reads at queue depth 1 while the same writes run (a swap-in's read behind
     reclaim's writeback on the same device). Threads: os.pwrite/preadv release the GIL."""
-    import threading
-
     stop = threading.Event()
     done = [0] * WRITERS
 
@@ -879,11 +878,25 @@ def _kernel_runs(scenario: Any, reps: int, note: _Note, wait_s: float, between: 
 
 
 def _phase_times(runs: Sequence[Any]) -> dict[str, list[float]]:
-    """ "process/phase" -> the elapsed ns of each run, in run order."""
+    """ "process/phase" -> the elapsed ns of each run, in run order, without the time the runner
+    waited for a CPU (``busy_host_free_s``: the calibration scenarios have one process, so that
+    wait is other work on the host, not the scenario's own contention)."""
+    from reclaimlab.lab.result import busy_host_free_s
+
     per: dict[str, list[float]] = {}
     for r in runs:
         for rec in r.phase_records:
-            per.setdefault(f"{rec['process']}/{rec['phase']}", []).append(float(rec["elapsed_s"]) * 1e9)
+            per.setdefault(f"{rec['process']}/{rec['phase']}", []).append(busy_host_free_s(rec) * 1e9)
+    return per
+
+
+def _run_delays(runs: Sequence[Any]) -> dict[str, list[float]]:
+    """ "process/phase" -> the runner's CPU wait (run_delay) share of each run's elapsed time."""
+    per: dict[str, list[float]] = {}
+    for r in runs:
+        for rec in r.phase_records:
+            if "run_delay_s" in rec and float(rec["elapsed_s"]) > 0:
+                per.setdefault(f"{rec['process']}/{rec['phase']}", []).append(round(float(rec["run_delay_s"]) / float(rec["elapsed_s"]), 4))
     return per
 
 
@@ -907,11 +920,14 @@ def _lab_stage(
     counter_keys: Sequence[str],
     between: Callable[[], None] | None = None,
     device: Mapping[str, Any] | None = None,
+    recorded: Mapping[str, Any] | None = None,
 ) -> tuple[Fit, dict[str, Any]]:
     """Run the scenario ``reps`` times on the kernel, then fit ``params`` starting from
     ``base_costs()`` (called after the runs, so that it can use what ``between`` measured).
     ``device``: the measured swap device's figures (``device_model``), for the simulator's
-    swap devices (a run whose time depends on the disk must not be fitted against a preset)."""
+    swap devices (a run whose time depends on the disk must not be fitted against a preset).
+    ``recorded``: this stage's record from an earlier profile (``--lab-from``): its kernel runs
+    are fitted again instead of running the kernel (the scenario must be the same)."""
     from reclaimlab.scenario import load
 
     scenario = load(text)
@@ -919,9 +935,19 @@ def _lab_stage(
     if device is not None:
         for sw in config["machine"]["swap"]:
             sw["device"] = {**sw["device"], **device}
-    runs = _kernel_runs(scenario, reps, note, wait_s, between)
+    if recorded is not None:
+        if recorded.get("scenario") != scenario.name:
+            raise ValueError(f"--lab-from: the recorded stage ran {recorded.get('scenario')!r}, not {scenario.name!r}")
+        runs: list[Any] = []
+        times = {ph: [float(t) for t in rec["kernel_runs_ns"]] for ph, rec in recorded["phases"].items()}
+        recorded_accesses = {ph: int(rec["accesses"]) for ph, rec in recorded["phases"].items()}
+        if between is not None:  # what would follow each run (codec rounds the base may read)
+            between()
+    else:
+        runs = _kernel_runs(scenario, reps, note, wait_s, between)
+        times = _phase_times(runs)
+        recorded_accesses = {}
     costs = base_costs()
-    times = _phase_times(runs)
     sim_ns, slopes, _, nonlinear = sim_slopes(core, config, costs, params)
     # Every run's phases are observations of their own: the fit sees each run's phases
     # together (the machine's speed drifts between runs; per-phase medians could pair a fast
@@ -933,10 +959,13 @@ def _lab_stage(
     fit = fit_costs(observations, costs, params)
     fitted_costs = {**costs, **fit.params}
     sim_after, counters_after = _sim_run(core, config, fitted_costs)
-    kc = _median_counters(runs, counter_keys)
+    if recorded is not None:
+        kc = {k: float(v["kernel_median"]) for k, v in recorded.get("counters", {}).items()}
+    else:
+        kc = _median_counters(runs, counter_keys)
     record: dict[str, Any] = {
         "scenario": scenario.name,
-        "reps": len(runs),
+        "reps": len(runs) if recorded is None else int(recorded["reps"]),
         "fitted": list(params),
         "values": Inline(fit.params),
         "phases": {
@@ -946,7 +975,9 @@ def _lab_stage(
                 kernel_runs_ns=[round(t) for t in times[ph]],
                 sim_before_ns=round(sim_ns[ph]),
                 sim_fitted_ns=round(sim_after.get(ph, 0.0)),
-                accesses=next((int(rec["accesses"]) for rec in runs[0].phase_records if f"{rec['process']}/{rec['phase']}" == ph), 0),
+                accesses=recorded_accesses.get(ph)
+                if recorded is not None
+                else next((int(rec["accesses"]) for rec in runs[0].phase_records if f"{rec['process']}/{rec['phase']}" == ph), 0),
                 **{f"slope_{p}": round(slopes[ph][p], 1) for p in params},
             )
             for ph in phases
@@ -955,6 +986,13 @@ def _lab_stage(
         "residuals": {ph: round((sim_after.get(ph, 0.0) - statistics.fmean(times[ph])) / statistics.fmean(times[ph]), 4) for ph in phases},
         "counters": {k: Inline(kernel_median=kc[k], sim=counters_after.get(k)) for k in kc if k in counters_after},
     }
+    if runs:
+        record["loadavg"] = _loadavg()
+        delays = _run_delays(runs)
+        if delays:
+            # The share of each run's phase time its runner spent waiting for a CPU (removed
+            # from kernel_runs_ns above): how busy the host was.
+            record["run_delay_share"] = {ph: v for ph, v in delays.items()}
     if fit.floored:
         record["floored"] = fit.floored
     if fit.unidentified:
@@ -1034,6 +1072,9 @@ class Options:
     skip_device: bool = False
     skip_lab: bool = False
     kernel_codec_rounds: int = 10
+    #: Refit the lab stages on the kernel runs recorded in this earlier profile instead of
+    #: running them (e.g. when this host is too busy for lab runs to measure it).
+    lab_from: Path | None = None
     json: Path | None = None
 
     def command_line(self) -> str:
@@ -1118,6 +1159,20 @@ def calibrate(args: Options, note: _Note) -> tuple[str, dict[str, Any]]:
         versions = native.capabilities().known_versions()
         version = kernel_preset(p.kernel_release, versions)
         cgv = 1 if p.cgroup_v1_memory else 2
+        old: dict[str, Any] = {}
+        if args.lab_from is not None:
+            old_all = tomllib.loads(args.lab_from.read_text())["measurements"]
+            old = {**old_all["lab"], "date": old_all.get("date", "?")}
+            version, cgv = str(old["kernel_preset"]), int(old["cgroup_version"])
+            note(f"lab: refitting the kernel runs recorded in {args.lab_from} (no lab runs)")
+
+        def rec(stage: str) -> dict[str, Any] | None:
+            if args.lab_from is None:
+                return None
+            if stage not in old:
+                raise LabError(f"--lab-from {args.lab_from}: no recorded lab stage {stage!r}")
+            return dict(old[stage])
+
         note(f"lab: no-pressure runs (fault, allocation, access), kernel preset {version}, cgroup v{cgv}")
         after_run = functools.partial(codec_rounds, 1, False)
         fit1, rec1 = _lab_stage(
@@ -1130,6 +1185,7 @@ def calibrate(args: Options, note: _Note) -> tuple[str, dict[str, Any]]:
             args.wait,
             [],
             after_run,
+            recorded=rec("nopressure"),
         )
         costs.update(fit1.params)
         g = f"memcg[/{PRESSURE_GROUP}].memory.stat."
@@ -1152,6 +1208,7 @@ def calibrate(args: Options, note: _Note) -> tuple[str, dict[str, Any]]:
                 keys,
                 after_run,
                 device=device_model(measurements["device"]),
+                recorded=rec("swapfile"),
             )
             costs.update({k: fit_s.params[k] for k in SWAPFILE_PARAMS})
             rec_swapfile["kept"] = list(SWAPFILE_PARAMS)
@@ -1176,11 +1233,14 @@ def calibrate(args: Options, note: _Note) -> tuple[str, dict[str, Any]]:
 
         # Without the swap-file stage (--skip-device) reclaim_page_ns is fitted here, as before.
         params2 = PRESSURE_PARAMS + PRESSURE_NUISANCE + (() if rec_swapfile is not None else SWAPFILE_PARAMS)
-        fit2, rec2 = _lab_stage(core, pressure_scenario(version, cgv), base2, params2, args.reps, note, args.wait, keys, after_run)
+        fit2, rec2 = _lab_stage(
+            core, pressure_scenario(version, cgv), base2, params2, args.reps, note, args.wait, keys, after_run, recorded=rec("zswap")
+        )
         kept2 = [k for k in params2 if k not in PRESSURE_NUISANCE]
         costs.update({k: fit2.params[k] for k in kept2})
         rec2["kept"] = kept2
         measurements["lab"] = {
+            **({"recorded_from": f"{args.lab_from.name}, measured {old.get('date', '?')}"} if args.lab_from is not None else {}),
             "kernel_preset": version,
             "cgroup_version": cgv,
             "text_codec_during_fit": Inline(text_codec),
@@ -1192,7 +1252,7 @@ def calibrate(args: Options, note: _Note) -> tuple[str, dict[str, Any]]:
         # compressor the host's zswap offers, fitting that codec's two costs with everything else
         # at the figures just fitted. Our codec timing measures our implementation in user
         # space; the kernel's (e.g. lib/zlib_deflate for deflate) can be much slower.
-        measured_codecs = set(measurements.get("kernel_codecs", {}).get("classes", {}))
+        measured_codecs = {c for c in CODECS if f"{COST_CODECS[c]}_compress_ns" in kernel_codec_figures}
         for codec in [c for c in kernel_fit_codecs(p.zswap_compressors) if c not in measured_codecs]:
             note(f"lab: zswap run with {codec} (the kernel's {codec} costs)")
             params4 = (f"{COST_CODECS[codec]}_compress_ns", f"{COST_CODECS[codec]}_decompress_ns")
@@ -1208,8 +1268,19 @@ def calibrate(args: Options, note: _Note) -> tuple[str, dict[str, Any]]:
                     f"{COST_CODECS[codec]}_decompress_ns": round(statistics.fmean(ours["decompress_rounds_ns"])),
                 }
 
+            if args.lab_from is not None and f"zswap_{codec}" not in old:
+                continue
             fit4, rec4 = _lab_stage(
-                core, pressure_scenario(version, cgv, compressor=codec), base4, params4, args.reps, note, args.wait, keys, after_run
+                core,
+                pressure_scenario(version, cgv, compressor=codec),
+                base4,
+                params4,
+                args.reps,
+                note,
+                args.wait,
+                keys,
+                after_run,
+                recorded=rec(f"zswap_{codec}"),
             )
             ours_text = base4()
             rec4["kernel_over_ours_text"] = Inline({k: round(fit4.params[k] / ours_text[k], 3) for k in params4 if ours_text[k] > 0})

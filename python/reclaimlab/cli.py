@@ -388,6 +388,12 @@ def calibrate(
     kernel_codec_rounds: Annotated[
         int, typer.Option("--kernel-codec-rounds", min=0, help="Rounds of the kernel's codec timing through zram (0: skip it).")
     ] = 10,
+    lab_from: Annotated[
+        Path | None,
+        typer.Option(
+            "--lab-from", metavar="PROFILE", help="Refit the lab stages on the kernel runs recorded in PROFILE instead of running them."
+        ),
+    ] = None,
     json_out: Annotated[Path | None, typer.Option("--json", metavar="OUT", help="Also write every number as JSON.")] = None,
 ) -> None:
     """Measure this machine (codecs, swap disk, fault and swap costs from small lab runs; root)
@@ -404,6 +410,7 @@ def calibrate(
         skip_device=skip_device,
         skip_lab=skip_lab,
         kernel_codec_rounds=kernel_codec_rounds,
+        lab_from=lab_from,
         json=json_out,
     )
     code = calibration.main(options)
