@@ -189,7 +189,7 @@ def test_environment_chooses_the_profile(monkeypatch: pytest.MonkeyPatch, tmp_pa
 def test_bundled_default_profile_parses() -> None:
     p = parse_profile(default_profile_path().read_text(encoding="utf-8"), str(default_profile_path()))
     assert p.kind == "polyglot-vm"
-    measured = {"access_ns", "fault_ns", "page_alloc_zero_ns", "swapin_page_ns", "reclaim_page_ns", "zswap_entry_ns"}
+    measured = {"access_ns", "fault_ns", "page_alloc_zero_ns", "swapin_page_ns", "reclaim_page_ns", "swap_write_end_ns", "zswap_entry_ns"}
     measured |= {
         f"{c}_{w}{k}_ns"
         for c in ("lzo", "lzo_rle", "lz4", "zstd", "deflate")
@@ -200,7 +200,7 @@ def test_bundled_default_profile_parses() -> None:
     assert set(p.devices) == {"virtio-disk"}
     disk = p.devices["virtio-disk"]
     assert disk.iops and disk.max_sectors_kb and disk.nr_requests  # measured since 2026-11-24
-    assert {"codecs", "kernel_codecs", "device", "lab", "host"} <= set(p.measurements)
+    assert {"codecs", "kernel_codecs", "device", "lab", "host", "speed_probe_ns"} <= set(p.measurements)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -392,6 +392,10 @@ def test_lab_scenarios_load_and_lower(cgv: int) -> None:
     assert group["path"] == f"/{cal.PRESSURE_GROUP}" and group["limit_bytes"] == 48 << 20
     assert [r["pages"] for r in pres["processes"][0]["regions"]] == [(32 << 20) // 4096, (96 << 20) // 4096]
     assert [ph["name"] for ph in pres["processes"][0]["phases"]] == ["fill-free", "fill", "access"]
+    zram = lower(load(cal.pressure_scenario("6.18", cgv, compressor="lz4", zram=True)), profile=None)
+    assert not zram["kernel"]["zswap"]["enabled"]
+    assert [(sw["kind"], sw["comp_algorithm"]) for sw in zram["machine"]["swap"]] == [("zram", "lz4")]
+    assert zram["processes"] == pres["processes"]
 
 
 def test_rendered_profile_parses_back() -> None:

@@ -60,7 +60,7 @@ from typing import Any
 from reclaimlab import kernel_codecs
 from reclaimlab.errors import ScenarioError, format_key
 from reclaimlab.kernel_codecs import composition_fit
-from reclaimlab.lab import host
+from reclaimlab.lab import host, speed
 from reclaimlab.lab.errors import LabError, LabInterrupted, LabUnavailable, RunnerFailed
 from reclaimlab.lab.interrupts import raise_interrupt
 from reclaimlab.lab.journal import Journal, state_dir
@@ -110,6 +110,10 @@ SLOPE_DELTA_NS = 1000
 #: adds per store and load, and the swap-in work).
 NOPRESSURE_PARAMS = ("access_ns", "fault_ns", "page_alloc_zero_ns")
 SWAPFILE_PARAMS = ("reclaim_page_ns",)
+#: ... with the zram stage first (which then fits reclaim_page_ns): what a disk write adds.
+SWAPFILE_AFTER_ZRAM = ("swap_write_end_ns",)
+#: From a zram run (where the kernel's codec figures are known): the swap-in work.
+ZRAM_PARAMS = ("reclaim_page_ns", "swapin_page_ns")
 PRESSURE_PARAMS = ("swapin_page_ns", "zswap_entry_ns")
 #: Fitted along with the parameters above from the pressure runs, but only to absorb how much
 #: the fill cost of those runs differs from the no-pressure runs' (the machine's speed drifts
@@ -755,7 +759,9 @@ write_percent = 0
 """
 
 
-def pressure_scenario(version: str, cgroup_version: int, compressor: str = "lzo", access_count: int = 60_000, zswap: bool = True) -> str:
+def pressure_scenario(
+    version: str, cgroup_version: int, compressor: str = "lzo", access_count: int = 60_000, zswap: bool = True, zram: bool = False
+) -> str:
     """zswap on, no writeback, under a 48 MiB memcg limit (v1 memory.limit_in_bytes, or v2
     memory.max), text pages. ``warm`` (32 MiB) is filled below the limit: the run's own fill
     cost, without reclaim. Filling ``data`` (96 MiB) then stores 80 MiB in zswap, and random
@@ -766,9 +772,18 @@ def pressure_scenario(version: str, cgroup_version: int, compressor: str = "lzo"
     ``zswap=False``: the same with zswap off, the pages going to a 1 GiB swap file and coming
     back from it one at a time (vm.page-cluster 0: with readahead and a small swap file the
     memcg OOM killer takes the runner in many runs, docs/validation.md), fewer random reads
-    (each is a disk read)."""
+    (each is a disk read).
+
+    ``zram=True`` (zswap off): the swap device is a 256 MiB zram device with ``compressor``: the
+    same reclaim and swap-in without zswap's own work and without disk IO."""
     limit_key = "memory.limit_in_bytes" if cgroup_version == 1 else "memory.max"
-    name, swap_size, cluster = ("calibrate-zswap", "256MiB", 3) if zswap else ("calibrate-swapfile", "1GiB", 0)
+    if zram:
+        name, cluster = "calibrate-zram", 3
+        swap = f'name = "zram"\nkind = "zram"\nsize = "256MiB"\ncomp_algorithm = "{compressor}"'
+        zswap = False
+    else:
+        name, swap_size, cluster = ("calibrate-zswap", "256MiB", 3) if zswap else ("calibrate-swapfile", "1GiB", 0)
+        swap = f'name = "swapfile"\nsize = "{swap_size}"\ndevice = "virtio-disk"'
     return f"""\
 schema_version = 1
 name = "{name}"
@@ -777,9 +792,7 @@ seed = 12
 memory = "host"
 cpus = "host"
 [[machine.swap]]
-name = "swapfile"
-size = "{swap_size}"
-device = "virtio-disk"
+{swap}
 [kernel]
 version = "{version}"
 vm.page-cluster = {cluster}
@@ -1010,8 +1023,9 @@ COST_NOTES = {
     "access_ns": "lab: random reads over a resident region",
     "fault_ns": "lab: read faults mapping the zero page",
     "page_alloc_zero_ns": "lab: write faults of a fill (incl. the page copy)",
-    "swapin_page_ns": "lab: zswap run under a memcg limit (fit)",
-    "reclaim_page_ns": "lab: swap-file run under a memcg limit (fit)",
+    "swapin_page_ns": "lab: zram run under a memcg limit (fit; without 1b: the zswap run)",
+    "reclaim_page_ns": "lab: zram run under a memcg limit (fit; without 1b: the swap-file run)",
+    "swap_write_end_ns": "lab: swap-file run under a memcg limit (fit)",
     "zswap_entry_ns": "lab: zswap run under a memcg limit (fit)",
 }
 
@@ -1125,6 +1139,9 @@ def calibrate(args: Options, note: _Note) -> tuple[str, dict[str, Any]]:
                 timer.round()
 
     codec_rounds(args.codec_rounds)
+    # The CPU's speed now (lab/speed.py): validate scales the costs by a kernel run's probe
+    # over the profile's. Taken at the start, after the codecs stage and at the end.
+    probes = [speed.probe_ns()]
     costs: dict[str, int] = {}
     kernel_codec_scale: dict[str, float] = {}
 
@@ -1135,6 +1152,7 @@ def calibrate(args: Options, note: _Note) -> tuple[str, dict[str, Any]]:
         note(f"kernel codecs: zram writes and reads of {', '.join(kernel_codecs.CLASSES)} pages, {args.kernel_codec_rounds} rounds")
         kc = kernel_codecs.run(rounds=args.kernel_codec_rounds, note=note)
         kernel_codec_figures = kernel_codec_costs(kc)
+        probes += [float(x) for x in kc["speed_probe_ns"]]
         measurements["kernel_codecs"] = _inline_kernel_codecs(kc)
 
     # 2. The swap device.
@@ -1191,17 +1209,40 @@ def calibrate(args: Options, note: _Note) -> tuple[str, dict[str, Any]]:
         g = f"memcg[/{PRESSURE_GROUP}].memory.stat."
         keys = [g + k for k in ("pgfault", "pgmajfault", "zswpin", "zswpout", "pswpin", "pswpout", "pgscan", "pgsteal")]
         keys += [f"vmstat.{k}" for k in ("zswpin", "zswpout", "pswpin", "pswpout")]
+        rec_zram: dict[str, Any] | None = None
+        if "lzo_compress_ns" in kernel_codec_figures and (args.lab_from is None or "zram" in old):
+            # Reclaim and swap-in on their own: zram's path is reclaim, the codec (the kernel's,
+            # measured in 1b) and swap-in, without zswap's entry work or disk IO. The fill
+            # identifies reclaim_page_ns, the random reads swapin_page_ns; both are then fixed
+            # in the swap-file run (which fits what a disk write adds) and the zswap run (what
+            # zswap adds).
+            note("lab: zram run under a memcg limit (reclaim, swap-in)")
+            fit_z, rec_zram = _lab_stage(
+                core,
+                pressure_scenario(version, cgv, zram=True),
+                lambda: {**defaults, **costs, **kernel_codec_figures},
+                ZRAM_PARAMS + PRESSURE_NUISANCE,
+                args.reps,
+                note,
+                args.wait,
+                keys,
+                after_run,
+                recorded=rec("zram"),
+            )
+            costs.update({k: fit_z.params[k] for k in ZRAM_PARAMS})
+            rec_zram["kept"] = list(ZRAM_PARAMS)
         rec_swapfile: dict[str, Any] | None = None
         if "device" in measurements:
             # The reclaim work of a swap-out, from runs without zswap: fitted against zswap runs
             # alone, reclaim_page_ns also held zswap's store work, and charged it to every
             # swap-out to disk (2x the kernel's time for a fill that swaps to a file).
-            note("lab: swap-file run under a memcg limit (reclaim)")
+            swapfile_params = SWAPFILE_AFTER_ZRAM if rec_zram is not None else SWAPFILE_PARAMS
+            note(f"lab: swap-file run under a memcg limit ({', '.join(swapfile_params)})")
             fit_s, rec_swapfile = _lab_stage(
                 core,
                 pressure_scenario(version, cgv, access_count=20_000, zswap=False),
                 lambda: {**defaults, **costs},
-                SWAPFILE_PARAMS + SWAPFILE_NUISANCE,
+                swapfile_params + SWAPFILE_NUISANCE,
                 args.reps,
                 note,
                 args.wait,
@@ -1210,8 +1251,8 @@ def calibrate(args: Options, note: _Note) -> tuple[str, dict[str, Any]]:
                 device=device_model(measurements["device"]),
                 recorded=rec("swapfile"),
             )
-            costs.update({k: fit_s.params[k] for k in SWAPFILE_PARAMS})
-            rec_swapfile["kept"] = list(SWAPFILE_PARAMS)
+            costs.update({k: fit_s.params[k] for k in swapfile_params})
+            rec_swapfile["kept"] = list(swapfile_params)
         note("lab: zswap run under a memcg limit (zswap store/load, swap-in)")
         # The run's pages are text: the fit charges the codec's text figures, from the rounds
         # taken between these runs, so that the fitted parameters hold the non-codec work only.
@@ -1232,7 +1273,9 @@ def calibrate(args: Options, note: _Note) -> tuple[str, dict[str, Any]]:
             return {**defaults, **costs, **text_codec}
 
         # Without the swap-file stage (--skip-device) reclaim_page_ns is fitted here, as before.
-        params2 = PRESSURE_PARAMS + PRESSURE_NUISANCE + (() if rec_swapfile is not None else SWAPFILE_PARAMS)
+        pressure_params = tuple(k for k in PRESSURE_PARAMS if rec_zram is None or k not in ZRAM_PARAMS)
+        pressure_params = tuple(k for k in pressure_params if k not in costs or k not in (*ZRAM_PARAMS, *SWAPFILE_PARAMS))
+        params2 = pressure_params + PRESSURE_NUISANCE + (() if rec_swapfile is not None or rec_zram is not None else SWAPFILE_PARAMS)
         fit2, rec2 = _lab_stage(
             core, pressure_scenario(version, cgv), base2, params2, args.reps, note, args.wait, keys, after_run, recorded=rec("zswap")
         )
@@ -1246,6 +1289,7 @@ def calibrate(args: Options, note: _Note) -> tuple[str, dict[str, Any]]:
             "text_codec_during_fit": Inline(text_codec),
             "nopressure": rec1,
             **({"swapfile": rec_swapfile} if rec_swapfile is not None else {}),
+            **({"zram": rec_zram} if rec_zram is not None else {}),
             "zswap": rec2,
         }
         # 4. The kernel's own codecs, where they are not ours: the same zswap run with each other
@@ -1305,6 +1349,9 @@ def calibrate(args: Options, note: _Note) -> tuple[str, dict[str, Any]]:
         "reps": args.codec_reps,
         **{codec: {cls: Inline(cell) for cls, cell in classes.items()} for codec, classes in table.items()},
     }
+    probes.append(speed.probe_ns())
+    measurements["speed_probe_ns"] = round(statistics.median(probes))
+    measurements["speed_probe"] = "our lzo on one text page, ns (lab/speed.py); median of the probes taken during calibrate"
     measurements["host"]["loadavg_start"] = load_start
     measurements["host"]["loadavg_end"] = _loadavg()
     measurements["duration_s"] = round((datetime.now(UTC) - started).total_seconds(), 1)

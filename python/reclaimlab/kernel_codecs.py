@@ -19,7 +19,7 @@ How (``run``), under the lab lock, everything journaled as ``codec_check`` journ
    and slot overhead with no codec work. A pair's codec time is the class page's time minus
    the baseline page's, taken microseconds apart (so the speed of the moment cancels); the
    figure is the median over all pairs of all rounds;
-4. a speed probe per round (our lzo on one text page in user space, ``_core.codec_timing``) and
+4. a speed probe per round (``lab.speed.probe_ns``: our lzo on one text page in user space) and
    the load average are recorded with it (``speed_probe_ns``, ``loadavg``).
 
 A random page compresses to more than zsmalloc's huge class size: zram stores it as-is, and its
@@ -46,6 +46,7 @@ from reclaimlab.codec_check import _add_zram, _configure, _zram_algorithms
 from reclaimlab.lab import probe as probing
 from reclaimlab.lab.errors import LabError, LabUnavailable
 from reclaimlab.lab.session import session
+from reclaimlab.lab.speed import probe_ns
 
 __all__ = ["BASELINE", "CLASSES", "composition_fit", "net_figures", "run"]
 
@@ -184,7 +185,6 @@ def run(
     pages = {c: [bytes(core.page_bytes(c, seed, 0, v)) for v in range(int(core.distinct_variants(c, variants)))] for c in all_classes}
     per_round = 2 * sum(len(pages[c]) for c in classes)
     disksize = (rounds * per_round + 64) * PAGE
-    probe_page = pages["text"][0] if "text" in pages else pages[classes[0]][0]
     raw_rounds: list[dict[str, dict[str, tuple[list[int], list[int]]]]] = []
     speed: list[float] = []
     loads: list[list[float]] = []
@@ -207,7 +207,7 @@ def run(
             for r in range(rounds):
                 if lab.interrupted:
                     break
-                speed.append(float(core.codec_timing("lzo", probe_page, 51)[0]))
+                speed.append(probe_ns())
                 loads.append(_loadavg())
                 got: dict[str, dict[str, tuple[list[int], list[int]]]] = {}
                 order = list(devs)[r % len(devs) :] + list(devs)[: r % len(devs)]

@@ -70,6 +70,11 @@ costs! {
     swap_alloc_ns = 250,
     /// Submitting one swap write or read bio (CPU side only).
     bio_submit_ns = 1_000,
+    /// A swap write to a block device, besides submitting it: its completion
+    /// (end_swap_bio_write, folio_end_writeback, folio_rotate_reclaimable). Not charged for
+    /// zram, whose write completes inline. First estimate; calibrate fits it from a swap-file
+    /// run against a zram run of the same workload.
+    swap_write_end_ns = 1_500,
     /// zswap entry, xarray and zsmalloc bookkeeping per store or load, besides the codec.
     zswap_entry_ns = 400,
     /// Copying a page stored as-is (incompressible) in or out of zsmalloc.

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from reclaimlab.errors import ScenarioError
-from reclaimlab.lab import host
+from reclaimlab.lab import host, speed
 from reclaimlab.lab import probe as probing
 from reclaimlab.lab.apply import Applied, apply, new_runid
 from reclaimlab.lab.errors import LabError, LabUnavailable
@@ -187,6 +187,7 @@ def _drive(
     for r, proc in zip(runners.runners, config["processes"], strict=True):
         _move(r, applied.cgroup_dirs[groups[proc["cgroup"]]["path"]], applied.cgroup_root.parent, applied.cgroup_version)
 
+    probe_before = speed.probe_ns()
     before = snapshot(src)
     wanted = set(keys) | {k for k in before if k.startswith("zram")}
     series = Series(keys=sorted(k for k in wanted if k in before), interval_s=interval)
@@ -215,6 +216,8 @@ def _drive(
         phase_records=[rec for _, _, rec in phases],
         stats={
             "elapsed_s": round(elapsed, 3),
+            # The CPU's speed before and after (lab/speed.py): validate compares at it.
+            "speed_probe_ns": [round(probe_before), round(speed.probe_ns())],
             "samples": len(series.t),
             "missing_keys": sorted(k for k in keys if k not in after),
         },

@@ -65,6 +65,12 @@ impl Mm {
         if self.swap.devs[d].synchronous() {
             return self.zram_write(ctx, d, i);
         }
+        // The asynchronous write's own work besides the submission: end_swap_bio_write,
+        // folio_end_writeback and folio_rotate_reclaimable (6.18), which zram's inline
+        // completion does not do. The kernel runs it in the completion's softirq; charged here
+        // to the submitting thread (the model has no softirq context), so that a reclaimer
+        // writing to a disk pays it as the CPUs do.
+        ctx.cpu(self.costs.swap_write_end_ns);
         self.pages[i as usize].set(pg::WRITEBACK);
         let off = slot - self.swap.devs[d].base;
         self.submit_bio(ctx, d, Dir::Write, off, i);
