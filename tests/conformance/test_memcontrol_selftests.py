@@ -60,13 +60,6 @@ def test_memcg_oom_events__v6_12__oom_kill() -> None:
     assert cg(r, G, "memory.events.oom_kill") == 1
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=KeyError,
-    reason="memory.events oom is not counted: the model has no MEMCG_OOM event "
-    "(mem_cgroup_oom -> memcg_memory_event(memcg, MEMCG_OOM) in mm/memcontrol.c, 6.12); "
-    "Mm::try_charge counts only max and oom_kill",
-)
 def test_memcg_oom_events__v6_12() -> None:
     # The whole assertion: memory.events oom == 1 and oom_kill == 1.
     r = run("memcg_oom_events__v6_12")

@@ -313,6 +313,9 @@ impl Mm {
                         continue;
                     }
                     if retries == 0 || guard == 0 {
+                        // mem_cgroup_oom: memcg_memory_event(MEMCG_OOM), then the OOM killer,
+                        // which here always finds the charging task (MEMCG_OOM_KILL).
+                        self.memcgs[over as usize].events.oom_events += 1;
                         self.memcgs[over as usize].events.oom_kill += 1;
                         return Err(Oom { memcg: Some(over) });
                     }

@@ -156,6 +156,7 @@ counters! {
         workingset_restore_anon [v2]: "Anonymous refaults of pages that were active.",
         high_events as "high" [events]: "Times usage went over memory.high (memory.events high).",
         max_events as "max" [events]: "Times usage hit memory.max (memory.events max).",
+        oom_events as "oom" [events]: "Times the cgroup reached its limit with reclaim out of retries and invoked the OOM killer (memory.events oom: mem_cgroup_oom's MEMCG_OOM).",
         oom_kill [events]: "OOM kills in the cgroup (memory.events oom_kill).",
     }
 }
@@ -186,7 +187,7 @@ mod tests {
         let mut out = Vec::new();
         a.export_tagged("events", "memory.events.", &mut out);
         let names: Vec<&str> = out.iter().map(|(k, _)| k.as_str()).collect();
-        assert_eq!(names, ["memory.events.high", "memory.events.max", "memory.events.oom_kill"]);
+        assert_eq!(names, ["memory.events.high", "memory.events.max", "memory.events.oom", "memory.events.oom_kill"]);
         assert_eq!(out[0].1, 1);
         let mut out = Vec::new();
         a.export_tagged("v1", "", &mut out);
