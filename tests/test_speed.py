@@ -78,8 +78,8 @@ def test_kernel_phase_times_leave_out_the_wait_only_when_the_scenario_cannot_wai
     sim = RunResult("s", "sim", {"machine": {"cpus": 2}, "processes": [{}]}, {}, [_kernel(None).phase_records[0]])
     row = next(r for r in rows([_kernel(None)], sim) if r.metric == "p/fill0 elapsed_s")
     assert row.kernel is not None and row.kernel.median == 1.5
-    # Two processes on two CPUs: part of the wait may be their own contention, kept.
-    busy = RunResult("s", "sim", {"machine": {"cpus": 2}, "processes": [{}, {}]}, {}, sim.phase_records)
+    # Three processes on two CPUs: part of the wait is their own contention, kept.
+    busy = RunResult("s", "sim", {"machine": {"cpus": 2}, "processes": [{}, {}, {}]}, {}, sim.phase_records)
     row = next(r for r in rows([_kernel(None)], busy) if r.metric == "p/fill0 elapsed_s")
     assert row.kernel is not None and row.kernel.median == 2.0
 
@@ -95,3 +95,43 @@ def test_at_speed_scales_the_cpu_costs_but_not_the_quantum(tmp_path: Path, monke
     assert at_speed(sc, [_kernel(None)]) is sc  # runs recorded without a probe
     monkeypatch.setenv("RECLAIMLAB_PROFILE", "none")
     assert at_speed(sc, [_kernel([2000, 2000])]) is sc
+
+
+def test_an_oom_killed_runner_is_an_outcome_when_the_kernel_counted_the_kill() -> None:
+    from types import SimpleNamespace
+
+    from reclaimlab.backends.kernel import _oom_outcome
+    from reclaimlab.lab.errors import RunnerFailed
+
+    config = {"processes": [{"phases": [{"name": "fill0"}, {"name": "access"}, {"name": "exit"}]}]}
+
+    def runner() -> SimpleNamespace:
+        done = {"process": "p", "phase": "fill0", "index": 0, "start_ns": 0, "end_ns": 100, "accesses": 5}
+        return SimpleNamespace(index=0, name="p", phases=[done], killed_ns=1_000_000_600, killed_error="runner for process 'p' stopped")
+
+    r = runner()
+    _oom_outcome([r], config, {"vmstat.oom_kill": 3}, {"vmstat.oom_kill": 4}, go_ns=1_000_000_000)
+    assert r.phases[-1] == {
+        "process": "p",
+        "phase": "access",
+        "index": 1,
+        "start_ns": 100,
+        "end_ns": 600,
+        "accesses": 0,
+        "outcome": "oom_killed",
+    }
+    assert phase_record(r.phases[-1])["outcome"] == "oom_killed"
+    # Killed, but the kernel counted no OOM kill: someone else's SIGKILL, still a failure.
+    with pytest.raises(RunnerFailed, match="counted 0 OOM kill"):
+        _oom_outcome([runner()], config, {"vmstat.oom_kill": 4}, {"vmstat.oom_kill": 4}, go_ns=1_000_000_000)
+
+
+def test_validate_counts_oom_kills_per_run() -> None:
+    def run(backend: str, outcome: str) -> RunResult:
+        rec = {"process": "p", "phase": "access", "elapsed_s": 1.0, "accesses": 1, "accesses_per_s": 1.0, "outcome": outcome}
+        return RunResult("s", backend, {"machine": {"cpus": 2}, "processes": [{}]}, {}, [rec])
+
+    out = rows([run("kernel", "oom_killed"), run("kernel", "completed"), run("kernel", "oom_killed")], run("sim", "completed"))
+    row = next(r for r in out if r.metric == "p oom_killed")
+    assert row.source == "outcome" and row.kernel is not None and (row.kernel.median, row.kernel.max) == (1.0, 1.0) and row.sim == 0
+    assert not any(r.metric == "p oom_killed" for r in rows([run("kernel", "completed")], run("sim", "completed")))

@@ -878,7 +878,11 @@ def _kernel_runs(scenario: Any, reps: int, note: _Note, wait_s: float, between: 
     while len(runs) < reps:
         note(f"  lab run {len(runs) + 1}/{reps} of {scenario.name}")
         try:
-            runs.append(kernel.run(scenario, timeout_s=180, on_note=None, lock_wait_s=wait_s))
+            run = kernel.run(scenario, timeout_s=180, on_note=None, lock_wait_s=wait_s)
+            if any(rec.get("outcome") == "oom_killed" for rec in run.phase_records):
+                # An outcome for validate; for a fit, a run that did not do the work.
+                raise RunnerFailed("the runner was OOM-killed")
+            runs.append(run)
         except RunnerFailed as e:  # the host was restored
             failures += 1
             if failures > 2:

@@ -144,15 +144,16 @@ def _phase_value(r: RunResult, proc: str, phase: str, column: str) -> Number | N
 
 def _busy_free(kernel_runs: Sequence[RunResult], sim: RunResult) -> list[RunResult]:
     """The kernel runs with each phase's time taken without its runner's CPU wait
-    (``run_delay_s``, lab/result.py ``busy_host_free_s``), when the scenario's processes are
-    fewer than its CPUs: then that wait is other work on the host, not the scenario's own
-    contention (which the simulator models). Runs without the figure are left as they are."""
+    (``run_delay_s``, lab/result.py ``busy_host_free_s``), when the scenario's processes are no
+    more than its CPUs: then each has a CPU of its own and the wait is other work on the host,
+    not the scenario's own contention (which the simulator models; kernel threads such as
+    kswapd can still add some). Runs without the figure are left as they are."""
     from dataclasses import replace
 
     from reclaimlab.lab.result import busy_host_free_s
 
     machine = sim.config.get("machine", {})
-    if len(sim.config.get("processes", [])) >= int(machine.get("cpus", 1) or 1):
+    if len(sim.config.get("processes", [])) > int(machine.get("cpus", 1) or 1):
         return list(kernel_runs)
     out = []
     for r in kernel_runs:
@@ -169,7 +170,7 @@ def _busy_free(kernel_runs: Sequence[RunResult], sim: RunResult) -> list[RunResu
 def rows(kernel_runs: Sequence[RunResult], sim: RunResult) -> list[Row]:
     """One row per counter (either side reports it; sorted like ``reclaimlab run``), then per
     phase (in the simulator's order) accesses/s and elapsed_s. Kernel phase times without the
-    runners' CPU wait where the scenario's processes are fewer than its CPUs (``_busy_free``)."""
+    runners' CPU wait where the scenario's processes are no more than its CPUs (``_busy_free``)."""
     kernel_runs = _busy_free(kernel_runs, sim)
     keys: set[str] = set(sim.counters)
     for r in kernel_runs:
@@ -190,6 +191,16 @@ def rows(kernel_runs: Sequence[RunResult], sim: RunResult) -> list[Row]:
             measured: list[Number] = [v for v in (_phase_value(r, proc, phase, column) for r in kernel_runs) if v is not None]
             sim_value = _phase_value(sim, proc, phase, column) if absolute_times else None
             out.append(_row(f"{proc}/{phase} {label}", "phase", measured, sim_value))
+    # An OOM kill is a run's outcome (the killed process's phase ends "oom_killed"), counted
+    # per process: 1 or 0 per run, so that the kernel's row reads as how many runs it killed.
+    for proc in dict.fromkeys(p for p, _ in phases):
+
+        def killed(r: RunResult, proc: str = proc) -> int:
+            return int(any(p["process"] == proc and p.get("outcome") == "oom_killed" for p in r.phase_records))
+
+        kills = [killed(r) for r in kernel_runs]
+        if any(kills) or killed(sim):
+            out.append(_row(f"{proc} oom_killed", "outcome", kills, killed(sim)))
     return out
 
 

@@ -32,7 +32,7 @@ def phase_record(ev: dict[str, Any]) -> dict[str, Any]:
         "elapsed_s": elapsed_ns / 1e9,
         "accesses": accesses,
         "accesses_per_s": accesses * 1e9 / elapsed_ns if elapsed_ns > 0 else 0.0,
-        "outcome": "completed",
+        "outcome": str(ev.get("outcome", "completed")),
         "minflt": int(ev.get("minflt", 0)),
         "majflt": int(ev.get("majflt", 0)),
         **({"cpu_s": int(ev["cpu_ns"]) / 1e9, "run_delay_s": int(ev["run_delay_ns"]) / 1e9} if "run_delay_ns" in ev else {}),
