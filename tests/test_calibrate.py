@@ -189,11 +189,18 @@ def test_environment_chooses_the_profile(monkeypatch: pytest.MonkeyPatch, tmp_pa
 def test_bundled_default_profile_parses() -> None:
     p = parse_profile(default_profile_path().read_text(encoding="utf-8"), str(default_profile_path()))
     assert p.kind == "polyglot-vm"
-    measured = {"access_ns", "fault_ns", "page_alloc_zero_ns", "swapin_page_ns", "reclaim_page_ns", "zswap_entry_ns"}
-    measured |= {f"{c}_{w}_ns" for c in ("lzo", "lz4", "zstd", "deflate") for w in ("compress", "decompress")}
+    measured = {"access_ns", "fault_ns", "page_alloc_zero_ns", "swapin_page_ns", "reclaim_page_ns", "swap_write_end_ns", "zswap_entry_ns"}
+    measured |= {
+        f"{c}_{w}{k}_ns"
+        for c in ("lzo", "lzo_rle", "lz4", "zstd", "deflate")
+        for w in ("compress", "decompress")
+        for k in cal.KIND_SUFFIX.values()
+    }
     assert set(p.costs) == measured
     assert set(p.devices) == {"virtio-disk"}
-    assert {"codecs", "device", "lab", "host"} <= set(p.measurements)
+    disk = p.devices["virtio-disk"]
+    assert disk.iops and disk.max_sectors_kb and disk.nr_requests  # measured since 2026-11-24
+    assert {"codecs", "kernel_codecs", "device", "lab", "host", "speed_probe_ns"} <= set(p.measurements)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -268,24 +275,44 @@ def test_fit_needs_kernel_time() -> None:
 # ---------------------------------------------------------------------------------------------
 
 
-def test_codec_figures_are_weighted_means_of_the_classes() -> None:
+def test_codec_figures_are_per_kind_of_byte() -> None:
+    # Linear in the random share: run 1600, random 800 (compress); run 150, random 70 (decompress).
     table = {
         "lzo": {
             "text": {"compress_ns": 3000.0, "decompress_ns": 1500.0},
-            "mix1024": {"compress_ns": 1500.0, "decompress_ns": 600.0},
-            "random": {"compress_ns": 900.0, "decompress_ns": 90.0},
-            "zero": {"compress_ns": 1400.0, "decompress_ns": 150.0},
+            "mix1024": {"compress_ns": 1400.0, "decompress_ns": 130.0},
+            "random": {"compress_ns": 800.0, "decompress_ns": 5.0},  # stored as-is: never decompressed
+            "zero": {"compress_ns": 1600.0, "decompress_ns": 150.0},  # our codec on a zero page: mix0
         },
-        "lzo-rle": {"text": {"compress_ns": 1.0, "decompress_ns": 1.0}},  # measured, no figure of its own
         "zstd": {"text": {"compress_ns": 9000.0, "decompress_ns": 3000.0}},
     }
     assert cal.codec_costs(table) == {
-        "lzo_compress_ns": round((2 * 3000 + 1500 + 900) / 4),
-        "lzo_decompress_ns": round((2 * 1500 + 600) / 3),
+        "lzo_compress_ns": 3000,
+        "lzo_compress_random_ns": 800,
+        "lzo_compress_run_ns": 1600,
+        "lzo_decompress_ns": 1500,
+        "lzo_decompress_random_ns": 70,
+        "lzo_decompress_run_ns": 150,
         "zstd_compress_ns": 9000,
         "zstd_decompress_ns": 3000,
     }
-    assert cal.weighted({"zero": 5.0}, cal.COMPRESS_WEIGHTS) is None
+    # Every figure name is one the core declares.
+    assert set(cal.codec_costs(table)) <= set(cal.cost_names())
+
+
+def test_kernel_codec_figures_take_the_measured_composition() -> None:
+    report = {
+        "classes": {"lz4": {"text": {"compress_ns": 5000.0, "decompress_ns": 1400.0}}},
+        "composition": {"lz4": {"compress": {"random": 1200, "run": 600}, "decompress": {"random": 600, "run": 700}}},
+    }
+    assert cal.kernel_codec_costs(report) == {
+        "lz4_compress_ns": 5000,
+        "lz4_compress_random_ns": 1200,
+        "lz4_compress_run_ns": 600,
+        "lz4_decompress_ns": 1400,
+        "lz4_decompress_random_ns": 600,
+        "lz4_decompress_run_ns": 700,
+    }
 
 
 def test_device_model_splits_the_4k_time_into_latency_and_transfer() -> None:
@@ -306,6 +333,30 @@ def test_device_model_splits_the_4k_time_into_latency_and_transfer() -> None:
     }
     with pytest.raises(ValueError, match="seq_read_bytes_per_s"):
         cal.device_model({**raw, "seq_read_bytes_per_s": 0})
+
+
+def test_device_model_takes_the_request_rate_at_depth_and_the_queue_figures() -> None:
+    raw = {
+        "rotational": True,
+        "seq_read_bytes_per_s": 1_024_000_000,  # 4000 ns per page
+        "seq_write_bytes_per_s": 2_048_000_000,
+        "rand_read_4k_mean_ns": 64_000,
+        "rand_write_4k_mean_ns": 50_000,
+        "rand_write_4k_qd_ios_per_s": 50_000,  # 20 us per request: more than a transfer
+        "max_sectors_kb": 4096,
+        "nr_requests": 256,
+    }
+    # Idle completion = latency + max(transfer, 1/iops) = the measured mean.
+    assert cal.device_model(raw) == {
+        "rotational": True,
+        "iops": 50_000,
+        "max_sectors_kb": 4096,
+        "nr_requests": 256,
+        "read_latency_ns": 44_000,
+        "write_latency_ns": 30_000,
+        "read_bytes_per_s": 1_024_000_000,
+        "write_bytes_per_s": 2_048_000_000,
+    }
 
 
 @pytest.mark.parametrize(
@@ -341,6 +392,10 @@ def test_lab_scenarios_load_and_lower(cgv: int) -> None:
     assert group["path"] == f"/{cal.PRESSURE_GROUP}" and group["limit_bytes"] == 48 << 20
     assert [r["pages"] for r in pres["processes"][0]["regions"]] == [(32 << 20) // 4096, (96 << 20) // 4096]
     assert [ph["name"] for ph in pres["processes"][0]["phases"]] == ["fill-free", "fill", "access"]
+    zram = lower(load(cal.pressure_scenario("6.18", cgv, compressor="lz4", zram=True)), profile=None)
+    assert not zram["kernel"]["zswap"]["enabled"]
+    assert [(sw["kind"], sw["comp_algorithm"]) for sw in zram["machine"]["swap"]] == [("zram", "lz4")]
+    assert zram["processes"] == pres["processes"]
 
 
 def test_rendered_profile_parses_back() -> None:
@@ -428,6 +483,7 @@ def test_main_rejects_bad_arguments(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_kernel_fit_codecs_are_the_hosts_zswap_codecs_with_costs_but_lzo() -> None:
-    assert cal.kernel_fit_codecs(("deflate", "lzo", "lzo-rle")) == ["deflate"]
+    # lzo-rle has figures of its own (the kernel's lzo-rle is not lzo).
+    assert cal.kernel_fit_codecs(("deflate", "lzo", "lzo-rle")) == ["lzo-rle", "deflate"]
     assert cal.kernel_fit_codecs(("lz4", "zstd", "lzo", "842")) == ["lz4", "zstd"]
     assert cal.kernel_fit_codecs(()) == []

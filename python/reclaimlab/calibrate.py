@@ -7,8 +7,10 @@ The profile (TOML, ``profiles/<kind>.toml``) holds the simulator's CPU cost defa
 measurement, its method and its caveats. In short:
 
 1. **codecs**: wall-clock time per 4 KiB page of the simulator's own codec implementations
-   (``_core.codec_timing``), per codec and content class; one figure per codec is a weighted
-   mean over the classes (``COMPRESS_WEIGHTS``, ``DECOMPRESS_WEIGHTS``).
+   (``_core.codec_timing``), per codec and content class; and (1b, ``kernel_codecs``) the
+   kernel's own codec time per content class through zram writes and reads. Each codec gets
+   figures per kind of byte (text, random, run; ``kind_figures``): the kernel's where zram
+   offers the codec, else ours (scaled by the kernel's ratio on text from a zswap run, 4.).
 2. **swap device**: 4 KiB O_DIRECT random reads and writes at queue depth 1 on a temporary
    file in the lab's state directory (the filesystem of the lab's swap files), plus 1 MiB
    sequential transfers for bandwidth -> the ``virtio-disk`` preset. The file is journaled
@@ -25,7 +27,7 @@ journal and the lock); the lock is also held
 while codecs and the device are timed, so that no lab run competes with the measurement. When
 another lab process holds the lock, calibrate waits (``--wait``) instead of failing.
 
-The arithmetic (weighted codec figures, the device model, the fit, the TOML) is plain functions,
+The arithmetic (codec figures by kind of byte, the device model, the fit, the TOML) is plain functions,
 tested without root in tests/test_calibrate.py. ``main(Options)`` runs ``reclaimlab calibrate``
 (its options: cli.py, ``reclaimlab calibrate --help``).
 """
@@ -48,14 +50,17 @@ import statistics
 import sys
 import threading
 import time
+import tomllib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from reclaimlab import kernel_codecs
 from reclaimlab.errors import ScenarioError, format_key
-from reclaimlab.lab import host
+from reclaimlab.kernel_codecs import composition_fit
+from reclaimlab.lab import host, speed
 from reclaimlab.lab.errors import LabError, LabInterrupted, LabUnavailable, RunnerFailed
 from reclaimlab.lab.interrupts import raise_interrupt
 from reclaimlab.lab.journal import Journal, state_dir
@@ -66,8 +71,6 @@ from reclaimlab.profile import DEFAULT_PROFILE_KIND, PROFILE_SCHEMA_VERSION, PRO
 __all__ = [
     "CLASSES",
     "CODECS",
-    "COMPRESS_WEIGHTS",
-    "DECOMPRESS_WEIGHTS",
     "CodecTimer",
     "Fit",
     "Inline",
@@ -77,33 +80,29 @@ __all__ = [
     "fit_costs",
     "format_bandwidth",
     "format_duration",
+    "kernel_codec_costs",
     "kernel_preset",
+    "kind_figures",
     "main",
     "measure_codecs",
     "measure_device",
     "nopressure_scenario",
     "pressure_scenario",
     "render_profile",
-    "weighted",
 ]
 
 PAGE = 4096
-#: Codecs timed (kernel crypto names). The cost model has figures for lzo (also charged for
-#: lzo-rle), lz4, zstd and deflate; lzo-rle is timed for the record.
+#: Codecs timed (kernel crypto names); each has its own cost figures.
 CODECS = ("lzo", "lzo-rle", "lz4", "zstd", "deflate")
-#: The cost parameter prefix of each codec that has its own figures.
-COST_CODECS = {"lzo": "lzo", "lz4": "lz4", "zstd": "zstd", "deflate": "deflate"}
+#: The cost parameter prefix of each codec.
+COST_CODECS = {"lzo": "lzo", "lzo-rle": "lzo_rle", "lz4": "lz4", "zstd": "zstd", "deflate": "deflate"}
+#: The kinds of bytes a page's codec time is composed of (crates/reclaimlab-core
+#: compress::BYTE_KINDS) and the suffix of each kind's cost figure: ``<prefix>_compress_ns``
+#: is a text page, ``<prefix>_compress_random_ns`` a random one, ``<prefix>_compress_run_ns``
+#: one run of a byte (docs/model/time.md, "Codec cost by content").
+KIND_SUFFIX = {"text": "", "random": "_random", "run": "_run"}
 #: Content classes timed, as scenarios spell them.
 CLASSES = ("text", "random", "mix1024", "zero")
-#: Weights of the classes in a codec's compression figure: compressible, text-like anonymous
-#: memory first; incompressible pages are compressed too (and then rejected or stored as-is);
-#: zero-filled pages never reach the compressor (zswap's same-filled/zeromap check and zram's
-#: same-page check come first).
-COMPRESS_WEIGHTS: dict[str, float] = {"text": 2, "mix1024": 1, "random": 1, "zero": 0}
-#: ... and in its decompression figure: incompressible pages are never decompressed (rejected,
-#: or stored as-is and copied on load: zswap_copy_ns), zero-filled pages never stored.
-DECOMPRESS_WEIGHTS: dict[str, float] = {"text": 2, "mix1024": 1, "random": 0, "zero": 0}
-
 #: The ns a cost parameter is raised by to read the simulator's slope (linear: any value works).
 SLOPE_DELTA_NS = 1000
 #: Parameters fitted from the no-pressure runs; from the swap-file run under a memcg limit (the
@@ -111,6 +110,10 @@ SLOPE_DELTA_NS = 1000
 #: adds per store and load, and the swap-in work).
 NOPRESSURE_PARAMS = ("access_ns", "fault_ns", "page_alloc_zero_ns")
 SWAPFILE_PARAMS = ("reclaim_page_ns",)
+#: ... with the zram stage first (which then fits reclaim_page_ns): what a disk write adds.
+SWAPFILE_AFTER_ZRAM = ("swap_write_end_ns",)
+#: From a zram run (where the kernel's codec figures are known): the swap-in work.
+ZRAM_PARAMS = ("reclaim_page_ns", "swapin_page_ns")
 PRESSURE_PARAMS = ("swapin_page_ns", "zswap_entry_ns")
 #: Fitted along with the parameters above from the pressure runs, but only to absorb how much
 #: the fill cost of those runs differs from the no-pressure runs' (the machine's speed drifts
@@ -136,27 +139,47 @@ def cost_names() -> tuple[str, ...]:
     return tuple(native.core().default_costs())
 
 
-def weighted(per_class: Mapping[str, float], weights: Mapping[str, float]) -> float | None:
-    """The weighted mean of per-class figures over the classes present with weight > 0."""
-    pairs = [(weights.get(c, 0.0), v) for c, v in per_class.items() if weights.get(c, 0.0) > 0]
-    total = sum(w for w, _ in pairs)
-    if total <= 0:
-        return None
-    return sum(w * v for w, v in pairs) / total
+def kind_figures(
+    codec: str, per_class: Mapping[str, Mapping[str, float]], composition: Mapping[str, Mapping[str, Any]] | None = None
+) -> dict[str, int]:
+    """A codec's six cost figures from per-class times: text from the ``text`` class; random
+    and run from the composition fit over the ``mixK`` classes and ``random`` (given, or fitted
+    here, a ``zero`` page counting as ``mix0``). Classes missing: those figures left out."""
+    prefix = COST_CODECS[codec]
+    out: dict[str, int] = {}
+    for what in ("compress", "decompress"):
+        if "text" in per_class:
+            out[f"{prefix}_{what}_ns"] = round(float(per_class["text"][f"{what}_ns"]))
+        fit = composition.get(what) if composition is not None else None
+        if fit is None:
+            classes = {
+                ("mix0" if c == "zero" else c): cell for c, cell in per_class.items() if c in ("zero", "random") or c.startswith("mix")
+            }
+            try:
+                fit = composition_fit(classes, what)
+            except ValueError:
+                continue
+        out[f"{prefix}_{what}_random_ns"] = int(fit["random"])
+        out[f"{prefix}_{what}_run_ns"] = int(fit["run"])
+    return out
 
 
 def codec_costs(table: Mapping[str, Mapping[str, Mapping[str, float]]]) -> dict[str, int]:
-    """The cost-model figures from a codec table (codec -> class -> {compress_ns,
-    decompress_ns}): per codec with figures, the weighted means, rounded to whole ns."""
+    """The cost-model figures from our codec table (codec -> class -> {compress_ns,
+    decompress_ns}): per codec, its figures by kind of byte (``kind_figures``), whole ns."""
     out: dict[str, int] = {}
-    for codec, prefix in COST_CODECS.items():
-        classes = table.get(codec)
-        if not classes:
-            continue
-        for what, weights in (("compress", COMPRESS_WEIGHTS), ("decompress", DECOMPRESS_WEIGHTS)):
-            v = weighted({c: float(cell[f"{what}_ns"]) for c, cell in classes.items()}, weights)
-            if v is not None:
-                out[f"{prefix}_{what}_ns"] = round(v)
+    for codec in COST_CODECS:
+        if table.get(codec):
+            out.update(kind_figures(codec, table[codec]))
+    return out
+
+
+def kernel_codec_costs(report: Mapping[str, Any]) -> dict[str, int]:
+    """The cost-model figures of every codec ``kernel_codecs.run`` measured on the kernel."""
+    out: dict[str, int] = {}
+    for codec, per_class in report.get("classes", {}).items():
+        if codec in COST_CODECS:
+            out.update(kind_figures(codec, per_class, report.get("composition", {}).get(codec)))
     return out
 
 
@@ -175,14 +198,27 @@ def device_model(raw: Mapping[str, Any]) -> dict[str, Any]:
     (latency + transfer, docs/model/time.md) equals the measured mean. The mean, not the
     median: the model gives every IO the same latency, and only the mean makes N of them take
     as long as N measured ones (the slow tail counts; a phase's time is a sum of IOs).
-    Integers in the simulator's units (ns, bytes/s) plus ``rotational``."""
+    With the request rate at depth measured (``rand_write_4k_qd_ios_per_s``): ``iops``, and the
+    latency is the mean minus the larger of transfer and 1/iops (the model's idle completion is
+    latency + max(transfer, 1/iops)); the queue's ``max_sectors_kb`` and ``nr_requests`` are
+    the disk's own (sysfs). Integers in the simulator's units (ns, bytes/s) plus ``rotational``."""
     out: dict[str, Any] = {"rotational": bool(raw["rotational"])}
+    # The device's request rate at depth (4 KiB writes from WRITERS threads): every request
+    # occupies the device at least 1/iops, so a read queued behind writeback waits for the
+    # requests ahead of it (docs/model/time.md, "Swap device model").
+    iops = raw.get("rand_write_4k_qd_ios_per_s")
+    busy_min = 1e9 / float(iops) if iops else 0.0
+    if iops:
+        out["iops"] = round(float(iops))
+    for key in ("max_sectors_kb", "nr_requests"):
+        if raw.get(key):
+            out[key] = int(raw[key])
     for d in ("read", "write"):
         bw = float(raw[f"seq_{d}_bytes_per_s"])
         if not bw > 0:
             raise ValueError(f"seq_{d}_bytes_per_s: expected > 0; got {bw}")
-        transfer = PAGE * 1e9 / bw
-        out[f"{d}_latency_ns"] = max(0, round(float(raw[f"rand_{d}_4k_mean_ns"]) - transfer))
+        busy = max(PAGE * 1e9 / bw, busy_min)
+        out[f"{d}_latency_ns"] = max(0, round(float(raw[f"rand_{d}_4k_mean_ns"]) - busy))
         out[f"{d}_bytes_per_s"] = round(bw)
     return out
 
@@ -464,6 +500,9 @@ def backing_device(path: Path) -> dict[str, Any]:
         info["name"] = real.name
         rot = host.read_int_file(disk / "queue" / "rotational")
         info["rotational"] = None if rot is None else bool(rot)
+        # Request merging and the tag limit of the disk's queue (the model's request figures).
+        info["max_sectors_kb"] = host.read_int_file(disk / "queue" / "max_sectors_kb")
+        info["nr_requests"] = host.read_int_file(disk / "queue" / "nr_requests")
     best = None
     resolved = str(path.resolve())
     for m in host.mounts():
@@ -556,6 +595,7 @@ def measure_device(
         reads = rand(False)
         writes = rand(True)
         os.fdatasync(fd)
+        interference = _under_writes(fd, path, pages, budget_s, seed)
     finally:
         big.close()
         page.close()
@@ -570,6 +610,7 @@ def measure_device(
         "fstype": dev["fstype"],
         "mount": dev["mount"],
         "rotational": bool(dev["rotational"]) if dev["rotational"] is not None else True,
+        **{k: dev[k] for k in ("max_sectors_kb", "nr_requests") if dev.get(k) is not None},
         "file_bytes": size,
         "seq_chunk_bytes": chunk,
         "seq_read_bytes_per_s": round(seq_read),
@@ -579,6 +620,83 @@ def measure_device(
             for op, m in (("read", reads), ("write", writes))
             for k in ("median_ns", "p10_ns", "p90_ns", "mean_ns", "ios", "bytes_per_s")
         },
+        **interference,
+    }
+
+
+#: Writer threads of the interference measurement: 4 KiB O_DIRECT writes kept in flight, as
+#: reclaim's swap writeback keeps several (one per reclaiming thread and the plug's batch).
+WRITERS = 4
+
+
+def _under_writes(fd: int, path: Path, pages: int, budget_s: float, seed: int) -> dict[str, Any]:
+    """Random 4 KiB writes at queue depth WRITERS alone (the device's write request rate), and
+    random 4 KiB reads at queue depth 1 while the same writes run (a swap-in's read behind
+    reclaim's writeback on the same device). Threads: os.pwrite/preadv release the GIL."""
+    stop = threading.Event()
+    done = [0] * WRITERS
+
+    def writer(w: int) -> None:
+        rng = random.Random(seed * 1000 + w)
+        buf = mmap.mmap(-1, PAGE)
+        buf.write(os.urandom(PAGE))
+        try:
+            while not stop.is_set():
+                if os.pwrite(fd, buf, rng.randrange(pages) * PAGE) != PAGE:
+                    raise LabError(f"short write on {path}")
+                done[w] += 1
+        finally:
+            buf.close()
+
+    def with_writers(body: Callable[[], dict[str, Any]]) -> tuple[dict[str, Any], float]:
+        threads = [threading.Thread(target=writer, args=(w,), daemon=True) for w in range(WRITERS)]
+        for t in threads:
+            t.start()
+        t0 = time.perf_counter_ns()
+        try:
+            out = body()
+        finally:
+            stop.set()
+            for t in threads:
+                t.join()
+            stop.clear()
+        elapsed = time.perf_counter_ns() - t0
+        rate = sum(done) * 1e9 / elapsed
+        for w in range(WRITERS):
+            done[w] = 0
+        return out, rate
+
+    def idle() -> dict[str, Any]:
+        time.sleep(budget_s / 2)
+        return {}
+
+    _, write_rate = with_writers(idle)
+    rng = random.Random(seed + 7)
+    page = mmap.mmap(-1, PAGE)
+
+    def reads() -> dict[str, Any]:
+        lat: list[int] = []
+        start = time.perf_counter_ns()
+        deadline = start + int(budget_s * 1e9)
+        while time.perf_counter_ns() < deadline and len(lat) < 4000:
+            t = time.perf_counter_ns()
+            if os.preadv(fd, [page], rng.randrange(pages) * PAGE) != PAGE:
+                raise LabError(f"short read on {path}")
+            lat.append(time.perf_counter_ns() - t)
+        return _lat_stats(lat, time.perf_counter_ns() - start)
+
+    try:
+        under, write_rate_during = with_writers(reads)
+    finally:
+        page.close()
+    os.fdatasync(fd)
+    return {
+        "writers": WRITERS,
+        "rand_write_4k_qd_ios_per_s": round(write_rate),
+        "rand_read_4k_under_writes_mean_ns": round(under["mean_ns"]),
+        "rand_read_4k_under_writes_median_ns": round(under["median_ns"]),
+        "rand_read_4k_under_writes_ios": under["ios"],
+        "rand_write_4k_qd_ios_per_s_during_reads": round(write_rate_during),
     }
 
 
@@ -641,7 +759,9 @@ write_percent = 0
 """
 
 
-def pressure_scenario(version: str, cgroup_version: int, compressor: str = "lzo", access_count: int = 60_000, zswap: bool = True) -> str:
+def pressure_scenario(
+    version: str, cgroup_version: int, compressor: str = "lzo", access_count: int = 60_000, zswap: bool = True, zram: bool = False
+) -> str:
     """zswap on, no writeback, under a 48 MiB memcg limit (v1 memory.limit_in_bytes, or v2
     memory.max), text pages. ``warm`` (32 MiB) is filled below the limit: the run's own fill
     cost, without reclaim. Filling ``data`` (96 MiB) then stores 80 MiB in zswap, and random
@@ -652,9 +772,18 @@ def pressure_scenario(version: str, cgroup_version: int, compressor: str = "lzo"
     ``zswap=False``: the same with zswap off, the pages going to a 1 GiB swap file and coming
     back from it one at a time (vm.page-cluster 0: with readahead and a small swap file the
     memcg OOM killer takes the runner in many runs, docs/validation.md), fewer random reads
-    (each is a disk read)."""
+    (each is a disk read).
+
+    ``zram=True`` (zswap off): the swap device is a 256 MiB zram device with ``compressor``: the
+    same reclaim and swap-in without zswap's own work and without disk IO."""
     limit_key = "memory.limit_in_bytes" if cgroup_version == 1 else "memory.max"
-    name, swap_size, cluster = ("calibrate-zswap", "256MiB", 3) if zswap else ("calibrate-swapfile", "1GiB", 0)
+    if zram:
+        name, cluster = "calibrate-zram", 3
+        swap = f'name = "zram"\nkind = "zram"\nsize = "256MiB"\ncomp_algorithm = "{compressor}"'
+        zswap = False
+    else:
+        name, swap_size, cluster = ("calibrate-zswap", "256MiB", 3) if zswap else ("calibrate-swapfile", "1GiB", 0)
+        swap = f'name = "swapfile"\nsize = "{swap_size}"\ndevice = "virtio-disk"'
     return f"""\
 schema_version = 1
 name = "{name}"
@@ -663,9 +792,7 @@ seed = 12
 memory = "host"
 cpus = "host"
 [[machine.swap]]
-name = "swapfile"
-size = "{swap_size}"
-device = "virtio-disk"
+{swap}
 [kernel]
 version = "{version}"
 vm.page-cluster = {cluster}
@@ -751,7 +878,11 @@ def _kernel_runs(scenario: Any, reps: int, note: _Note, wait_s: float, between: 
     while len(runs) < reps:
         note(f"  lab run {len(runs) + 1}/{reps} of {scenario.name}")
         try:
-            runs.append(kernel.run(scenario, timeout_s=180, on_note=None, lock_wait_s=wait_s))
+            run = kernel.run(scenario, timeout_s=180, on_note=None, lock_wait_s=wait_s)
+            if any(rec.get("outcome") == "oom_killed" for rec in run.phase_records):
+                # An outcome for validate; for a fit, a run that did not do the work.
+                raise RunnerFailed("the runner was OOM-killed")
+            runs.append(run)
         except RunnerFailed as e:  # the host was restored
             failures += 1
             if failures > 2:
@@ -764,11 +895,25 @@ def _kernel_runs(scenario: Any, reps: int, note: _Note, wait_s: float, between: 
 
 
 def _phase_times(runs: Sequence[Any]) -> dict[str, list[float]]:
-    """ "process/phase" -> the elapsed ns of each run, in run order."""
+    """ "process/phase" -> the elapsed ns of each run, in run order, without the time the runner
+    waited for a CPU (``busy_host_free_s``: the calibration scenarios have one process, so that
+    wait is other work on the host, not the scenario's own contention)."""
+    from reclaimlab.lab.result import busy_host_free_s
+
     per: dict[str, list[float]] = {}
     for r in runs:
         for rec in r.phase_records:
-            per.setdefault(f"{rec['process']}/{rec['phase']}", []).append(float(rec["elapsed_s"]) * 1e9)
+            per.setdefault(f"{rec['process']}/{rec['phase']}", []).append(busy_host_free_s(rec) * 1e9)
+    return per
+
+
+def _run_delays(runs: Sequence[Any]) -> dict[str, list[float]]:
+    """ "process/phase" -> the runner's CPU wait (run_delay) share of each run's elapsed time."""
+    per: dict[str, list[float]] = {}
+    for r in runs:
+        for rec in r.phase_records:
+            if "run_delay_s" in rec and float(rec["elapsed_s"]) > 0:
+                per.setdefault(f"{rec['process']}/{rec['phase']}", []).append(round(float(rec["run_delay_s"]) / float(rec["elapsed_s"]), 4))
     return per
 
 
@@ -792,11 +937,14 @@ def _lab_stage(
     counter_keys: Sequence[str],
     between: Callable[[], None] | None = None,
     device: Mapping[str, Any] | None = None,
+    recorded: Mapping[str, Any] | None = None,
 ) -> tuple[Fit, dict[str, Any]]:
     """Run the scenario ``reps`` times on the kernel, then fit ``params`` starting from
     ``base_costs()`` (called after the runs, so that it can use what ``between`` measured).
     ``device``: the measured swap device's figures (``device_model``), for the simulator's
-    swap devices (a run whose time depends on the disk must not be fitted against a preset)."""
+    swap devices (a run whose time depends on the disk must not be fitted against a preset).
+    ``recorded``: this stage's record from an earlier profile (``--lab-from``): its kernel runs
+    are fitted again instead of running the kernel (the scenario must be the same)."""
     from reclaimlab.scenario import load
 
     scenario = load(text)
@@ -804,9 +952,19 @@ def _lab_stage(
     if device is not None:
         for sw in config["machine"]["swap"]:
             sw["device"] = {**sw["device"], **device}
-    runs = _kernel_runs(scenario, reps, note, wait_s, between)
+    if recorded is not None:
+        if recorded.get("scenario") != scenario.name:
+            raise ValueError(f"--lab-from: the recorded stage ran {recorded.get('scenario')!r}, not {scenario.name!r}")
+        runs: list[Any] = []
+        times = {ph: [float(t) for t in rec["kernel_runs_ns"]] for ph, rec in recorded["phases"].items()}
+        recorded_accesses = {ph: int(rec["accesses"]) for ph, rec in recorded["phases"].items()}
+        if between is not None:  # what would follow each run (codec rounds the base may read)
+            between()
+    else:
+        runs = _kernel_runs(scenario, reps, note, wait_s, between)
+        times = _phase_times(runs)
+        recorded_accesses = {}
     costs = base_costs()
-    times = _phase_times(runs)
     sim_ns, slopes, _, nonlinear = sim_slopes(core, config, costs, params)
     # Every run's phases are observations of their own: the fit sees each run's phases
     # together (the machine's speed drifts between runs; per-phase medians could pair a fast
@@ -818,10 +976,13 @@ def _lab_stage(
     fit = fit_costs(observations, costs, params)
     fitted_costs = {**costs, **fit.params}
     sim_after, counters_after = _sim_run(core, config, fitted_costs)
-    kc = _median_counters(runs, counter_keys)
+    if recorded is not None:
+        kc = {k: float(v["kernel_median"]) for k, v in recorded.get("counters", {}).items()}
+    else:
+        kc = _median_counters(runs, counter_keys)
     record: dict[str, Any] = {
         "scenario": scenario.name,
-        "reps": len(runs),
+        "reps": len(runs) if recorded is None else int(recorded["reps"]),
         "fitted": list(params),
         "values": Inline(fit.params),
         "phases": {
@@ -831,7 +992,9 @@ def _lab_stage(
                 kernel_runs_ns=[round(t) for t in times[ph]],
                 sim_before_ns=round(sim_ns[ph]),
                 sim_fitted_ns=round(sim_after.get(ph, 0.0)),
-                accesses=next((int(rec["accesses"]) for rec in runs[0].phase_records if f"{rec['process']}/{rec['phase']}" == ph), 0),
+                accesses=recorded_accesses.get(ph)
+                if recorded is not None
+                else next((int(rec["accesses"]) for rec in runs[0].phase_records if f"{rec['process']}/{rec['phase']}" == ph), 0),
                 **{f"slope_{p}": round(slopes[ph][p], 1) for p in params},
             )
             for ph in phases
@@ -840,6 +1003,13 @@ def _lab_stage(
         "residuals": {ph: round((sim_after.get(ph, 0.0) - statistics.fmean(times[ph])) / statistics.fmean(times[ph]), 4) for ph in phases},
         "counters": {k: Inline(kernel_median=kc[k], sim=counters_after.get(k)) for k in kc if k in counters_after},
     }
+    if runs:
+        record["loadavg"] = _loadavg()
+        delays = _run_delays(runs)
+        if delays:
+            # The share of each run's phase time its runner spent waiting for a CPU (removed
+            # from kernel_runs_ns above): how busy the host was.
+            record["run_delay_share"] = {ph: v for ph, v in delays.items()}
     if fit.floored:
         record["floored"] = fit.floored
     if fit.unidentified:
@@ -857,10 +1027,23 @@ COST_NOTES = {
     "access_ns": "lab: random reads over a resident region",
     "fault_ns": "lab: read faults mapping the zero page",
     "page_alloc_zero_ns": "lab: write faults of a fill (incl. the page copy)",
-    "swapin_page_ns": "lab: zswap run under a memcg limit (fit)",
-    "reclaim_page_ns": "lab: swap-file run under a memcg limit (fit)",
+    "swapin_page_ns": "lab: zram run under a memcg limit (fit; without 1b: the zswap run)",
+    "reclaim_page_ns": "lab: zram run under a memcg limit (fit; without 1b: the swap-file run)",
+    "swap_write_end_ns": "lab: swap-file run under a memcg limit (fit)",
     "zswap_entry_ns": "lab: zswap run under a memcg limit (fit)",
 }
+
+
+def _inline_kernel_codecs(kc: Mapping[str, Any]) -> dict[str, Any]:
+    """The kernel-codecs report laid out for the profile's TOML (one line per class)."""
+    out = {k: v for k, v in kc.items() if k not in ("classes", "composition", "loadavg")}
+    out["loadavg_1m"] = [x[0] for x in kc["loadavg"] if x]
+    out["devices"] = Inline(kc["devices"])
+    for codec, per_class in kc["classes"].items():
+        out[codec] = {cls: Inline(cell) for cls, cell in per_class.items()}
+        for what, fit in kc["composition"][codec].items():
+            out[codec][f"{what}_fit"] = Inline({"random": fit["random"], "run": fit["run"], "residuals": Inline(fit["residuals"])})
+    return out
 
 
 def _host_facts() -> dict[str, Any]:
@@ -906,6 +1089,10 @@ class Options:
     wait: float = 600.0
     skip_device: bool = False
     skip_lab: bool = False
+    kernel_codec_rounds: int = 10
+    #: Refit the lab stages on the kernel runs recorded in this earlier profile instead of
+    #: running them (e.g. when this host is too busy for lab runs to measure it).
+    lab_from: Path | None = None
     json: Path | None = None
 
     def command_line(self) -> str:
@@ -956,8 +1143,21 @@ def calibrate(args: Options, note: _Note) -> tuple[str, dict[str, Any]]:
                 timer.round()
 
     codec_rounds(args.codec_rounds)
+    # The CPU's speed now (lab/speed.py): validate scales the costs by a kernel run's probe
+    # over the profile's. Taken at the start, after the codecs stage and at the end.
+    probes = [speed.probe_ns()]
     costs: dict[str, int] = {}
     kernel_codec_scale: dict[str, float] = {}
+
+    # 1b. The kernel's own codecs, per content class, through zram (kernel_codecs.py): these
+    # figures replace ours for every codec the host's zram offers.
+    kernel_codec_figures: dict[str, int] = {}
+    if p.root and p.zram_loaded and p.zram_hot_add and args.kernel_codec_rounds > 0:
+        note(f"kernel codecs: zram writes and reads of {', '.join(kernel_codecs.CLASSES)} pages, {args.kernel_codec_rounds} rounds")
+        kc = kernel_codecs.run(rounds=args.kernel_codec_rounds, note=note)
+        kernel_codec_figures = kernel_codec_costs(kc)
+        probes += [float(x) for x in kc["speed_probe_ns"]]
+        measurements["kernel_codecs"] = _inline_kernel_codecs(kc)
 
     # 2. The swap device.
     devices: dict[str, dict[str, Any]] = {}
@@ -971,6 +1171,7 @@ def calibrate(args: Options, note: _Note) -> tuple[str, dict[str, Any]]:
             "write_latency": format_duration(model["write_latency_ns"]),
             "read_bandwidth": format_bandwidth(model["read_bytes_per_s"]),
             "write_bandwidth": format_bandwidth(model["write_bytes_per_s"]),
+            **{k: model[k] for k in ("iops", "max_sectors_kb", "nr_requests") if k in model},
         }
         measurements["device"] = raw
         codec_rounds(1)
@@ -980,6 +1181,20 @@ def calibrate(args: Options, note: _Note) -> tuple[str, dict[str, Any]]:
         versions = native.capabilities().known_versions()
         version = kernel_preset(p.kernel_release, versions)
         cgv = 1 if p.cgroup_v1_memory else 2
+        old: dict[str, Any] = {}
+        if args.lab_from is not None:
+            old_all = tomllib.loads(args.lab_from.read_text())["measurements"]
+            old = {**old_all["lab"], "date": old_all.get("date", "?")}
+            version, cgv = str(old["kernel_preset"]), int(old["cgroup_version"])
+            note(f"lab: refitting the kernel runs recorded in {args.lab_from} (no lab runs)")
+
+        def rec(stage: str) -> dict[str, Any] | None:
+            if args.lab_from is None:
+                return None
+            if stage not in old:
+                raise LabError(f"--lab-from {args.lab_from}: no recorded lab stage {stage!r}")
+            return dict(old[stage])
+
         note(f"lab: no-pressure runs (fault, allocation, access), kernel preset {version}, cgroup v{cgv}")
         after_run = functools.partial(codec_rounds, 1, False)
         fit1, rec1 = _lab_stage(
@@ -992,31 +1207,56 @@ def calibrate(args: Options, note: _Note) -> tuple[str, dict[str, Any]]:
             args.wait,
             [],
             after_run,
+            recorded=rec("nopressure"),
         )
         costs.update(fit1.params)
         g = f"memcg[/{PRESSURE_GROUP}].memory.stat."
         keys = [g + k for k in ("pgfault", "pgmajfault", "zswpin", "zswpout", "pswpin", "pswpout", "pgscan", "pgsteal")]
         keys += [f"vmstat.{k}" for k in ("zswpin", "zswpout", "pswpin", "pswpout")]
+        rec_zram: dict[str, Any] | None = None
+        if "lzo_compress_ns" in kernel_codec_figures and (args.lab_from is None or "zram" in old):
+            # Reclaim and swap-in on their own: zram's path is reclaim, the codec (the kernel's,
+            # measured in 1b) and swap-in, without zswap's entry work or disk IO. The fill
+            # identifies reclaim_page_ns, the random reads swapin_page_ns; both are then fixed
+            # in the swap-file run (which fits what a disk write adds) and the zswap run (what
+            # zswap adds).
+            note("lab: zram run under a memcg limit (reclaim, swap-in)")
+            fit_z, rec_zram = _lab_stage(
+                core,
+                pressure_scenario(version, cgv, zram=True),
+                lambda: {**defaults, **costs, **kernel_codec_figures},
+                ZRAM_PARAMS + PRESSURE_NUISANCE,
+                args.reps,
+                note,
+                args.wait,
+                keys,
+                after_run,
+                recorded=rec("zram"),
+            )
+            costs.update({k: fit_z.params[k] for k in ZRAM_PARAMS})
+            rec_zram["kept"] = list(ZRAM_PARAMS)
         rec_swapfile: dict[str, Any] | None = None
         if "device" in measurements:
             # The reclaim work of a swap-out, from runs without zswap: fitted against zswap runs
             # alone, reclaim_page_ns also held zswap's store work, and charged it to every
             # swap-out to disk (2x the kernel's time for a fill that swaps to a file).
-            note("lab: swap-file run under a memcg limit (reclaim)")
+            swapfile_params = SWAPFILE_AFTER_ZRAM if rec_zram is not None else SWAPFILE_PARAMS
+            note(f"lab: swap-file run under a memcg limit ({', '.join(swapfile_params)})")
             fit_s, rec_swapfile = _lab_stage(
                 core,
                 pressure_scenario(version, cgv, access_count=20_000, zswap=False),
                 lambda: {**defaults, **costs},
-                SWAPFILE_PARAMS + SWAPFILE_NUISANCE,
+                swapfile_params + SWAPFILE_NUISANCE,
                 args.reps,
                 note,
                 args.wait,
                 keys,
                 after_run,
                 device=device_model(measurements["device"]),
+                recorded=rec("swapfile"),
             )
-            costs.update({k: fit_s.params[k] for k in SWAPFILE_PARAMS})
-            rec_swapfile["kept"] = list(SWAPFILE_PARAMS)
+            costs.update({k: fit_s.params[k] for k in swapfile_params})
+            rec_swapfile["kept"] = list(swapfile_params)
         note("lab: zswap run under a memcg limit (zswap store/load, swap-in)")
         # The run's pages are text: the fit charges the codec's text figures, from the rounds
         # taken between these runs, so that the fitted parameters hold the non-codec work only.
@@ -1024,33 +1264,44 @@ def calibrate(args: Options, note: _Note) -> tuple[str, dict[str, Any]]:
         text_codec: dict[str, int] = {}
 
         def base2() -> dict[str, int]:
-            # The mean over those rounds: the fit averages over the runs in the same way.
-            t = timer.table(since=first)["lzo"]["text"]
-            text_codec.update(
-                lzo_compress_ns=round(statistics.fmean(t["compress_rounds_ns"])),
-                lzo_decompress_ns=round(statistics.fmean(t["decompress_rounds_ns"])),
-            )
+            # The kernel's own lzo figures where measured (1b); else the mean over our rounds
+            # taken between these runs (the fit averages over the runs in the same way).
+            if "lzo_compress_ns" in kernel_codec_figures:
+                text_codec.update({k: v for k, v in kernel_codec_figures.items() if k.startswith("lzo_") and not k.startswith("lzo_rle")})
+            else:
+                t = timer.table(since=first)["lzo"]["text"]
+                text_codec.update(
+                    lzo_compress_ns=round(statistics.fmean(t["compress_rounds_ns"])),
+                    lzo_decompress_ns=round(statistics.fmean(t["decompress_rounds_ns"])),
+                )
             return {**defaults, **costs, **text_codec}
 
         # Without the swap-file stage (--skip-device) reclaim_page_ns is fitted here, as before.
-        params2 = PRESSURE_PARAMS + PRESSURE_NUISANCE + (() if rec_swapfile is not None else SWAPFILE_PARAMS)
-        fit2, rec2 = _lab_stage(core, pressure_scenario(version, cgv), base2, params2, args.reps, note, args.wait, keys, after_run)
+        pressure_params = tuple(k for k in PRESSURE_PARAMS if rec_zram is None or k not in ZRAM_PARAMS)
+        pressure_params = tuple(k for k in pressure_params if k not in costs or k not in (*ZRAM_PARAMS, *SWAPFILE_PARAMS))
+        params2 = pressure_params + PRESSURE_NUISANCE + (() if rec_swapfile is not None or rec_zram is not None else SWAPFILE_PARAMS)
+        fit2, rec2 = _lab_stage(
+            core, pressure_scenario(version, cgv), base2, params2, args.reps, note, args.wait, keys, after_run, recorded=rec("zswap")
+        )
         kept2 = [k for k in params2 if k not in PRESSURE_NUISANCE]
         costs.update({k: fit2.params[k] for k in kept2})
         rec2["kept"] = kept2
         measurements["lab"] = {
+            **({"recorded_from": f"{args.lab_from.name}, measured {old.get('date', '?')}"} if args.lab_from is not None else {}),
             "kernel_preset": version,
             "cgroup_version": cgv,
             "text_codec_during_fit": Inline(text_codec),
             "nopressure": rec1,
             **({"swapfile": rec_swapfile} if rec_swapfile is not None else {}),
+            **({"zram": rec_zram} if rec_zram is not None else {}),
             "zswap": rec2,
         }
         # 4. The kernel's own codecs, where they are not ours: the same zswap run with each other
         # compressor the host's zswap offers, fitting that codec's two costs with everything else
         # at the figures just fitted. Our codec timing measures our implementation in user
         # space; the kernel's (e.g. lib/zlib_deflate for deflate) can be much slower.
-        for codec in kernel_fit_codecs(p.zswap_compressors):
+        measured_codecs = {c for c in CODECS if f"{COST_CODECS[c]}_compress_ns" in kernel_codec_figures}
+        for codec in [c for c in kernel_fit_codecs(p.zswap_compressors) if c not in measured_codecs]:
             note(f"lab: zswap run with {codec} (the kernel's {codec} costs)")
             params4 = (f"{COST_CODECS[codec]}_compress_ns", f"{COST_CODECS[codec]}_decompress_ns")
             first_k = len(timer.rounds)
@@ -1065,29 +1316,46 @@ def calibrate(args: Options, note: _Note) -> tuple[str, dict[str, Any]]:
                     f"{COST_CODECS[codec]}_decompress_ns": round(statistics.fmean(ours["decompress_rounds_ns"])),
                 }
 
+            if args.lab_from is not None and f"zswap_{codec}" not in old:
+                continue
             fit4, rec4 = _lab_stage(
-                core, pressure_scenario(version, cgv, compressor=codec), base4, params4, args.reps, note, args.wait, keys, after_run
+                core,
+                pressure_scenario(version, cgv, compressor=codec),
+                base4,
+                params4,
+                args.reps,
+                note,
+                args.wait,
+                keys,
+                after_run,
+                recorded=rec(f"zswap_{codec}"),
             )
             ours_text = base4()
             rec4["kernel_over_ours_text"] = Inline({k: round(fit4.params[k] / ours_text[k], 3) for k in params4 if ours_text[k] > 0})
-            kernel_codec_scale.update(rec4["kernel_over_ours_text"])
+            # The ratio on text scales the codec's figures of every kind of byte.
+            for k, factor in rec4["kernel_over_ours_text"].items():
+                what = "decompress" if "_decompress" in k else "compress"
+                for suffix in KIND_SUFFIX.values():
+                    kernel_codec_scale[f"{COST_CODECS[codec]}_{what}{suffix}_ns"] = factor
             measurements["lab"][f"zswap_{codec}"] = rec4
     table = timer.table()
     codec_figures = codec_costs(table)
-    # A codec fitted on the kernel: its weighted figure (over content classes) scaled by the
-    # kernel's cost over ours on the text pages of the fit.
+    # A codec fitted on the kernel through zswap: our figures scaled by the kernel's cost over
+    # ours on the text pages of the fit. Codecs measured through zram: the kernel's figures.
     for k, factor in kernel_codec_scale.items():
         if k in codec_figures:
             codec_figures[k] = round(codec_figures[k] * factor)
+    codec_figures.update(kernel_codec_figures)
     costs = {**codec_figures, **costs}
     measurements["codecs"] = {
         "method": "our codecs, ns per 4 KiB page, hot caches; per round: median over pages of per-page medians; median of rounds",
         "rounds": len(timer.rounds),
         "reps": args.codec_reps,
-        "compress_weights": Inline(COMPRESS_WEIGHTS),
-        "decompress_weights": Inline(DECOMPRESS_WEIGHTS),
         **{codec: {cls: Inline(cell) for cls, cell in classes.items()} for codec, classes in table.items()},
     }
+    probes.append(speed.probe_ns())
+    measurements["speed_probe_ns"] = round(statistics.median(probes))
+    measurements["speed_probe"] = "our lzo on one text page, ns (lab/speed.py); median of the probes taken during calibrate"
     measurements["host"]["loadavg_start"] = load_start
     measurements["host"]["loadavg_end"] = _loadavg()
     measurements["duration_s"] = round((datetime.now(UTC) - started).total_seconds(), 1)
@@ -1123,9 +1391,12 @@ def calibrate(args: Options, note: _Note) -> tuple[str, dict[str, Any]]:
         header.append("  " + line.rstrip(", ") + ".")
     notes_ = dict(COST_NOTES)
     for k in codec_figures:
-        notes_[k] = "codec timing, weighted over content classes"
+        notes_[k] = "our codec's timing by content (user space)"
     for k, factor in kernel_codec_scale.items():
-        notes_[k] = f"codec timing, weighted, x {factor} (kernel's {k.split('_')[0]}, zswap run fit)"
+        if k in codec_figures:
+            notes_[k] = f"ours by content x {factor} (kernel's {k.split('_')[0]}, zswap run fit)"
+    for k in kernel_codec_figures:
+        notes_[k] = "kernel: zram write/read by content"
     text = render_profile(args.kind, costs, devices, measurements, header, notes_)
     summary = {"kind": args.kind, "costs": costs, "devices": devices, "measurements": measurements}
     return text, summary

@@ -548,6 +548,15 @@ def calibrate(
     wait: Annotated[float, typer.Option("--wait", help="Seconds to wait for the lab lock when another lab process holds it.")] = 600.0,
     skip_device: Annotated[bool, typer.Option("--skip-device", help="Do not measure the swap device (no [devices] table).")] = False,
     skip_lab: Annotated[bool, typer.Option("--skip-lab", help="No kernel runs (no fitted fault/access/reclaim/swap-in costs).")] = False,
+    kernel_codec_rounds: Annotated[
+        int, typer.Option("--kernel-codec-rounds", min=0, help="Rounds of the kernel's codec timing through zram (0: skip it).")
+    ] = 10,
+    lab_from: Annotated[
+        Path | None,
+        typer.Option(
+            "--lab-from", metavar="PROFILE", help="Refit the lab stages on the kernel runs recorded in PROFILE instead of running them."
+        ),
+    ] = None,
     json_out: Annotated[
         Path | None, typer.Option("--json", metavar="OUT", help="Also write every number as JSON.", callback=check_output_path)
     ] = None,
@@ -565,6 +574,8 @@ def calibrate(
         wait=wait,
         skip_device=skip_device,
         skip_lab=skip_lab,
+        kernel_codec_rounds=kernel_codec_rounds,
+        lab_from=lab_from,
         json=json_out,
     )
     code = calibration.main(options)

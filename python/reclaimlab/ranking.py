@@ -41,6 +41,7 @@ from reclaimlab.validate import (
     Number,
     Row,
     ValidateResult,
+    at_speed,
     format_value,
     revalidate,
     rows,
@@ -241,7 +242,6 @@ def validate_compare(
         from reclaimlab.backends import sim
 
         run_sim = sim.run
-    sims = [run_sim(sc) for _, sc in configs]
     kernel_runs: list[list[RunResult]] = [[] for _ in configs]
     discarded: list[dict[str, Any]] = []
     for rep in range(1, reps + 1):
@@ -251,6 +251,10 @@ def validate_compare(
             mine: list[dict[str, Any]] = []
             kernel_runs[i].append(run_kernel_with_retries(run_kernel, sc, retries, mine, rep, **kernel_options))
             discarded += [{"config": cfg.name, **m} for m in mine]
+    # Every configuration at the speed of all the (interleaved) kernel runs: one factor, so
+    # that the simulator's order between configurations does not depend on it.
+    every_run = [r for runs in kernel_runs for r in runs]
+    sims = [run_sim(at_speed(sc, every_run)) for _, sc in configs]
     out = []
     for (cfg, sc), sim_result, runs in zip(configs, sims, kernel_runs, strict=True):
         mine = [{"rep": m["rep"], "error": m["error"]} for m in discarded if m["config"] == cfg.name]
@@ -273,13 +277,14 @@ def revalidate_compare(
     if prev.scenario != name:
         raise KernelResultsError(f"the kernel results are for scenario {prev.scenario!r}, not {name!r}")
     stored = {c.name: c for c in prev.configs}
+    every_run = [r for c in prev.configs for r in c.result.kernel_runs]
     out = []
     for cfg, sc in expand(scenario, vary):
         old = stored.get(cfg.name)
         if old is None:
             raise KernelResultsError(f"the kernel results hold no configuration {cfg.name!r} (they hold: {', '.join(stored) or 'none'})")
         try:
-            result = revalidate(sc, old.result, run_sim=run_sim)
+            result = revalidate(sc, old.result, run_sim=run_sim, speed_runs=every_run)
         except KernelResultsError as e:
             raise KernelResultsError(f"configuration {cfg.name!r}: {e}") from None
         out.append(ConfigValidation(cfg.name, _override_texts(cfg.overrides), result))

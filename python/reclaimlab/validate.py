@@ -142,9 +142,36 @@ def _phase_value(r: RunResult, proc: str, phase: str, column: str) -> Number | N
     return None
 
 
+def _busy_free(kernel_runs: Sequence[RunResult], sim: RunResult) -> list[RunResult]:
+    """The kernel runs with each phase's time taken without its runner's CPU wait
+    (``run_delay_s``, lab/result.py ``busy_host_free_s``), when the scenario's processes are no
+    more than its CPUs: then each has a CPU of its own and the wait is other work on the host,
+    not the scenario's own contention (which the simulator models; kernel threads such as
+    kswapd can still add some). Runs without the figure are left as they are."""
+    from dataclasses import replace
+
+    from reclaimlab.lab.result import busy_host_free_s
+
+    machine = sim.config.get("machine", {})
+    if len(sim.config.get("processes", [])) > int(machine.get("cpus", 1) or 1):
+        return list(kernel_runs)
+    out = []
+    for r in kernel_runs:
+        recs = []
+        for p in r.phase_records:
+            if "run_delay_s" in p:
+                t = busy_host_free_s(p)
+                p = {**p, "elapsed_s": t, "accesses_per_s": p["accesses"] / t if t > 0 else 0.0}
+            recs.append(p)
+        out.append(replace(r, phase_records=recs))
+    return out
+
+
 def rows(kernel_runs: Sequence[RunResult], sim: RunResult) -> list[Row]:
     """One row per counter (either side reports it; sorted like ``reclaimlab run``), then per
-    phase (in the simulator's order) accesses/s and elapsed_s."""
+    phase (in the simulator's order) accesses/s and elapsed_s. Kernel phase times without the
+    runners' CPU wait where the scenario's processes are no more than its CPUs (``_busy_free``)."""
+    kernel_runs = _busy_free(kernel_runs, sim)
     keys: set[str] = set(sim.counters)
     for r in kernel_runs:
         keys.update(r.counters)
@@ -164,6 +191,16 @@ def rows(kernel_runs: Sequence[RunResult], sim: RunResult) -> list[Row]:
             measured: list[Number] = [v for v in (_phase_value(r, proc, phase, column) for r in kernel_runs) if v is not None]
             sim_value = _phase_value(sim, proc, phase, column) if absolute_times else None
             out.append(_row(f"{proc}/{phase} {label}", "phase", measured, sim_value))
+    # An OOM kill is a run's outcome (the killed process's phase ends "oom_killed"), counted
+    # per process: 1 or 0 per run, so that the kernel's row reads as how many runs it killed.
+    for proc in dict.fromkeys(p for p, _ in phases):
+
+        def killed(r: RunResult, proc: str = proc) -> int:
+            return int(any(p["process"] == proc and p.get("outcome") == "oom_killed" for p in r.phase_records))
+
+        kills = [killed(r) for r in kernel_runs]
+        if any(kills) or killed(sim):
+            out.append(_row(f"{proc} oom_killed", "outcome", kills, killed(sim)))
     return out
 
 
@@ -280,15 +317,37 @@ def validate(
         from reclaimlab.backends import sim
 
         run_sim = sim.run
-    sim_result = run_sim(scenario)
     kernel_runs = []
     discarded: list[dict[str, Any]] = []
     for i in range(reps):
         if on_run is not None:
             on_run(i + 1, reps)
         kernel_runs.append(run_kernel_with_retries(run_kernel, scenario, retries, discarded, i + 1, **kernel_options))
+    sim_result = run_sim(at_speed(scenario, kernel_runs))
     name = scenario.name or "scenario"
     return ValidateResult(name, kernel_runs, sim_result, rows(kernel_runs, sim_result), discarded)
+
+
+def at_speed(scenario: Scenario, kernel_runs: Sequence[RunResult]) -> Scenario:
+    """``scenario`` with its CPU costs (the profile's, with the scenario's own on top) scaled by
+    how much slower or faster the kernel runs' CPU ran than the profile's (lab/speed.py
+    ``speed_factor``): the simulator then runs at the speed the kernel runs had. Device
+    figures and ``process_quantum_ns`` are not scaled. Unchanged when the runs or the profile
+    have no speed probe (runs recorded before 2026-11-24)."""
+    from reclaimlab.lab.speed import run_probe_ns, speed_factor
+    from reclaimlab.profile import active_profile, effective_costs
+
+    profile = active_profile()
+    ref = profile.measurements.get("speed_probe_ns") if profile is not None else None
+    factor = speed_factor([run_probe_ns(r.stats) for r in kernel_runs], float(ref) if isinstance(ref, int | float) else None)
+    if factor is None:
+        return scenario
+    from reclaimlab import native
+
+    # Every CPU cost, the built-in defaults the profile does not set included.
+    every = {**{k: int(v) for k, v in native.core().default_costs().items()}, **effective_costs(scenario.costs, profile)}
+    costs = {k: (v if k == "process_quantum_ns" else max(0, round(v * factor))) for k, v in every.items()}
+    return scenario.model_copy(update={"costs": costs})
 
 
 class KernelResultsError(ValueError):
@@ -363,8 +422,10 @@ def revalidate(
     scenario: Scenario,
     previous: ValidateResult | dict[str, Any] | str | os.PathLike[str],
     run_sim: Callable[..., RunResult] | None = None,
+    speed_runs: Sequence[RunResult] | None = None,
 ) -> ValidateResult:
-    """Compare ``scenario`` in the simulator (run now) with the kernel runs of ``previous`` (a
+    """Compare ``scenario`` in the simulator (run now, at the speed of ``speed_runs``, default
+    the kernel runs: ``at_speed``) with the kernel runs of ``previous`` (a
     validate result, its dict, or the path of its JSON). KernelResultsError if ``previous`` is
     for another scenario (by name) or its kernel runs ran another workload or setup than the
     scenario lowers to now (e.g. the file or an override changed since). The simulator's own
@@ -384,7 +445,7 @@ def revalidate(
         from reclaimlab.backends import sim
 
         run_sim = sim.run
-    sim_result = run_sim(scenario)
+    sim_result = run_sim(at_speed(scenario, prev.kernel_runs if speed_runs is None else speed_runs))
     want = _workload_config(sim_result.config)
     host_memory = _host_memory(scenario, want, _workload_config(prev.kernel_runs[0].config))
     if host_memory is not None:

@@ -84,6 +84,15 @@ def _writeback_round(group: str, parent_wb: int) -> tuple[int, list[str]]:
     return cg(r, group, "memory.stat.zswpwb"), outcomes(r, "attempt_writeback")
 
 
+@pytest.mark.xfail(
+    strict=True,
+    reason="with the 2026-11-24 machine profile (faster CPU costs; scan_page_ns at its 150 ns "
+    "default) the 1 MiB charge's reclaim retries end before the swap writes they started "
+    "complete, and the simulator OOM-kills; it passes with the built-in costs, the 2026-11-22 "
+    "profile, or scan_page_ns >= 1000. The kernel's retries span those writes' completion: "
+    "the time its memcg reclaim takes per retry is not modelled closely enough (branch time, "
+    "docs/model/time.md 'What misses')",
+)
 @pytest.mark.parametrize("group", [PARENT, CHILD], ids=["parent", "child"])
 def test_zswap_writeback_enabled__v6_12(group: str) -> None:
     # writeback = 1 (the child: 1 under a parent with 1): zswpwb > 0, and the reclaim works.

@@ -15,7 +15,7 @@ use std::io;
 use reclaimlab_workload::{Access, AccessGen, Phase};
 
 use crate::config::Plan;
-use crate::sys::{self, Faults};
+use crate::sys::{self, Faults, Sched};
 
 /// How often a duration-bound Random phase reads the clock, in accesses.
 pub const DURATION_CHECK_EVERY: u64 = 1024;
@@ -42,6 +42,8 @@ pub struct PhaseReport {
     pub accesses: u64,
     /// `getrusage(RUSAGE_SELF)` deltas over the phase.
     pub faults: Faults,
+    /// schedstat deltas over the phase (None where the kernel has no schedstat).
+    pub sched: Option<Sched>,
 }
 
 /// Where the runner's output goes.
@@ -76,6 +78,7 @@ pub fn run_phases<M: Memory, S: Sink>(plan: &Plan, mem: &mut M, sink: &mut S, tr
             }
         };
         let faults_before = sys::faults();
+        let sched_before = sys::sched();
         let start_ns = sys::now_ns();
         let accesses = match (&p.phase, gen.as_mut()) {
             (Phase::Fill { region }, Some(g)) => {
@@ -100,6 +103,7 @@ pub fn run_phases<M: Memory, S: Sink>(plan: &Plan, mem: &mut M, sink: &mut S, tr
         };
         let end_ns = sys::now_ns();
         let faults = sys::faults().since(faults_before);
+        let sched = sys::sched().zip(sched_before).map(|(now, before)| now.since(before));
         sink.phase(
             plan,
             &PhaseReport {
@@ -108,6 +112,7 @@ pub fn run_phases<M: Memory, S: Sink>(plan: &Plan, mem: &mut M, sink: &mut S, tr
                 end_ns,
                 accesses,
                 faults,
+                sched,
             },
         )?;
         if p.phase == Phase::Exit {

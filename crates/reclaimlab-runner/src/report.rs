@@ -3,7 +3,8 @@
 //! ```text
 //! {"event":"ready","pid":1234}
 //! {"event":"access","region":0,"page":17,"write":true}        (traced accesses only)
-//! {"event":"phase","process":"p","phase":"fill0","index":0,"start_ns":12,"end_ns":345,"accesses":64,"minflt":64,"majflt":0}
+//! {"event":"phase","process":"p","phase":"fill0","index":0,"start_ns":12,"end_ns":345,"accesses":64,"minflt":64,"majflt":0,
+//!  "cpu_ns":300,"run_delay_ns":20}                           (cpu_ns, run_delay_ns: with schedstat)
 //! {"event":"phases_done"}
 //! {"event":"error","message":"..."}
 //! ```
@@ -31,6 +32,11 @@ enum Event<'a> {
         accesses: u64,
         minflt: u64,
         majflt: u64,
+        /// The runner thread's time on a CPU and waiting for one (schedstat), when known.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        cpu_ns: Option<u64>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        run_delay_ns: Option<u64>,
     },
     PhasesDone,
     Error {
@@ -98,6 +104,8 @@ impl<W: Write> Sink for Reporter<W> {
             accesses: r.accesses,
             minflt: r.faults.minflt,
             majflt: r.faults.majflt,
+            cpu_ns: r.sched.map(|s| s.cpu_ns),
+            run_delay_ns: r.sched.map(|s| s.run_delay_ns),
         };
         self.emit(&e)
     }
@@ -133,6 +141,19 @@ mod tests {
                 end_ns: 2000,
                 accesses: 1,
                 faults: Faults { minflt: 3, majflt: 4 },
+                sched: None,
+            },
+        )
+        .unwrap();
+        r.phase(
+            &plan,
+            &PhaseReport {
+                index: 0,
+                start_ns: 1010,
+                end_ns: 2000,
+                accesses: 1,
+                faults: Faults { minflt: 3, majflt: 4 },
+                sched: Some(crate::sys::Sched { cpu_ns: 700, run_delay_ns: 200 }),
             },
         )
         .unwrap();
@@ -146,6 +167,7 @@ mod tests {
                 r#"{"event":"ready","pid":42}"#,
                 r#"{"event":"access","region":1,"page":2,"write":true}"#,
                 r#"{"event":"phase","process":"p\"q","phase":"fill0","index":0,"start_ns":10,"end_ns":1000,"accesses":1,"minflt":3,"majflt":4}"#,
+                r#"{"event":"phase","process":"p\"q","phase":"fill0","index":0,"start_ns":10,"end_ns":1000,"accesses":1,"minflt":3,"majflt":4,"cpu_ns":700,"run_delay_ns":200}"#,
                 r#"{"event":"phases_done"}"#,
                 r#"{"event":"error","message":"bad \"x\""}"#,
             ]

@@ -55,6 +55,34 @@ fn faults_of(who: libc::c_int) -> Faults {
     }
 }
 
+/// The calling thread's scheduler times so far (`/proc/thread-self/schedstat`, CONFIG_SCHED_INFO):
+/// ns on a CPU and ns runnable but waiting for one. The wait is what a busy host adds to a
+/// phase's wall time (other tasks on the CPUs), which the lab reports so that times can be
+/// compared at the speed the host gave the run (docs/lab.md). None without schedstat.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Sched {
+    pub cpu_ns: u64,
+    pub run_delay_ns: u64,
+}
+
+impl Sched {
+    pub fn since(self, earlier: Sched) -> Sched {
+        Sched {
+            cpu_ns: self.cpu_ns.saturating_sub(earlier.cpu_ns),
+            run_delay_ns: self.run_delay_ns.saturating_sub(earlier.run_delay_ns),
+        }
+    }
+}
+
+pub fn sched() -> Option<Sched> {
+    let text = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
+    let mut it = text.split_whitespace().map(|w| w.parse::<u64>().ok());
+    Some(Sched {
+        cpu_ns: it.next()??,
+        run_delay_ns: it.next()??,
+    })
+}
+
 /// Faults of the whole process.
 pub fn faults() -> Faults {
     faults_of(libc::RUSAGE_SELF)

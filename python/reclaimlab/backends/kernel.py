@@ -22,16 +22,16 @@ import json
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from reclaimlab.errors import ScenarioError
-from reclaimlab.lab import host
+from reclaimlab.lab import host, speed
 from reclaimlab.lab import probe as probing
 from reclaimlab.lab.apply import Applied, apply, new_runid
-from reclaimlab.lab.errors import LabError, LabUnavailable
+from reclaimlab.lab.errors import LabError, LabUnavailable, RunnerFailed
 from reclaimlab.lab.record import Series, Sources, counters, sim_counter_keys, snapshot
 from reclaimlab.lab.result import KernelRunResult, phase_record
 from reclaimlab.lab.runner import Runner, RunnerSet, build_runner, locate_runner, runner_command, runner_version
@@ -84,6 +84,40 @@ def _sha256(path: str) -> str | None:
         return hashlib.sha256(Path(path).read_bytes()).hexdigest()
     except OSError:
         return None
+
+
+def _oom_outcome(
+    runners: Sequence[Any], config: Mapping[str, Any], before: Mapping[str, Any], after: Mapping[str, Any], go_ns: int | None
+) -> None:
+    """Runners killed by SIGKILL before their phases were done: OOM kills when the kernel
+    counted as many (``vmstat.oom_kill``, /proc/vmstat, over the run), and then an outcome, as
+    in the simulator: the phase the runner was in is recorded with outcome ``oom_killed`` (from
+    the end of its last reported phase to when its death was seen; its accesses unknown, 0) and
+    its later phases not at all. Otherwise the first kill is a RunnerFailed, as before."""
+    killed = [r for r in runners if r.killed_ns is not None]
+    if not killed:
+        return
+    ooms = int(after.get("vmstat.oom_kill", 0)) - int(before.get("vmstat.oom_kill", 0))
+    if ooms < len(killed):
+        raise RunnerFailed(killed[0].killed_error + f" (the kernel counted {ooms} OOM kill(s) for {len(killed)} killed runner(s))")
+    for r in killed:
+        phases = config["processes"][r.index]["phases"]
+        k = len(r.phases)
+        if k >= len(phases):
+            continue
+        start = int(r.phases[-1]["end_ns"]) if r.phases else 0
+        end = (r.killed_ns - go_ns) if go_ns is not None and r.killed_ns is not None else start
+        r.phases.append(
+            {
+                "process": r.name,
+                "phase": phases[k]["name"],
+                "index": k,
+                "start_ns": start,
+                "end_ns": max(start, end),
+                "accesses": 0,
+                "outcome": "oom_killed",
+            }
+        )
 
 
 def _provenance(
@@ -187,6 +221,7 @@ def _drive(
     for r, proc in zip(runners.runners, config["processes"], strict=True):
         _move(r, applied.cgroup_dirs[groups[proc["cgroup"]]["path"]], applied.cgroup_root.parent, applied.cgroup_version)
 
+    probe_before = speed.probe_ns()
     before = snapshot(src)
     wanted = set(keys) | {k for k in before if k.startswith("zram")}
     series = Series(keys=sorted(k for k in wanted if k in before), interval_s=interval)
@@ -202,6 +237,7 @@ def _drive(
     elapsed = time.monotonic() - t0
     series.add(elapsed, before, after)
     runners.finish()
+    _oom_outcome(runners.runners, config, before, after, runners.go_ns)
 
     phases = sorted(
         ((r.index, int(ev.get("index", i)), phase_record(ev)) for r in runners.runners for i, ev in enumerate(r.phases)),
@@ -215,6 +251,8 @@ def _drive(
         phase_records=[rec for _, _, rec in phases],
         stats={
             "elapsed_s": round(elapsed, 3),
+            # The CPU's speed before and after (lab/speed.py): validate compares at it.
+            "speed_probe_ns": [round(probe_before), round(speed.probe_ns())],
             "samples": len(series.t),
             "missing_keys": sorted(k for k in keys if k not in after),
         },

@@ -3,7 +3,9 @@
 ``counters`` holds only keys the simulator also reports (for this scenario), with the same
 meaning; everything else the kernel showed is in ``raw`` (the full before/after snapshots), and
 the samples taken during the run are in ``series``. Phase records carry two more columns than
-the simulator's: ``minflt`` and ``majflt`` (the runner's page faults in that phase).
+the simulator's: ``minflt`` and ``majflt`` (the runner's page faults in that phase); and, where
+the kernel has schedstat, ``cpu_s`` and ``run_delay_s``: the runner thread's time on a CPU and
+runnable but waiting for one (what a busy host adds to ``elapsed_s``; ``busy_host_free_s``).
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from reclaimlab.result import PHASE_COLUMNS, RunResult
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["KERNEL_PHASE_COLUMNS", "KernelRunResult", "phase_record"]
+__all__ = ["KERNEL_PHASE_COLUMNS", "KernelRunResult", "busy_host_free_s", "phase_record"]
 
 KERNEL_PHASE_COLUMNS = (*PHASE_COLUMNS, "minflt", "majflt")
 
@@ -31,10 +33,20 @@ def phase_record(ev: dict[str, Any]) -> dict[str, Any]:
         "elapsed_s": elapsed_ns / 1e9,
         "accesses": accesses,
         "accesses_per_s": accesses * 1e9 / elapsed_ns if elapsed_ns > 0 else 0.0,
-        "outcome": "completed",
+        "outcome": str(ev.get("outcome", "completed")),
         "minflt": int(ev.get("minflt", 0)),
         "majflt": int(ev.get("majflt", 0)),
+        **({"cpu_s": int(ev["cpu_ns"]) / 1e9, "run_delay_s": int(ev["run_delay_ns"]) / 1e9} if "run_delay_ns" in ev else {}),
     }
+
+
+def busy_host_free_s(record: dict[str, Any]) -> float:
+    """A kernel phase's elapsed time without the time its runner waited for a CPU: the time it
+    would have taken had nothing else wanted the CPUs. Exact for a single-process scenario on a
+    host busy with unrelated work; in a scenario whose own processes and kernel threads
+    outnumber the CPUs part of that wait is the scenario's own contention, which the simulator
+    models (processor sharing), so do not use it there. The elapsed time where not recorded."""
+    return float(record["elapsed_s"]) - float(record.get("run_delay_s", 0.0))
 
 
 @dataclass

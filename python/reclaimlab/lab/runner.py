@@ -158,6 +158,11 @@ class Runner:
     done: bool = False  # phases_done seen, or exited after its exit phase
     eof: bool = False
     other: list[dict[str, Any]] = field(default_factory=list)
+    #: Killed by SIGKILL before its phases were done (time.monotonic_ns() when seen), and the
+    #: error it would be; the backend decides from the kernel's oom_kill count whether that
+    #: was the OOM killer (an outcome) or not (RunnerFailed with this message).
+    killed_ns: int | None = None
+    killed_error: str = ""
 
     @property
     def pid(self) -> int:
@@ -349,6 +354,11 @@ class RunnerSet:
             how = f"killed by signal {-code}"
         else:
             how = f"exit code {code}"
-        raise RunnerFailed(
-            f"{r.label()} stopped after {len(r.phases)} of {r.expected_phases} phases ({how})" + (f": {tail}" if tail else "")
-        )
+        message = f"{r.label()} stopped after {len(r.phases)} of {r.expected_phases} phases ({how})" + (f": {tail}" if tail else "")
+        if code == -signal.SIGKILL:
+            # Perhaps the OOM killer: the backend checks the kernel's count (oom_outcome).
+            r.killed_ns = time.monotonic_ns()
+            r.killed_error = message
+            r.done = True
+            return
+        raise RunnerFailed(message)

@@ -11,12 +11,22 @@ use std::cell::RefCell;
 use reclaimlab_workload::PAGE_SIZE;
 
 use super::decode::DecodeResult;
-use super::plugin::{CodecInfo, CostFigure, COMPRESS_BUF_LEN, DST_LEN};
+use super::plugin::{CodecCost, CodecInfo, CostFigure, COMPRESS_BUF_LEN, DST_LEN};
 
 pub const INFO: CodecInfo = CodecInfo {
     name: "deflate",
-    compress_cost: CostFigure { name: "deflate_compress_ns", default: 40_000, doc: "deflate compression of one 4 KiB page." },
-    decompress_cost: CostFigure { name: "deflate_decompress_ns", default: 10_000, doc: "deflate decompression of one 4 KiB page." },
+    cost: CodecCost {
+        compress: [
+            CostFigure { name: "deflate_compress_ns", default: 45_280, doc: "deflate compression of a page of dictionary-like text." },
+            CostFigure { name: "deflate_compress_random_ns", default: 73_030, doc: "deflate compression of a page of random bytes." },
+            CostFigure { name: "deflate_compress_run_ns", default: 37_510, doc: "deflate compression of a page that is one run of a byte." },
+        ],
+        decompress: [
+            CostFigure { name: "deflate_decompress_ns", default: 5_880, doc: "deflate decompression of a page of dictionary-like text." },
+            CostFigure { name: "deflate_decompress_random_ns", default: 14_010, doc: "deflate decompression of a page of random bytes." },
+            CostFigure { name: "deflate_decompress_run_ns", default: 9_740, doc: "deflate decompression of a page that is one run of a byte." },
+        ],
+    },
     compressed_len: |page| deflate_compress(page, &mut [0u8; DST_LEN]),
     compress,
     decompress: deflate_decompress,

@@ -31,7 +31,7 @@
 use reclaimlab_workload::PAGE_SIZE;
 
 use super::decode::{byte_at, copy_literals, copy_match, le16_at, DecodeResult};
-use super::plugin::{with_scratch, CodecInfo, CostFigure, COMPRESS_BUF_LEN};
+use super::plugin::{with_scratch, CodecCost, CodecInfo, CostFigure, COMPRESS_BUF_LEN};
 
 const MINMATCH: usize = 4;
 const MFLIMIT: usize = 12;
@@ -176,8 +176,18 @@ fn common_prefix(s: &[u8], a: usize, b: usize, limit: usize) -> usize {
 
 pub const INFO: CodecInfo = CodecInfo {
     name: "lz4",
-    compress_cost: CostFigure { name: "lz4_compress_ns", default: 4_000, doc: "lz4 compression of one 4 KiB page." },
-    decompress_cost: CostFigure { name: "lz4_decompress_ns", default: 1_000, doc: "lz4 decompression of one 4 KiB page." },
+    cost: CodecCost {
+        compress: [
+            CostFigure { name: "lz4_compress_ns", default: 4_480, doc: "lz4 compression of a page of dictionary-like text." },
+            CostFigure { name: "lz4_compress_random_ns", default: 1_380, doc: "lz4 compression of a page of random bytes." },
+            CostFigure { name: "lz4_compress_run_ns", default: 2_710, doc: "lz4 compression of a page that is one run of a byte." },
+        ],
+        decompress: [
+            CostFigure { name: "lz4_decompress_ns", default: 2_210, doc: "lz4 decompression of a page of dictionary-like text." },
+            CostFigure { name: "lz4_decompress_random_ns", default: 80, doc: "lz4 decompression of a page of random bytes." },
+            CostFigure { name: "lz4_decompress_run_ns", default: 150, doc: "lz4 decompression of a page that is one run of a byte." },
+        ],
+    },
     compressed_len: |page| with_scratch(|out| compress(page, Limit::Kernel, out)),
     compress: compress_page,
     decompress: lz4_decompress,

@@ -14,16 +14,22 @@ use std::cell::RefCell;
 
 use reclaimlab_workload::PAGE_SIZE;
 
-use super::plugin::{CodecInfo, CostFigure, COMPRESS_BUF_LEN, DST_LEN};
+use super::plugin::{CodecCost, CodecInfo, CostFigure, COMPRESS_BUF_LEN, DST_LEN};
 
 pub const INFO: CodecInfo = CodecInfo {
     name: "lzo",
-    compress_cost: CostFigure {
-        name: "lzo_compress_ns",
-        default: 6_000,
-        doc: "lzo (and lzo-rle) compression of one 4 KiB page. Compression of incompressible data is usually faster than of compressible data for LZ codecs; one figure per codec for now.",
+    cost: CodecCost {
+        compress: [
+            CostFigure { name: "lzo_compress_ns", default: 3_470, doc: "lzo compression of a page of dictionary-like text." },
+            CostFigure { name: "lzo_compress_random_ns", default: 810, doc: "lzo compression of a page of random bytes." },
+            CostFigure { name: "lzo_compress_run_ns", default: 1_710, doc: "lzo compression of a page that is one run of a byte." },
+        ],
+        decompress: [
+            CostFigure { name: "lzo_decompress_ns", default: 1_840, doc: "lzo decompression of a page of dictionary-like text." },
+            CostFigure { name: "lzo_decompress_random_ns", default: 90, doc: "lzo decompression of a page of random bytes." },
+            CostFigure { name: "lzo_decompress_run_ns", default: 760, doc: "lzo decompression of a page that is one run of a byte." },
+        ],
     },
-    decompress_cost: CostFigure { name: "lzo_decompress_ns", default: 2_000, doc: "lzo (and lzo-rle) decompression of one 4 KiB page." },
     compressed_len: lzo_len,
     compress,
     decompress: super::lzo1x::lzo1x_decompress,

@@ -32,7 +32,7 @@ use std::str::FromStr;
 
 use reclaimlab_workload::PAGE_SIZE;
 
-pub use plugin::{CodecInfo, CostFigure, COMPRESS_BUF_LEN};
+pub use plugin::{page_mix, CodecCost, CodecInfo, CostFigure, BYTE_KINDS, COMPRESS_BUF_LEN};
 pub use deflate::zlib_version;
 pub use zstd::ZSTD_ESTIMATED_SRC_SIZE;
 

@@ -14,13 +14,40 @@ pub struct CostFigure {
     pub doc: &'static str,
 }
 
+/// The three kinds of bytes a page's codec time is composed of (docs/model/time.md, "Codec
+/// cost by content"): dictionary-like text (many short matches), random bytes (no match: the
+/// LZ coders' skip acceleration runs over them) and runs (one long match). A page's time is
+/// the byte-weighted sum of its codec's three per-page figures ([`page_mix`]).
+pub const BYTE_KINDS: [&str; 3] = ["text", "random", "run"];
+
+/// A codec's time figures: per kind of byte ([`BYTE_KINDS`] order), one 4 KiB page made only
+/// of that kind, compressed and decompressed.
+#[derive(Clone, Copy, Debug)]
+pub struct CodecCost {
+    pub compress: [CostFigure; 3],
+    pub decompress: [CostFigure; 3],
+}
+
+/// How many of a page's 4096 bytes are of each kind ([`BYTE_KINDS`] order), for a content
+/// class. `mixK` is K random bytes then zeros; zero and same-filled pages are one run (they
+/// reach a codec only where no same-filled shortcut applies, e.g. `same:B` in 6.12+ zswap).
+pub fn page_mix(content: reclaimlab_workload::Content) -> [u64; 3] {
+    use reclaimlab_workload::Content;
+    let page = PAGE_SIZE as u64;
+    match content {
+        Content::Text => [page, 0, 0],
+        Content::Random => [0, page, 0],
+        Content::Mix { random_bytes } => [0, u64::from(random_bytes), page - u64::from(random_bytes)],
+        Content::Zero | Content::Same { .. } => [0, 0, page],
+    }
+}
+
 /// One codec plug-in.
 pub struct CodecInfo {
     /// Kernel crypto name (`/sys/module/zswap/parameters/compressor`, zram's comp_algorithm).
     pub name: &'static str,
-    /// CPU time per 4 KiB page (costs.rs collects these).
-    pub compress_cost: CostFigure,
-    pub decompress_cost: CostFigure,
+    /// CPU time per 4 KiB page by kind of byte (costs.rs collects these).
+    pub cost: CodecCost,
     /// Bytes the kernel's compressor writes for one page into a two-page buffer.
     pub compressed_len: fn(&[u8; PAGE_SIZE]) -> usize,
     /// The same bytes into `dst` (per-thread state reused, as the kernel's per-CPU contexts).

@@ -17,12 +17,22 @@ use reclaimlab_workload::PAGE_SIZE;
 use zstd::zstd_safe::zstd_sys;
 
 use super::decode::DecodeResult;
-use super::plugin::{CodecInfo, CostFigure, COMPRESS_BUF_LEN, DST_LEN};
+use super::plugin::{CodecCost, CodecInfo, CostFigure, COMPRESS_BUF_LEN, DST_LEN};
 
 pub const INFO: CodecInfo = CodecInfo {
     name: "zstd",
-    compress_cost: CostFigure { name: "zstd_compress_ns", default: 15_000, doc: "zstd compression of one 4 KiB page." },
-    decompress_cost: CostFigure { name: "zstd_decompress_ns", default: 4_000, doc: "zstd decompression of one 4 KiB page." },
+    cost: CodecCost {
+        compress: [
+            CostFigure { name: "zstd_compress_ns", default: 14_480, doc: "zstd compression of a page of dictionary-like text." },
+            CostFigure { name: "zstd_compress_random_ns", default: 6_270, doc: "zstd compression of a page of random bytes." },
+            CostFigure { name: "zstd_compress_run_ns", default: 5_040, doc: "zstd compression of a page that is one run of a byte." },
+        ],
+        decompress: [
+            CostFigure { name: "zstd_decompress_ns", default: 5_640, doc: "zstd decompression of a page of dictionary-like text." },
+            CostFigure { name: "zstd_decompress_random_ns", default: 110, doc: "zstd decompression of a page of random bytes." },
+            CostFigure { name: "zstd_decompress_run_ns", default: 540, doc: "zstd decompression of a page that is one run of a byte." },
+        ],
+    },
     compressed_len: |page| zstd_compress(page, ZSTD_ESTIMATED_SRC_SIZE, &mut [0u8; DST_LEN]),
     compress,
     decompress: zstd_decompress,

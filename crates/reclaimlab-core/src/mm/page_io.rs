@@ -65,6 +65,12 @@ impl Mm {
         if self.swap.devs[d].synchronous() {
             return self.zram_write(ctx, d, i);
         }
+        // The asynchronous write's own work besides the submission: end_swap_bio_write,
+        // folio_end_writeback and folio_rotate_reclaimable (6.18), which zram's inline
+        // completion does not do. The kernel runs it in the completion's softirq; charged here
+        // to the submitting thread (the model has no softirq context), so that a reclaimer
+        // writing to a disk pays it as the CPUs do.
+        ctx.cpu(self.costs.swap_write_end_ns);
         self.pages[i as usize].set(pg::WRITEBACK);
         let off = slot - self.swap.devs[d].base;
         self.submit_bio(ctx, d, Dir::Write, off, i);
@@ -80,7 +86,8 @@ impl Mm {
         let codec_slot = zram.codec_slot;
         let comp_len = self.compressed_len(i, codec_slot);
         if !same {
-            ctx.cpu(self.costs.compress_ns(self.codecs[codec_slot]));
+            let content = self.region_of(i).content;
+            ctx.cpu(self.costs.compress_ns(self.codecs[codec_slot], content));
         }
         let before = self.pool_pages();
         let huge = self.zram_huge_class_size;
@@ -134,7 +141,8 @@ impl Mm {
             if s.flags & crate::zram::SLOT_HUGE != 0 {
                 ctx.cpu(self.costs.zswap_copy_ns);
             } else if s.flags & crate::zram::SLOT_SAME == 0 {
-                ctx.cpu(self.costs.decompress_ns(self.codecs[zram.codec_slot]));
+                let codec = self.codecs[zram.codec_slot];
+                ctx.cpu(self.costs.decompress_ns(codec, self.region_of(i).content));
             }
             return Some(ctx.now);
         }

@@ -135,7 +135,7 @@ impl Mm {
             self.count_zswpout(m);
             return true;
         }
-        ctx.cpu(self.costs.compress_ns(self.zswap.codec));
+        ctx.cpu(self.costs.compress_ns(self.zswap.codec, self.region_of(i).content));
         let len = if dlen >= PAGE_SIZE as u32 {
             match self.switches.incompressible {
                 Incompressible::StoreRaw if self.zswap_writeback_enabled(m) => PAGE_SIZE as u32,
@@ -241,7 +241,7 @@ impl Mm {
             if p.zlen as u64 == PAGE_SIZE {
                 ctx.cpu(self.costs.zswap_copy_ns);
             } else {
-                ctx.cpu(self.costs.decompress_ns(self.zswap.codec));
+                ctx.cpu(self.costs.decompress_ns(self.zswap.codec, self.region_of(i).content));
             }
         }
         self.vm.zswpin += 1;
@@ -278,7 +278,7 @@ impl Mm {
         if p.zlen as u64 == PAGE_SIZE {
             ctx.cpu(self.costs.zswap_copy_ns);
         } else if p.handle != NONE {
-            ctx.cpu(self.costs.decompress_ns(self.zswap.codec));
+            ctx.cpu(self.costs.decompress_ns(self.zswap.codec, self.region_of(i).content));
         }
         // The entry leaves the zswap LRU before the folio joins the memory LRU: one set of links.
         self.zswap_entry_free(i);
