@@ -430,6 +430,8 @@ impl Mm {
 
     /// try_to_inc_min_seq: retire empty oldest generations (keeping MIN_NR_GENS), with anon
     /// never older than file's when swapping is possible.
+    // `ty` indexes min_seq, the lists and the counts alike, as the kernel's loops do.
+    #[allow(clippy::needless_range_loop)]
     fn try_to_inc_min_seq(&mut self, m: u16, can_swap: bool) -> bool {
         let g = &mut self.memcgs[m as usize].lrugen;
         let mut min_seq = g.min_seq;
@@ -741,6 +743,8 @@ impl Mm {
     /// should_run_aging: age when fewer than MIN_NR_GENS + 1 generations are left, or when
     /// the young generation is over 1/MIN_NR_GENS or the old under 1/(MIN_NR_GENS + 2) of the
     /// pages. Returns (whether to age, the evictable pages).
+    // `ty` indexes min_seq, the lists and the counts alike, as the kernel's loops do.
+    #[allow(clippy::needless_range_loop)]
     fn should_run_aging(&self, m: u16, can_swap: bool) -> (bool, u64) {
         let g = &self.memcgs[m as usize].lrugen;
         let (max_seq, min_seq) = (g.max_seq, g.min_seq);
