@@ -369,8 +369,12 @@ impl Mm {
     /// lru_gen_look_around: a young PTE found by the rmap walk of shrink_folio_list; the
     /// other PTEs of its table within MIN_LRU_BATCH pages around it are tested and cleared,
     /// young folios of the same memcg promoted to max_seq (file folios only when evicting
-    /// file). The folio's own young bit is left for folio_check_references.
-    fn lru_gen_look_around(&mut self, ctx: &mut Ctx, i: u32) {
+    /// file). The folio's own young bit is left for folio_check_references. Only kswapd has an
+    /// mm_walk during eviction (set_mm_walk gives one to kswapd and to proactive reclaim):
+    /// it promotes through the flags (folio_update_gen). Direct and memcg reclaim have none
+    /// and call folio_activate instead, which moves the folio to max_seq at once and counts
+    /// pgactivate.
+    fn lru_gen_look_around(&mut self, ctx: &mut Ctx, i: u32, walk: bool) {
         let r = &self.regions[self.pages[i as usize].region as usize];
         let (base, n) = (r.base, r.pages);
         let off = i - base;
@@ -405,9 +409,34 @@ impl Mm {
             }
             p.clear(pg::YOUNG);
             young += 1;
-            self.folio_update_gen(j, gen);
+            if walk {
+                self.folio_update_gen(j, gen);
+            } else {
+                self.folio_activate_young(j, gen);
+            }
         }
         ctx.cpu((end - start) as u64 * self.costs.lru_gen_walk_pte_table_ns / PTRS_PER_PTE as u64 + young * self.costs.lru_gen_young_pte_ns);
+    }
+
+    /// lru_gen_look_around without an mm_walk: an isolated folio gets PG_referenced; one in
+    /// another generation than `gen` (max_seq's) loses its tier and is activated
+    /// (folio_activate → lru_activate: off its list, PG_active, into max_seq; pgactivate).
+    fn folio_activate_young(&mut self, j: u32, gen: usize) {
+        let p = &mut self.pages[j as usize];
+        let Some(old) = folio_lru_gen(p) else {
+            p.set(pg::REFERENCED);
+            return;
+        };
+        if old == gen {
+            return;
+        }
+        p.clear(pg::LRU_REFS_MASK | pg::REFERENCED | pg::WORKINGSET);
+        let m = p.memcg;
+        self.lru_gen_del_folio(j);
+        self.pages[j as usize].set(pg::ACTIVE);
+        self.lru_gen_add_folio(j, false, false);
+        self.vm.pgactivate += 1;
+        self.memcgs[m as usize].events.pgactivate += 1;
     }
 
     /// inc_min_seq: move what is left in the oldest generation of `ty` one up (anon stays
@@ -671,7 +700,7 @@ impl Mm {
                     Fate::Keep
                 } else {
                     if p.has(pg::MAPPED) && p.has(pg::YOUNG) {
-                        self.lru_gen_look_around(ctx, i);
+                        self.lru_gen_look_around(ctx, i, sc.kind == Reclaimer::Kswapd);
                     }
                     if p.has(pg::FILE) {
                         self.shrink_file_folio(ctx, i)
