@@ -382,3 +382,15 @@ def test_revalidate_names_both_values(write: Callable[..., Path]) -> None:
     other.config = {"machine": {"memory_bytes": 2, "swap": []}}
     with pytest.raises(KernelResultsError, match=r"differs in: machine.memory_bytes: kernel runs 1, now 2\)"):
         revalidate(s, prev, run_sim=lambda sc, **kw: other)
+
+
+def test_kernel_runs_recorded_before_a_knob_existed_ran_its_default() -> None:
+    """A recorded kernel run's config without a knob (declared later, e.g. kernel.lru_gen)
+    is the same configuration as one that sets the knob's default, not as one that changes it."""
+    from reclaimlab.validate import _workload_config
+
+    now = {"kernel": {"version": "6.12", "lru_gen": {"enabled": False, "min_ttl_ms": 0}, "vm": {"swappiness": 60}}}
+    old = {"kernel": {"version": "6.12", "vm": {"swappiness": 60}}}
+    assert _workload_config(old) == _workload_config(now)
+    on = {"kernel": {"version": "6.12", "lru_gen": {"enabled": True}, "vm": {"swappiness": 60}}}
+    assert _workload_config(on) != _workload_config(old)

@@ -229,7 +229,10 @@ VmKernelOption = Annotated[
 ]
 VmMglruOption = Annotated[
     bool | None,
-    typer.Option("--mglru/--no-mglru", help="VM backend: MGLRU on or off in the guest (default: the scenario's lab.mglru, else off)."),
+    typer.Option(
+        "--mglru/--no-mglru",
+        help="Multi-gen LRU on or off: sets kernel.lru_gen.enabled (the model, and the VM guest; default: the scenario's, else off).",
+    ),
 ]
 VmMemoryOption = Annotated[
     str | None,
@@ -237,14 +240,20 @@ VmMemoryOption = Annotated[
 ]
 
 
-def _vm_options(kernel: str | None, mglru: bool | None, vm_memory: str | None) -> dict[str, Any]:
+def _with_mglru(set_: list[str] | None, mglru: bool | None) -> list[str]:
+    """--mglru/--no-mglru as the override of kernel.lru_gen.enabled (one fact: the simulator
+    and the guest both read the knob)."""
+    return [*(set_ or ()), *(() if mglru is None else (f"kernel.lru_gen.enabled={'true' if mglru else 'false'}",))]
+
+
+def _vm_options(kernel: str | None, vm_memory: str | None) -> dict[str, Any]:
     from reclaimlab.units import parse_size
 
     try:
         memory = parse_size(vm_memory) if vm_memory is not None else None
     except ValueError as e:
         _fail(f"reclaimlab: --vm-memory: {e}", EXIT_BAD_INPUT)
-    return {"kernel": kernel, "mglru": mglru, "memory": memory}
+    return {"kernel": kernel, "memory": memory}
 
 
 # --- end of the VM lab options ----------------------------------------------------------------
@@ -313,13 +322,13 @@ def run(
     (outcome, per-phase time and rate, faults per access, swap traffic, pool size, OOM kills)."""
     with _input_errors():
         if backend is Backend.kernel:
-            result = _kernel_run(reclaimlab.load(scenario, set_ or ()), timeout, sample_interval, build_runner)
+            result = _kernel_run(reclaimlab.load(scenario, _with_mglru(set_, mglru)), timeout, sample_interval, build_runner)
         elif backend is Backend.vm:
             from reclaimlab.backends import vm
 
-            loaded = reclaimlab.load(scenario, set_ or ())
+            loaded = reclaimlab.load(scenario, _with_mglru(set_, mglru))
             with _lab_errors():
-                options = _vm_options(vm_kernel, mglru, vm_memory)
+                options = _vm_options(vm_kernel, vm_memory)
                 result = vm.run(loaded, timeout_s=timeout, sample_interval_s=sample_interval, build=build_runner, **options)
         elif seeds > 1:
             from reclaimlab.compare import CompareResult, Config
@@ -328,7 +337,7 @@ def run(
                 r = reclaimlab.run(sc, progress=progress, interval_s=_interval(interval))
                 return CompareResult(r.scenario, [(Config(r.scenario, ()), r)])
 
-            repeated = _repeat(scenario, set_ or (), seeds, one)
+            repeated = _repeat(scenario, _with_mglru(set_, mglru), seeds, one)
             console = _console(stderr=json_out is not None and str(json_out) == "-")
             console.print(compare_view(repeated.runs[0], None, counters or (), show_all, None, repeated))
             if json_out is not None:
@@ -336,7 +345,7 @@ def run(
             _write_tables(repeated.tidy(), csv_out, parquet_out)
             return
         else:
-            result = reclaimlab.run(scenario, overrides=set_ or (), progress=progress, interval_s=_interval(interval))
+            result = reclaimlab.run(scenario, overrides=_with_mglru(set_, mglru), progress=progress, interval_s=_interval(interval))
     to_stdout = json_out is not None and str(json_out) == "-"
     console = _console(stderr=to_stdout)
     for part in run_view(result, counters or (), show_all):
@@ -718,7 +727,7 @@ def validate(
     kernel_options: dict[str, Any] = {"timeout_s": timeout, "sample_interval_s": sample_interval, "build": build_runner}
     result: ValidateResult | RankingResult
     with _input_errors():
-        loaded = reclaimlab.load(scenario, set_ or ())
+        loaded = reclaimlab.load(scenario, _with_mglru(set_, mglru))
         if kernel_results is not None:
             try:
                 previous: ValidateResult | RankingResult = (RankingResult if comparing else ValidateResult).load(kernel_results)
@@ -740,7 +749,7 @@ def validate(
                 from reclaimlab.backends import vm
 
                 run_kernel = vm.run
-                kernel_options.update(_vm_options(vm_kernel, mglru, vm_memory))
+                kernel_options.update(_vm_options(vm_kernel, vm_memory))
             with _lab_errors():
                 if comparing:
                     result = validate_compare(
@@ -851,7 +860,7 @@ def lab_selftests(
             binary or None,
             test_timeout_s=test_timeout,
             mglru=mglru,
-            memory=_vm_options(kernel, mglru, memory)["memory"] or selftest_run.DEFAULT_MEMORY,
+            memory=_vm_options(kernel, memory)["memory"] or selftest_run.DEFAULT_MEMORY,
             on_note=lambda m: typer.echo(m, err=True),
         )
     console = _console(stderr=json_out is not None and str(json_out) == "-")

@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from reclaimlab import native
 from reclaimlab.result import RunResult, counter_sort_key, split_counter
 from reclaimlab.scenario import Scenario
 
@@ -360,6 +361,15 @@ def _workload_config(config: dict[str, Any]) -> dict[str, Any]:
     interval (the kernel has its own flusher). What remains is what the kernel runs must share
     with the simulator's run: workload, cgroups, kernel settings, sizes."""
     out = {k: v for k, v in config.items() if k != "costs"}
+    kernel = out.get("kernel")
+    if isinstance(kernel, dict):
+        # A knob the recorded config leaves out (declared after the runs were recorded) had
+        # the kernel's default, as the core reads a lowered JSON without it.
+        filled = dict(kernel)
+        for k in native.knobs():
+            table = filled.get(k.section)
+            filled[k.section] = {k.field: k.default, **(table if isinstance(table, dict) else {})}
+        out["kernel"] = filled
     cgroups = out.get("cgroups")
     if isinstance(cgroups, dict):
         out["cgroups"] = {k: v for k, v in cgroups.items() if k != "stats_flush_ns"}

@@ -21,7 +21,7 @@ from reclaimlab.vm.plan import MAX_PROCESSES, make_plan
 from reclaimlab.vm.times import ratio_rows
 
 
-def _config(version: int = 2, swaps: list[dict] | None = None, nproc: int = 1) -> dict:
+def _config(version: int = 2, swaps: list[dict] | None = None, nproc: int = 1, lru_gen: bool = False) -> dict:
     groups = [
         {
             "path": "/",
@@ -57,6 +57,7 @@ def _config(version: int = 2, swaps: list[dict] | None = None, nproc: int = 1) -
                 "shrinker_enabled": True,
             },
             "vm": {"swappiness": 100, "page_cluster": 0, "min_free_kbytes": None, "watermark_scale_factor": 10},
+            "lru_gen": {"enabled": lru_gen, "min_ttl_ms": 0},
         },
         "cgroups": {"version": version, "groups": groups},
         "processes": [{"name": f"p{i}", "cgroup": 1, "phases": []} for i in range(nproc)],
@@ -80,7 +81,7 @@ def test_newc_is_deterministic_and_concatenates() -> None:
 
 
 def test_plan_v2_writes_the_host_labs_files_in_order() -> None:
-    p = make_plan(_config(), "rid", 1.0, mglru=False)
+    p = make_plan(_config(), "rid", 1.0)
     s = p.script
     d = "/sys/fs/cgroup/reclaimlab-rid/a"
     assert p.cgroup_dirs == {"/": "/sys/fs/cgroup/reclaimlab-rid", "/a": d}
@@ -98,7 +99,8 @@ def test_plan_v2_writes_the_host_labs_files_in_order() -> None:
     order = [s.index(f"setp /sys/module/zswap/parameters/{n} ") for n in ("compressor", "max_pool_percent", "shrinker_enabled", "enabled")]
     assert "has no /sys/module/zswap/parameters/shrinker_enabled (the scenario sets kernel.zswap.shrinker_enabled = Y)" in s
     assert order == sorted(order)  # compressor first, enabled last
-    assert "lru_gen/enabled n" in s
+    # MGLRU is the knob kernel.lru_gen.enabled: off (its default) where the guest has the file.
+    assert "[ -e /sys/kernel/mm/lru_gen/enabled ] && setp /sys/kernel/mm/lru_gen/enabled 0x0000" in s
     assert p.disks == [("d", 1 << 26)] and p.zram == []
     assert "cg0=/sys/fs/cgroup/reclaimlab-rid/a" in s
 
@@ -108,18 +110,19 @@ def test_plan_v1_and_zram() -> None:
         {"name": "z", "kind": "zram", "size_bytes": 1 << 25, "priority": 100, "comp_algorithm": "lz4"},
         {"name": "d", "kind": "file", "size_bytes": 1 << 26, "priority": 5},
     ]
-    p = make_plan(_config(version=1, swaps=swaps), "r", 2.0, mglru=True)
+    p = make_plan(_config(version=1, swaps=swaps, lru_gen=True), "r", 2.0)
     assert "mount -t cgroup -o memory memory /sys/fs/cgroup/memory" in p.script
     assert "setf /sys/fs/cgroup/memory/reclaimlab-r/a/memory.swappiness 30" in p.script
     assert "setf /sys/block/zram0/comp_algorithm lz4" in p.script and "swapon -p 100 /dev/zram0" in p.script
     assert "swapon -p 5 /dev/vda" in p.script
     assert p.zram == [("zram0", 0)] and "ZRAM_NUM=1" in p.script and "SAMPLE_CS=200" in p.script
-    assert "lru_gen/enabled y" in p.script
+    assert "setp /sys/kernel/mm/lru_gen/enabled 0x0007" in p.script
+    assert "has no /sys/kernel/mm/lru_gen/enabled" in p.script
 
 
 def test_plan_refuses_too_many_processes() -> None:
     with pytest.raises(ValueError, match=f"1 to {MAX_PROCESSES} processes"):
-        make_plan(_config(nproc=MAX_PROCESSES + 1), "r", 1.0, mglru=False)
+        make_plan(_config(nproc=MAX_PROCESSES + 1), "r", 1.0)
 
 
 STREAM = b"""boot noise

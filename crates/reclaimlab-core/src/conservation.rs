@@ -35,6 +35,10 @@ impl Mm {
             }
             if p.has(pg::RESIDENT) {
                 resident += 1;
+                if list::is_gen(p.list) {
+                    // Checked by check_lru_gen (mm/lru_gen.rs).
+                    continue;
+                }
                 if !(list::INACTIVE_ANON..=list::ACTIVE_FILE).contains(&p.list) {
                     return Err(format!("resident page {i} is on list {}", p.list));
                 }
@@ -71,6 +75,7 @@ impl Mm {
                 return Err(format!("memcg {} zswap LRU len {} but {} entries", mc.path, mc.zswap_lru.len, zswap_lru[m]));
             }
         }
+        self.check_lru_gen()?;
         if resident != mm.nr_resident {
             return Err(format!("nr_resident {} but {} resident pages", mm.nr_resident, resident));
         }

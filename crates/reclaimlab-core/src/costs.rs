@@ -72,6 +72,14 @@ costs! {
     scan_page_ns = 150,
     /// Reclaim: unmapping and freeing one page (try_to_unmap, __remove_mapping).
     reclaim_page_ns = 400,
+    /// Multi-gen LRU aging (walk_pte_range): reading one PTE table page (512 PTEs, 64 cache
+    /// lines, sequential) and the PMD entry that points to it; also the per-PTE share of
+    /// look-around. Estimate (~15 ns per cache line streamed), not yet calibrated.
+    lru_gen_walk_pte_table_ns = 1_000,
+    /// Multi-gen LRU aging: one young PTE found by the walk or look-around (test-and-clear
+    /// of the accessed bit, pfn to folio, memcg check, the flags cmpxchg of folio_update_gen).
+    /// Estimate, not yet calibrated.
+    lru_gen_young_pte_ns = 50,
     /// Swap slot allocation and swap cache insertion at swap-out.
     swap_alloc_ns = 250,
     /// Submitting one swap write or read bio (CPU side only).

@@ -134,6 +134,12 @@ impl Simulation {
                     let mut ctx = Ctx::new(t.max(self.mm.kswapd.clock), Actor::Kswapd, self.slowdown());
                     ctx.memalloc = true;
                     self.mm.kswapd_step(&mut ctx);
+                    if std::mem::take(&mut self.mm.lru_gen.oom) {
+                        self.sched.oom_kill_badness(&mut self.mm, ctx.now);
+                        if self.sched.all_done() {
+                            self.finish();
+                        }
+                    }
                 }
                 EventKind::ZswapWorker => {
                     let mut ctx = Ctx::new(t.max(self.mm.zswap.worker_clock), Actor::ZswapWorker, self.slowdown());

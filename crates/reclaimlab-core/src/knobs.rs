@@ -194,6 +194,16 @@ knobs! {
     }
 }
 
+knobs! {
+    /// /sys/kernel/mm/lru_gen/* (CONFIG_LRU_GEN; mm/lru_gen.rs)
+    LruGenKnobs at "kernel.lru_gen" {
+        enabled: bool = false, Bool "kernel.lru_gen.enabled" "/sys/kernel/mm/lru_gen/enabled";
+            "Multi-gen LRU on (all capabilities, 0x0007) or off; mainline's CONFIG_LRU_GEN_ENABLED=n: off (Debian, Fedora, Arch: on)."
+        min_ttl_ms: u64 = 0, Int "kernel.lru_gen.min_ttl_ms" "/sys/kernel/mm/lru_gen/min_ttl_ms", min 0;
+            "Thrashing prevention: kswapd OOM-kills when every generation is younger than this (0: off)."
+    }
+}
+
 /// The lowered `kernel` table from its knob sections (each a `knobs!` struct, serialized under
 /// its section name), the version preset and the switch overrides; and [`table`], every knob of
 /// every section.
@@ -240,6 +250,7 @@ kernel_sections! {
     zswap: ZswapParams,
     vm: VmSysctls,
     swap: SwapKnobs,
+    lru_gen: LruGenKnobs,
 }
 
 #[cfg(test)]

@@ -262,6 +262,25 @@ impl Scheduler {
         self.maybe_finish(now);
     }
 
+    /// out_of_memory from kswapd (the multi-gen LRU's min_ttl_ms, mm/lru_gen.rs): kill the
+    /// live process with the highest oom_badness (resident and swapped pages and page tables
+    /// of its regions; the first on a tie). Finished processes still hold memory and count.
+    pub(crate) fn oom_kill_badness(&mut self, mm: &mut Mm, now: Time) {
+        let mut best: Option<(u64, usize)> = None;
+        for (pi, proc) in self.procs.iter().enumerate() {
+            if matches!(proc.state, ProcState::Exited | ProcState::OomKilled) {
+                continue;
+            }
+            let badness: u64 = proc.regions.iter().map(|&r| mm.oom_badness_of_region(r as usize)).sum();
+            if best.is_none_or(|(b, _)| badness > b) {
+                best = Some((badness, pi));
+            }
+        }
+        if let Some((_, pi)) = best {
+            self.oom_kill(mm, pi, now, Oom { memcg: None });
+        }
+    }
+
     fn maybe_finish(&mut self, now: Time) {
         self.ended_at = self.ended_at.max(now);
         if self.procs.iter().all(|p| matches!(p.state, ProcState::Finished | ProcState::Exited | ProcState::OomKilled)) {

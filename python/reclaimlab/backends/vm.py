@@ -139,12 +139,16 @@ def run(
         raise ScenarioError.single(scenario.file, f"expected one of {', '.join(sorted(KERNELS))}; got {name!r}", ("lab", "kernel"))
     k = installed_kernel(name)
     _check(scenario, config, k)
-    use_mglru = bool(mglru if mglru is not None else (scenario.lab.mglru or False))
+    if mglru is not None:
+        # --mglru/--no-mglru: the knob kernel.lru_gen.enabled of this run (the CLI sets it as
+        # an override, so the simulator side of validate runs the same LRU).
+        config["kernel"].setdefault("lru_gen", {})["enabled"] = mglru
+    use_mglru = bool(config["kernel"].get("lru_gen", {}).get("enabled", False))
     runner = _runner(build, note)
     base = initramfs.base_image(k, runner, cache_dir())
     runid = new_runid()
     try:
-        plan = make_plan(config, runid, sample_interval_s, use_mglru)
+        plan = make_plan(config, runid, sample_interval_s)
     except ValueError as e:
         raise ScenarioError.single(scenario.file, str(e)) from None
     archive = initramfs.run_archive({"plan.sh": plan.script.encode(), "lowered.json": json.dumps(config, sort_keys=True).encode()})

@@ -34,6 +34,7 @@ __all__ = [
 
 SYSCTL_DIR = Path("/proc/sys")
 _TRUE = {"y", "1", "true", "on"}
+LRU_GEN_ENABLED = "/sys/kernel/mm/lru_gen/enabled"
 _FALSE = {"n", "0", "false", "off"}
 
 
@@ -50,6 +51,10 @@ def file_text(k: Knob, value: Any) -> str:
     """``value`` as written to the knob's file: a module parameter's bool as Y/N (what
     param_get_bool shows), a sysctl's as 1/0, anything else as its decimal or string form."""
     if k.type == "bool":
+        if k.kernel_file == LRU_GEN_ENABLED:
+            # The file takes and shows the capability mask (lru_gen_enabled's "0x%04x"):
+            # all of them (core, mm walk, non-leaf young) or none, so a write reads back.
+            return "0x0007" if value else "0x0000"
         if is_sysctl(k):
             return "1" if value else "0"
         return "Y" if value else "N"

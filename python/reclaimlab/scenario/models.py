@@ -501,11 +501,10 @@ class Source:
 
 class Lab(StrictModel):
     """How the lab runs this scenario; the simulator ignores it. ``kernel``: the VM lab's guest
-    kernel (``reclaimlab run --backend vm``; docs/vmlab.md), e.g. "debian-6.12"; ``mglru``: MGLRU
-    on or off in the guest (/sys/kernel/mm/lru_gen/enabled; default off, as the model)."""
+    kernel (``reclaimlab run --backend vm``; docs/vmlab.md), e.g. "debian-6.12". MGLRU in the
+    guest is the knob ``kernel.lru_gen.enabled``, which the simulator models too."""
 
     kernel: str | None = None
-    mglru: bool | None = None
 
 
 class Scenario(StrictModel):

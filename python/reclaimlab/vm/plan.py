@@ -48,7 +48,7 @@ def _q(v: object) -> str:
     return shlex.quote(str(v))
 
 
-def make_plan(config: dict[str, Any], runid: str, sample_interval_s: float, mglru: bool) -> Plan:
+def make_plan(config: dict[str, Any], runid: str, sample_interval_s: float) -> Plan:
     """The plan for ``config`` (a lowered scenario). ValueError for what the guest cannot do."""
     procs = config["processes"]
     if not 1 <= len(procs) <= MAX_PROCESSES:
@@ -121,7 +121,6 @@ def make_plan(config: dict[str, Any], runid: str, sample_interval_s: float, mglr
         else:
             lines.append(f"    [ -e {f} ] || die {_q(f'this kernel has no {f} (the scenario sets {k.key} = {want})')}")
             lines.append(f"    setp {f} {_q(want)}")
-    lines.append(f"    [ -w /sys/kernel/mm/lru_gen/enabled ] && setf /sys/kernel/mm/lru_gen/enabled {'y' if mglru else 'n'}")
     lines.append("    :")
     lines.append("}")
 

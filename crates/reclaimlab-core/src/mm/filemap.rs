@@ -343,6 +343,9 @@ impl Mm {
     /// an inactive folio activates it (folio_activate: pgactivate, and workingset_activation
     /// ages the nonresident clock).
     pub fn folio_mark_accessed(&mut self, i: u32) {
+        if self.lru_gen_enabled() {
+            return self.folio_inc_refs(i);
+        }
         let p = &mut self.pages[i as usize];
         if !p.has(pg::REFERENCED) {
             p.set(pg::REFERENCED);

@@ -42,6 +42,8 @@ pub struct Memcg {
     pub zswap_charged: u64,
     /// LRU lists of this memcg's lruvec: inactive_anon, active_anon, inactive_file, active_file.
     pub lru: [List; 4],
+    /// The multi-gen LRU of this memcg's lruvec (mm/lru_gen.rs); empty while it is off.
+    pub lrugen: super::lru_gen::LruGen,
     pub zswap_lru: List,
     pub anon_cost: u64,
     pub file_cost: u64,
@@ -94,6 +96,7 @@ impl Memcg {
             refaults_snapshot_file: 0,
             lru: [List::new(list::INACTIVE_ANON), List::new(list::ACTIVE_ANON), List::new(list::INACTIVE_FILE), List::new(list::ACTIVE_FILE)],
             zswap_lru: List::new(list::ZSWAP),
+            lrugen: super::lru_gen::LruGen::new(),
             anon_cost: 0,
             file_cost: 0,
             nonresident_age: 0,
@@ -109,6 +112,13 @@ impl Memcg {
 }
 
 impl Memcg {
+    /// This memcg's own pages on LRU list `which` (1..=4): the classic list, or with the
+    /// multi-gen LRU the generations that count as that list (lru_gen_update_size). One of the
+    /// two is always empty.
+    pub fn nr_lru(&self, which: u8) -> u64 {
+        self.lru[which as usize - 1].len + self.lrugen.lru_size(which)
+    }
+
     /// The memcg tree of the lowered cgroups section (pre-order, root first) and whether it is
     /// cgroup v2. A memcg without its own swappiness inherits its parent's, the root vm.swappiness.
     pub(crate) fn tree_from_config(c: &Cgroups, vm_swappiness: u32) -> error::Result<(Vec<Memcg>, bool)> {
@@ -178,7 +188,7 @@ impl Mm {
     /// Sum of an LRU list size over the subtree, now (the lists themselves).
     pub fn lru_size_tree(&self, m: u16, which: u8) -> u64 {
         let end = self.memcgs[m as usize].subtree_end;
-        (m..end).map(|c| self.memcgs[c as usize].lru[which as usize - 1].len).sum()
+        (m..end).map(|c| self.memcgs[c as usize].nr_lru(which)).sum()
     }
 
     /// WORKINGSET_ACTIVATE_ANON summed over the subtree, now.
@@ -583,7 +593,7 @@ impl Mm {
                 }
             } else {
                 let i = idx as usize;
-                let own_lru = |which: u8| m.lru[which as usize - 1].len * PAGE_SIZE;
+                let own_lru = |which: u8| m.nr_lru(which) * PAGE_SIZE;
                 let gauges = [
                     ("rss", mapped[i] * PAGE_SIZE, sum_of(&mapped) * PAGE_SIZE),
                     ("swap", swapped_out[i] * PAGE_SIZE, sum_of(&swapped_out) * PAGE_SIZE),
@@ -597,7 +607,7 @@ impl Mm {
                 }
                 if self.has_files() {
                     // v1 cache = NR_FILE_PAGES (page cache and swap cache), mapped_file = NR_FILE_MAPPED.
-                    let cache = |c: &Memcg| c.lru[list::INACTIVE_FILE as usize - 1].len + c.lru[list::ACTIVE_FILE as usize - 1].len + c.swapcached;
+                    let cache = |c: &Memcg| c.nr_lru(list::INACTIVE_FILE) + c.nr_lru(list::ACTIVE_FILE) + c.swapcached;
                     let gauges = [
                         ("cache", cache(m) * PAGE_SIZE, sum(&cache) * PAGE_SIZE),
                         ("mapped_file", file_mapped[i] * PAGE_SIZE, sum_of(&file_mapped) * PAGE_SIZE),

@@ -32,7 +32,12 @@ impl Mm {
             ctx.cpu(self.costs.access_ns);
             return Ok(false);
         }
-        self.handle_mm_fault(ctx, i, write)?;
+        // handle_mm_fault sets current->in_lru_fault (lru_gen_enter_fault): folios it adds
+        // start in the youngest generation of the multi-gen LRU.
+        self.lru_gen.in_fault = true;
+        let r = self.handle_mm_fault(ctx, i, write);
+        self.lru_gen.in_fault = false;
+        r?;
         ctx.cpu(self.costs.access_ns);
         Ok(true)
     }

@@ -4,6 +4,7 @@
 //! workingset.rs, swap.rs (slots, devices, swap cache, readahead) and zswap/.
 
 pub mod filemap;
+pub mod lru_gen;
 pub mod memcg;
 pub mod memory;
 pub mod page;
@@ -102,6 +103,8 @@ pub struct Mm {
     pub(crate) fs: Vec<filemap::Filesystem>,
     /// File-page vmstat events (exported only with a filesystem).
     pub(crate) vm_file: FileVmEvents,
+    /// The multi-gen LRU's node state: the memcg LRU, the fault flag (mm/lru_gen.rs).
+    pub(crate) lru_gen: lru_gen::LruGenNode,
 }
 
 /// What code outside the crate (bindings, benches, tests) may see, and what tests that set
@@ -198,6 +201,7 @@ impl Mm {
             plug: Default::default(),
             fs,
             vm_file: FileVmEvents::default(),
+            lru_gen: lru_gen::LruGenNode::new(nmemcg),
         })
     }
 
@@ -232,15 +236,24 @@ impl Mm {
         self.pools().filter(|p| p.name() == zsmalloc::ZPOOL.name).map(|p| p.total_pages()).sum()
     }
 
-    /// Put a resident page on its memcg's LRU list (head), per its ACTIVE flag.
+    /// Put a resident page on its memcg's LRU list (head), per its ACTIVE flag (folio_add_lru);
+    /// with the multi-gen LRU, into a generation (mm/lru_gen.rs).
     pub fn lru_add(&mut self, i: u32) {
+        if self.lru_gen_enabled() {
+            let in_fault = self.lru_gen.in_fault;
+            return self.lru_gen_add_folio(i, false, in_fault);
+        }
         let p = &self.pages[i as usize];
         let which = p.lru_list();
         let mc = p.memcg as usize;
         self.memcgs[mc].lru[which as usize - 1].push_head(&mut self.pages, i);
     }
 
+    /// lruvec_add_folio_tail: at the tail, for reclaim next (folio_rotate_reclaimable).
     pub fn lru_add_tail(&mut self, i: u32) {
+        if self.lru_gen_enabled() {
+            return self.lru_gen_add_folio(i, true, false);
+        }
         let p = &self.pages[i as usize];
         let which = p.lru_list();
         let mc = p.memcg as usize;
@@ -250,6 +263,9 @@ impl Mm {
     pub fn lru_del(&mut self, i: u32) {
         let p = &self.pages[i as usize];
         let which = p.list;
+        if page::list::is_gen(which) {
+            return self.lru_gen_del_folio(i);
+        }
         debug_assert!((1..=4).contains(&which), "page {i} not on an LRU (list {which})");
         let mc = p.memcg as usize;
         self.memcgs[mc].lru[which as usize - 1].remove(&mut self.pages, i);
@@ -306,6 +322,9 @@ impl Mm {
                 ("meminfo.Mapped", mapped * 4),
             ];
             out.extend(gauges.into_iter().map(|(k, v)| (k.to_string(), v)));
+        }
+        if self.lru_gen_enabled() {
+            self.export_lru_gen(out);
         }
         self.export_zswap(now, out);
         self.export_memcgs(out);

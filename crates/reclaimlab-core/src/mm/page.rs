@@ -42,6 +42,14 @@ pub mod pg {
     /// A page of a file region: in the page cache while RESIDENT, on the file LRUs
     /// (folio_is_file_lru); SHADOW then means a shadow entry in the file's mapping.
     pub const FILE: u32 = 1 << 16;
+    /// The multi-gen LRU's generation of a folio on an lrugen list, plus one (0: not on one):
+    /// LRU_GEN_MASK of folio->flags (mm/lru_gen.rs).
+    pub const LRU_GEN_PGOFF: u32 = 17;
+    pub const LRU_GEN_MASK: u32 = 0b111 << LRU_GEN_PGOFF;
+    /// The multi-gen LRU's access count through file descriptors beyond PG_referenced and
+    /// PG_workingset (LRU_REFS_MASK, LRU_REFS_WIDTH = 2 on x86-64).
+    pub const LRU_REFS_PGOFF: u32 = 20;
+    pub const LRU_REFS_MASK: u32 = 0b11 << LRU_REFS_PGOFF;
 }
 
 /// Which list a page's links are on.
@@ -52,6 +60,21 @@ pub mod list {
     pub const INACTIVE_FILE: u8 = 3;
     pub const ACTIVE_FILE: u8 = 4;
     pub const ZSWAP: u8 = 5;
+    /// The multi-gen LRU's lists (mm/lru_gen.rs): `LRU_GEN + 2 × gen + type` (type 0 anon,
+    /// 1 file), gen 0..MAX_NR_GENS: ids 6..=13.
+    pub const LRU_GEN: u8 = 6;
+
+    /// A multi-gen LRU list.
+    #[inline]
+    pub fn is_gen(id: u8) -> bool {
+        (LRU_GEN..LRU_GEN + 8).contains(&id)
+    }
+
+    /// Any memory LRU list: the classic four or a multi-gen LRU list.
+    #[inline]
+    pub fn is_lru(id: u8) -> bool {
+        (INACTIVE_ANON..=ACTIVE_FILE).contains(&id) || is_gen(id)
+    }
 }
 
 #[derive(Clone, Copy, Debug)]

@@ -192,7 +192,7 @@ impl Mm {
             return;
         }
         p.clear(pg::RECLAIM);
-        let on_lru = (list::INACTIVE_ANON..=list::ACTIVE_FILE).contains(&p.list);
+        let on_lru = list::is_lru(p.list);
         if on_lru && !p.has(pg::DIRTY) {
             self.lru_del(i);
             self.pages[i as usize].clear(pg::ACTIVE);

@@ -14,7 +14,8 @@
 //!
 //! Simplified: one node and one zone (watermarks summed); no reclaim_throttle / too_many_isolated /
 //! pfmemalloc throttling (they concern file writeback and highly parallel reclaim); no
-//! memory.min/low; no soft limit reclaim; no compaction; no MGLRU.
+//! memory.min/low; no soft limit reclaim; no compaction. The multi-gen LRU is mm/lru_gen.rs,
+//! entered from shrink_node, shrink_lruvec and kswapd_step when kernel.lru_gen.enabled.
 
 use super::page::{list, pg, NONE};
 use super::{Actor, Ctx, Mm, MAX_RECLAIM_RETRIES, SWAP_CLUSTER_MAX};
@@ -111,7 +112,7 @@ fn int_sqrt(x: u64) -> u64 {
 }
 
 /// Which of the reclaim outcomes shrink_folio_list reached for a page.
-enum Fate {
+pub(super) enum Fate {
     Freed,
     Keep,
     Activate,
@@ -164,7 +165,7 @@ impl Mm {
         self.swap.total_swap_pages > 0
     }
 
-    fn swappiness_of(&self, m: u16) -> u64 {
+    pub(super) fn swappiness_of(&self, m: u16) -> u64 {
         // v1 uses the per-memcg memory.swappiness for non-root memcgs; v2 and root use vm.swappiness.
         if !self.cgroup_v2 && m != 0 {
             self.memcgs[m as usize].swappiness as u64
@@ -258,6 +259,11 @@ impl Mm {
     /// shrink_lruvec. The scan loop runs under a block plug, so swap-outs of this pass to
     /// consecutive slots merge into larger requests (crate::block).
     fn shrink_lruvec(&mut self, ctx: &mut Ctx, m: u16, sc: &mut ScanControl) {
+        if self.lru_gen_enabled() {
+            // Only memcg reclaim gets here with the multi-gen LRU (root reclaim takes
+            // lru_gen_shrink_node).
+            return self.lru_gen_shrink_lruvec(ctx, m, sc);
+        }
         let mut nr = self.get_scan_count(m, sc);
         let targets = nr;
         let proportional = sc.kind == Reclaimer::Direct && sc.priority == DEF_PRIORITY;
@@ -424,7 +430,7 @@ impl Mm {
     }
 
     /// shrink_folio_list for one isolated anonymous folio (6.18 order, kernel-model.md §5.7).
-    fn shrink_folio(&mut self, ctx: &mut Ctx, i: u32, sc: &ScanControl, nr_pageout: &mut u64) -> Fate {
+    pub(super) fn shrink_folio(&mut self, ctx: &mut Ctx, i: u32, sc: &ScanControl, nr_pageout: &mut u64) -> Fate {
         // Under writeback (a swap write in flight).
         if self.pages[i as usize].has(pg::WRITEBACK) {
             let v1_memcg = sc.cgroup_reclaim() && !self.cgroup_v2;
@@ -512,7 +518,7 @@ impl Mm {
     /// is FOLIOREF_RECLAIM_CLEAN, so a clean folio read once is reclaimed (use-once). Then
     /// try_to_unmap and __remove_mapping, leaving a shadow entry. No IO: a clean folio's data
     /// is on its filesystem. Dirty folios do not exist until write phases do (debug-checked).
-    fn shrink_file_folio(&mut self, ctx: &mut Ctx, i: u32) -> Fate {
+    pub(super) fn shrink_file_folio(&mut self, ctx: &mut Ctx, i: u32) -> Fate {
         let p = &mut self.pages[i as usize];
         debug_assert!(!p.has(pg::DIRTY | pg::WRITEBACK), "page {i}: dirty file pages are not modelled");
         let referenced_ptes = p.has(pg::MAPPED) && p.has(pg::YOUNG);
@@ -558,20 +564,21 @@ impl Mm {
     /// Direct reclaim from the page allocator (try_to_free_pages).
     pub fn try_to_free_pages(&mut self, ctx: &mut Ctx) -> u64 {
         let mut sc = ScanControl::new(Reclaimer::Direct, 0, SWAP_CLUSTER_MAX);
-        let saved = ctx.memalloc;
+        let saved = (ctx.memalloc, std::mem::take(&mut self.lru_gen.in_fault));
         ctx.memalloc = true;
         let r = self.do_try_to_free_pages(ctx, &mut sc);
-        ctx.memalloc = saved;
+        (ctx.memalloc, self.lru_gen.in_fault) = saved;
         r
     }
 
     /// Memcg limit / memory.high reclaim (try_to_free_mem_cgroup_pages).
     pub fn try_to_free_mem_cgroup_pages(&mut self, ctx: &mut Ctx, m: u16, nr_pages: u64) -> u64 {
         let mut sc = ScanControl::new(Reclaimer::Memcg, m, nr_pages.max(SWAP_CLUSTER_MAX));
-        let saved = ctx.memalloc;
+        // PF_MEMALLOC: folios added while reclaiming are not "in fault" (folio_add_lru).
+        let saved = (ctx.memalloc, std::mem::take(&mut self.lru_gen.in_fault));
         ctx.memalloc = true;
         let r = self.do_try_to_free_pages(ctx, &mut sc);
-        ctx.memalloc = saved;
+        (ctx.memalloc, self.lru_gen.in_fault) = saved;
         r
     }
 
@@ -614,6 +621,9 @@ impl Mm {
     /// shrink_node: every memcg of the target's subtree (pre-order), with shrink_slab after each
     /// lruvec. Reclaimers other than kswapd resume a shared cursor and stop once the goal is met.
     fn shrink_node(&mut self, ctx: &mut Ctx, sc: &mut ScanControl) {
+        if self.lru_gen_enabled() && !sc.cgroup_reclaim() {
+            return self.lru_gen_shrink_node(ctx, sc);
+        }
         self.prepare_scan_control(sc);
         let start = sc.target;
         let end = self.memcgs[start as usize].subtree_end;
@@ -637,7 +647,7 @@ impl Mm {
 
     /// shrink_slab for memcg `m`: the zswap shrinker (memcg-aware) for every memcg, and each
     /// zsmalloc pool's compaction shrinker (zswap's, every zram device's) when `m` is the root.
-    fn shrink_slab(&mut self, ctx: &mut Ctx, m: u16, sc: &ScanControl) {
+    pub(super) fn shrink_slab(&mut self, ctx: &mut Ctx, m: u16, sc: &ScanControl) {
         let freeable = self.zswap_shrinker_count(m);
         if freeable > 0 {
             let deferred = std::mem::take(&mut self.memcgs[m as usize].zswap_shrinker_deferred);
@@ -713,13 +723,20 @@ impl Mm {
         }
         let mut sc = ScanControl::new(Reclaimer::Kswapd, 0, self.wmark_high.max(SWAP_CLUSTER_MAX));
         sc.priority = self.kswapd.priority;
-        // kswapd_age_node: keep the inactive anon list from running empty.
-        if self.can_age_anon() && self.inactive_is_low(0, list::INACTIVE_ANON) {
+        // kswapd_age_node: keep the inactive anon list from running empty; with the
+        // multi-gen LRU, lru_gen_age_node (its priority carries over, as sc does).
+        if self.lru_gen_enabled() {
+            self.lru_gen_age_node(ctx, &mut sc);
+        } else if self.can_age_anon() && self.inactive_is_low(0, list::INACTIVE_ANON) {
             for m in 0..self.memcgs.len() as u16 {
                 self.shrink_active_list(ctx, SWAP_CLUSTER_MAX, m, list::ACTIVE_ANON, &sc);
             }
         }
         self.shrink_node(ctx, &mut sc);
+        if self.lru_gen_enabled() {
+            // set_initial_priority changed balance_pgdat's sc.priority.
+            self.kswapd.priority = sc.priority;
+        }
         let raise_priority = sc.nr_scanned < sc.nr_to_reclaim;
         self.kswapd.nr_reclaimed += sc.nr_reclaimed;
         if raise_priority || sc.nr_reclaimed == 0 {

@@ -12,6 +12,9 @@ use super::Mm;
 impl Mm {
     /// workingset_eviction: store the clock in the page's shadow and advance the clock.
     pub fn workingset_eviction(&mut self, i: u32) {
+        if self.lru_gen_enabled() {
+            return self.lru_gen_eviction(i);
+        }
         let m = self.pages[i as usize].memcg;
         let clock = self.memcgs[m as usize].nonresident_age;
         let p = &mut self.pages[i as usize];
@@ -24,6 +27,9 @@ impl Mm {
     /// the refault and decides whether the new folio starts active. Returns true if it was
     /// activated.
     pub fn workingset_refault(&mut self, i: u32) -> bool {
+        if self.lru_gen_enabled() {
+            return self.lru_gen_refault(i);
+        }
         let (m, shadow, was_workingset, file) = {
             let p = &self.pages[i as usize];
             (p.memcg, p.shadow, p.has(pg::WORKINGSET), p.has(pg::FILE))

@@ -8,6 +8,7 @@ mod common;
 mod determinism;
 mod filemap;
 mod identities;
+mod lru_gen;
 mod switches;
 mod zswap_limits;
 mod page_tables;
