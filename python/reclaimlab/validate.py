@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from reclaimlab import native
 from reclaimlab.result import RunResult, counter_sort_key, split_counter
 from reclaimlab.scenario import Scenario
 
@@ -301,6 +302,9 @@ def _workload_config(config: dict[str, Any]) -> dict[str, Any]:
     interval (the kernel has its own flusher). What remains is what the kernel runs must share
     with the simulator's run: workload, cgroups, kernel settings, sizes."""
     out = {k: v for k, v in config.items() if k != "costs"}
+    kernel = out.get("kernel")
+    if isinstance(kernel, dict):
+        out["kernel"] = _kernel_setup(kernel)
     cgroups = out.get("cgroups")
     if isinstance(cgroups, dict):
         out["cgroups"] = {k: v for k, v in cgroups.items() if k != "stats_flush_ns"}
@@ -310,6 +314,21 @@ def _workload_config(config: dict[str, Any]) -> dict[str, Any]:
             **machine,
             "swap": [{k: v for k, v in sw.items() if k != "device"} if isinstance(sw, dict) else sw for sw in machine["swap"]],
         }
+    return out
+
+
+def _kernel_setup(kernel: dict[str, Any]) -> dict[str, Any]:
+    """The lowered ``kernel`` table as the kernel run applied it: its knobs with the kernel's
+    default where the table leaves one out (as the core reads it; runs recorded before a knob
+    was declared lack it), without ``version`` and ``switches``, which choose the simulator's
+    model of a kernel (the run's kernel is in its provenance: the host's, or the VM's)."""
+    out = {k: v for k, v in kernel.items() if k not in ("version", "switches")}
+    for section, knobs in native.knob_sections().items():
+        given = out.get(section)
+        table = dict(given) if isinstance(given, dict) else {}
+        for k in knobs:
+            table.setdefault(k.field, k.default)
+        out[section] = table
     return out
 
 

@@ -96,8 +96,8 @@ impl Mm {
     /// zswap_store for an order-0 folio. True if stored (the caller frees the folio).
     pub fn zswap_store(&mut self, ctx: &mut Ctx, i: u32) -> bool {
         // ≤6.4 (non-exclusive loads): a dirtied swap-cache folio may still have the entry its
-        // load left behind; frontswap_store invalidates it before storing anew (6.1
-        // mm/frontswap.c: "the old copy is stale").
+        // load left behind; __frontswap_store (6.1 mm/frontswap.c) invalidates a duplicate
+        // before storing, whether or not the new store succeeds.
         if self.pages[i as usize].has(pg::ZSWAP) {
             self.zswap_entry_free(i);
         }

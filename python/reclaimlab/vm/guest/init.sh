@@ -46,7 +46,8 @@ setf() { echo "$2" > "$1" 2>/dev/null || die "cannot write '$2' to $1"; }
 setp() {
     setf "$1" "$2"
     v=$(cat "$1")
-    case "$v:$2" in Y:1|N:0|1:Y|0:N) ;; *) [ "$v" = "$2" ] || die "$1: wrote '$2' but it reads '$v'" ;; esac
+    # a sysfs bool reads back as Y/N, 1/0 or true/false (vma_ra_enabled)
+    case "$v:$2" in Y:1|N:0|1:Y|0:N|true:Y|false:N|true:1|false:0) ;; *) [ "$v" = "$2" ] || die "$1: wrote '$2' but it reads '$v'" ;; esac
 }
 waitdev() {
     n=0
