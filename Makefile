@@ -69,7 +69,8 @@ validation-report: build
 	  compare=$$(grep -q '"kind": "validate-compare"' $$f && echo --compare); \
 	  $(VENV)/bin/reclaimlab validate scenarios/validation/$$s.toml $$compare --kernel-results $$f --json $$f > /dev/null || exit 1; \
 	done
-	$(VENV)/bin/reclaimlab validation-report --update-doc docs/validation.md $(VALIDATION_RESULTS)
+	$(VENV)/bin/reclaimlab validation-report --update-doc docs/validation.md $(VALIDATION_RESULTS) \
+	  $(foreach f,$(wildcard $(VM_KERNELS:%=results/validation/vm-%/*.json)),--other-kernel $(f))
 
 # The VM lab (docs/vmlab.md): QEMU, busybox-static and zstd from Debian's packages, then
 # Debian's 6.1 and 6.12 kernels (apt-get download), the statically linked runner and the guest

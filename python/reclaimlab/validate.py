@@ -42,6 +42,7 @@ from reclaimlab.result import RunResult, counter_sort_key, split_counter
 from reclaimlab.scenario import Scenario
 
 __all__ = [
+    "KERNELS_BLOCK",
     "KEY_COUNTERS",
     "SUMMARY_BLOCK",
     "KernelResultsError",
@@ -50,6 +51,8 @@ __all__ = [
     "ValidateResult",
     "format_rel_error",
     "format_value",
+    "kernel_label",
+    "kernels_markdown",
     "relative_error",
     "revalidate",
     "rows",
@@ -439,6 +442,7 @@ KEY_COUNTERS = (
 RANDOM_RATE = "random-phase accesses/s"
 FILL_RATE = "fill accesses/s"
 SUMMARY_BLOCK = "validation-summary"
+KERNELS_BLOCK = "validation-kernels"
 
 
 def _cell(text: str) -> str:
@@ -530,3 +534,48 @@ def summary_markdown(results: Sequence[ValidateResult]) -> str:
     if infinite:
         text += '\nErrors against a kernel median of 0 ("n/a (kernel 0)") are listed but left out of the medians.\n'
     return text
+
+
+def kernel_label(result: ValidateResult) -> str:
+    """Which kernel the result's kernel runs ran, for the per-kernel table: its version
+    (major.minor), the cgroup hierarchy and where it ran ("6.18 v1 host", "6.12 v2 guest")."""
+    run = result.kernel_runs[0]
+    prov = run.provenance
+    vm = prov.get("vm")
+    if run.backend == "vm" and isinstance(vm, dict):
+        release, where = str(vm.get("release", "?")), "guest"
+    else:
+        release, where = str(prov.get("host_kernel_release", "?")), "host"
+    version = ".".join(release.split("-")[0].split(".")[:2])
+    cgroups = run.config.get("cgroups")
+    cg = cgroups.get("version") if isinstance(cgroups, dict) else None
+    return f"{version} v{cg} {where}" if cg is not None else f"{version} {where}"
+
+
+def kernels_markdown(results: Sequence[ValidateResult]) -> str:
+    """The key counters' median |relative error| per kernel (columns in the order the kernels
+    first appear), with the number of scenarios behind each, and over all key counters."""
+    groups: dict[str, list[ValidateResult]] = {}
+    for r in results:
+        groups.setdefault(kernel_label(r), []).append(r)
+    per_kernel = {label: summary_entries(rs) for label, rs in groups.items()}
+    labels = list(groups)
+    lines = [
+        "| counter | " + " | ".join(f"{label}: median \\|rel. error\\| (scenarios)" for label in labels) + " |",
+        "|---|" + "---:|" * len(labels),
+    ]
+
+    def cell(errors: list[float], n: int) -> str:
+        return f"{statistics.median(abs(x) for x in errors) * 100:.1f}% ({n})" if errors else "-"
+
+    everything: dict[str, list[float]] = {label: [] for label in labels}
+    for key in KEY_COUNTERS:
+        cells = []
+        for label in labels:
+            entries = per_kernel[label][key]
+            finite = [e.rel_error for e in entries if not math.isinf(e.rel_error)]
+            everything[label] += finite
+            cells.append(cell(finite, len(entries)))
+        lines.append(f"| `{key}` | " + " | ".join(cells) + " |")
+    lines.append("| all key counters | " + " | ".join(cell(everything[label], len(everything[label])) for label in labels) + " |")
+    return "\n".join(lines) + "\n"
