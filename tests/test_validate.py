@@ -23,6 +23,8 @@ from reclaimlab.validate import (
     Stat,
     ValidateResult,
     format_rel_error,
+    kernel_label,
+    kernels_markdown,
     relative_error,
     revalidate,
     rows,
@@ -394,3 +396,31 @@ def test_kernel_runs_recorded_before_a_knob_existed_ran_its_default() -> None:
     assert _workload_config(old) == _workload_config(now)
     on = {"kernel": {"version": "6.12", "lru_gen": {"enabled": True}, "vm": {"swappiness": 60}}}
     assert _workload_config(on) != _workload_config(old)
+
+
+def _on(result: ValidateResult, backend: str, provenance: dict[str, Any], cgroup_version: int) -> ValidateResult:
+    runs = [
+        RunResult(
+            scenario=r.scenario,
+            backend=backend,
+            config={**r.config, "cgroups": {"version": cgroup_version}},
+            counters=r.counters,
+            phase_records=r.phase_records,
+            provenance=provenance,
+        )
+        for r in result.kernel_runs
+    ]
+    return ValidateResult(result.scenario, runs, result.sim, rows(runs, result.sim))
+
+
+def test_kernels_table_has_a_column_per_kernel() -> None:
+    host = _on(A, "kernel", {"host_kernel_release": "6.18.44-fc-v657"}, 1)
+    guest = _on(B, "vm", {"vm": {"release": "6.12.117+deb12-amd64"}}, 2)
+    old = _on(C, "vm", {"vm": {"release": "6.1.0-56-amd64"}}, 2)
+    assert [kernel_label(r) for r in (host, guest, old)] == ["6.18 v1 host", "6.12 v2 guest", "6.1 v2 guest"]
+    text = kernels_markdown([host, guest, old, _on(C, "kernel", {"host_kernel_release": "6.18.44"}, 1)])
+    lines = {line.split(" | ")[0]: line for line in text.splitlines()}
+    assert "6.18 v1 host" in text.splitlines()[0] and text.splitlines()[0].count("guest") == 2
+    # pswpout: host a +10% and c +5% (median 7.5%), 6.12 b -30%, 6.1 c +5%
+    assert lines["| `vmstat.pswpout`"].endswith("| 7.5% (2) | 30.0% (1) | 5.0% (1) |")
+    assert lines["| `vmstat.zswpout`"].endswith("| - | 0.0% (1) | - |")

@@ -513,13 +513,22 @@ def validation_report(
         Path | None,
         typer.Option("--update-doc", metavar="DOC", help="Rewrite DOC's <!-- BEGIN/END GENERATED: <name> --> blocks instead of printing."),
     ] = None,
+    other_kernel: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--other-kernel",
+            metavar="RESULT.json",
+            help="With --update-doc: a result of another kernel (the VM lab's), counted only in the per-kernel table "
+            "(block validation-kernels; repeatable).",
+        ),
+    ] = None,
 ) -> None:
     """Markdown tables from validate results (codec-check*.json are skipped): the summary and each scenario's."""
     from reclaimlab import validation_doc
 
     with _doc_errors("reclaimlab validation-report"):
         if update_doc is not None:
-            names = validation_doc.update_doc(update_doc, results)
+            names = validation_doc.update_doc(update_doc, results, other_kernel or ())
             typer.echo(f"{update_doc}: updated {validation_doc.SUMMARY_BLOCK}, {', '.join(names)}", err=True)
             return
         text = validation_doc.markdown(results)

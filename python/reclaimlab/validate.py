@@ -42,6 +42,7 @@ from reclaimlab.result import RunResult, counter_sort_key, split_counter
 from reclaimlab.scenario import Scenario
 
 __all__ = [
+    "KERNELS_BLOCK",
     "KEY_COUNTERS",
     "SUMMARY_BLOCK",
     "KernelResultsError",
@@ -50,6 +51,8 @@ __all__ = [
     "ValidateResult",
     "format_rel_error",
     "format_value",
+    "kernel_label",
+    "kernels_markdown",
     "relative_error",
     "revalidate",
     "rows",
@@ -363,13 +366,7 @@ def _workload_config(config: dict[str, Any]) -> dict[str, Any]:
     out = {k: v for k, v in config.items() if k != "costs"}
     kernel = out.get("kernel")
     if isinstance(kernel, dict):
-        # A knob the recorded config leaves out (declared after the runs were recorded) had
-        # the kernel's default, as the core reads a lowered JSON without it.
-        filled = dict(kernel)
-        for k in native.knobs():
-            table = filled.get(k.section)
-            filled[k.section] = {k.field: k.default, **(table if isinstance(table, dict) else {})}
-        out["kernel"] = filled
+        out["kernel"] = _kernel_setup(kernel)
     cgroups = out.get("cgroups")
     if isinstance(cgroups, dict):
         out["cgroups"] = {k: v for k, v in cgroups.items() if k != "stats_flush_ns"}
@@ -379,6 +376,21 @@ def _workload_config(config: dict[str, Any]) -> dict[str, Any]:
             **machine,
             "swap": [{k: v for k, v in sw.items() if k != "device"} if isinstance(sw, dict) else sw for sw in machine["swap"]],
         }
+    return out
+
+
+def _kernel_setup(kernel: dict[str, Any]) -> dict[str, Any]:
+    """The lowered ``kernel`` table as the kernel run applied it: its knobs with the kernel's
+    default where the table leaves one out (as the core reads it; runs recorded before a knob
+    was declared lack it), without ``version`` and ``switches``, which choose the simulator's
+    model of a kernel (the run's kernel is in its provenance: the host's, or the VM's)."""
+    out = {k: v for k, v in kernel.items() if k not in ("version", "switches")}
+    for section, knobs in native.knob_sections().items():
+        given = out.get(section)
+        table = dict(given) if isinstance(given, dict) else {}
+        for k in knobs:
+            table.setdefault(k.field, k.default)
+        out[section] = table
     return out
 
 
@@ -491,6 +503,7 @@ KEY_COUNTERS = (
 RANDOM_RATE = "random-phase accesses/s"
 FILL_RATE = "fill accesses/s"
 SUMMARY_BLOCK = "validation-summary"
+KERNELS_BLOCK = "validation-kernels"
 
 
 def _cell(text: str) -> str:
@@ -582,3 +595,48 @@ def summary_markdown(results: Sequence[ValidateResult]) -> str:
     if infinite:
         text += '\nErrors against a kernel median of 0 ("n/a (kernel 0)") are listed but left out of the medians.\n'
     return text
+
+
+def kernel_label(result: ValidateResult) -> str:
+    """Which kernel the result's kernel runs ran, for the per-kernel table: its version
+    (major.minor), the cgroup hierarchy and where it ran ("6.18 v1 host", "6.12 v2 guest")."""
+    run = result.kernel_runs[0]
+    prov = run.provenance
+    vm = prov.get("vm")
+    if run.backend == "vm" and isinstance(vm, dict):
+        release, where = str(vm.get("release", "?")), "guest"
+    else:
+        release, where = str(prov.get("host_kernel_release", "?")), "host"
+    version = ".".join(release.split("-")[0].split(".")[:2])
+    cgroups = run.config.get("cgroups")
+    cg = cgroups.get("version") if isinstance(cgroups, dict) else None
+    return f"{version} v{cg} {where}" if cg is not None else f"{version} {where}"
+
+
+def kernels_markdown(results: Sequence[ValidateResult]) -> str:
+    """The key counters' median |relative error| per kernel (columns in the order the kernels
+    first appear), with the number of scenarios behind each, and over all key counters."""
+    groups: dict[str, list[ValidateResult]] = {}
+    for r in results:
+        groups.setdefault(kernel_label(r), []).append(r)
+    per_kernel = {label: summary_entries(rs) for label, rs in groups.items()}
+    labels = list(groups)
+    lines = [
+        "| counter | " + " | ".join(f"{label}: median \\|rel. error\\| (scenarios)" for label in labels) + " |",
+        "|---|" + "---:|" * len(labels),
+    ]
+
+    def cell(errors: list[float], n: int) -> str:
+        return f"{statistics.median(abs(x) for x in errors) * 100:.1f}% ({n})" if errors else "-"
+
+    everything: dict[str, list[float]] = {label: [] for label in labels}
+    for key in KEY_COUNTERS:
+        cells = []
+        for label in labels:
+            entries = per_kernel[label][key]
+            finite = [e.rel_error for e in entries if not math.isinf(e.rel_error)]
+            everything[label] += finite
+            cells.append(cell(finite, len(entries)))
+        lines.append(f"| `{key}` | " + " | ".join(cells) + " |")
+    lines.append("| all key counters | " + " | ".join(cell(everything[label], len(everything[label])) for label in labels) + " |")
+    return "\n".join(lines) + "\n"

@@ -11,7 +11,7 @@ from typing import Any
 
 from reclaimlab.ranking import RankingResult, is_ranking_json, ranking_markdown
 from reclaimlab.report import BEGIN, DocError, replace_block
-from reclaimlab.validate import SUMMARY_BLOCK, ValidateResult, scenario_markdown, summary_markdown
+from reclaimlab.validate import KERNELS_BLOCK, SUMMARY_BLOCK, ValidateResult, kernels_markdown, scenario_markdown, summary_markdown
 
 __all__ = ["SUMMARY_BLOCK", "is_validate_json", "load_results", "markdown", "update_doc"]
 
@@ -47,11 +47,17 @@ def load_results(result_paths: Sequence[str | os.PathLike[str]]) -> tuple[list[V
     return plain, ranked
 
 
-def update_doc(doc_path: str | os.PathLike[str], result_paths: Sequence[str | os.PathLike[str]]) -> list[str]:
+def update_doc(
+    doc_path: str | os.PathLike[str],
+    result_paths: Sequence[str | os.PathLike[str]],
+    other_kernels: Sequence[str | os.PathLike[str]] = (),
+) -> list[str]:
     """Rewrite ``doc_path``'s generated blocks: each scenario's table (block named after the
     scenario; for a ``validate --compare`` result, its ranking tables), and the summary (block
     ``validation-summary``, scenarios in the order of their blocks in the document; compared
-    configurations count as scenarios). ``codec-check*.json`` are skipped. Other text is kept
+    configurations count as scenarios). With ``other_kernels`` (results of other kernels, e.g.
+    the VM lab's, which have no block of their own), also the per-kernel table (block
+    ``validation-kernels``) over all of them. ``codec-check*.json`` are skipped. Other text is kept
     byte for byte; the file is written only once every block was found. Returns the scenarios
     updated."""
     path = Path(doc_path)
@@ -63,6 +69,10 @@ def update_doc(doc_path: str | os.PathLike[str], result_paths: Sequence[str | os
         for r in ranked:
             text = replace_block(text, r.scenario, ranking_markdown(r))
         text = replace_block(text, SUMMARY_BLOCK, summary_markdown(_summary_order(text, plain, ranked)))
+        if other_kernels:
+            more, more_ranked = load_results(other_kernels)
+            everything = _summary_order(text, plain, ranked) + more + [c for r in more_ranked for c in r.config_results()]
+            text = replace_block(text, KERNELS_BLOCK, kernels_markdown(everything))
     except DocError as e:
         raise DocError(f"{path}: {e}") from None
     tmp = path.with_name(path.name + ".tmp")

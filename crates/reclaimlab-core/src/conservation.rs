@@ -15,7 +15,9 @@ impl Mm {
         let mut stored = 0u64;
         let mut slots_held = 0u64;
         for (i, p) in mm.pages.iter().enumerate() {
-            let places = [p.has(pg::RESIDENT), p.has(pg::ZSWAP), p.has(pg::ZEROMAP) && !p.has(pg::RESIDENT)];
+            // ≤6.4 non-exclusive loads: a resident swap-cache folio may keep its zswap entry.
+            let kept = mm.switches.load == crate::policy::ZswapLoad::NonExclusive && p.has(pg::RESIDENT) && p.has(pg::SWAPCACHE);
+            let places = [p.has(pg::RESIDENT), p.has(pg::ZSWAP) && !kept, p.has(pg::ZEROMAP) && !p.has(pg::RESIDENT)];
             if places.iter().filter(|&&x| x).count() > 1 {
                 return Err(format!("page {i} is in more than one place (flags {:#x})", p.flags));
             }
@@ -35,6 +37,9 @@ impl Mm {
             }
             if p.has(pg::RESIDENT) {
                 resident += 1;
+                if p.has(pg::ZSWAP) {
+                    stored += 1;
+                }
                 if list::is_gen(p.list) {
                     // Checked by check_lru_gen (mm/lru_gen.rs).
                     continue;

@@ -91,6 +91,12 @@ impl KnobInt for bool {
     }
 }
 
+impl KnobInt for Option<String> {
+    fn knob_int(&self) -> Option<u64> {
+        None
+    }
+}
+
 impl KnobInt for String {
     fn knob_int(&self) -> Option<u64> {
         None
@@ -166,9 +172,9 @@ knobs! {
             "Once full, the pool accepts stores again below this percent of the limit."
         shrinker_enabled: bool = false, Bool "kernel.zswap.shrinker_enabled" "/sys/module/zswap/parameters/shrinker_enabled";
             "Memory-pressure shrinker writes back cold entries (CONFIG_ZSWAP_SHRINKER_DEFAULT_ON=n: off)."
-        zpool: String = "zsmalloc".into(), Str "kernel.zswap.zpool" "/sys/module/zswap/parameters/zpool",
+        zpool: Option<String> = None, Str "kernel.zswap.zpool" "/sys/module/zswap/parameters/zpool",
             choices zpool_names;
-            "Allocator of the zswap pool: zbud up to 6.14, zsmalloc only since; 6.18 has no such file (zswap calls zsmalloc)."
+            "Allocator of the zswap pool: zbud up to 6.14, zsmalloc only since; 6.18 has no such file (zswap calls zsmalloc). Unset: the version's default (zbud up to 6.6, zsmalloc from 6.7)."
     }
 }
 
@@ -268,7 +274,7 @@ mod tests {
         let pc = row("kernel.vm.page-cluster");
         assert_eq!((pc.knob.lowered, pc.knob.kernel_file), ("kernel.vm.page_cluster", "/proc/sys/vm/page-cluster"));
         let z = row("kernel.zswap.zpool");
-        assert_eq!(z.default.as_str(), Some("zsmalloc"));
+        assert!(z.default.is_null(), "the version's default allocator (crate::zpool::default_for)");
         assert_eq!((z.knob.choices.unwrap())(), ["zsmalloc", "zbud"]);
         assert_eq!((row("kernel.zswap.compressor").knob.choices.unwrap())().len(), 5);
     }
@@ -276,7 +282,7 @@ mod tests {
     #[test]
     fn missing_knobs_take_kernel_defaults_and_ranges_are_checked() {
         let p: ZswapParams = serde_json::from_str(r#"{"enabled": true}"#).unwrap();
-        assert_eq!((p.enabled, p.max_pool_percent, p.zpool.as_str()), (true, 20, "zsmalloc"));
+        assert_eq!((p.enabled, p.max_pool_percent, p.zpool), (true, 20, None));
         let p = ZswapParams { accept_threshold_percent: 101, ..Default::default() };
         let e = p.check_ranges().unwrap_err();
         assert_eq!(e.path, "kernel.zswap.accept_threshold_percent");

@@ -63,6 +63,19 @@ pub enum ZswapLru {
     PerMemcg,
 }
 
+/// What a zswap load does with the entry.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ZswapLoad {
+    /// ≤6.4 (zswap as a frontswap backend): the load decompresses into the swap-cache folio and
+    /// leaves the entry in the pool and the slot allocated; the folio stays clean, so reclaiming
+    /// it again unmodified frees it with no new store. A later store to the slot (the folio was
+    /// dirtied) invalidates the old entry first (frontswap_store).
+    NonExclusive,
+    /// 6.5+ (Johannes Weiner, "mm: zswap: support exclusive loads"; unconditional since the
+    /// frontswap removal): the load frees the entry and dirties the folio.
+    Exclusive,
+}
+
 #[derive(Clone, Debug, PartialEq)]
 pub struct Switches {
     pub incompressible: Incompressible,
@@ -79,12 +92,14 @@ pub struct Switches {
     pub writeback_pause_ms: u64,
     pub shrinker_protection: ShrinkerProtection,
     pub lru: ZswapLru,
-    /// zsmalloc pools per zswap pool: 32 up to 6.11 (entries spread by a hash), 1 since.
+    /// zsmalloc pools per zswap pool: 1 up to 6.4, 32 in 6.5–6.11 (entries spread by a
+    /// hash), 1 since.
     pub zpools: u32,
+    pub load: ZswapLoad,
 }
 
 /// Kernel versions with a preset.
-pub const PRESETS: &[&str] = &["6.8", "6.10", "6.12", "6.18"];
+pub const PRESETS: &[&str] = &["6.1", "6.8", "6.10", "6.12", "6.18"];
 
 fn bad(k: &str, v: &Value, expected: &str) -> ConfigError {
     ConfigError::invalid(format!("kernel.switches.{k}"), format!("expected {expected}, got {v}"))
@@ -103,6 +118,7 @@ const SHRINK_WORKER: &[(&str, ShrinkWorker)] = &[("6.10", ShrinkWorker::V6_10), 
 const PROTECTION: &[(&str, ShrinkerProtection)] =
     &[("nr_zswap_protected", ShrinkerProtection::NrZswapProtected), ("referenced", ShrinkerProtection::Referenced)];
 const LRU: &[(&str, ZswapLru)] = &[("global", ZswapLru::Global), ("per_memcg", ZswapLru::PerMemcg)];
+const LOAD: &[(&str, ZswapLoad)] = &[("non_exclusive", ZswapLoad::NonExclusive), ("exclusive", ZswapLoad::Exclusive)];
 
 fn name_of<T: Copy + PartialEq>(options: &[(&'static str, T)], t: T) -> &'static str {
     options.iter().find(|(_, x)| *x == t).map(|(n, _)| *n).expect("every value has a name")
@@ -122,7 +138,14 @@ impl Switches {
             shrinker_protection: ShrinkerProtection::NrZswapProtected,
             lru: ZswapLru::PerMemcg,
             zpools: 32,
+            load: ZswapLoad::Exclusive,
         };
+        // 6.1 (Debian bookworm's kernel): zswap is a frontswap backend with one LRU for all
+        // entries (kept by zbud/z3fold/zsmalloc and walked by zpool_shrink; no memory-pressure
+        // shrinker, no per-memcg LRU), non-exclusive loads, same-filled pages kept in zswap,
+        // incompressible pages rejected, one zpool per pool (32 came with 6.5). Its default
+        // allocator, zbud, is the zpool knob's default for this version (crate::zpool).
+        let v6_1 = Switches { lru: ZswapLru::Global, zpools: 1, load: ZswapLoad::NonExclusive, ..v6_10.clone() };
         let v6_12 = Switches {
             same_filled: SameFilled::Zeromap,
             shrink_worker: ShrinkWorker::Fixed,
@@ -131,6 +154,7 @@ impl Switches {
             ..v6_10.clone()
         };
         match version {
+            "6.1" => Ok(v6_1),
             "6.8" | "6.10" => Ok(v6_10),
             "6.12" => Ok(v6_12),
             "6.18" => Ok(Switches { incompressible: Incompressible::StoreRaw, ..v6_12 }),
@@ -156,6 +180,7 @@ impl Switches {
         m.insert("zswap.shrinker_protection", Value::from(name_of(PROTECTION, self.shrinker_protection)));
         m.insert("zswap.lru", Value::from(name_of(LRU, self.lru)));
         m.insert("zswap.zpools", Value::from(self.zpools));
+        m.insert("zswap.load", Value::from(name_of(LOAD, self.load)));
         m
     }
 
@@ -174,6 +199,7 @@ impl Switches {
                 }
                 "zswap.shrinker_protection" => s.shrinker_protection = choice(k, v, PROTECTION)?,
                 "zswap.lru" => s.lru = choice(k, v, LRU)?,
+                "zswap.load" => s.load = choice(k, v, LOAD)?,
                 "zswap.zpools" => {
                     s.zpools = match v.as_u64() {
                         Some(n @ (1 | 32)) => n as u32,

@@ -328,6 +328,9 @@ impl Mm {
                 Err(_) if batch > nr => batch = nr,
                 Err(over) => {
                     if ctx.memalloc {
+                        // The force path raises MEMCG_MAX too (6.12 try_charge_memcg: "if
+                        // (!raised_max_event)"): a charge inside reclaim at the limit counts.
+                        self.memcgs[over as usize].events.max_events += 1;
                         self.page_counter_charge_force(m, batch);
                         break;
                     }
@@ -486,8 +489,38 @@ impl Mm {
             let d = need - mc.zswap_charged;
             mc.zswap_charged = need;
             if m != 0 {
-                self.page_counter_charge_force(m, d);
+                for _ in 0..d {
+                    self.charge_memalloc_page(m);
+                }
             }
+        }
+    }
+
+    /// One page charged in PF_MEMALLOC context (obj_cgroup_charge_zswap's page charge through
+    /// obj_cgroup_charge_pages → try_charge_memcg, 6.12): the per-CPU stock first (which
+    /// zswap's uncharges refill), else a batch, else one page; at the limit the charge is
+    /// forced and raises MEMCG_MAX. Simplified: the stock is per memcg, not per CPU.
+    fn charge_memalloc_page(&mut self, m: u16) {
+        if self.memcgs[m as usize].stock > 0 {
+            self.memcgs[m as usize].stock -= 1;
+            return;
+        }
+        if self.page_counter_try_charge(m, MEMCG_CHARGE_BATCH).is_ok() {
+            self.memcgs[m as usize].stock += MEMCG_CHARGE_BATCH - 1;
+            return;
+        }
+        if let Err(over) = self.page_counter_try_charge(m, 1) {
+            self.memcgs[over as usize].events.max_events += 1;
+            self.page_counter_charge_force(m, 1);
+        }
+    }
+
+    /// refill_stock: uncharged pages go to the stock, which is drained back to the counter
+    /// once it holds more than a batch.
+    fn refill_stock(&mut self, m: u16, nr: u64) {
+        self.memcgs[m as usize].stock += nr;
+        if self.memcgs[m as usize].stock > MEMCG_CHARGE_BATCH {
+            self.drain_stock(m);
         }
     }
 
@@ -503,7 +536,9 @@ impl Mm {
             let d = mc.zswap_charged - need;
             mc.zswap_charged = need;
             if m != 0 {
-                self.page_counter_uncharge(m, d);
+                // obj_cgroup_uncharge_zswap → refill_obj_stock → obj_cgroup_uncharge_pages →
+                // refill_stock: the pages stay charged in the stock for the next charges.
+                self.refill_stock(m, d);
             }
         }
     }

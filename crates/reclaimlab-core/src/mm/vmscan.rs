@@ -555,6 +555,8 @@ impl Mm {
         // PG_referenced was already test-and-cleared by folio_check_references; the bit now
         // belongs to the zswap entry if there is one.
         p.clear(pg::RESIDENT | pg::SWAPCACHE | pg::ACTIVE | pg::YOUNG | pg::RECLAIM | pg::READAHEAD | pg::MAPPED);
+        // ≤6.4: a folio reclaimed clean after a non-exclusive zswap load: its entry is the copy.
+        self.zswap_entry_unshadow(i);
         self.memcgs[m as usize].swapcached -= 1;
         self.nr_resident -= 1;
         self.uncharge(m);

@@ -9,7 +9,7 @@
 
 use super::page::{list, pg, NONE};
 use super::{Ctx, Mm, MAX_RECLAIM_RETRIES, PAGE_SIZE};
-use crate::policy::{Incompressible, SameFilled, ShrinkWorker, ShrinkerProtection, ZswapLru};
+use crate::policy::{Incompressible, SameFilled, ShrinkWorker, ShrinkerProtection, ZswapLoad, ZswapLru};
 use crate::sim::{EventKind, Time};
 use crate::zpool::ZpoolError;
 use crate::zswap::WorkerRun;
@@ -95,6 +95,12 @@ impl Mm {
 
     /// zswap_store for an order-0 folio. True if stored (the caller frees the folio).
     pub fn zswap_store(&mut self, ctx: &mut Ctx, i: u32) -> bool {
+        // ≤6.4 (non-exclusive loads): a dirtied swap-cache folio may still have the entry its
+        // load left behind; __frontswap_store (6.1 mm/frontswap.c) invalidates a duplicate
+        // before storing, whether or not the new store succeeds.
+        if self.pages[i as usize].has(pg::ZSWAP) {
+            self.zswap_entry_free(i);
+        }
         if !self.zswap.enabled {
             return false;
         }
@@ -217,7 +223,10 @@ impl Mm {
         }
         self.zswap.stored_pages -= 1;
         let p = &mut self.pages[i as usize];
-        p.clear(pg::ZSWAP | pg::REFERENCED);
+        // A folio on the memory LRU (≤6.4: its entry was kept at load) owns PG_referenced;
+        // otherwise the bit was the entry's.
+        let on_lru = (list::INACTIVE_ANON..=list::ACTIVE_FILE).contains(&p.list);
+        p.clear(if on_lru { pg::ZSWAP } else { pg::ZSWAP | pg::REFERENCED });
         p.handle = NONE;
         p.zlen = 0;
     }
@@ -230,7 +239,11 @@ impl Mm {
     }
 
     /// zswap_load into a newly allocated swap-cache folio: decompress, count zswpin, free the
-    /// entry (loads are exclusive) and dirty the folio.
+    /// entry and dirty the folio (6.5+ exclusive loads). ≤6.4 (zswap_frontswap_load in 6.1) the
+    /// entry stays in the pool and the folio clean; the entry leaves the zswap LRU while its
+    /// folio is resident (one set of links; the kernel's writeback would find the folio in the
+    /// swap cache and fail with -EEXIST) and rejoins it at the tail if the folio is reclaimed
+    /// clean (vmscan's remove_from_swap_cache_for_reclaim).
     pub fn zswap_load(&mut self, ctx: &mut Ctx, i: u32) -> bool {
         let p = self.pages[i as usize];
         if !p.has(pg::ZSWAP) {
@@ -246,9 +259,30 @@ impl Mm {
         }
         self.vm.zswpin += 1;
         self.memcgs[p.memcg as usize].events.zswpin += 1;
-        self.zswap_entry_free(i);
-        self.pages[i as usize].set(pg::DIRTY);
+        match self.switches.load {
+            ZswapLoad::Exclusive => {
+                self.zswap_entry_free(i);
+                self.pages[i as usize].set(pg::DIRTY);
+            }
+            ZswapLoad::NonExclusive => {
+                if p.list == list::ZSWAP {
+                    let owner = self.zswap_lru_owner(i);
+                    self.memcgs[owner as usize].zswap_lru.remove(&mut self.pages, i);
+                }
+                self.pages[i as usize].clear(pg::REFERENCED);
+            }
+        }
         true
+    }
+
+    /// ≤6.4: a clean swap-cache folio with a kept entry leaves memory; the entry, the only copy
+    /// again, goes back on the zswap LRU (at the tail: the model does not keep its old place).
+    pub(crate) fn zswap_entry_unshadow(&mut self, i: u32) {
+        let p = self.pages[i as usize];
+        if p.has(pg::ZSWAP) && p.handle != NONE && p.list == list::NONE {
+            let owner = self.zswap_lru_owner(i);
+            self.memcgs[owner as usize].zswap_lru.push_tail(&mut self.pages, i);
+        }
     }
 
     /// zswap_writeback_entry: bring the entry into a new swap-cache folio and write it to the

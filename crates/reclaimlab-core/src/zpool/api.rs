@@ -65,7 +65,7 @@ impl ZpoolInfo {
     }
 }
 
-fn parse_version(v: &str) -> Option<(u32, u32)> {
+pub(crate) fn parse_version(v: &str) -> Option<(u32, u32)> {
     let (a, b) = v.split_once('.')?;
     Some((a.parse().ok()?, b.parse().ok()?))
 }

@@ -19,6 +19,16 @@ pub const ZPOOLS: &[ZpoolInfo] = &[zsmalloc::ZPOOL, zbud::ZPOOL];
 const NOT_MODELLED: &[(&str, &str)] = &[("z3fold", "z3fold (up to 6.14) is not modelled; use \"zbud\" or \"zsmalloc\"")];
 
 
+/// zswap's default allocator (CONFIG_ZSWAP_ZPOOL_DEFAULT's Kconfig default) in kernel `version`:
+/// zbud up to 6.6, zsmalloc from 6.7 (Nhat Pham, "mm: zswap: make zsmalloc the default
+/// allocator"; the only one since 6.15). Distribution configs follow it (Debian 6.1: zbud).
+pub fn default_for(version: &str) -> &'static str {
+    match api::parse_version(version) {
+        Some(v) if v < (6, 7) => zbud::ZPOOL.name,
+        _ => zsmalloc::ZPOOL.name,
+    }
+}
+
 /// The allocator `name` for kernel `version`; `path` is the lowered key that chose it. Unknown
 /// names, unmodelled ones and ones the version lacks are errors naming the key.
 pub fn select(name: &str, version: &str, path: &str) -> Result<&'static ZpoolInfo, ConfigError> {

@@ -111,7 +111,7 @@ impl Zswap {
                 "the memory-pressure shrinker needs the per-memcg zswap LRU (kernel.switches.\"zswap.lru\" = \"per_memcg\", 6.8+)",
             ));
         }
-        let zpool = crate::zpool::select(&p.zpool, version, "kernel.zswap.zpool")?;
+        let zpool = crate::zpool::select(p.zpool.as_deref().unwrap_or(crate::zpool::default_for(version)), version, "kernel.zswap.zpool")?;
         let pools = (0..switches.zpools).map(|_| (zpool.new)()).collect();
         Ok(Zswap::new(
             totalram,

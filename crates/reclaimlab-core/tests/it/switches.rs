@@ -234,3 +234,26 @@ fn vma_ra_enabled_chooses_the_readahead_path() {
     let (hdd_on, hdd_off) = (run_with(true, true), run_with(true, false));
     assert_eq!(hdd_on.counters, hdd_off.counters, "a rotational device always uses cluster readahead");
 }
+
+/// 6.1's non-exclusive loads: a page read back from zswap keeps its entry and stays clean, so a
+/// read-only workload under a limit stores each page exactly once (the guest's 6.1 runs:
+/// zswpout = the pages filled, docs/vmlab.md); exclusive loads store it again at every
+/// reclaim. The 6.1 preset also takes zbud as zswap's default allocator.
+#[test]
+fn non_exclusive_loads_store_each_clean_page_once() {
+    let run_with = |version: &str, load: &str| {
+        let mut v = scenario(&[("a", 1200, "text")], 20_000, 600, true, true);
+        v["kernel"]["version"] = json!(version);
+        v["kernel"]["switches"] = json!({"zswap.load": load});
+        run(&v)
+    };
+    let kept = run_with("6.1", "non_exclusive");
+    let (out, inn) = (counter(&kept, "vmstat.zswpout"), counter(&kept, "vmstat.zswpin"));
+    assert!(inn > 1000, "the workload reloads pages ({inn})");
+    assert!(out <= 1200, "each page stored at most once ({out} stores of 1200 pages)");
+    assert_eq!(counter(&kept, "vmstat.nr_zspages"), 0, "6.1's default allocator is zbud");
+    let exclusive = run_with("6.1", "exclusive");
+    assert!(counter(&exclusive, "vmstat.zswpout") > out + inn / 2, "exclusive loads store again at every reclaim");
+    let s = reclaimlab_core::policy::Switches::preset("6.1").unwrap();
+    assert_eq!((s.lru, s.load), (reclaimlab_core::policy::ZswapLru::Global, reclaimlab_core::policy::ZswapLoad::NonExclusive));
+}

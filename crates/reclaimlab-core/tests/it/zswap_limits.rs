@@ -1,5 +1,6 @@
 use reclaimlab_core::mm::page::pg;
 use reclaimlab_core::mm::{Actor, Ctx};
+use serde_json::json;
 
 use crate::common::*;
 
@@ -78,4 +79,30 @@ fn worker_aborts_after_16_failures() {
     }
     assert!(mm.vm().zswpwb > 0);
     assert_eq!(mm.vm().zswpwb, mm.zswap().ev.written_back_pages);
+}
+
+/// memory.events max as 6.12's try_charge_memcg raises it: a charge at memory.max inside reclaim
+/// (PF_MEMALLOC) is forced and counted too; zswap's compressed charges come from the stock that
+/// its uncharges refill (refill_stock), and raise the event only when the stock is empty and
+/// the counter is at the limit.
+#[test]
+fn forced_charges_at_the_limit_count_memory_events_max() {
+    let mut v = scenario(&[("a", 100, "text")], 1, 64, true, true);
+    v["cgroups"]["groups"][1]["limit_bytes"] = json!(64 * 4096);
+    v["cgroups"]["groups"][1]["high_bytes"] = json!(null);
+    let mut s = build(&v);
+    let mm = s.mm_mut();
+    mm.memcgs_mut()[1].usage = 64;
+    let mut ctx = Ctx::new(0, Actor::Process(0), 1024);
+    ctx.memalloc = true;
+    mm.try_charge(&mut ctx, 1).unwrap();
+    assert_eq!((mm.memcgs()[1].events.max_events, mm.memcgs()[1].usage), (1, 65), "forced, and counted");
+    // A zswap page charge at the limit with an empty stock: forced and counted.
+    mm.charge_zswap(1, 1000);
+    assert_eq!((mm.memcgs()[1].events.max_events, mm.memcgs()[1].usage), (2, 66));
+    // Uncharging it refills the stock (usage unchanged); the next zswap charge takes the stock.
+    mm.uncharge_zswap(1, 1000);
+    assert_eq!((mm.memcgs()[1].stock, mm.memcgs()[1].usage), (1, 66));
+    mm.charge_zswap(1, 1000);
+    assert_eq!((mm.memcgs()[1].events.max_events, mm.memcgs()[1].stock), (2, 0), "served by the stock");
 }
