@@ -60,12 +60,14 @@ def main() -> None:
             for case in ("peer-swap", "peer-zswap"):
                 r = run([bench, "--child", case])
                 times[case].append(r["build_cpu_s"] + r["run_cpu_s"])
-    base = statistics.median(times["libCacheSim LRU"])
+    lru = times["libCacheSim LRU"]
+    base = statistics.median(lru)
     print(f"peer: 20 M Zipf(0.99) reads, 1 M objects, 100 K fit; {reps} interleaved runs each, median [min-max] CPU seconds")
-    print(f"  libCacheSim LRU (miss ratio {miss['libCacheSim LRU']:.3f}): {base:.2f} [{min(times['libCacheSim LRU']):.2f}-{max(times['libCacheSim LRU']):.2f}] s")
+    print(f"  libCacheSim LRU (miss ratio {miss['libCacheSim LRU']:.3f}): {base:.2f} [{min(lru):.2f}-{max(lru):.2f}] s")
     for case in ("peer-swap", "peer-zswap"):
         t = times[case]
-        print(f"  reclaimlab {case}: {statistics.median(t):.2f} [{min(t):.2f}-{max(t):.2f}] s = {statistics.median(t) / base:.2f}x libCacheSim's time")
+        med = statistics.median(t)
+        print(f"  reclaimlab {case}: {med:.2f} [{min(t):.2f}-{max(t):.2f}] s = {med / base:.2f}x libCacheSim's time")
 
 
 if __name__ == "__main__":
