@@ -2,7 +2,8 @@
 
 The trace is reclaimlab's own access sequence (the workload crate's Zipf generator, exported by
 the throughput bench as a libCacheSim oracleGeneral file), so both sides see the same 20 M
-requests over 1 M objects with room for 100 K. Each side runs in a process of its own, the two
+requests over 1 M objects with room for 100 K (reclaimlab writes its 1 M pages once first, 5%
+more accesses than the trace, in its time: reading untouched anonymous memory allocates nothing). Each side runs in a process of its own, the two
 interleaved run by run (a busy machine slows both alike); times are in-process: reclaimlab's
 Simulation::new + run, libCacheSim's reader open + process_trace, in CPU seconds (a busy machine
 inflates wall time by whatever else runs). Figures, not a test.
