@@ -21,6 +21,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import logging
 import os
 import queue
 import sys
@@ -249,7 +250,7 @@ def _run_ray(todo: list[_Job], address: str, progress: bool, interval_s: float |
     if started:
         # The cluster's workers import reclaimlab (with the same native module) from their own
         # environment: install this package there too.
-        ray.init(address=address, logging_level="ERROR", log_to_driver=False)
+        ray.init(address=address, logging_level=logging.ERROR, log_to_driver=False)
     try:
         remote = ray.remote(_ray_work)
         refs = {remote.remote(j.config_json, interval_s, j.config.get("max_time_ns")): j for j in todo}
@@ -263,7 +264,7 @@ def _run_ray(todo: list[_Job], address: str, progress: bool, interval_s: float |
                     try:
                         out[j.index] = ray.get(r)
                     except ray.exceptions.RayTaskError as e:
-                        cause = e.as_instanceof_cause()
+                        cause = getattr(e, "cause", None)  # the exception the task raised
                         if isinstance(cause, ValueError):
                             raise from_core_error(j.scenario, cause) from None
                         raise
