@@ -140,8 +140,8 @@ fn case(name: &str) -> (&'static str, SimConfig) {
     match name {
         "resident" => ("3 x 256 MiB filled, 20 M uniform reads, no limit", config(m(4 * GIB, None, true), anon(&["text", "text", "random"], pages), fill_then_random(3, 20_000_000), vec![])),
         "swap-heavy-swap" => (
-            "768 MiB working set 10% over its memcg limit, 300 K uniform reads, swap file only",
-            config(m(4 * GIB, Some(3 * pages * 9 / 10), false), anon(&["text", "text", "random"], pages), fill_then_random(3, 300_000), vec![]),
+            "768 MiB working set 10% over its memcg limit, 3 M uniform reads, swap file only",
+            config(m(4 * GIB, Some(3 * pages * 9 / 10), false), anon(&["text", "text", "random"], pages), fill_then_random(3, 3_000_000), vec![]),
         ),
         "swap-heavy-zswap" => (
             "the same with zswap (lzo, zsmalloc), 3 M uniform reads",
@@ -185,6 +185,7 @@ fn child(name: &str) {
     while !sim.step(1 << 16) {}
     let (run, c2) = (t1.elapsed().as_secs_f64(), cpu_ns());
     let r = sim.result();
+    let counter = |k: &str| r.counters.iter().find(|(n, _)| n == k).map_or(0, |c| c.1);
     let out = json!({
         "case": name,
         "pages": r.stats.pages,
@@ -196,6 +197,10 @@ fn child(name: &str) {
         "run_cpu_s": (c2 - c1) as f64 / 1e9,
         "peak_rss": kb_field("/proc/self/status", "VmHWM:"),
         "sim_s": r.stats.sim_time_ns as f64 / 1e9,
+        // Where the pages are at the end: swapped out (zswap entries hold a swap slot too), and
+        // of those in the zswap pool.
+        "swapped_pages": (counter("meminfo.SwapTotal") - counter("meminfo.SwapFree")) / 4,
+        "zswapped_pages": counter("meminfo.Zswapped") / 4,
     });
     println!("{out}");
 }
@@ -266,6 +271,11 @@ fn main() {
         let f = |k: &str| -> Vec<f64> { runs.iter().map(|r| r[k].as_f64().unwrap()).collect() };
         let per = |k: &str| -> Vec<f64> { runs.iter().map(|r| r[k].as_f64().unwrap() / r["run_cpu_s"].as_f64().unwrap()).collect() };
         let pages = runs[0]["pages"].as_f64().unwrap();
+        let last = &runs[n - 1];
+        println!(
+            "  at the end: {} pages swapped out, {} of them in the zswap pool",
+            last["swapped_pages"], last["zswapped_pages"]
+        );
         println!(
             "  {n} runs  pages {pages:.0}  accesses/s {} M  page events/s {} M  peak RSS {} B/page  build {} s  run {} s CPU ({} s wall)  simulated {:.2} s\n",
             fmt(per("accesses"), 1e6, 2),
