@@ -154,7 +154,7 @@ def run_all(
     """Run every (label, scenario) in the simulator, ``jobs`` at a time (0: one per CPU), or on
     the Ray cluster at ``ray_address``; results in the given order, each as ``sim.run`` gives it.
     ``cache``: reuse and store results in ``cache_dir()``. With ``jobs`` > 1 the workers are
-    spawned: a script calling this needs multiprocessing's ``if __name__ == "__main__":`` guard.
+    spawned: a script calling this needs multiprocessing's ``if __name__ == "__main__":`` guard."""
     if jobs < 0:
         raise ValueError(f"--jobs: expected a number of processes >= 0 (0: one per CPU); got {jobs}")
     jobs = jobs or os.cpu_count() or 1
