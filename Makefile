@@ -47,8 +47,16 @@ browser:
 	    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium >/dev/null; }; }; } || \
 	  echo "note: chromium is not installed (needs root and apt-get); the browser test will skip"
 
+# The throughput cases (crates/reclaimlab-core/benches/throughput.rs), then the peer comparison
+# with libCacheSim's LRU on the same Zipf trace (benches/peer_libcachesim.py; libcachesim from
+# PyPI, pinned, into the venv: bench only, not build or test).
+PEER_DEPS := "libcachesim==0.3.5"
+
 bench: build
 	cargo bench -p reclaimlab-core --bench throughput
+	@$(PY) -m pip install --quiet $(PEER_DEPS) || echo "note: libcachesim did not install; the peer comparison will skip"
+	$(PY) crates/reclaimlab-core/benches/peer_libcachesim.py $$(cargo bench -p reclaimlab-core --bench throughput --no-run --message-format=json 2>/dev/null | \
+	  $(PY) -c "import json, sys; print([m['executable'] for m in map(json.loads, sys.stdin) if m.get('executable')][-1])")
 
 # Regenerate the knob table of docs/scenario.md from the core's declarations (knobs.rs).
 docs-knobs: build

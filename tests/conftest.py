@@ -51,6 +51,12 @@ def _capabilities(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatc
         monkeypatch.setattr(native, "capabilities", fake_capabilities)
 
 
+@pytest.fixture(autouse=True)
+def _result_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`reclaimlab compare` caches results (reclaimlab.sweep): never in the user's cache in tests."""
+    monkeypatch.setenv("RECLAIMLAB_CACHE_DIR", str(tmp_path_factory.mktemp("result-cache")))
+
+
 @pytest.fixture
 def fake_core(monkeypatch: pytest.MonkeyPatch) -> Iterator[object]:
     """Install the fake native module as reclaimlab._core."""

@@ -273,6 +273,15 @@ def _input_errors() -> Iterator[None]:
 
 
 @contextmanager
+def _unavailable(kind: type[Exception]) -> Iterator[None]:
+    """An optional dependency that is missing (exit 1), as a message."""
+    try:
+        yield
+    except kind as e:
+        _fail(f"reclaimlab: {e}", EXIT_UNAVAILABLE)
+
+
+@contextmanager
 def _lab_errors() -> Iterator[None]:
     """Lab failures as messages and exit codes (the host is restored before they get here)."""
     from reclaimlab.lab.errors import LabError, LabInterrupted
@@ -360,12 +369,31 @@ def compare(
     scenario: Annotated[Path, typer.Argument(help="The scenario file (TOML).")],
     vary: Annotated[
         list[str] | None,
-        typer.Option("--vary", metavar="KEY=V1,V2,...", help="Compare these values of KEY (repeatable: cartesian product)."),
+        typer.Option(
+            "--vary",
+            metavar="KEY=V1,V2,...",
+            help="Compare these values of KEY (repeatable: cartesian product); START..STOP[:STEP] is a range, e.g. 5..40:5.",
+        ),
     ] = None,
     set_: SetOption = None,
     json_out: JsonOption = None,
     counters: CountersOption = None,
     show_all: Annotated[bool, typer.Option("--all", help="Show every counter, not only the headline.")] = False,
+    jobs: Annotated[
+        int, typer.Option("--jobs", "-j", min=0, help="Configurations run at once, each in its own process (0: one per CPU).")
+    ] = 1,
+    no_cache: Annotated[
+        bool,
+        typer.Option(
+            "--no-cache", help="Run every configuration, even one whose result is cached (~/.cache/reclaimlab, $RECLAIMLAB_CACHE_DIR)."
+        ),
+    ] = False,
+    ray: Annotated[
+        str | None,
+        typer.Option(
+            "--ray", metavar="ADDRESS", help="Run the configurations on this Ray cluster (e.g. auto, or ray://host:10001); needs Ray."
+        ),
+    ] = None,
     progress: ProgressOption = True,
     baseline: Annotated[
         str | None,
@@ -382,15 +410,23 @@ def compare(
     seeds: SeedsOption = 1,
 ) -> None:
     """Run SCENARIO's configurations (its [compare] configs, or --vary); print the headline, the ranking and the winner."""
+    from reclaimlab.sweep import SweepUnavailableError
+
     repeated = None
-    with _input_errors():
+    sweep: dict[str, Any] = {"jobs": jobs, "cache": not no_cache, "ray_address": ray}
+    with _input_errors(), _unavailable(SweepUnavailableError):
         if seeds > 1:
             repeated = _repeat(
-                scenario, set_ or (), seeds, lambda sc: run_compare(sc, vary=vary or (), progress=progress, interval_s=_interval(interval))
+                scenario,
+                set_ or (),
+                seeds,
+                lambda sc: run_compare(sc, vary=vary or (), progress=progress, interval_s=_interval(interval), **sweep),
             )
             result = repeated.runs[0]
         else:
-            result = run_compare(scenario, vary=vary or (), overrides=set_ or (), progress=progress, interval_s=_interval(interval))
+            result = run_compare(
+                scenario, vary=vary or (), overrides=set_ or (), progress=progress, interval_s=_interval(interval), **sweep
+            )
     names = result.names
     if baseline is None and result.baseline is not None:
         baseline = result.baseline

@@ -11,8 +11,10 @@ import fnmatch
 import itertools
 import json
 import os
+import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 from reclaimlab.errors import Problem, ScenarioError
@@ -29,6 +31,7 @@ __all__ = [
     "Row",
     "compare",
     "expand",
+    "expand_range",
     "format_cell",
     "parse_vary",
     "split_values",
@@ -62,12 +65,41 @@ def split_values(text: str) -> list[str]:
     return out
 
 
+#: ``start..stop`` or ``start..stop:step`` (numbers; stop included).
+_RANGE = re.compile(r"(-?\d+(?:\.\d+)?)\.\.(-?\d+(?:\.\d+)?)(?::(\d+(?:\.\d+)?))?")
+#: The most values one range may expand to (a typo such as 1..1000000 is refused, not run).
+MAX_RANGE_VALUES = 1000
+
+
+def expand_range(text: str) -> list[str] | None:
+    """``"5..40:5"`` -> ["5", "10", ..., "40"] (stop included, step 1 by default); None if
+    ``text`` is not a range. Decimal arithmetic, so ``0.1..0.3:0.1`` gives 0.1, 0.2, 0.3."""
+    m = _RANGE.fullmatch(text.strip())
+    if m is None:
+        return None
+    start, stop = Decimal(m[1]), Decimal(m[2])
+    step = Decimal(m[3] or "1")
+    if step <= 0:
+        raise ValueError(f"--vary: range {text!r}: the step must be > 0")
+    if stop < start:
+        raise ValueError(f"--vary: range {text!r}: expected start <= stop")
+    count = int((stop - start) / step) + 1
+    if count > MAX_RANGE_VALUES:
+        raise ValueError(f"--vary: range {text!r} has {count} values; at most {MAX_RANGE_VALUES}")
+    return [str(start + k * step) for k in range(count)]
+
+
 def parse_vary(spec: str) -> tuple[str, list[tuple[str, Any]]]:
-    """``"kernel.zswap.enabled=true,false"`` -> (key, [("true", True), ("false", False)])."""
+    """``"kernel.zswap.enabled=true,false"`` -> (key, [("true", True), ("false", False)]).
+    A value ``start..stop[:step]`` stands for every number from start to stop
+    (``kernel.zswap.max_pool_percent=5..40:5``)."""
     key, sep, values = spec.partition("=")
     if not sep or not key.strip() or not values.strip():
-        raise ValueError(f"--vary: expected key=value1,value2,... ; got {spec!r}")
-    return key.strip(), [(v, parse_value(v)) for v in split_values(values)]
+        raise ValueError(f"--vary: expected key=value1,value2,... or key=start..stop:step; got {spec!r}")
+    texts: list[str] = []
+    for v in split_values(values):
+        texts += expand_range(v) or [v]
+    return key.strip(), [(v, parse_value(v)) for v in texts]
 
 
 def configs_from_vary(varies: Sequence[str]) -> list[Config]:
@@ -221,22 +253,36 @@ def compare(
     progress: bool = False,
     run: Callable[..., RunResult] | None = None,
     interval_s: float | None = None,
+    jobs: int = 1,
+    cache: bool = False,
+    ray_address: str | None = None,
 ) -> CompareResult:
-    """Run every configuration (sequentially, sharing the scenario's seed) and collect results.
-    ``interval_s``: sample the counters over time (the simulator's ``--interval``)."""
+    """Run every configuration (sharing the scenario's seed) and collect results.
+    ``interval_s``: sample the counters over time (the simulator's ``--interval``).
+    ``jobs``: configurations run at once in worker processes (0: one per CPU); ``ray_address``:
+    run them on that Ray cluster instead; ``cache``: reuse results of identical configurations
+    (reclaimlab.sweep). Results are the same in every case. A custom ``run`` runs serially."""
     if isinstance(scenario, Scenario):
         base = scenario.with_overrides(overrides) if overrides else scenario
     else:
         base = load(scenario, overrides)
     configs = expand(base, vary)
+    labels = [f"[{i + 1}/{len(configs)}] {cfg.name}" for i, (cfg, _) in enumerate(configs)]
+    baseline = base.compare.baseline if base.compare is not None and not vary else None
     if run is None:
-        from reclaimlab.backends import sim
+        from reclaimlab import sweep
 
-        run = sim.run
+        runs = sweep.run_all(
+            [(label, sc) for label, (_, sc) in zip(labels, configs, strict=True)],
+            jobs=jobs,
+            progress=progress,
+            interval_s=interval_s,
+            cache=cache,
+            ray_address=ray_address,
+        )
+        return CompareResult(base.name or "scenario", [(cfg, r) for (cfg, _), r in zip(configs, runs, strict=True)], baseline)
     results = []
-    for i, (cfg, sc) in enumerate(configs):
-        label = f"[{i + 1}/{len(configs)}] {cfg.name}"
+    for label, (cfg, sc) in zip(labels, configs, strict=True):
         extra: dict[str, Any] = {"interval_s": interval_s} if interval_s else {}
         results.append((cfg, run(sc, progress=progress, label=label, **extra)))
-    baseline = base.compare.baseline if base.compare is not None and not vary else None
     return CompareResult(base.name or "scenario", results, baseline)

@@ -1,17 +1,30 @@
-//! `make bench`: simulated page events per second and resident bytes per simulated page, on a
-//! swap-heavy scenario and a mostly-resident one, plus the footprint of a simulated 64 GiB
-//! machine. Prints figures; asserts nothing (machines are noisy: compare ratios within a run).
+//! `make bench`: how fast the core simulates and how much memory it takes, per case, over
+//! repeated runs (median and range). Each run is a child process of its own, so that its peak
+//! RSS is its own, whole-process, nothing subtracted. Prints figures; asserts nothing.
+//!
+//! `throughput [--reps N] [CASE...]` runs the cases (all but the peer ones by default);
+//! `throughput --child CASE` runs one case once and prints one JSON line (what the parent and
+//! benches/peer_libcachesim.py read); `throughput --export-zipf FILE` writes the peer cases'
+//! access sequence as a libCacheSim oracleGeneral trace.
 
+use std::io::Write;
 use std::time::Instant;
 
 use reclaimlab_core::{SimConfig, Simulation};
-use serde_json::json;
+use reclaimlab_workload::pattern::{AccessGen, Dist, Phase};
+use reclaimlab_workload::rng::{stream, Stream};
+use serde_json::{json, Value};
 
 const MIB: u64 = 1 << 20;
+const GIB: u64 = 1 << 30;
 
-/// A field of /proc/self/status in bytes (VmRSS: now, VmHWM: peak).
-fn status_bytes(field: &str) -> u64 {
-    let s = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+const PAGE_EVENTS: &str = "page events = accesses + pages scanned by reclaim (pgscan_anon) + pages swapped out \
+(pswpout, zswpout, swpout_zero) + pages swapped in (pswpin, zswpin, swpin_zero); accesses/s is the \
+headline, page events/s the work done per second";
+
+/// A field of /proc/self/status (or /proc/meminfo) in bytes.
+fn kb_field(file: &str, field: &str) -> u64 {
+    let s = std::fs::read_to_string(file).unwrap_or_default();
     s.lines()
         .find(|l| l.starts_with(field))
         .and_then(|l| l.split_whitespace().nth(1))
@@ -19,92 +32,269 @@ fn status_bytes(field: &str) -> u64 {
         .map_or(0, |kb| kb * 1024)
 }
 
-fn config(memory: u64, region_pages: u64, limit_pages: Option<u64>, accesses: u64, zswap: bool) -> SimConfig {
-    let limit = limit_pages.map(|p| p * 4096);
-    let regions: Vec<_> = ["text", "text", "random"]
-        .iter()
-        .enumerate()
-        .map(|(i, c)| json!({"name": format!("r{i}"), "pages": region_pages, "content": c, "variants": 256}))
-        .collect();
-    let mut phases: Vec<_> = (0..3).map(|i| json!({"name": format!("fill{i}"), "phase": {"kind": "fill", "region": i}})).collect();
-    phases.push(json!({"name": "measure", "phase": {"kind": "random", "regions": [0, 1, 2], "dist": {"kind": "uniform"},
-        "count": accesses, "duration_ns": null, "write_percent": 0}}));
+/// CPU time this process has run, in ns (/proc/self/schedstat): on a machine shared with other
+/// work, wall time measures the others too; rates are per CPU second, wall times shown beside.
+fn cpu_ns() -> u64 {
+    let s = std::fs::read_to_string("/proc/self/schedstat").unwrap_or_default();
+    s.split_whitespace().next().and_then(|n| n.parse().ok()).unwrap_or(0)
+}
+
+fn ssd() -> Value {
+    json!({"rotational": false, "read_latency_ns": 20000, "write_latency_ns": 20000,
+           "read_bytes_per_s": 2000000000u64, "write_bytes_per_s": 2000000000u64})
+}
+
+struct Machine {
+    memory: u64,
+    limit_pages: Option<u64>,
+    zswap: bool,
+    max_pool_percent: u8,
+    swap_pages: u64,
+}
+
+fn config(m: Machine, regions: Vec<Value>, phases: Vec<Value>, filesystems: Vec<Value>) -> SimConfig {
+    let mut machine = json!({"memory_bytes": m.memory, "cpus": 2, "swap": [{
+            "name": "swapfile", "kind": "file", "size_bytes": m.swap_pages * 4096 + 64 * MIB, "priority": -2,
+            "comp_algorithm": null, "device": ssd()}]});
+    if !filesystems.is_empty() {
+        machine["filesystems"] = json!(filesystems);
+    }
     serde_json::from_value(json!({
         "seed": 1,
-        "machine": {"memory_bytes": memory, "cpus": 2, "swap": [{
-            "name": "swapfile", "kind": "file", "size_bytes": 3 * region_pages * 4096 + 64 * MIB, "priority": -2, "comp_algorithm": null,
-            "device": {"rotational": false, "read_latency_ns": 20000, "write_latency_ns": 20000,
-                       "read_bytes_per_s": 2000000000u64, "write_bytes_per_s": 2000000000u64}}]},
+        "machine": machine,
         "kernel": {"version": "6.18",
-            "zswap": {"enabled": zswap, "compressor": "lzo", "max_pool_percent": 20, "accept_threshold_percent": 90, "shrinker_enabled": false},
+            "zswap": {"enabled": m.zswap, "compressor": "lzo", "max_pool_percent": m.max_pool_percent,
+                      "accept_threshold_percent": 90, "shrinker_enabled": false},
             "vm": {"swappiness": 60, "page_cluster": 3, "min_free_kbytes": null, "watermark_scale_factor": 10}},
         "cgroups": {"version": 1, "groups": [
             {"path": "/", "parent": null, "limit_bytes": null, "high_bytes": null, "swappiness": null, "zswap_max_bytes": null, "zswap_writeback": true},
-            {"path": "/bench", "parent": 0, "limit_bytes": limit, "high_bytes": null, "swappiness": null, "zswap_max_bytes": null, "zswap_writeback": true}]},
+            {"path": "/bench", "parent": 0, "limit_bytes": m.limit_pages.map(|p| p * 4096), "high_bytes": null, "swappiness": null,
+             "zswap_max_bytes": null, "zswap_writeback": true}]},
         "processes": [{"name": "bench", "cgroup": 1, "regions": regions, "phases": phases}],
     }))
     .unwrap()
 }
 
+fn anon(contents: &[&str], pages: u64) -> Vec<Value> {
+    contents
+        .iter()
+        .enumerate()
+        .map(|(i, c)| json!({"name": format!("r{i}"), "pages": pages, "content": c, "variants": 256}))
+        .collect()
+}
+
+/// Fill every region, then `accesses` uniform random reads over all of them.
+fn fill_then_random(n: usize, accesses: u64) -> Vec<Value> {
+    let mut phases: Vec<_> = (0..n).map(|i| json!({"name": format!("fill{i}"), "phase": {"kind": "fill", "region": i}})).collect();
+    phases.push(json!({"name": "measure", "phase": {"kind": "random", "regions": (0..n).collect::<Vec<_>>(),
+        "dist": {"kind": "uniform"}, "count": accesses, "duration_ns": null, "write_percent": 0}}));
+    phases
+}
+
+/// The peer comparison's workload (issue 17): 20 M Zipf(0.99) reads over 1 M pages, 100 K of
+/// them fitting in the memcg. The pages are written once first (a read of anonymous memory never
+/// written maps the zero page and allocates nothing, so without the fill nothing would be
+/// reclaimed): reclaimlab makes 1 M accesses more than the trace, 5%, counted in its time.
+const PEER_OBJECTS: u64 = 1_000_000;
+const PEER_CACHE: u64 = 100_000;
+const PEER_ACCESSES: u64 = 20_000_000;
+const PEER_THETA: f64 = 0.99;
+
+fn peer_phase() -> Phase {
+    Phase::Random {
+        regions: vec![0],
+        dist: Dist::Zipf { theta: PEER_THETA },
+        count: Some(PEER_ACCESSES),
+        duration_ns: None,
+        write_percent: 0,
+    }
+}
+
+fn peer(zswap: bool) -> SimConfig {
+    let m = Machine { memory: 16 * GIB, limit_pages: Some(PEER_CACHE), zswap, max_pool_percent: 20, swap_pages: PEER_OBJECTS };
+    let phases = vec![json!({"name": "fill", "phase": {"kind": "fill", "region": 0}}), json!({"name": "zipf", "phase": peer_phase()})];
+    config(m, anon(&["text"], PEER_OBJECTS), phases, vec![])
+}
+
+/// The peer cases' Zipf sequence, as the simulator draws it (process 0, phase 1 of seed 1),
+/// in libCacheSim's oracleGeneral format: per request u32 time, u64 object id, u32 size,
+/// i64 next access (-1: unknown), little-endian, packed.
+fn export_zipf(path: &str) {
+    let mut gen = AccessGen::new(&peer_phase(), &[PEER_OBJECTS], stream(1, Stream::Access, 0, 1));
+    let mut out = std::io::BufWriter::new(std::fs::File::create(path).expect("create the trace file"));
+    let mut t = 0u32;
+    while let Some(a) = gen.next() {
+        t += 1;
+        out.write_all(&t.to_le_bytes()).unwrap();
+        out.write_all(&(a.page + 1).to_le_bytes()).unwrap();
+        out.write_all(&4096u32.to_le_bytes()).unwrap();
+        out.write_all(&(-1i64).to_le_bytes()).unwrap();
+    }
+    out.flush().unwrap();
+}
+
+/// (name, description, config).
 /// The config with the multi-gen LRU on.
 fn mglru(mut cfg: SimConfig) -> SimConfig {
     cfg.kernel.lru_gen.enabled = true;
     cfg
 }
 
-/// Runs in a child process of its own, so that its peak RSS is its own.
-fn bench(name: &str, cfg: SimConfig) {
-    let base = status_bytes("VmRSS:");
-    let t0 = Instant::now();
-    let mut sim = Simulation::new(&cfg).unwrap();
-    let built = t0.elapsed();
-    let t1 = Instant::now();
-    while !sim.step(1 << 16) {}
-    let wall = t1.elapsed().as_secs_f64();
-    let peak = status_bytes("VmHWM:").saturating_sub(base);
-    let r = sim.result();
-    let pages = r.stats.pages;
-    println!(
-        "{name:<17} pages {pages:>9}  {:>6.2} M page events/s ({:>5.1} M accesses/s)  peak {:>6.1} MiB = {:>5.1} B/page  build {:.2}s  run {:.2}s  simulated {:.2}s",
-        r.stats.page_events as f64 / wall / 1e6,
-        r.phases.iter().map(|p| p.accesses).sum::<u64>() as f64 / wall / 1e6,
-        peak as f64 / (1u64 << 20) as f64,
-        peak as f64 / pages as f64,
-        built.as_secs_f64(),
-        wall,
-        r.stats.sim_time_ns as f64 / 1e9,
-    );
-}
-
-fn case(name: &str) {
-    let pages = 3 * 65_536;
+fn case(name: &str) -> (&'static str, SimConfig) {
+    let pages = 65_536;
+    let m = |memory, limit_pages, zswap| Machine { memory, limit_pages, zswap, max_pool_percent: 20, swap_pages: 3 * pages };
     match name {
-        // Swap-heavy: the working set 10% over a memcg limit, uniform random reads (three-regions).
-        "swap-heavy-zswap" => bench(name, config(4096 * MIB, 65_536, Some(pages * 9 / 10), 3_000_000, true)),
-        "swap-heavy-swap" => bench(name, config(4096 * MIB, 65_536, Some(pages * 9 / 10), 300_000, false)),
-        // The same with the multi-gen LRU (kernel.lru_gen.enabled; target: within 1.5x of the
-        // classic LRU's page events/s on swap-heavy-zswap).
-        "swap-heavy-mglru" => bench(name, mglru(config(4096 * MIB, 65_536, Some(pages * 9 / 10), 3_000_000, true))),
-        // Mostly resident: no limit.
-        "resident" => bench(name, config(4096 * MIB, 65_536, None, 20_000_000, true)),
-        // A simulated 64 GiB machine with 60 GiB of workload, filled once.
-        "64GiB-machine" => bench(name, config(64 * 1024 * MIB, 20 * 262_144, None, 1, true)),
+        "resident" => ("3 x 256 MiB filled, 20 M uniform reads, no limit", config(m(4 * GIB, None, true), anon(&["text", "text", "random"], pages), fill_then_random(3, 20_000_000), vec![])),
+        "swap-heavy-swap" => (
+            "768 MiB working set 10% over its memcg limit, 3 M uniform reads, swap file only",
+            config(m(4 * GIB, Some(3 * pages * 9 / 10), false), anon(&["text", "text", "random"], pages), fill_then_random(3, 3_000_000), vec![]),
+        ),
+        "swap-heavy-zswap" => (
+            "the same with zswap (lzo, zsmalloc), 3 M uniform reads",
+            config(m(4 * GIB, Some(3 * pages * 9 / 10), true), anon(&["text", "text", "random"], pages), fill_then_random(3, 3_000_000), vec![]),
+        ),
+        "swap-heavy-mglru" => (
+            "the same with the multi-gen LRU (kernel.lru_gen.enabled; target: within 1.5x the classic LRU's rate)",
+            mglru(config(m(4 * GIB, Some(3 * pages * 9 / 10), true), anon(&["text", "text", "random"], pages), fill_then_random(3, 3_000_000), vec![])),
+        ),
+        "zswap-full" => (
+            "768 MiB of text under a 256 MiB limit: about 2/3 of the pages in the zswap pool; 500 K uniform reads",
+            config(m(4 * GIB, Some(pages), true), anon(&["text", "text", "text"], pages), fill_then_random(3, 500_000), vec![]),
+        ),
+        "file-heavy" => {
+            let file = json!({"name": "data", "pages": 4 * pages, "content": "text", "variants": 256, "file": 0});
+            let phases = vec![json!({"name": "scan", "phase": {"kind": "read", "region": 0, "passes": 3}})];
+            let fs = vec![json!({"name": "data", "fstype": "ext4", "device": ssd()})];
+            ("3 read(2) passes over a 1 GiB file on a 512 MiB machine (page cache reclaim)", config(m(512 * MIB, None, false), vec![file], phases, fs))
+        }
+        "64GiB-reclaim" => {
+            let pages = 60 * GIB / 4096;
+            let mm = Machine { memory: 64 * GIB, limit_pages: Some(pages * 4 / 5), zswap: true, max_pool_percent: 20, swap_pages: pages };
+            ("64 GiB machine: 60 GiB filled under a 48 GiB memcg limit (zswap), 5 M uniform reads", config(mm, anon(&["text"], pages), fill_then_random(1, 5_000_000), vec![]))
+        }
+        "1TiB-reclaim" => {
+            let pages = 1000 * GIB / 4096;
+            let mm = Machine { memory: 1024 * GIB, limit_pages: Some(pages * 9 / 10), zswap: true, max_pool_percent: 20, swap_pages: pages };
+            ("1 TiB machine: 1000 GiB filled under a 900 GiB memcg limit (zswap), 5 M uniform reads", config(mm, anon(&["text"], pages), fill_then_random(1, 5_000_000), vec![]))
+        }
+        "peer-swap" => ("issue 17's Zipf trace: 20 M reads, 1 M pages, 100 K in memory, swap file", peer(false)),
+        "peer-zswap" => ("the same with zswap", peer(true)),
         _ => panic!("unknown case {name}"),
     }
 }
 
-fn main() {
-    if let Some(name) = std::env::args().nth(1).filter(|a| !a.starts_with('-')) {
-        return case(&name);
-    }
-    println!("reclaimlab-core throughput (one core; targets: >= 5 M page events/s, <= 64 B per simulated page)");
+const CASES: [&str; 8] = ["resident", "swap-heavy-swap", "swap-heavy-zswap", "swap-heavy-mglru", "zswap-full", "file-heavy", "64GiB-reclaim", "1TiB-reclaim"];
+
+/// One run of a case, in this (child) process: one JSON line on stdout.
+fn child(name: &str) {
+    let (_, cfg) = case(name);
+    let (t0, c0) = (Instant::now(), cpu_ns());
+    let mut sim = Simulation::new(&cfg).unwrap();
+    let (build, c1) = (t0.elapsed().as_secs_f64(), cpu_ns());
+    let t1 = Instant::now();
+    while !sim.step(1 << 16) {}
+    let (run, c2) = (t1.elapsed().as_secs_f64(), cpu_ns());
+    let r = sim.result();
+    let counter = |k: &str| r.counters.iter().find(|(n, _)| n == k).map_or(0, |c| c.1);
+    let out = json!({
+        "case": name,
+        "pages": r.stats.pages,
+        "accesses": r.phases.iter().map(|p| p.accesses).sum::<u64>(),
+        "page_events": r.stats.page_events,
+        "build_s": build,
+        "run_s": run,
+        "build_cpu_s": (c1 - c0) as f64 / 1e9,
+        "run_cpu_s": (c2 - c1) as f64 / 1e9,
+        "peak_rss": kb_field("/proc/self/status", "VmHWM:"),
+        "sim_s": r.stats.sim_time_ns as f64 / 1e9,
+        // Where the pages are at the end: swapped out (zswap entries hold a swap slot too), and
+        // of those in the zswap pool.
+        "swapped_pages": (counter("meminfo.SwapTotal") - counter("meminfo.SwapFree")) / 4,
+        "zswapped_pages": counter("meminfo.Zswapped") / 4,
+    });
+    println!("{out}");
+}
+
+fn run_child(name: &str) -> Value {
     let exe = std::env::current_exe().unwrap();
-    for name in ["swap-heavy-zswap", "swap-heavy-mglru", "swap-heavy-swap", "resident", "64GiB-machine"] {
-        let out = std::process::Command::new(&exe).arg(name).output().expect("bench child runs");
-        print!("{}", String::from_utf8_lossy(&out.stdout));
-        if !out.status.success() {
-            eprint!("{}", String::from_utf8_lossy(&out.stderr));
-            std::process::exit(1);
+    let out = std::process::Command::new(exe).args(["--child", name]).output().expect("bench child runs");
+    if !out.status.success() {
+        eprint!("{}", String::from_utf8_lossy(&out.stderr));
+        std::process::exit(1);
+    }
+    serde_json::from_slice(&out.stdout).expect("the child's JSON line")
+}
+
+fn median_range(mut v: Vec<f64>) -> (f64, f64, f64) {
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    let med = if n % 2 == 1 { v[n / 2] } else { (v[n / 2 - 1] + v[n / 2]) / 2.0 };
+    (med, v[0], v[n - 1])
+}
+
+fn fmt(v: Vec<f64>, scale: f64, prec: usize) -> String {
+    let (m, lo, hi) = median_range(v);
+    format!("{:.p$} [{:.p$}-{:.p$}]", m / scale, lo / scale, hi / scale, p = prec)
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).filter(|a| a != "--bench").collect();
+    match args.first().map(String::as_str) {
+        Some("--child") => return child(&args[1]),
+        Some("--export-zipf") => return export_zipf(&args[1]),
+        _ => {}
+    }
+    let mut reps = 5usize;
+    let mut names: Vec<String> = Vec::new();
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        if a == "--reps" {
+            reps = it.next().and_then(|n| n.parse().ok()).expect("--reps N");
+        } else {
+            names.push(a.clone());
         }
+    }
+    if names.is_empty() {
+        names = CASES.iter().map(|s| s.to_string()).collect();
+    }
+    println!("reclaimlab-core throughput: {reps} runs per case (one process each), median [min-max]; one core per run");
+    println!("{PAGE_EVENTS}");
+    println!("rates per CPU second of the run (/proc/self/schedstat; wall time beside: a busy machine inflates it)");
+    println!("peak RSS: VmHWM of the whole process (nothing subtracted) / simulated pages; build: Simulation::new, CPU s\n");
+    for name in &names {
+        let (what, cfg) = case(name);
+        let est = reclaimlab_core::limits::estimate(&cfg);
+        let avail = kb_field("/proc/meminfo", "MemAvailable:");
+        println!("{name}: {what}");
+        // The estimate counts the core's big tables; the process needs a little more.
+        if est.bytes + est.bytes / 4 > avail {
+            println!(
+                "  skipped: needs about {:.1} GiB ({} pages, the core's estimate + 25%), {:.1} GiB available\n",
+                (est.bytes + est.bytes / 4) as f64 / GIB as f64,
+                est.pages,
+                avail as f64 / GIB as f64
+            );
+            continue;
+        }
+        let n = if est.pages > 100_000_000 { 1 } else if est.pages > 10_000_000 { reps.min(3) } else { reps };
+        let runs: Vec<Value> = (0..n).map(|_| run_child(name)).collect();
+        let f = |k: &str| -> Vec<f64> { runs.iter().map(|r| r[k].as_f64().unwrap()).collect() };
+        let per = |k: &str| -> Vec<f64> { runs.iter().map(|r| r[k].as_f64().unwrap() / r["run_cpu_s"].as_f64().unwrap()).collect() };
+        let pages = runs[0]["pages"].as_f64().unwrap();
+        let last = &runs[n - 1];
+        println!(
+            "  at the end: {} pages swapped out, {} of them in the zswap pool",
+            last["swapped_pages"], last["zswapped_pages"]
+        );
+        println!(
+            "  {n} runs  pages {pages:.0}  accesses/s {} M  page events/s {} M  peak RSS {} B/page  build {} s  run {} s CPU ({} s wall)  simulated {:.2} s\n",
+            fmt(per("accesses"), 1e6, 2),
+            fmt(per("page_events"), 1e6, 2),
+            fmt(f("peak_rss").iter().map(|b| b / pages).collect(), 1.0, 1),
+            fmt(f("build_cpu_s"), 1.0, 2),
+            fmt(f("run_cpu_s"), 1.0, 2),
+            fmt(f("run_s"), 1.0, 2),
+            runs[0]["sim_s"].as_f64().unwrap(),
+        );
     }
 }

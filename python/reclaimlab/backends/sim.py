@@ -13,11 +13,11 @@ from reclaimlab import native, resources
 from reclaimlab.core_errors import from_core_error
 from reclaimlab.errors import ScenarioError
 from reclaimlab.lower import lower
-from reclaimlab.profile import active_profile
+from reclaimlab.profile import Profile, active_profile
 from reclaimlab.result import RunResult
 from reclaimlab.scenario import Scenario
 
-__all__ = ["CHUNK_EVENTS", "run"]
+__all__ = ["CHUNK_EVENTS", "finish", "prepare", "run", "simulate"]
 
 #: Events per ``Simulation.step`` call: large enough that the Python loop costs nothing,
 #: small enough for a live progress bar and a prompt Ctrl-C.
@@ -88,20 +88,10 @@ class _Progress:
             self.bar.__exit__(et, e, tb)
 
 
-def run(
-    scenario: Scenario,
-    progress: bool = False,
-    label: str | None = None,
-    chunk: int = CHUNK_EVENTS,
-    on_progress: Callable[[float], None] | None = None,
-    interval_s: float | None = None,
-) -> RunResult:
-    """Run ``scenario`` in the simulator. Raises ScenarioError if the core rejects the config.
-
-    ``interval_s``: sample every counter at multiples of this many seconds of simulated time
-    (and at the end) into ``RunResult.series``, in the lab's series format (lab/record.py:
-    event counters since the start, gauges as read). Sampling reads only: the counters and
-    phases are the same as without it."""
+def prepare(scenario: Scenario, label: str | None = None) -> tuple[dict[str, Any], str, Profile | None]:
+    """Lower ``scenario`` and check the core's bounds and the resource estimate before anything
+    is allocated: (config, its canonical JSON, the profile it was lowered with). Raises
+    ScenarioError if the core refuses it; prints the estimate's warning, if any."""
     core = native.core()
     profile = active_profile()
     config = lower(scenario, profile)
@@ -116,22 +106,68 @@ def run(
         raise ScenarioError.single(scenario.file, refusal)
     if warning is not None:
         print(f"reclaimlab: {label or scenario.name or 'simulation'}: {warning}", file=sys.stderr, flush=True)
-    try:
-        sim = core.Simulation(config_json)
-    except ValueError as e:
-        raise from_core_error(scenario, e) from None
-    sampler = _Sampler(sim, interval_s, config.get("max_time_ns")) if interval_s else None
+    return config, config_json, profile
+
+
+def simulate(
+    config_json: str,
+    interval_s: float | None = None,
+    limit_ns: int | None = None,
+    chunk: int = CHUNK_EVENTS,
+    on_progress: Callable[[float], None] | None = None,
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Run a lowered config in the core: (the core's raw result, the series or {}). Needs only
+    the native module (sweeps run it in worker processes); raises ValueError if the core
+    refuses the config."""
+    sim = native.core().Simulation(config_json)
+    sampler = _Sampler(sim, interval_s, limit_ns) if interval_s else None
+    while not (sampler.step(chunk) if sampler is not None else sim.step(chunk)):
+        if on_progress is not None:
+            on_progress(float(sim.progress()))
+    raw: dict[str, Any] = json.loads(sim.result_json())
+    series: dict[str, Any] = {}
+    if sampler is not None:
+        counters = {str(k): int(v) for k, v in raw.get("counters", {}).items()}
+        series = sampler.finish(int(raw["stats"]["sim_time_ns"]), counters)
+    return raw, series
+
+
+def run(
+    scenario: Scenario,
+    progress: bool = False,
+    label: str | None = None,
+    chunk: int = CHUNK_EVENTS,
+    on_progress: Callable[[float], None] | None = None,
+    interval_s: float | None = None,
+) -> RunResult:
+    """Run ``scenario`` in the simulator. Raises ScenarioError if the core rejects the config.
+
+    ``interval_s``: sample every counter at multiples of this many seconds of simulated time
+    (and at the end) into ``RunResult.series``, in the lab's series format (lab/record.py:
+    event counters since the start, gauges as read). Sampling reads only: the counters and
+    phases are the same as without it."""
+    config, config_json, profile = prepare(scenario, label)
+
     with _Progress(progress, label or scenario.name or "simulating") as bar:
-        while not (sampler.step(chunk) if sampler is not None else sim.step(chunk)):
-            fraction = float(sim.progress())
+
+        def step(fraction: float) -> None:
             bar.update(fraction)
             if on_progress is not None:
                 on_progress(fraction)
+
+        try:
+            raw, series = simulate(config_json, interval_s, config.get("max_time_ns"), chunk, step)
+        except ValueError as e:
+            raise from_core_error(scenario, e) from None
         bar.update(1.0)
-    raw = json.loads(sim.result_json())
+    return finish(scenario, config, profile, raw, series)
+
+
+def finish(scenario: Scenario, config: dict[str, Any], profile: Profile | None, raw: dict[str, Any], series: dict[str, Any]) -> RunResult:
+    """The RunResult of a core run (its raw result and series, from ``simulate``)."""
     result = RunResult.from_native(scenario, config, raw, profile, backend="sim")
-    if sampler is not None:
-        result.series = sampler.finish(int(raw["stats"]["sim_time_ns"]), result.counters)
+    if series:
+        result.series = series
     return result
 
 

@@ -273,14 +273,17 @@ impl Mm {
 
     /// page_counter_try_charge up the hierarchy; on failure returns the memcg over its limit.
     fn page_counter_try_charge(&mut self, m: u16, nr: u64) -> Result<(), u16> {
-        for c in self.memcg_ancestry(m).collect::<Vec<_>>() {
+        // Two walks up the parent links (check, then charge): no list built per charge.
+        if let Some(c) = self.memcg_ancestry(m).find(|&c| {
             let mc = &self.memcgs[c as usize];
-            if mc.usage + nr > mc.limit {
-                return Err(c);
-            }
+            mc.usage + nr > mc.limit
+        }) {
+            return Err(c);
         }
-        for c in self.memcg_ancestry(m).collect::<Vec<_>>() {
-            self.memcgs[c as usize].usage += nr;
+        let mut c = Some(m);
+        while let Some(i) = c {
+            self.memcgs[i as usize].usage += nr;
+            c = self.memcgs[i as usize].parent;
         }
         Ok(())
     }

@@ -38,6 +38,23 @@ struct Cluster {
     used: [u64; (SWAPFILE_CLUSTER / 64) as usize],
 }
 
+/// The first clear bit at or after `from` (< SWAPFILE_CLUSTER) in a cluster's map, a word at a
+/// time. Slots past si->max are set in the map, so a clear bit is always a usable slot.
+fn first_free(used: &[u64; (SWAPFILE_CLUSTER / 64) as usize], from: u32) -> Option<u32> {
+    let mut w = (from / 64) as usize;
+    let mut free = !used[w] & (!0u64 << (from % 64));
+    loop {
+        if free != 0 {
+            return Some(w as u32 * 64 + free.trailing_zeros());
+        }
+        w += 1;
+        if w == used.len() {
+            return None;
+        }
+        free = !used[w];
+    }
+}
+
 pub struct SwapDev {
     pub name: String,
     pub priority: i32,
@@ -104,11 +121,9 @@ impl SwapDev {
             return None;
         }
         let start = if self.current == Some(c) { self.cursor % SWAPFILE_CLUSTER } else { 0 };
-        // First free slot at or after the cursor, else from the cluster start.
-        let find = |used: &[u64; 8], from: u32| -> Option<u32> {
-            (from..SWAPFILE_CLUSTER).find(|&s| used[(s / 64) as usize] & (1 << (s % 64)) == 0)
-        };
-        let s = find(&cl.used, start).or_else(|| find(&cl.used, 0))?;
+        // First free slot at or after the cursor, else from the cluster start (the kernel's
+        // find_next_zero_bit in alloc_swap_scan_cluster): a word at a time.
+        let s = first_free(&cl.used, start).or_else(|| first_free(&cl.used, 0))?;
         cl.used[(s / 64) as usize] |= 1 << (s % 64);
         cl.count += 1;
         self.cursor = s + 1;
@@ -191,6 +206,9 @@ pub struct Swap {
     pub ra_hits: u32,
     pub ra_prev_offset: u64,
     pub ra_last_pages: u32,
+    /// Device indices by descending priority, equal priorities in scenario order (the order
+    /// folio_alloc_swap tries them); priorities are fixed once the devices exist.
+    by_priority: Vec<usize>,
 }
 
 /// The block layer reaches the devices under the swap areas through this, nothing else.
@@ -242,7 +260,10 @@ impl Swap {
         let total: u64 = devs.iter().map(|d| d.usable()).sum();
         let slots = devs.iter().map(|d| d.base as u64 + d.max as u64).max().unwrap_or(0);
         let rotational = devs.iter().any(|d| d.bdev.model.rotational);
+        let mut by_priority: Vec<usize> = (0..devs.len()).collect();
+        by_priority.sort_by_key(|&i| std::cmp::Reverse(devs[i].priority));
         Swap {
+            by_priority,
             devs,
             slot_page: vec![NONE; slots as usize],
             nr_swap_pages: total,
@@ -265,9 +286,7 @@ impl Swap {
 
     /// folio_alloc_swap for one page: highest-priority device with a free slot.
     pub fn alloc_slot(&mut self, page: u32) -> Option<u32> {
-        let mut order: Vec<usize> = (0..self.devs.len()).collect();
-        order.sort_by_key(|&i| std::cmp::Reverse(self.devs[i].priority));
-        for i in order {
+        for &i in &self.by_priority {
             if let Some(off) = self.devs[i].alloc() {
                 let slot = self.devs[i].base + off;
                 self.slot_page[slot as usize] = page;
@@ -343,6 +362,28 @@ mod tests {
         d.free(600);
         assert_eq!(d.alloc(), Some(600));
         assert_eq!(d.alloc(), None);
+    }
+
+    #[test]
+    fn first_free_is_the_bitwise_scan() {
+        // Against the plain bit-by-bit search, on maps with words full, empty and mixed.
+        let mut x = 0x9E37_79B9_7F4A_7C15u64;
+        for round in 0..2000 {
+            let mut used = [0u64; 8];
+            for w in used.iter_mut() {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                *w = match x % 4 {
+                    0 => !0,
+                    1 => 0,
+                    _ => x | (x >> 3),
+                };
+            }
+            let from = (round * 37) % SWAPFILE_CLUSTER;
+            let slow = (from..SWAPFILE_CLUSTER).find(|&s| used[(s / 64) as usize] & (1 << (s % 64)) == 0);
+            assert_eq!(first_free(&used, from), slow, "map {used:x?} from {from}");
+        }
     }
 
     #[test]

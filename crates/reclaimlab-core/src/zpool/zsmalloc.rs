@@ -7,7 +7,8 @@
 //!
 //! Memory layout: the simulator may hold tens of millions of objects, so everything lives in
 //! index arenas. Per live object there are 10 bytes: the handle table (zspage index u32 + slot
-//! u16) and the slot word (u32) in the zspage's slot region. Everything else is per zspage or
+//! u16, one 6-byte entry so that a handle costs one cache miss, not two) and the slot word
+//! (u32) in the zspage's slot region. Everything else is per zspage or
 //! per class.
 
 use super::api::{Handle, Zpool, ZpoolError, ZpoolInfo};
@@ -39,8 +40,28 @@ const NIL: u32 = u32::MAX;
 /// so that compaction can find the handle of every object it moves.
 const SLOT_FREE_TAG: u32 = 1 << 31;
 const SLOT_NONE: u16 = u16::MAX;
-/// `h_slot` value of a handle that is not live (freed, or the reserved handle 0).
+/// Slot of a handle that is not live (freed, or the reserved handle 0).
 const HANDLE_DEAD: u16 = u16::MAX;
+
+/// A handle table entry: the zspage (u32, as two halves so that the entry is 6 bytes with
+/// 2-byte alignment, not 8) and the slot of the handle's object. For a freed handle the zspage
+/// field holds the next free handle and the slot is HANDLE_DEAD.
+#[derive(Clone, Copy)]
+struct HandleLoc([u16; 3]);
+
+impl HandleLoc {
+    fn new(zspage: u32, slot: u16) -> HandleLoc {
+        HandleLoc([zspage as u16, (zspage >> 16) as u16, slot])
+    }
+
+    fn zspage(self) -> u32 {
+        self.0[0] as u32 | (self.0[1] as u32) << 16
+    }
+
+    fn slot(self) -> u16 {
+        self.0[2]
+    }
+}
 /// `fullness` value of a zspage arena entry that is on the arena's free list.
 const ZSPAGE_DEAD: u8 = u8::MAX;
 
@@ -123,9 +144,8 @@ pub struct Zsmalloc {
     free_zspage: u32,
     /// Handle table: where each handle's object currently lives. Compaction rewrites these,
     /// so handles stay valid (the kernel's handle is the same indirection).
-    h_zspage: Vec<u32>,
-    h_slot: Vec<u16>,
-    /// Freed handles, threaded through `h_zspage`.
+    handles: Vec<HandleLoc>,
+    /// Freed handles, threaded through the table's zspage fields.
     free_handle: u32,
     pages_allocated: u64,
     pages_compacted: u64,
@@ -276,8 +296,7 @@ impl Zsmalloc {
             zspages: Vec::new(),
             free_zspage: NIL,
             // Handle 0 is reserved so a zero handle is never valid, as in the kernel.
-            h_zspage: vec![NIL],
-            h_slot: vec![HANDLE_DEAD],
+            handles: vec![HandleLoc::new(NIL, HANDLE_DEAD)],
             free_handle: NIL,
             pages_allocated: 0,
             pages_compacted: 0,
@@ -345,8 +364,7 @@ impl Zsmalloc {
             .sum();
         classes
             + self.zspages.capacity() * size_of::<Zspage>()
-            + self.h_zspage.capacity() * size_of::<u32>()
-            + self.h_slot.capacity() * size_of::<u16>()
+            + self.handles.capacity() * size_of::<HandleLoc>()
     }
 
     fn class_id(&self, size: u32) -> u8 {
@@ -510,17 +528,16 @@ impl Zsmalloc {
     fn alloc_handle(&mut self) -> Handle {
         if self.free_handle != NIL {
             let h = self.free_handle;
-            self.free_handle = self.h_zspage[h as usize];
+            self.free_handle = self.handles[h as usize].zspage();
             h
         } else {
             // Handles share the slot word with the free tag bit.
             assert!(
-                self.h_zspage.len() < SLOT_FREE_TAG as usize,
+                self.handles.len() < SLOT_FREE_TAG as usize,
                 "zsmalloc handle space exhausted"
             );
-            self.h_zspage.push(NIL);
-            self.h_slot.push(HANDLE_DEAD);
-            (self.h_zspage.len() - 1) as Handle
+            self.handles.push(HandleLoc::new(NIL, HANDLE_DEAD));
+            (self.handles.len() - 1) as Handle
         }
     }
 
@@ -561,8 +578,7 @@ impl Zsmalloc {
             if word & SLOT_FREE_TAG == 0 {
                 let h = word;
                 let new_slot = self.obj_malloc(dst, h);
-                self.h_zspage[h as usize] = dst;
-                self.h_slot[h as usize] = new_slot;
+                self.handles[h as usize] = HandleLoc::new(dst, new_slot);
                 self.obj_free(src, i);
                 if self.zspages[dst as usize].inuse == objs || self.zspages[src as usize].inuse == 0
                 {
@@ -624,8 +640,7 @@ impl Zpool for Zsmalloc {
         }
         let h = self.alloc_handle();
         let slot = self.obj_malloc(z, h);
-        self.h_zspage[h as usize] = z;
-        self.h_slot[h as usize] = slot;
+        self.handles[h as usize] = HandleLoc::new(z, slot);
         self.fix_fullness(z);
         self.classes[c as usize].objs_used += 1;
         self.objects += 1;
@@ -635,19 +650,18 @@ impl Zpool for Zsmalloc {
     fn free(&mut self, handle: Handle) {
         let hi = handle as usize;
         assert!(
-            hi < self.h_slot.len() && self.h_slot[hi] != HANDLE_DEAD,
+            hi < self.handles.len() && self.handles[hi].slot() != HANDLE_DEAD,
             "zs_free of handle {handle} that is not live"
         );
-        let z = self.h_zspage[hi];
-        let slot = self.h_slot[hi];
+        let z = self.handles[hi].zspage();
+        let slot = self.handles[hi].slot();
         let c = self.zspages[z as usize].class as usize;
         self.classes[c].objs_used -= 1;
         self.obj_free(z, slot);
         if self.fix_fullness(z) == GROUP_EMPTY {
             self.free_zspage(z);
         }
-        self.h_zspage[hi] = self.free_handle;
-        self.h_slot[hi] = HANDLE_DEAD;
+        self.handles[hi] = HandleLoc::new(self.free_handle, HANDLE_DEAD);
         self.free_handle = handle;
         self.objects -= 1;
     }
@@ -750,14 +764,14 @@ mod tests {
             "every live zspage is on exactly one list"
         );
         let mut live_handles = 0u64;
-        for h in 0..zs.h_slot.len() {
-            if zs.h_slot[h] == HANDLE_DEAD {
+        for h in 0..zs.handles.len() {
+            if zs.handles[h].slot() == HANDLE_DEAD {
                 continue;
             }
             live_handles += 1;
-            let zp = &zs.zspages[zs.h_zspage[h] as usize];
+            let zp = &zs.zspages[zs.handles[h].zspage() as usize];
             let class = &zs.classes[zp.class as usize];
-            let w = class.slots[zp.region as usize * class.objs as usize + zs.h_slot[h] as usize];
+            let w = class.slots[zp.region as usize * class.objs as usize + zs.handles[h].slot() as usize];
             assert_eq!(w, h as u32, "slot of handle {h} does not point back at it");
         }
         assert_eq!(live_handles, objects);
@@ -986,13 +1000,13 @@ mod tests {
         let survivors: Vec<Handle> = handles.iter().skip(1).step_by(2).copied().collect();
         let before: Vec<(u32, u16)> = survivors
             .iter()
-            .map(|&h| (zs.h_zspage[h as usize], zs.h_slot[h as usize]))
+            .map(|&h| (zs.handles[h as usize].zspage(), zs.handles[h as usize].slot()))
             .collect();
         zs.compact();
         let moved = survivors
             .iter()
             .zip(&before)
-            .filter(|(&h, &loc)| (zs.h_zspage[h as usize], zs.h_slot[h as usize]) != loc)
+            .filter(|(&h, &loc)| (zs.handles[h as usize].zspage(), zs.handles[h as usize].slot()) != loc)
             .count();
         assert!(
             moved >= 350,
@@ -1003,7 +1017,7 @@ mod tests {
         let (moved_h, stayed_h): (Vec<_>, Vec<_>) = survivors
             .iter()
             .zip(&before)
-            .partition(|(&h, &loc)| (zs.h_zspage[h as usize], zs.h_slot[h as usize]) != loc);
+            .partition(|(&h, &loc)| (zs.handles[h as usize].zspage(), zs.handles[h as usize].slot()) != loc);
         for (&h, _) in moved_h.iter().chain(stayed_h.iter()) {
             zs.free(h);
             check(&zs);
@@ -1019,7 +1033,7 @@ mod tests {
         // fullest (A); can_compact is then 0, so C is left alone.
         let mut zs = Zsmalloc::new(8);
         let hs: Vec<Handle> = (0..45).map(|_| zs.malloc(1070).unwrap()).collect();
-        let zsp = |zs: &Zsmalloc, h: Handle| zs.h_zspage[h as usize];
+        let zsp = |zs: &Zsmalloc, h: Handle| zs.handles[h as usize].zspage();
         let (a, b, c) = (zsp(&zs, hs[0]), zsp(&zs, hs[15]), zsp(&zs, hs[30]));
         for &h in &hs[13..15] {
             zs.free(h);
@@ -1045,17 +1059,17 @@ mod tests {
         let mut zs = Zsmalloc::new(8);
         let hs: Vec<Handle> = (0..16).map(|_| zs.malloc(1070).unwrap()).collect();
         assert_eq!(zs.total_pages(), 8);
-        let first = zs.h_zspage[hs[0] as usize];
-        let second = zs.h_zspage[hs[15] as usize];
+        let first = zs.handles[hs[0] as usize].zspage();
+        let second = zs.handles[hs[15] as usize].zspage();
         assert_ne!(first, second);
         // first: 14/15 (group 10), second: 1/15 (group 1). The fuller one is chosen.
         zs.free(hs[3]);
         let h = zs.malloc(1070).unwrap();
-        assert_eq!(zs.h_zspage[h as usize], first);
+        assert_eq!(zs.handles[h as usize].zspage(), first);
         assert_eq!(zs.total_pages(), 8);
         // first is full again; the partial second is used before a third zspage is made.
         let h = zs.malloc(1070).unwrap();
-        assert_eq!(zs.h_zspage[h as usize], second);
+        assert_eq!(zs.handles[h as usize].zspage(), second);
         assert_eq!(zs.total_pages(), 8);
         check(&zs);
     }
@@ -1064,8 +1078,8 @@ mod tests {
     fn same_group_takes_most_recently_inserted() {
         let mut zs = Zsmalloc::new(8);
         let hs: Vec<Handle> = (0..30).map(|_| zs.malloc(1070).unwrap()).collect();
-        let a = zs.h_zspage[hs[0] as usize];
-        let b = zs.h_zspage[hs[15] as usize];
+        let a = zs.handles[hs[0] as usize].zspage();
+        let b = zs.handles[hs[15] as usize].zspage();
         // Both end at 12/15 (ratio 80, group 9); B entered group 9 after A.
         for &h in &hs[0..3] {
             zs.free(h);
@@ -1076,18 +1090,18 @@ mod tests {
         assert_eq!(zs.zspages[a as usize].fullness, 9);
         assert_eq!(zs.zspages[b as usize].fullness, 9);
         let h = zs.malloc(1070).unwrap();
-        assert_eq!(zs.h_zspage[h as usize], b);
+        assert_eq!(zs.handles[h as usize].zspage(), b);
         // At 13/15 (86 %) B is still in group 9 and kept its place at the head.
         assert_eq!(zs.zspages[b as usize].fullness, 9);
         let h = zs.malloc(1070).unwrap();
-        assert_eq!(zs.h_zspage[h as usize], b);
+        assert_eq!(zs.handles[h as usize].zspage(), b);
         // 14/15 moved B to group 10, the fullest partial group; it fills up first.
         assert_eq!(zs.zspages[b as usize].fullness, 10);
         let h = zs.malloc(1070).unwrap();
-        assert_eq!(zs.h_zspage[h as usize], b);
+        assert_eq!(zs.handles[h as usize].zspage(), b);
         assert_eq!(zs.zspages[b as usize].fullness, GROUP_FULL);
         let h = zs.malloc(1070).unwrap();
-        assert_eq!(zs.h_zspage[h as usize], a);
+        assert_eq!(zs.handles[h as usize].zspage(), a);
         check(&zs);
     }
 
@@ -1107,7 +1121,7 @@ mod tests {
     fn slots_are_reused_lifo() {
         let mut zs = Zsmalloc::new(8);
         let hs: Vec<Handle> = (0..4).map(|_| zs.malloc(100).unwrap()).collect();
-        let slot = |zs: &Zsmalloc, h: Handle| zs.h_slot[h as usize];
+        let slot = |zs: &Zsmalloc, h: Handle| zs.handles[h as usize].slot();
         assert_eq!(
             hs.iter().map(|&h| slot(&zs, h)).collect::<Vec<_>>(),
             [0, 1, 2, 3]
@@ -1133,7 +1147,7 @@ mod tests {
         assert_eq!(zs.objects(), 0);
         // The recycled region must not leak the old free chain: a new zspage starts at slot 0.
         let h = zs.malloc(3000).unwrap();
-        assert_eq!(zs.h_slot[h as usize], 0);
+        assert_eq!(zs.handles[h as usize].slot(), 0);
         check(&zs);
     }
 
@@ -1227,7 +1241,7 @@ mod tests {
         }
         let slots: usize = zs.classes.iter().map(|c| c.slots.len()).sum();
         let per_object_bytes =
-            (zs.h_zspage.len() * 4 + zs.h_slot.len() * 2 + slots * 4) as f64 / n as f64;
+            (zs.handles.len() * 6 + slots * 4) as f64 / n as f64;
         let zspage_bytes = zs.zspages.len() * std::mem::size_of::<Zspage>();
         assert_eq!(std::mem::size_of::<Zspage>(), 20);
         let total = per_object_bytes + zspage_bytes as f64 / n as f64;
