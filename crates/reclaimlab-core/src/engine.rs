@@ -135,6 +135,14 @@ impl Simulation {
                     ctx.memalloc = true;
                     self.mm.kswapd_step(&mut ctx);
                 }
+                EventKind::Flusher(fs) => {
+                    // An event superseded by an earlier wakeup finds another time scheduled.
+                    let fs = fs as usize;
+                    if self.mm.fs[fs].wb.scheduled == Some(t) {
+                        let mut ctx = Ctx::new(t.max(self.mm.fs[fs].wb.clock), Actor::Flusher, self.slowdown());
+                        self.mm.wb_workfn(&mut ctx, fs);
+                    }
+                }
                 EventKind::ZswapWorker => {
                     let mut ctx = Ctx::new(t.max(self.mm.zswap.worker_clock), Actor::ZswapWorker, self.slowdown());
                     self.mm.zswap_worker_step(&mut ctx);

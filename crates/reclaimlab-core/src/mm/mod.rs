@@ -8,6 +8,7 @@ pub mod memcg;
 pub mod memory;
 pub mod page;
 pub mod page_io;
+pub mod page_writeback;
 pub mod region;
 pub mod swap;
 pub mod vmscan;
@@ -102,6 +103,10 @@ pub struct Mm {
     pub(crate) fs: Vec<filemap::Filesystem>,
     /// File-page vmstat events (exported only with a filesystem).
     pub(crate) vm_file: FileVmEvents,
+    /// Dirty page cache counters and the tasks' dirty ratelimits (mm/page_writeback.rs).
+    pub(crate) dirty: page_writeback::DirtyState,
+    /// Reclaim's writeback flags of the node and the lruvecs (mm/vmscan.rs).
+    pub(crate) pgdat: vmscan::PgdatFlags,
 }
 
 /// What code outside the crate (bindings, benches, tests) may see, and what tests that set
@@ -198,6 +203,8 @@ impl Mm {
             plug: Default::default(),
             fs,
             vm_file: FileVmEvents::default(),
+            dirty: page_writeback::DirtyState::new(cfg.processes.len()),
+            pgdat: vmscan::PgdatFlags { cgroup_congested: vec![false; nmemcg], ..Default::default() },
         })
     }
 
@@ -293,6 +300,7 @@ impl Mm {
             let active = self.lru_size_tree(0, page::list::ACTIVE_FILE);
             let swapcached: u64 = self.memcgs.iter().map(|m| m.swapcached).sum();
             let mapped = self.nr_file_mapped();
+            let (dirty, writeback) = self.nr_dirty_writeback();
             // NR_FILE_PAGES counts the swap cache too; meminfo Cached leaves it out (no
             // buffer heads are modelled: Buffers would be 0 and is not exported).
             let gauges = [
@@ -300,12 +308,19 @@ impl Mm {
                 ("vmstat.nr_inactive_file", inactive),
                 ("vmstat.nr_active_file", active),
                 ("vmstat.nr_mapped", mapped),
+                ("vmstat.nr_dirty", dirty),
+                ("vmstat.nr_writeback", writeback),
+                ("meminfo.Dirty", dirty * 4),
+                ("meminfo.Writeback", writeback * 4),
                 ("meminfo.Cached", (inactive + active) * 4),
                 ("meminfo.Active(file)", active * 4),
                 ("meminfo.Inactive(file)", inactive * 4),
                 ("meminfo.Mapped", mapped * 4),
             ];
             out.extend(gauges.into_iter().map(|(k, v)| (k.to_string(), v)));
+            for f in &self.fs {
+                f.bdev.export_stat(&f.name, out);
+            }
         }
         self.export_zswap(now, out);
         self.export_memcgs(out);
