@@ -29,11 +29,11 @@ from reclaimlab.scenario import (
     Process,
     RandomPhase,
     ReadPhase,
-    WritePhase,
     Scenario,
     SequentialPhase,
     SleepPhase,
     Uniform,
+    WritePhase,
     Zipf,
     phase_name,
 )

@@ -187,10 +187,11 @@ knobs! {
             "Writers are throttled at this percent of dirtyable memory dirty or under writeback (unless dirty_bytes is set)."
         dirty_background_ratio: u32 = 10, Int "kernel.vm.dirty_background_ratio" "/proc/sys/vm/dirty_background_ratio",
             min 0, max 100; "The flushers start background writeback at this percent of dirtyable memory (unless dirty_background_bytes is set)."
-        dirty_bytes: u64 = 0, Int "kernel.vm.dirty_bytes" "/proc/sys/vm/dirty_bytes", min 0;
-            "The dirty limit in bytes; 0: dirty_ratio applies (the kernel reads 0 then too)."
-        dirty_background_bytes: u64 = 0, Int "kernel.vm.dirty_background_bytes" "/proc/sys/vm/dirty_background_bytes", min 0;
-            "The background threshold in bytes; 0: dirty_background_ratio applies."
+        dirty_bytes: Option<u64> = None, Int "kernel.vm.dirty_bytes" "/proc/sys/vm/dirty_bytes", min 8192;
+            "The dirty limit in bytes (at least 2 pages); unset: dirty_ratio applies (the file reads 0). Writing it zeroes dirty_ratio."
+        dirty_background_bytes: Option<u64> = None, Int "kernel.vm.dirty_background_bytes"
+            "/proc/sys/vm/dirty_background_bytes", min 1;
+            "The background threshold in bytes; unset: dirty_background_ratio applies (the file reads 0)."
         dirty_expire_centisecs: u32 = 3000, Int "kernel.vm.dirty_expire_centisecs" "/proc/sys/vm/dirty_expire_centisecs",
             min 0, max 2147483647; "Periodic writeback writes inodes dirty for longer than this."
         dirty_writeback_centisecs: u32 = 500, Int "kernel.vm.dirty_writeback_centisecs"

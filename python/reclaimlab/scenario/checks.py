@@ -24,9 +24,9 @@ from reclaimlab.scenario.models import (
     Process,
     RandomPhase,
     ReadPhase,
-    WritePhase,
     Report,
     Scenario,
+    WritePhase,
     parse_metric,
     phase_name,
 )

@@ -143,16 +143,9 @@ impl Mm {
     pub fn dirty_limits(&self) -> (u64, u64) {
         let vm = &self.knobs.vm;
         let avail = self.global_dirtyable_memory();
-        let thresh = if vm.dirty_bytes > 0 { vm.dirty_bytes.div_ceil(PAGE_SIZE) } else { avail * vm.dirty_ratio as u64 / 100 };
-        let mut bg = if vm.dirty_background_bytes > 0 {
-            vm.dirty_background_bytes.div_ceil(PAGE_SIZE)
-        } else {
-            avail * vm.dirty_background_ratio as u64 / 100
-        };
-        if bg >= thresh {
-            bg = thresh / 2;
-        }
-        (bg, thresh)
+        let thresh = vm.dirty_bytes.map_or(avail * vm.dirty_ratio as u64 / 100, |b| b.div_ceil(PAGE_SIZE));
+        let bg = vm.dirty_background_bytes.map_or(avail * vm.dirty_background_ratio as u64 / 100, |b| b.div_ceil(PAGE_SIZE));
+        (if bg >= thresh { thresh / 2 } else { bg }, thresh)
     }
 
     /// NR_FILE_DIRTY + NR_WRITEBACK of the dirty domain.
