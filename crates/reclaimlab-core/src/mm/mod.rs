@@ -312,6 +312,9 @@ impl Mm {
                 ("vmstat.nr_writeback", writeback),
                 ("meminfo.Dirty", dirty * 4),
                 ("meminfo.Writeback", writeback * 4),
+                // Tracepoint hits (the seed's ftrace rows): not /proc counters.
+                ("trace.balance_dirty_pages", self.dirty.throttled),
+                ("trace.mm_vmscan_throttled", self.dirty.reclaim_throttled),
                 ("meminfo.Cached", (inactive + active) * 4),
                 ("meminfo.Active(file)", active * 4),
                 ("meminfo.Inactive(file)", inactive * 4),

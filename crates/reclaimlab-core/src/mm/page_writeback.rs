@@ -75,9 +75,8 @@ pub struct DirtyState {
     pub nr_file_writeback: u64,
     pub nr_dirtied: Vec<u64>,
     pub nr_dirtied_pause: Vec<u64>,
-    /// balance_dirty_pages sleeps (trace_balance_dirty_pages events), and their total time.
+    /// balance_dirty_pages sleeps (trace_balance_dirty_pages events).
     pub throttled: u64,
-    pub throttled_ns: u64,
     /// reclaim_throttle / congestion_wait sleeps (trace_mm_vmscan_throttled events).
     pub reclaim_throttled: u64,
 }
@@ -112,7 +111,7 @@ fn pos_ratio_1024(setpoint: u64, dirty: u64, limit: u64) -> u64 {
     }
     let span = (limit - setpoint).max(1) as i128;
     let x = ((setpoint as i128 - dirty as i128) << 10) / span;
-    let cubic = x * x * x >> 20;
+    let cubic = (x * x * x) >> 20;
     (1024 + cubic).clamp(0, 2048) as u64
 }
 
@@ -269,34 +268,27 @@ impl Mm {
     fn balance_dirty_pages(&mut self, ctx: &mut Ctx, p: usize, fs: usize) {
         let pages_dirtied = self.dirty.nr_dirtied[p];
         self.dirty.nr_dirtied[p] = 0;
-        {
-            let (bg, thresh) = self.dirty_limits();
-            let dirty = self.nr_dirty_domain();
-            let freerun = (thresh + bg) / 2;
-            if dirty > bg {
-                // wb_start_background_writeback.
-                self.wb_wakeup(fs, ctx.now);
-            }
-            if dirty <= freerun {
-                self.dirty.nr_dirtied_pause[p] = dirty_poll_interval(dirty, thresh);
-                return;
-            }
-            let setpoint = (freerun + thresh) / 2;
-            let pos = pos_ratio_1024(setpoint, dirty, thresh);
-            self.dirty.throttled += 1;
-            if pos > 0 {
-                let bw = self.fs[fs].bdev.model.write_bytes_per_s.max(PAGE_SIZE);
-                let rate = (bw / PAGE_SIZE * pos / 1024).max(1);
-                let pause = (pages_dirtied * NSEC_PER_SEC / rate).min(MAX_PAUSE_NS);
-                let until = later(ctx.now, pause);
-                self.dirty.throttled_ns += until - ctx.now;
-                self.io_schedule_until(ctx, until);
-                self.complete_io_until(ctx.now);
-                // The kernel aims at pauses of ~HZ/100 (dirty_ratelimit × pause); a 32-page
-                // batch stands for it.
-                self.dirty.nr_dirtied_pause[p] = 32;
-                return;
-            }
+        let (bg, thresh) = self.dirty_limits();
+        let dirty = self.nr_dirty_domain();
+        let freerun = (thresh + bg) / 2;
+        if dirty > bg {
+            // wb_start_background_writeback.
+            self.wb_wakeup(fs, ctx.now);
+        }
+        if dirty <= freerun {
+            self.dirty.nr_dirtied_pause[p] = dirty_poll_interval(dirty, thresh);
+            return;
+        }
+        let setpoint = (freerun + thresh) / 2;
+        let pos = pos_ratio_1024(setpoint, dirty, thresh);
+        let until = if pos > 0 {
+            let bw = self.fs[fs].bdev.model.write_bytes_per_s.max(PAGE_SIZE);
+            let rate = (bw / PAGE_SIZE * pos / 1024).max(1);
+            // The kernel aims at pauses of ~HZ/100 (dirty_ratelimit × pause); a 32-page
+            // batch stands for it.
+            self.dirty.nr_dirtied_pause[p] = 32;
+            later(ctx.now, (pages_dirtied * NSEC_PER_SEC / rate).min(MAX_PAUSE_NS))
+        } else {
             // At the limit: sleep until `dirty − thresh + 1` of the writes in flight complete
             // (at least a jiffy, at most MAX_PAUSE), then return to user space: the next page
             // dirtied looks again. The kernel loops inside balance_dirty_pages; returning
@@ -304,13 +296,13 @@ impl Mm {
             let need = (dirty - thresh + 1) as usize;
             let inflight = &self.fs[fs].bdev.inflight;
             let max = later(ctx.now, MAX_PAUSE_NS);
-            let until = inflight.get(need - 1).or(inflight.back()).map_or(max, |&(t, _)| t).clamp(later(ctx.now, JIFFY_NS), max);
-            self.dirty.throttled_ns += until - ctx.now;
-            self.io_schedule_until(ctx, until);
-            self.complete_io_until(ctx.now);
             self.dirty.nr_dirtied_pause[p] = 1;
-            return;
-        }
+            inflight.get(need - 1).or(inflight.back()).map_or(max, |&(t, _)| t).clamp(later(ctx.now, JIFFY_NS), max)
+        };
+        // trace_balance_dirty_pages: one per sleep.
+        self.dirty.throttled += 1;
+        self.io_schedule_until(ctx, until);
+        self.complete_io_until(ctx.now);
     }
 
     /// folio_clear_dirty_for_io + __folio_start_writeback + submit: the folio leaves the
