@@ -46,6 +46,28 @@ fn config(memory: u64, region_pages: u64, limit_pages: Option<u64>, accesses: u6
     .unwrap()
 }
 
+/// File-heavy: a streaming write of `file_pages` through a v1 memcg of `limit_pages` (the
+/// issue 10 kernel run: reclaim meets dirty pages, the flusher writes them), then a read
+/// pass over the same file (refaults, readahead).
+fn file_config(memory: u64, file_pages: u64, limit_pages: u64) -> SimConfig {
+    let device = json!({"rotational": false, "read_latency_ns": 20000, "write_latency_ns": 20000,
+        "read_bytes_per_s": 2000000000u64, "write_bytes_per_s": 2000000000u64, "max_sectors_kb": 512});
+    serde_json::from_value(json!({
+        "seed": 1,
+        "machine": {"memory_bytes": memory, "cpus": 2, "swap": [],
+            "filesystems": [{"name": "data", "fstype": "ext4", "device": device}]},
+        "kernel": {"version": "6.18"},
+        "cgroups": {"version": 1, "groups": [
+            {"path": "/", "parent": null, "limit_bytes": null, "high_bytes": null, "swappiness": null, "zswap_max_bytes": null, "zswap_writeback": true},
+            {"path": "/bench", "parent": 0, "limit_bytes": limit_pages * 4096, "high_bytes": null, "swappiness": null, "zswap_max_bytes": null, "zswap_writeback": true}]},
+        "processes": [{"name": "bench", "cgroup": 1,
+            "regions": [{"name": "f", "pages": file_pages, "content": "text", "variants": 256, "file": 0}],
+            "phases": [{"name": "write", "phase": {"kind": "write", "region": 0, "passes": 1}},
+                       {"name": "read", "phase": {"kind": "read", "region": 0, "passes": 1}}]}],
+    }))
+    .unwrap()
+}
+
 /// Runs in a child process of its own, so that its peak RSS is its own.
 fn bench(name: &str, cfg: SimConfig) {
     let base = status_bytes("VmRSS:");
@@ -80,6 +102,8 @@ fn case(name: &str) {
         "resident" => bench(name, config(4096 * MIB, 65_536, None, 20_000_000, true)),
         // A simulated 64 GiB machine with 60 GiB of workload, filled once.
         "64GiB-machine" => bench(name, config(64 * 1024 * MIB, 20 * 262_144, None, 1, true)),
+        // 2 GiB written then read through a 256 MiB v1 memcg on a 4 GiB machine.
+        "file-stream" => bench(name, file_config(4096 * MIB, 524_288, 65_536)),
         _ => panic!("unknown case {name}"),
     }
 }
@@ -90,7 +114,7 @@ fn main() {
     }
     println!("reclaimlab-core throughput (one core; targets: >= 5 M page events/s, <= 64 B per simulated page)");
     let exe = std::env::current_exe().unwrap();
-    for name in ["swap-heavy-zswap", "swap-heavy-swap", "resident", "64GiB-machine"] {
+    for name in ["swap-heavy-zswap", "swap-heavy-swap", "resident", "64GiB-machine", "file-stream"] {
         let out = std::process::Command::new(&exe).arg(name).output().expect("bench child runs");
         print!("{}", String::from_utf8_lossy(&out.stdout));
         if !out.status.success() {

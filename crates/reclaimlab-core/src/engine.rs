@@ -22,7 +22,8 @@ pub struct SimStats {
     pub events: u64,
     pub sim_time_ns: u64,
     pub pages: u64,
-    /// Page events: accesses plus pages scanned, swapped out and swapped in.
+    /// Page events: accesses plus pages scanned, swapped out and swapped in, and file pages
+    /// scanned and written back.
     pub page_events: u64,
 }
 
@@ -183,7 +184,16 @@ impl Simulation {
                 // max_time ends there.
                 sim_time_ns: if self.stopped_at_limit { self.now } else { self.now.max(self.sched.ended_at) },
                 pages: self.mm.pages.len() as u64,
-                page_events: accesses + vm.pgscan_anon + vm.pswpout + vm.zswpout + vm.pswpin + vm.zswpin + vm.swpout_zero + vm.swpin_zero,
+                page_events: accesses
+                    + vm.pgscan_anon
+                    + vm.pswpout
+                    + vm.zswpout
+                    + vm.pswpin
+                    + vm.zswpin
+                    + vm.swpout_zero
+                    + vm.swpin_zero
+                    + self.mm.vm_file.pgscan_file
+                    + self.mm.vm_file.nr_written,
             },
         }
     }
