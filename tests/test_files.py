@@ -45,7 +45,7 @@ def test_files_lower_as_regions_after_the_anonymous_ones() -> None:
     assert [(r["name"], r.get("file")) for r in regions] == [("a", None), ("db", 0)]
     assert regions[1]["pages"] == 512
     phases = [p["phase"] for p in config["processes"][0]["phases"]]
-    assert phases[1:] == [{"kind": "read", "region": 1, "passes": 2}, {"kind": "mmap", "region": 1, "passes": 1}]
+    assert phases[1:] == [{"kind": "read", "region": 1, "passes": 2}, {"kind": "mmap", "region": 1, "passes": 1, "write_percent": 0}]
 
 
 def test_a_scenario_without_files_lowers_as_before() -> None:
@@ -79,3 +79,50 @@ def test_file_errors_name_the_key(old: str, new: str, message: str) -> None:
     with pytest.raises(ScenarioError) as e:
         load(FILES.replace(old, new, 1))
     assert message in str(e.value)
+
+
+WRITES = (
+    FILES.replace('kind = "mmap"\nfile = "db"\n', 'kind = "mmap"\nfile = "db"\nwrite_percent = 50\n')
+    + """[[processes.phases]]
+kind = "write"
+file = "db"
+fsync_every = "1MiB"
+"""
+)
+
+
+def test_write_phases_and_mapping_stores_lower() -> None:
+    phases = [p["phase"] for p in lower(load(WRITES), profile=None)["processes"][0]["phases"]]
+    assert phases[2] == {"kind": "mmap", "region": 1, "passes": 1, "write_percent": 50}
+    assert phases[3] == {"kind": "write", "region": 1, "passes": 1, "fsync_bytes": 1 << 20}
+    no_fsync = lower(load(WRITES.replace('fsync_every = "1MiB"\n', "")), profile=None)
+    assert no_fsync["processes"][0]["phases"][3]["phase"]["fsync_bytes"] is None
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "message"),
+    [
+        ('fsync_every = "1MiB"', 'fsync_every = "0B"', "processes[0].phases[3].fsync_every"),
+        ("write_percent = 50", "write_percent = 101", "processes[0].phases[2].write_percent"),
+        ('kind = "write"\nfile = "db"', 'kind = "write"\nfile = "a"', "processes[0].phases[3].file: expected the name of a file"),
+    ],
+)
+def test_write_errors_name_the_key(old: str, new: str, message: str) -> None:
+    assert old in WRITES
+    with pytest.raises(ScenarioError) as e:
+        load(WRITES.replace(old, new, 1))
+    assert message in str(e.value)
+
+
+@pytest.mark.native
+def test_the_core_writes_and_fsyncs(real_core: Any) -> None:
+    sim = real_core.Simulation(json.dumps(lower(load(WRITES), profile=None)))
+    while not sim.step(100_000):
+        pass
+    counters = dict(json.loads(sim.result_json())["counters"])
+    # Half the mapped pages are stored to (dirtied once each), then the write phase dirties
+    # the rest and fsyncs every 1 MiB: the 2 MiB file ends clean, written once per dirtying.
+    assert counters["vmstat.nr_dirtied"] > 512
+    assert counters["vmstat.nr_written"] == counters["vmstat.nr_dirtied"]
+    assert counters["vmstat.nr_dirty"] == 0
+    assert counters["meminfo.Writeback"] == 0

@@ -94,7 +94,18 @@ def test_three_regions_lowering(lowered: dict[str, Any]) -> None:
         "shrinker_enabled": False,
         "zpool": None,  # unset: the version's default allocator (resolved by the core)
     }
-    assert k["vm"] == {"swappiness": 60, "page_cluster": 3, "min_free_kbytes": None, "watermark_scale_factor": 10}
+    assert k["vm"] == {
+        "swappiness": 60,
+        "page_cluster": 3,
+        "min_free_kbytes": None,
+        "watermark_scale_factor": 10,
+        "dirty_ratio": 20,
+        "dirty_background_ratio": 10,
+        "dirty_bytes": None,
+        "dirty_background_bytes": None,
+        "dirty_expire_centisecs": 3000,
+        "dirty_writeback_centisecs": 500,
+    }
     assert k["switches"] == {}
     cg = lowered["cgroups"]
     assert cg["version"] == 1

@@ -33,6 +33,7 @@ from reclaimlab.scenario import (
     SequentialPhase,
     SleepPhase,
     Uniform,
+    WritePhase,
     Zipf,
     phase_name,
 )
@@ -179,8 +180,12 @@ def _phase(ph: Any, regions: dict[str, int]) -> dict[str, Any]:
             "duration_ns": ph.duration,
             "write_percent": ph.write_percent,
         }
-    if isinstance(ph, ReadPhase | MmapPhase):
+    if isinstance(ph, ReadPhase):
         return {"kind": ph.kind, "region": regions[ph.file], "passes": ph.passes}
+    if isinstance(ph, MmapPhase):
+        return {"kind": ph.kind, "region": regions[ph.file], "passes": ph.passes, "write_percent": ph.write_percent}
+    if isinstance(ph, WritePhase):
+        return {"kind": ph.kind, "region": regions[ph.file], "passes": ph.passes, "fsync_bytes": ph.fsync_every}
     if isinstance(ph, SleepPhase):
         return {"kind": "sleep", "duration_ns": ph.duration}
     assert isinstance(ph, ExitPhase)

@@ -75,6 +75,28 @@ fn config(m: Machine, regions: Vec<Value>, phases: Vec<Value>, filesystems: Vec<
     .unwrap()
 }
 
+/// File-heavy: a streaming write of `file_pages` through a v1 memcg of `limit_pages` (the
+/// issue 10 kernel run: reclaim meets dirty pages, the flusher writes them), then a read
+/// pass over the same file (refaults, readahead).
+fn file_config(memory: u64, file_pages: u64, limit_pages: u64) -> SimConfig {
+    let device = json!({"rotational": false, "read_latency_ns": 20000, "write_latency_ns": 20000,
+        "read_bytes_per_s": 2000000000u64, "write_bytes_per_s": 2000000000u64, "max_sectors_kb": 512});
+    serde_json::from_value(json!({
+        "seed": 1,
+        "machine": {"memory_bytes": memory, "cpus": 2, "swap": [],
+            "filesystems": [{"name": "data", "fstype": "ext4", "device": device}]},
+        "kernel": {"version": "6.18"},
+        "cgroups": {"version": 1, "groups": [
+            {"path": "/", "parent": null, "limit_bytes": null, "high_bytes": null, "swappiness": null, "zswap_max_bytes": null, "zswap_writeback": true},
+            {"path": "/bench", "parent": 0, "limit_bytes": limit_pages * 4096, "high_bytes": null, "swappiness": null, "zswap_max_bytes": null, "zswap_writeback": true}]},
+        "processes": [{"name": "bench", "cgroup": 1,
+            "regions": [{"name": "f", "pages": file_pages, "content": "text", "variants": 256, "file": 0}],
+            "phases": [{"name": "write", "phase": {"kind": "write", "region": 0, "passes": 1}},
+                       {"name": "read", "phase": {"kind": "read", "region": 0, "passes": 1}}]}],
+    }))
+    .unwrap()
+}
+
 fn anon(contents: &[&str], pages: u64) -> Vec<Value> {
     contents
         .iter()
@@ -179,11 +201,15 @@ fn case(name: &str) -> (&'static str, SimConfig) {
         }
         "peer-swap" => ("issue 17's Zipf trace: 20 M reads, 1 M pages, 100 K in memory, swap file", peer(false)),
         "peer-zswap" => ("the same with zswap", peer(true)),
+        "file-stream" => (
+            "2 GiB written then read through a 256 MiB v1 memcg on a 4 GiB machine (dirty pages, the flusher, reclaim's writeback policy)",
+            file_config(4 * GIB, 524_288, 65_536),
+        ),
         _ => panic!("unknown case {name}"),
     }
 }
 
-const CASES: [&str; 8] = ["resident", "swap-heavy-swap", "swap-heavy-zswap", "swap-heavy-mglru", "zswap-full", "file-heavy", "64GiB-reclaim", "1TiB-reclaim"];
+const CASES: [&str; 9] = ["resident", "swap-heavy-swap", "swap-heavy-zswap", "swap-heavy-mglru", "zswap-full", "file-stream", "file-heavy", "64GiB-reclaim", "1TiB-reclaim"];
 
 /// One run of a case, in this (child) process: one JSON line on stdout.
 fn child(name: &str) {

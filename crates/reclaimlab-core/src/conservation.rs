@@ -14,7 +14,22 @@ impl Mm {
         let mut zswap_lru = vec![0u64; mm.memcgs.len()];
         let mut stored = 0u64;
         let mut slots_held = 0u64;
+        // Dirty and writeback file folios: the node's counts, and each inode's dirty tag and
+        // writeback count (mm/page_writeback.rs).
+        let mut file_dirty = 0u64;
+        let mut file_writeback = 0u64;
         for (i, p) in mm.pages.iter().enumerate() {
+            if p.has(pg::FILE) && p.has(pg::DIRTY | pg::WRITEBACK) {
+                if !p.has(pg::RESIDENT) {
+                    return Err(format!("file page {i} is dirty or under writeback but not cached (flags {:#x})", p.flags));
+                }
+                let wb = &mm.regions[p.region as usize].file.as_ref().expect("file pages are in file regions").wb;
+                if p.has(pg::DIRTY) != wb.dirty.contains(&(i as u32)) {
+                    return Err(format!("file page {i}: dirty flag and the inode's dirty tag disagree"));
+                }
+                file_dirty += u64::from(p.has(pg::DIRTY));
+                file_writeback += u64::from(p.has(pg::WRITEBACK));
+            }
             // ≤6.4 non-exclusive loads: a resident swap-cache folio may keep its zswap entry.
             let kept = mm.switches.load == crate::policy::ZswapLoad::NonExclusive && p.has(pg::RESIDENT) && p.has(pg::SWAPCACHE);
             let places = [p.has(pg::RESIDENT), p.has(pg::ZSWAP) && !kept, p.has(pg::ZEROMAP) && !p.has(pg::RESIDENT)];
@@ -81,6 +96,17 @@ impl Mm {
             }
         }
         self.check_lru_gen()?;
+        let tagged: u64 = mm.regions.iter().filter_map(|r| r.file.as_ref()).map(|f| f.wb.dirty.len() as u64).sum();
+        let inode_wb: u64 = mm.regions.iter().filter_map(|r| r.file.as_ref()).map(|f| f.wb.nr_writeback).sum();
+        if (file_dirty, file_writeback) != (mm.dirty.nr_file_dirty, mm.dirty.nr_file_writeback)
+            || tagged != file_dirty
+            || inode_wb != file_writeback
+        {
+            return Err(format!(
+                "file pages: {file_dirty} dirty and {file_writeback} under writeback, but NR_FILE_DIRTY {} / {tagged} tagged, writeback {} / {inode_wb} by inode",
+                mm.dirty.nr_file_dirty, mm.dirty.nr_file_writeback
+            ));
+        }
         if resident != mm.nr_resident {
             return Err(format!("nr_resident {} but {} resident pages", mm.nr_resident, resident));
         }

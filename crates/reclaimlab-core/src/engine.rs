@@ -22,7 +22,8 @@ pub struct SimStats {
     pub events: u64,
     pub sim_time_ns: u64,
     pub pages: u64,
-    /// Page events: accesses plus pages scanned, swapped out and swapped in.
+    /// Page events: accesses plus pages scanned, swapped out and swapped in, and file pages
+    /// scanned and written back.
     pub page_events: u64,
 }
 
@@ -141,6 +142,14 @@ impl Simulation {
                         }
                     }
                 }
+                EventKind::Flusher(fs) => {
+                    // An event superseded by an earlier wakeup finds another time scheduled.
+                    let fs = fs as usize;
+                    if self.mm.fs[fs].wb.scheduled == Some(t) {
+                        let mut ctx = Ctx::new(t.max(self.mm.fs[fs].wb.clock), Actor::Flusher, self.slowdown());
+                        self.mm.wb_workfn(&mut ctx, fs);
+                    }
+                }
                 EventKind::ZswapWorker => {
                     let mut ctx = Ctx::new(t.max(self.mm.zswap.worker_clock), Actor::ZswapWorker, self.slowdown());
                     self.mm.zswap_worker_step(&mut ctx);
@@ -181,7 +190,16 @@ impl Simulation {
                 // max_time ends there.
                 sim_time_ns: if self.stopped_at_limit { self.now } else { self.now.max(self.sched.ended_at) },
                 pages: self.mm.pages.len() as u64,
-                page_events: accesses + vm.pgscan_anon + vm.pswpout + vm.zswpout + vm.pswpin + vm.zswpin + vm.swpout_zero + vm.swpin_zero,
+                page_events: accesses
+                    + vm.pgscan_anon
+                    + vm.pswpout
+                    + vm.zswpout
+                    + vm.pswpin
+                    + vm.zswpin
+                    + vm.swpout_zero
+                    + vm.swpin_zero
+                    + self.mm.vm_file.pgscan_file
+                    + self.mm.vm_file.nr_written,
             },
         }
     }

@@ -189,6 +189,19 @@ knobs! {
             "Reserve below the min watermark; unset: computed at boot (calculate_min_free_kbytes)."
         watermark_scale_factor: u32 = 10, Int "kernel.vm.watermark_scale_factor" "/proc/sys/vm/watermark_scale_factor",
             min 1, max 3000; "Gap between the watermarks, in 1/10000 of memory."
+        dirty_ratio: u32 = 20, Int "kernel.vm.dirty_ratio" "/proc/sys/vm/dirty_ratio", min 0, max 100;
+            "Writers are throttled at this percent of dirtyable memory dirty or under writeback (unless dirty_bytes is set)."
+        dirty_background_ratio: u32 = 10, Int "kernel.vm.dirty_background_ratio" "/proc/sys/vm/dirty_background_ratio",
+            min 0, max 100; "The flushers start background writeback at this percent of dirtyable memory (unless dirty_background_bytes is set)."
+        dirty_bytes: Option<u64> = None, Int "kernel.vm.dirty_bytes" "/proc/sys/vm/dirty_bytes", min 8192;
+            "The dirty limit in bytes (at least 2 pages); unset: dirty_ratio applies (the file reads 0). Writing it zeroes dirty_ratio."
+        dirty_background_bytes: Option<u64> = None, Int "kernel.vm.dirty_background_bytes"
+            "/proc/sys/vm/dirty_background_bytes", min 1;
+            "The background threshold in bytes; unset: dirty_background_ratio applies (the file reads 0)."
+        dirty_expire_centisecs: u32 = 3000, Int "kernel.vm.dirty_expire_centisecs" "/proc/sys/vm/dirty_expire_centisecs",
+            min 0, max 2147483647; "Periodic writeback writes inodes dirty for longer than this."
+        dirty_writeback_centisecs: u32 = 500, Int "kernel.vm.dirty_writeback_centisecs"
+            "/proc/sys/vm/dirty_writeback_centisecs", min 0, max 2147483647; "Interval of the flushers' periodic writeback; 0 disables it."
     }
 }
 

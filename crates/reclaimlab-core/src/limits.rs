@@ -195,9 +195,9 @@ pub fn estimate(cfg: &SimConfig) -> Estimate {
             let n = match &np.phase {
                 reclaimlab_workload::Phase::Fill { region } => pages_of(&[*region]),
                 reclaimlab_workload::Phase::Sequential { regions, passes, .. } => pages_of(regions).saturating_mul(*passes as u64),
-                reclaimlab_workload::Phase::Read { region, passes } | reclaimlab_workload::Phase::Mmap { region, passes } => {
-                    pages_of(&[*region]).saturating_mul(*passes as u64)
-                }
+                reclaimlab_workload::Phase::Read { region, passes }
+                | reclaimlab_workload::Phase::Mmap { region, passes, .. }
+                | reclaimlab_workload::Phase::Write { region, passes, .. } => pages_of(&[*region]).saturating_mul(*passes as u64),
                 reclaimlab_workload::Phase::Random { count: Some(c), .. } => *c,
                 reclaimlab_workload::Phase::Random { duration_ns: Some(d), .. } => d / access_ns,
                 _ => 0,

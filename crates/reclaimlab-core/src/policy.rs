@@ -76,6 +76,35 @@ pub enum ZswapLoad {
     Exclusive,
 }
 
+/// When kswapd may write a dirty file folio it finds at the LRU tail (pageout), seed 001.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum KswapdFileWriteback {
+    /// Before the seed (≤3.1): whenever it reaches a dirty file folio (and may_writepage).
+    Always,
+    /// Seed patch 2 (3.2): only once its priority has dropped below DEF_PRIORITY − 2
+    /// ("kswapd is in trouble").
+    RaisedPriority,
+    /// 3.11–6.15: only a folio already marked PG_reclaim on a node flagged PGDAT_DIRTY (the
+    /// last scan found only dirty file folios not queued for IO).
+    PgdatDirty,
+    /// 6.16+: the same test, but pageout has no ->writepage for file folios any more: it
+    /// activates them. Reclaim writes no file pages at all.
+    Never,
+}
+
+/// How reclaim waits when it meets pages under writeback (seed patch 3).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WritebackThrottle {
+    /// Before the seed: reclaim does not wait for dirty or writeback pages.
+    None,
+    /// 3.2–5.15: congestion_wait / wait_iff_congested(HZ/10). By 5.x no block device marked
+    /// itself congested, so it slept the full timeout.
+    CongestionWait,
+    /// 5.16+ (Mel Gorman): reclaim_throttle, woken when SWAP_CLUSTER_MAX folios finished
+    /// writeback per throttled task, or after HZ/10.
+    ReclaimThrottle,
+}
+
 #[derive(Clone, Debug, PartialEq)]
 pub struct Switches {
     pub incompressible: Incompressible,
@@ -96,6 +125,14 @@ pub struct Switches {
     /// hash), 1 since.
     pub zpools: u32,
     pub load: ZswapLoad,
+    /// Direct and memcg reclaim write dirty file folios (before seed patch 1, ≤3.1).
+    pub direct_file_writeback: bool,
+    pub kswapd_file_writeback: KswapdFileWriteback,
+    /// Seed patch 4: a dirty file folio reclaim does not write is marked PG_reclaim and
+    /// activated (nr_vmscan_immediate_reclaim), to be rotated to the inactive tail when its
+    /// writeback ends; off: it goes back to the inactive list unmarked.
+    pub immediate_reclaim: bool,
+    pub writeback_throttle: WritebackThrottle,
 }
 
 /// Kernel versions with a preset.
@@ -119,6 +156,17 @@ const PROTECTION: &[(&str, ShrinkerProtection)] =
     &[("nr_zswap_protected", ShrinkerProtection::NrZswapProtected), ("referenced", ShrinkerProtection::Referenced)];
 const LRU: &[(&str, ZswapLru)] = &[("global", ZswapLru::Global), ("per_memcg", ZswapLru::PerMemcg)];
 const LOAD: &[(&str, ZswapLoad)] = &[("non_exclusive", ZswapLoad::NonExclusive), ("exclusive", ZswapLoad::Exclusive)];
+const KSWAPD_FILE_WRITEBACK: &[(&str, KswapdFileWriteback)] = &[
+    ("always", KswapdFileWriteback::Always),
+    ("raised_priority", KswapdFileWriteback::RaisedPriority),
+    ("pgdat_dirty", KswapdFileWriteback::PgdatDirty),
+    ("never", KswapdFileWriteback::Never),
+];
+const WRITEBACK_THROTTLE: &[(&str, WritebackThrottle)] = &[
+    ("none", WritebackThrottle::None),
+    ("congestion_wait", WritebackThrottle::CongestionWait),
+    ("reclaim_throttle", WritebackThrottle::ReclaimThrottle),
+];
 
 fn name_of<T: Copy + PartialEq>(options: &[(&'static str, T)], t: T) -> &'static str {
     options.iter().find(|(_, x)| *x == t).map(|(n, _)| *n).expect("every value has a name")
@@ -139,6 +187,10 @@ impl Switches {
             lru: ZswapLru::PerMemcg,
             zpools: 32,
             load: ZswapLoad::Exclusive,
+            direct_file_writeback: false,
+            kswapd_file_writeback: KswapdFileWriteback::PgdatDirty,
+            immediate_reclaim: true,
+            writeback_throttle: WritebackThrottle::ReclaimThrottle,
         };
         // 6.1 (Debian bookworm's kernel): zswap is a frontswap backend with one LRU for all
         // entries (kept by zbud/z3fold/zsmalloc and walked by zpool_shrink; no memory-pressure
@@ -157,7 +209,11 @@ impl Switches {
             "6.1" => Ok(v6_1),
             "6.8" | "6.10" => Ok(v6_10),
             "6.12" => Ok(v6_12),
-            "6.18" => Ok(Switches { incompressible: Incompressible::StoreRaw, ..v6_12 }),
+            "6.18" => Ok(Switches {
+                incompressible: Incompressible::StoreRaw,
+                kswapd_file_writeback: KswapdFileWriteback::Never,
+                ..v6_12
+            }),
             _ => Err(ConfigError::unknown(
                 "kernel.version",
                 format!(
@@ -181,6 +237,10 @@ impl Switches {
         m.insert("zswap.lru", Value::from(name_of(LRU, self.lru)));
         m.insert("zswap.zpools", Value::from(self.zpools));
         m.insert("zswap.load", Value::from(name_of(LOAD, self.load)));
+        m.insert("vmscan.direct_file_writeback", Value::from(self.direct_file_writeback));
+        m.insert("vmscan.kswapd_file_writeback", Value::from(name_of(KSWAPD_FILE_WRITEBACK, self.kswapd_file_writeback)));
+        m.insert("vmscan.immediate_reclaim", Value::from(self.immediate_reclaim));
+        m.insert("vmscan.writeback_throttle", Value::from(name_of(WRITEBACK_THROTTLE, self.writeback_throttle)));
         m
     }
 
@@ -200,6 +260,10 @@ impl Switches {
                 "zswap.shrinker_protection" => s.shrinker_protection = choice(k, v, PROTECTION)?,
                 "zswap.lru" => s.lru = choice(k, v, LRU)?,
                 "zswap.load" => s.load = choice(k, v, LOAD)?,
+                "vmscan.direct_file_writeback" => s.direct_file_writeback = boolean()?,
+                "vmscan.kswapd_file_writeback" => s.kswapd_file_writeback = choice(k, v, KSWAPD_FILE_WRITEBACK)?,
+                "vmscan.immediate_reclaim" => s.immediate_reclaim = boolean()?,
+                "vmscan.writeback_throttle" => s.writeback_throttle = choice(k, v, WRITEBACK_THROTTLE)?,
                 "zswap.zpools" => {
                     s.zpools = match v.as_u64() {
                         Some(n @ (1 | 32)) => n as u32,

@@ -8,7 +8,7 @@ use serde::Serialize;
 
 use crate::config::SimConfig;
 use crate::error::{ConfigError, Result};
-use crate::mm::{Actor, Ctx, Mm, Oom};
+use crate::mm::{Actor, Ctx, Mm, Oom, PAGE_SIZE};
 use crate::sim::{later, EventKind, Time};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -51,7 +51,9 @@ impl Proc {
                 // File phases work on file regions, the others on anonymous memory.
                 let is_file = |r: u32| p.regions[r as usize].file.is_some();
                 let wrong = match &np.phase {
-                    Phase::Read { region, .. } | Phase::Mmap { region, .. } => (!is_file(*region)).then_some((*region, "a file region")),
+                    Phase::Read { region, .. } | Phase::Mmap { region, .. } | Phase::Write { region, .. } => {
+                        (!is_file(*region)).then_some((*region, "a file region"))
+                    }
                     Phase::Fill { region } => is_file(*region).then_some((*region, "an anonymous region")),
                     Phase::Sequential { regions, .. } | Phase::Random { regions, .. } => {
                         regions.iter().find(|&&r| is_file(r)).map(|&r| (r, "anonymous regions"))
@@ -162,6 +164,12 @@ impl Scheduler {
             // read(2) phases go through the page cache's read path, not a memory access; each
             // call returns to user space (where memory.high is handled, like after a fault).
             let buffered_read = matches!(proc.phases[proc.phase].1, Phase::Read { .. });
+            // write(2) phases go through generic_perform_write; fsync(2) after every
+            // `fsync_bytes` written.
+            let (buffered_write, fsync_bytes) = match proc.phases[proc.phase].1 {
+                Phase::Write { fsync_bytes, .. } => (true, fsync_bytes),
+                _ => (false, None),
+            };
             let mut phase_done = false;
             while ctx.now < quantum_end {
                 if ctx.now >= duration_end {
@@ -176,7 +184,18 @@ impl Scheduler {
                 let region = proc.regions[a.region as usize] as usize;
                 let page = mm.regions[region].base + a.page as u32;
                 proc.accesses += 1;
-                let access = if buffered_read { mm.filemap_read(&mut ctx, page).map(|()| true) } else { mm.access(&mut ctx, page, a.write) };
+                let access = if buffered_read {
+                    mm.filemap_read(&mut ctx, page).map(|()| true)
+                } else if buffered_write {
+                    let written = proc.accesses * PAGE_SIZE;
+                    let r = mm.generic_perform_write(&mut ctx, page).map(|()| true);
+                    if r.is_ok() && fsync_bytes.is_some_and(|n| written / n > (written - PAGE_SIZE) / n) {
+                        mm.vfs_fsync(&mut ctx, region);
+                    }
+                    r
+                } else {
+                    mm.access(&mut ctx, page, a.write)
+                };
                 match access {
                     Ok(false) => {}
                     Ok(true) => {
@@ -321,7 +340,7 @@ impl Scheduler {
                         }
                         (Some(Phase::Random { count: Some(c), .. }), Some(_)) => p.accesses as f64 / (*c).max(1) as f64,
                         (Some(Phase::Fill { region }), Some(_)) => p.accesses as f64 / p.region_pages[*region as usize].max(1) as f64,
-                        (Some(Phase::Read { region, passes } | Phase::Mmap { region, passes }), Some(_)) => {
+                        (Some(Phase::Read { region, passes } | Phase::Mmap { region, passes, .. } | Phase::Write { region, passes, .. }), Some(_)) => {
                             p.accesses as f64 / (p.region_pages[*region as usize] * *passes as u64).max(1) as f64
                         }
                         _ => 0.0,

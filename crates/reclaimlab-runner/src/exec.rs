@@ -73,7 +73,7 @@ pub fn run_phases<M: Memory, S: Sink>(plan: &Plan, mem: &mut M, sink: &mut S, tr
             Phase::Fill { .. } | Phase::Sequential { .. } | Phase::Random { .. } => Some(plan.access_gen(index, &region_pages)),
             Phase::Sleep { .. } | Phase::Exit => None,
             // Plan::from_config refuses file regions, and these phases need one.
-            Phase::Read { .. } | Phase::Mmap { .. } => {
+            Phase::Read { .. } | Phase::Mmap { .. } | Phase::Write { .. } => {
                 return Err(io::Error::other(format!("phase {}: file phases cannot run on the real kernel yet", p.name)))
             }
         };

@@ -64,11 +64,22 @@ pub enum Phase {
         region: u32,
         passes: u32,
     },
-    /// `passes` passes over a file region through a shared read-only mapping (mmap), in
-    /// order, one load per page.
+    /// `passes` passes over a file region through a shared mapping (mmap), in order, one
+    /// access per page: a store with probability `write_percent` %, otherwise a load.
     Mmap {
         region: u32,
         passes: u32,
+        /// Absent in configs written before stores through mappings existed: loads only.
+        #[serde(default)]
+        write_percent: u8,
+    },
+    /// `passes` buffered write(2) passes over a file region, in order, one page per call;
+    /// with `fsync_bytes`, an fsync(2) after every that many bytes written.
+    Write {
+        region: u32,
+        passes: u32,
+        #[serde(default)]
+        fsync_bytes: Option<u64>,
     },
     /// The process exits: all its memory, swap slots and zswap entries are freed.
     Exit,
@@ -96,8 +107,9 @@ impl Phase {
             }
         };
         match self {
+            Phase::Write { fsync_bytes: Some(0), .. } => Err("fsync_bytes must be at least 1 byte".into()),
             Phase::Fill { region } => check(region),
-            Phase::Read { region, passes } | Phase::Mmap { region, passes } => {
+            Phase::Read { region, passes } | Phase::Mmap { region, passes, .. } | Phase::Write { region, passes, .. } => {
                 check(region)?;
                 if *passes > MAX_PASSES {
                     return Err(format!("passes must be at most {MAX_PASSES}, got {passes}"));
@@ -263,8 +275,15 @@ impl AccessGen {
                 };
                 (state, WriteMode::from_percent(*write_percent))
             }
-            Phase::Read { region, passes } | Phase::Mmap { region, passes } => {
-                // The same order as a sequential pass over one region, without writes.
+            Phase::Read { region, passes } | Phase::Mmap { region, passes, .. } | Phase::Write { region, passes, .. } => {
+                // The same order as a sequential pass over one region. Read and Write phases
+                // draw nothing (the phase kind says what each call does); a mapping's stores
+                // draw like a sequential phase's.
+                let write = match phase {
+                    Phase::Mmap { write_percent, .. } => WriteMode::from_percent(*write_percent),
+                    Phase::Write { .. } => WriteMode::Always,
+                    _ => WriteMode::Never,
+                };
                 let pages = pages_of(*region);
                 let state = if pages == 0 || *passes == 0 {
                     State::Done
@@ -276,7 +295,7 @@ impl AccessGen {
                         page: 0,
                     }
                 };
-                (state, WriteMode::Never)
+                (state, write)
             }
             Phase::Sleep { .. } | Phase::Exit => (State::Done, WriteMode::Never),
         };
@@ -563,11 +582,11 @@ mod tests {
 
     #[test]
     fn file_phases_have_the_pass_bound_of_sequential_ones() {
-        for phase in [Phase::Read { region: 0, passes: MAX_PASSES + 1 }, Phase::Mmap { region: 0, passes: MAX_PASSES + 1 }] {
+        for phase in [Phase::Read { region: 0, passes: MAX_PASSES + 1 }, Phase::Mmap { region: 0, passes: MAX_PASSES + 1, write_percent: 0 }, Phase::Write { region: 0, passes: MAX_PASSES + 1, fsync_bytes: None }] {
             assert_eq!(phase.check(1), Err(format!("passes must be at most {MAX_PASSES}, got {}", MAX_PASSES + 1)));
         }
         assert!(Phase::Read { region: 0, passes: MAX_PASSES }.check(1).is_ok());
-        assert!(Phase::Mmap { region: 1, passes: 1 }.check(1).is_err(), "region out of range");
+        assert!(Phase::Mmap { region: 1, passes: 1, write_percent: 0 }.check(1).is_err(), "region out of range");
     }
 
     use super::*;
@@ -657,11 +676,29 @@ mod tests {
 
     #[test]
     fn read_and_mmap_walk_the_file_in_order_without_writes() {
-        for phase in [Phase::Read { region: 1, passes: 2 }, Phase::Mmap { region: 1, passes: 2 }] {
+        for phase in [Phase::Read { region: 1, passes: 2 }, Phase::Mmap { region: 1, passes: 2, write_percent: 0 }] {
             let got: Vec<(u32, u64, bool)> = AccessGen::new(&phase, &[5, 3], rng()).map(|a| (a.region, a.page, a.write)).collect();
             assert_eq!(got, [(1, 0, false), (1, 1, false), (1, 2, false), (1, 0, false), (1, 1, false), (1, 2, false)]);
             assert!(phase.check(1).is_err() && phase.check(2).is_ok());
         }
+    }
+
+    #[test]
+    fn write_phases_write_every_page_and_mmap_stores_draw_like_sequential() {
+        let phase = Phase::Write { region: 0, passes: 1, fsync_bytes: Some(8192) };
+        let got: Vec<(u64, bool)> = AccessGen::new(&phase, &[3], rng()).map(|a| (a.page, a.write)).collect();
+        assert_eq!(got, [(0, true), (1, true), (2, true)]);
+        assert!(Phase::Write { region: 0, passes: 1, fsync_bytes: Some(0) }.check(1).is_err());
+        // A mapping with stores draws one below(100) per access, exactly as a sequential pass.
+        let mmap = Phase::Mmap { region: 0, passes: 1, write_percent: 30 };
+        let seq = Phase::Sequential { regions: vec![0], passes: 1, write_percent: 30 };
+        let a: Vec<bool> = AccessGen::new(&mmap, &[200], rng()).map(|a| a.write).collect();
+        let b: Vec<bool> = AccessGen::new(&seq, &[200], rng()).map(|a| a.write).collect();
+        assert_eq!(a, b);
+        assert!(a.iter().any(|&w| w) && a.iter().any(|&w| !w));
+        // Lowered configs without write_percent still load (loads only).
+        let old: Phase = serde_json::from_str(r#"{"kind": "mmap", "region": 0, "passes": 1}"#).unwrap();
+        assert_eq!(old, Phase::Mmap { region: 0, passes: 1, write_percent: 0 });
     }
 
     #[test]

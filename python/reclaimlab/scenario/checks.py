@@ -26,6 +26,7 @@ from reclaimlab.scenario.models import (
     ReadPhase,
     Report,
     Scenario,
+    WritePhase,
     parse_metric,
     phase_name,
 )
@@ -239,7 +240,7 @@ def _check_processes(s: Scenario, procs: list[Process]) -> list[Problem]:
         regions = [r.name for r in proc.regions]
         for j, ph in enumerate(proc.phases):
             pw: Path = (*where, "phases", j)
-            if isinstance(ph, ReadPhase | MmapPhase):
+            if isinstance(ph, ReadPhase | MmapPhase | WritePhase):
                 if ph.file not in files:
                     p.append(
                         Problem(

@@ -357,11 +357,23 @@ class ReadPhase(_Phase):
 
 
 class MmapPhase(_Phase):
-    """Loads through a shared read-only mapping of a file, page by page in order, ``passes`` times."""
+    """Accesses through a shared mapping of a file, page by page in order, ``passes`` times: a
+    store with probability ``write_percent`` %, otherwise a load."""
 
     kind: Literal["mmap"]
     file: str
     passes: IntRange(1, 2**32 - 1) = 1  # type: ignore[valid-type]
+    write_percent: Percent = 0  # type: ignore[valid-type]
+
+
+class WritePhase(_Phase):
+    """Buffered write(2) of a file from start to end, one page per call, ``passes`` times; with
+    ``fsync_every``, an fsync(2) after every that many bytes written."""
+
+    kind: Literal["write"]
+    file: str
+    passes: IntRange(1, 2**32 - 1) = 1  # type: ignore[valid-type]
+    fsync_every: PositiveSize | None = None
 
 
 class SleepPhase(_Phase):
@@ -373,7 +385,9 @@ class ExitPhase(_Phase):
     kind: Literal["exit"]
 
 
-Phase = Annotated[FillPhase | SequentialPhase | RandomPhase | ReadPhase | MmapPhase | SleepPhase | ExitPhase, Field(discriminator="kind")]
+Phase = Annotated[
+    FillPhase | SequentialPhase | RandomPhase | ReadPhase | MmapPhase | WritePhase | SleepPhase | ExitPhase, Field(discriminator="kind")
+]
 
 
 def phase_name(phase: Any, index: int) -> str:

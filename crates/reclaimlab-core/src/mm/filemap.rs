@@ -19,6 +19,7 @@
 //! window; files are laid out contiguously on their device, one after another.
 
 use super::page::{pg, PAGE_SIZE};
+use super::page_writeback::{InodeWb, Wb};
 use super::{Ctx, Mm, Oom};
 use crate::block::{BlockDevice, Dir};
 use crate::config::Filesystem as FsConfig;
@@ -42,6 +43,19 @@ pub enum FsType {
 impl FsType {
     pub const NAMES: [&'static str; 3] = ["ext4", "xfs", "btrfs"];
 
+    /// Whether ->writepage, called by reclaim's pageout, writes the folio (or redirties it
+    /// and returns 0, which pageout still counts as a write), as the seed describes the
+    /// filesystems of its time: xfs writes when the caller is kswapd and redirties for direct
+    /// reclaim; ext4 redirties delayed-allocation folios, which every folio dirtied through
+    /// write(2) or a mapping is with delalloc (the default); btrfs redirties every reclaim
+    /// request.
+    pub fn writepage_from_reclaim(self, kswapd: bool) -> bool {
+        match self {
+            FsType::Xfs => kswapd,
+            FsType::Ext4 | FsType::Btrfs => false,
+        }
+    }
+
     fn parse(s: &str) -> Option<FsType> {
         match s {
             "ext4" => Some(FsType::Ext4),
@@ -57,6 +71,8 @@ pub struct Filesystem {
     pub name: String,
     pub fstype: FsType,
     pub bdev: BlockDevice,
+    /// Its bdi_writeback: the flusher (mm/page_writeback.rs).
+    pub wb: Wb,
 }
 
 impl Filesystem {
@@ -71,7 +87,7 @@ impl Filesystem {
                         format!("unknown filesystem type {:?} (expected one of {})", f.fstype, FsType::NAMES.join(", ")),
                     )
                 })?;
-                Ok(Filesystem { name: f.name.clone(), fstype, bdev: BlockDevice::new(f.device.clone()) })
+                Ok(Filesystem { name: f.name.clone(), fstype, bdev: BlockDevice::new(f.device.clone()), wb: Wb::default() })
             })
             .collect()
     }
@@ -92,11 +108,13 @@ pub struct FileState {
     /// Page reads in flight: (page, done). A folio is locked until its read completes; an
     /// access before that waits (folio_wait_locked).
     pub pending: Vec<(u32, Time)>,
+    /// The inode's dirty pages and writeback state (mm/page_writeback.rs).
+    pub wb: InodeWb,
 }
 
 impl FileState {
     pub fn new(fs: u16, dev_off: u64) -> FileState {
-        FileState { fs, dev_off, ra_start: 0, ra_size: 0, ra_async: 0, prev_index: None, pending: Vec::new() }
+        FileState { fs, dev_off, ra_start: 0, ra_size: 0, ra_async: 0, prev_index: None, pending: Vec::new(), wb: InodeWb::default() }
     }
 }
 
@@ -166,14 +184,18 @@ impl Mm {
         Ok(())
     }
 
-    /// A fault on a page of a shared file mapping (do_read_fault): map the cached pages around
-    /// it (do_fault_around → filemap_map_pages), and if the page itself is not among them,
-    /// filemap_fault: a cache miss is a major fault that reads a window around the page
-    /// (do_sync_mmap_readahead's read-around); a PG_readahead hit starts the next window.
-    pub fn filemap_fault(&mut self, ctx: &mut Ctx, i: u32) -> std::result::Result<(), Oom> {
+    /// A fault on a page of a shared file mapping. A read (do_read_fault) maps the cached
+    /// pages around it (do_fault_around → filemap_map_pages), and if the page itself is not
+    /// among them, filemap_fault: a cache miss is a major fault that reads a window around the
+    /// page (do_sync_mmap_readahead's read-around); a PG_readahead hit starts the next window.
+    /// A store (do_shared_fault) has no fault-around: filemap_fault, then the caller dirties
+    /// the folio (fault_dirty_shared_page).
+    pub fn filemap_fault(&mut self, ctx: &mut Ctx, i: u32, write: bool) -> std::result::Result<(), Oom> {
         let (region, index) = self.file_of(i);
         self.pte_alloc(ctx, i)?;
-        self.do_fault_around(ctx, region, index);
+        if !write {
+            self.do_fault_around(ctx, region, index);
+        }
         if self.pages[i as usize].has(pg::MAPPED) {
             return Ok(());
         }
@@ -234,7 +256,7 @@ impl Mm {
 
     /// folio_wait_locked: wait for page `i`'s read if it is still in flight; forget the reads
     /// that completed.
-    fn folio_wait_locked(&mut self, ctx: &mut Ctx, region: usize, i: u32) {
+    pub(crate) fn folio_wait_locked(&mut self, ctx: &mut Ctx, region: usize, i: u32) {
         if let Some(t) = self.file_locked_until(region, i) {
             self.io_schedule_until(ctx, t);
         }
@@ -324,7 +346,7 @@ impl Mm {
     /// filemap_add_folio: a new page cache folio for page `i`, charged to its memcg; a shadow
     /// entry left by its eviction makes it a refault (workingset_refault), which may start it
     /// on the active list. Then folio_add_lru.
-    fn filemap_add_folio(&mut self, ctx: &mut Ctx, i: u32) -> std::result::Result<(), Oom> {
+    pub(crate) fn filemap_add_folio(&mut self, ctx: &mut Ctx, i: u32) -> std::result::Result<(), Oom> {
         let m = self.pages[i as usize].memcg;
         self.alloc_charged_frame(ctx, m)?;
         ctx.cpu(self.costs.pagecache_add_ns);

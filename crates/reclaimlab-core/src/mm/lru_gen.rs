@@ -691,6 +691,8 @@ impl Mm {
             let mut nr_pageout = 0u64;
             let mut nr_activate = 0u64;
             let mut clean = Vec::new();
+            // shrink_folio_list's per-call stat: evict_folios keeps only unqueued_dirty.
+            let mut stat = super::vmscan::ReclaimStat::default();
             sc.nr_scanned += list.len() as u64;
             for &i in &list {
                 self.pages[i as usize].clear(pg::ISOLATED);
@@ -703,7 +705,7 @@ impl Mm {
                         self.lru_gen_look_around(ctx, i, sc.kind == Reclaimer::Kswapd);
                     }
                     if p.has(pg::FILE) {
-                        self.shrink_file_folio(ctx, i)
+                        self.shrink_file_folio(ctx, i, sc, &mut stat, &mut nr_pageout)
                     } else {
                         self.shrink_folio(ctx, i, sc, &mut nr_pageout)
                     }
@@ -723,6 +725,7 @@ impl Mm {
                 self.memcgs[m as usize].events.pgactivate += nr_activate;
             }
             sc.nr_reclaimed += reclaimed;
+            sc.nr.unqueued_dirty += stat.unqueued_dirty;
             if sc.kind != Reclaimer::Memcg {
                 match sc.kind {
                     Reclaimer::Kswapd => self.vm.pgsteal_kswapd += reclaimed,

@@ -579,8 +579,17 @@ impl Mm {
         let mut swapped_out = vec![0u64; self.memcgs.len()];
         // NR_FILE_MAPPED per memcg: page cache pages mapped by a process.
         let mut file_mapped = vec![0u64; self.memcgs.len()];
+        // NR_FILE_DIRTY and NR_WRITEBACK (page cache and swap cache folios) per memcg.
+        let mut file_dirty = vec![0u64; self.memcgs.len()];
+        let mut writeback = vec![0u64; self.memcgs.len()];
         for p in &self.pages {
+            if p.has(pg::RESIDENT) && p.has(pg::WRITEBACK) {
+                writeback[p.memcg as usize] += 1;
+            }
             if p.has(pg::FILE) {
+                if p.has(pg::RESIDENT) && p.has(pg::DIRTY) {
+                    file_dirty[p.memcg as usize] += 1;
+                }
                 if p.has(pg::RESIDENT) && p.has(pg::MAPPED) {
                     file_mapped[p.memcg as usize] += 1;
                 }
@@ -616,6 +625,8 @@ impl Mm {
                     let gauges = [
                         ("file", file),
                         ("file_mapped", sum_of(&file_mapped) * PAGE_SIZE),
+                        ("file_dirty", sum_of(&file_dirty) * PAGE_SIZE),
+                        ("file_writeback", sum_of(&writeback) * PAGE_SIZE),
                         ("inactive_file", lru(list::INACTIVE_FILE)),
                         ("active_file", lru(list::ACTIVE_FILE)),
                     ];
@@ -649,6 +660,8 @@ impl Mm {
                     let gauges = [
                         ("cache", cache(m) * PAGE_SIZE, sum(&cache) * PAGE_SIZE),
                         ("mapped_file", file_mapped[i] * PAGE_SIZE, sum_of(&file_mapped) * PAGE_SIZE),
+                        ("dirty", file_dirty[i] * PAGE_SIZE, sum_of(&file_dirty) * PAGE_SIZE),
+                        ("writeback", writeback[i] * PAGE_SIZE, sum_of(&writeback) * PAGE_SIZE),
                         ("inactive_file", own_lru(list::INACTIVE_FILE), lru(list::INACTIVE_FILE)),
                         ("active_file", own_lru(list::ACTIVE_FILE), lru(list::ACTIVE_FILE)),
                     ];

@@ -23,6 +23,19 @@ impl Mm {
     pub fn access(&mut self, ctx: &mut Ctx, i: u32, write: bool) -> Result<bool, Oom> {
         let p = &mut self.pages[i as usize];
         if p.flags & (pg::MAPPED | pg::ZERO_PFN) == pg::MAPPED {
+            if write && p.flags & (pg::FILE | pg::DIRTY) == pg::FILE {
+                // A store to a clean shared file page: its PTE is write-protected (mapped
+                // read-only by a read fault, or cleaned by folio_clear_dirty_for_io), so it
+                // faults: do_wp_page → wp_page_shared → fault_dirty_shared_page.
+                let m = p.memcg;
+                p.flags |= pg::YOUNG;
+                self.vm.pgfault += 1;
+                self.memcgs[m as usize].events.pgfault += 1;
+                ctx.cpu(self.costs.fault_ns);
+                self.fault_dirty_shared_page(ctx, i);
+                ctx.cpu(self.costs.access_ns);
+                return Ok(true);
+            }
             p.flags |= pg::YOUNG | if write { pg::DIRTY } else { 0 };
             ctx.cpu(self.costs.access_ns);
             return Ok(false);
@@ -49,7 +62,12 @@ impl Mm {
         ctx.cpu(self.costs.fault_ns);
         let p = self.pages[i as usize];
         if p.has(pg::FILE) {
-            return self.filemap_fault(ctx, i);
+            self.filemap_fault(ctx, i, write)?;
+            if write {
+                self.pages[i as usize].set(pg::MAPPED | pg::YOUNG);
+                self.fault_dirty_shared_page(ctx, i);
+            }
+            return Ok(());
         }
         if p.has(pg::RESIDENT) {
             // A swap-cache folio whose PTE is still a swap entry: a minor swap fault.

@@ -9,6 +9,7 @@ pub mod memcg;
 pub mod memory;
 pub mod page;
 pub mod page_io;
+pub mod page_writeback;
 pub mod region;
 pub mod swap;
 pub mod vmscan;
@@ -105,6 +106,10 @@ pub struct Mm {
     pub(crate) vm_file: FileVmEvents,
     /// The multi-gen LRU's node state: the memcg LRU, the fault flag (mm/lru_gen.rs).
     pub(crate) lru_gen: lru_gen::LruGenNode,
+    /// Dirty page cache counters and the tasks' dirty ratelimits (mm/page_writeback.rs).
+    pub(crate) dirty: page_writeback::DirtyState,
+    /// Reclaim's writeback flags of the node and the lruvecs (mm/vmscan.rs).
+    pub(crate) pgdat: vmscan::PgdatFlags,
 }
 
 /// What code outside the crate (bindings, benches, tests) may see, and what tests that set
@@ -202,6 +207,8 @@ impl Mm {
             fs,
             vm_file: FileVmEvents::default(),
             lru_gen: lru_gen::LruGenNode::new(nmemcg),
+            dirty: page_writeback::DirtyState::new(cfg.processes.len()),
+            pgdat: vmscan::PgdatFlags { cgroup_congested: vec![false; nmemcg], ..Default::default() },
         })
     }
 
@@ -309,6 +316,7 @@ impl Mm {
             let active = self.lru_size_tree(0, page::list::ACTIVE_FILE);
             let swapcached: u64 = self.memcgs.iter().map(|m| m.swapcached).sum();
             let mapped = self.nr_file_mapped();
+            let (dirty, writeback) = self.nr_dirty_writeback();
             // NR_FILE_PAGES counts the swap cache too; meminfo Cached leaves it out (no
             // buffer heads are modelled: Buffers would be 0 and is not exported).
             let gauges = [
@@ -316,12 +324,22 @@ impl Mm {
                 ("vmstat.nr_inactive_file", inactive),
                 ("vmstat.nr_active_file", active),
                 ("vmstat.nr_mapped", mapped),
+                ("vmstat.nr_dirty", dirty),
+                ("vmstat.nr_writeback", writeback),
+                ("meminfo.Dirty", dirty * 4),
+                ("meminfo.Writeback", writeback * 4),
+                // Tracepoint hits (the seed's ftrace rows): not /proc counters.
+                ("trace.balance_dirty_pages", self.dirty.throttled),
+                ("trace.mm_vmscan_throttled", self.dirty.reclaim_throttled),
                 ("meminfo.Cached", (inactive + active) * 4),
                 ("meminfo.Active(file)", active * 4),
                 ("meminfo.Inactive(file)", inactive * 4),
                 ("meminfo.Mapped", mapped * 4),
             ];
             out.extend(gauges.into_iter().map(|(k, v)| (k.to_string(), v)));
+            for f in &self.fs {
+                f.bdev.export_stat(&f.name, out);
+            }
         }
         if self.lru_gen_enabled() {
             self.export_lru_gen(out);

@@ -154,28 +154,21 @@ impl Mm {
     /// the event queue within its time slice): what it would find finished when it looks. The
     /// queued DeviceDone events then find less to do and re-arm themselves.
     pub fn complete_io_until(&mut self, t: Time) {
-        for d in 0..self.swap.devs.len() {
-            while let Some(&(done, page)) = self.swap.devs[d].bdev.inflight.front() {
-                if done > t {
-                    break;
-                }
-                self.swap.devs[d].bdev.inflight.pop_front();
-                self.end_swap_writeback(page);
-            }
+        self.run_flushers_until(t);
+        for d in 0..self.swap.devs.len() + self.fs.len() {
+            self.complete_dev_until(d, t);
         }
     }
 
-    /// DeviceDone event: complete every write due by `now`, then re-arm for the next one.
+    /// DeviceDone event of block device `d` (swap devices, then filesystems): complete every
+    /// write due by `now`, then re-arm for the next one.
     pub fn device_done(&mut self, d: usize, now: Time) {
-        self.swap.devs[d].bdev.scheduled = None;
-        while let Some(&(done, page)) = self.swap.devs[d].bdev.inflight.front() {
-            if done > now {
-                self.swap.devs[d].bdev.scheduled = Some(done);
-                self.queue.push(done, EventKind::DeviceDone(d as u16));
-                break;
-            }
-            self.swap.devs[d].bdev.inflight.pop_front();
-            self.end_swap_writeback(page);
+        let n = self.swap.devs.len();
+        self.complete_dev_until(d, now);
+        let bdev = if d < n { &mut self.swap.devs[d].bdev } else { &mut self.fs[d - n].bdev };
+        bdev.scheduled = bdev.inflight.front().map(|&(done, _)| done);
+        if let Some(done) = bdev.scheduled {
+            self.queue.push(done, EventKind::DeviceDone(d as u16));
         }
     }
 

@@ -21,6 +21,7 @@ use super::page::{list, pg, NONE};
 use super::{Actor, Ctx, Mm, MAX_RECLAIM_RETRIES, SWAP_CLUSTER_MAX};
 use crate::mm::page_io::Writeout;
 use crate::config::VmSysctls;
+use crate::policy::{KswapdFileWriteback, WritebackThrottle};
 use crate::sim::EventKind;
 
 pub const DEF_PRIORITY: i32 = 12;
@@ -55,6 +56,39 @@ pub struct ScanControl {
     pub file_cost: u64,
     pub nr_scanned: u64,
     pub nr_reclaimed: u64,
+    /// sc->nr: what the scans of the current shrink_node pass met (dirty and writeback).
+    pub nr: ReclaimStat,
+}
+
+/// struct reclaim_stat of shrink_folio_list, summed into sc->nr over a shrink_node pass.
+/// Counted for file folios only (anonymous folios under swap writeback are not: see
+/// shrink_folio).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ReclaimStat {
+    pub dirty: u64,
+    pub unqueued_dirty: u64,
+    pub congested: u64,
+    pub writeback: u64,
+    pub immediate: u64,
+    pub taken: u64,
+    pub file_taken: u64,
+}
+
+/// The node's and lruvecs' reclaim flags about writeback (PGDAT_WRITEBACK, PGDAT_DIRTY,
+/// LRUVEC_NODE_CONGESTED on the root lruvec, LRUVEC_CGROUP_CONGESTED per memcg).
+#[derive(Clone, Debug, Default)]
+pub struct PgdatFlags {
+    pub writeback: bool,
+    pub dirty: bool,
+    pub node_congested: bool,
+    pub cgroup_congested: Vec<bool>,
+}
+
+/// Why reclaim_throttle sleeps (enum vmscan_throttle_state).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Throttle {
+    Writeback,
+    Congested,
 }
 
 impl ScanControl {
@@ -76,11 +110,18 @@ impl ScanControl {
             file_cost: 0,
             nr_scanned: 0,
             nr_reclaimed: 0,
+            nr: ReclaimStat::default(),
         }
     }
 
     fn cgroup_reclaim(&self) -> bool {
         self.kind == Reclaimer::Memcg
+    }
+
+    /// writeback_throttling_sane: false only for cgroup v1 memcg reclaim, which has no dirty
+    /// throttling of its own and waits on writeback in shrink_folio_list instead.
+    fn writeback_throttling_sane(&self, v2: bool) -> bool {
+        !self.cgroup_reclaim() || v2
     }
 }
 
@@ -388,9 +429,11 @@ impl Mm {
         let mut nr_reclaimed = 0;
         let mut nr_pageout = 0;
         let mut nr_activate = 0;
+        let mut stat = ReclaimStat::default();
         for &i in &taken {
             self.pages[i as usize].clear(pg::ISOLATED);
-            let fate = if file { self.shrink_file_folio(ctx, i) } else { self.shrink_folio(ctx, i, sc, &mut nr_pageout) };
+            let fate =
+                if file { self.shrink_file_folio(ctx, i, sc, &mut stat, &mut nr_pageout) } else { self.shrink_folio(ctx, i, sc, &mut nr_pageout) };
             match fate {
                 Fate::Freed => nr_reclaimed += 1,
                 Fate::Keep => self.lru_add(i),
@@ -426,6 +469,25 @@ impl Mm {
             }
         }
         self.lru_note_cost(m, file, nr_pageout, nr_scanned - nr_reclaimed);
+        if file {
+            // Only dirty folios not queued for IO: the flushers are not doing their job.
+            if stat.unqueued_dirty == nr_scanned {
+                self.wakeup_flusher_threads(ctx.now);
+                if !sc.writeback_throttling_sane(self.cgroup_v2) {
+                    self.reclaim_throttle(ctx, Throttle::Writeback);
+                }
+            }
+            stat.taken = nr_scanned;
+            stat.file_taken = nr_scanned;
+            let n = &mut sc.nr;
+            n.dirty += stat.dirty;
+            n.unqueued_dirty += stat.unqueued_dirty;
+            n.congested += stat.congested;
+            n.writeback += stat.writeback;
+            n.immediate += stat.immediate;
+            n.file_taken += stat.file_taken;
+        }
+        sc.nr.taken += nr_scanned;
         nr_reclaimed
     }
 
@@ -513,14 +575,39 @@ impl Mm {
         Fate::Freed
     }
 
-    /// shrink_folio_list for one isolated page cache folio (6.18). folio_check_references: a
-    /// young PTE keeps it (activates it if PG_referenced was set too); PG_referenced alone
-    /// is FOLIOREF_RECLAIM_CLEAN, so a clean folio read once is reclaimed (use-once). Then
-    /// try_to_unmap and __remove_mapping, leaving a shadow entry. No IO: a clean folio's data
-    /// is on its filesystem. Dirty folios do not exist until write phases do (debug-checked).
-    pub(super) fn shrink_file_folio(&mut self, ctx: &mut Ctx, i: u32) -> Fate {
+    /// shrink_folio_list for one isolated page cache folio (6.12 order, 6.18 pageout).
+    ///
+    /// folio_check_dirty_writeback feeds `stat`. A folio under writeback: kswapd on a node
+    /// flagged PGDAT_WRITEBACK counts a PG_reclaim one as nr_immediate; otherwise (and
+    /// always outside v1 memcg reclaim) it gets PG_reclaim and nr_writeback; v1 memcg reclaim
+    /// waits for a PG_reclaim folio's writeback and goes on with it. Both go to the active
+    /// list (activate_locked). folio_check_references: a young PTE keeps it (activates it if
+    /// PG_referenced was set too); PG_referenced alone is FOLIOREF_RECLAIM_CLEAN. A dirty
+    /// folio reaches pageout only as the writeback switches allow (see
+    /// [`Mm::file_pageout_allowed`]); otherwise it is marked PG_reclaim and activated
+    /// (NR_VMSCAN_IMMEDIATE: the flusher's completion rotates it to the inactive tail). A clean
+    /// one leaves a shadow entry and is freed.
+    pub(super) fn shrink_file_folio(&mut self, ctx: &mut Ctx, i: u32, sc: &ScanControl, stat: &mut ReclaimStat, nr_pageout: &mut u64) -> Fate {
+        let p = self.pages[i as usize];
+        let (dirty, writeback) = (p.has(pg::DIRTY), p.has(pg::WRITEBACK));
+        stat.dirty += u64::from(dirty || writeback);
+        stat.unqueued_dirty += u64::from(dirty && !writeback);
+        stat.congested += u64::from(writeback && p.has(pg::RECLAIM));
+        if writeback {
+            let kswapd = sc.kind == Reclaimer::Kswapd;
+            if kswapd && p.has(pg::RECLAIM) && self.pgdat.writeback {
+                stat.immediate += 1;
+                return Fate::Activate;
+            }
+            if sc.writeback_throttling_sane(self.cgroup_v2) || !p.has(pg::RECLAIM) {
+                self.pages[i as usize].set(pg::RECLAIM);
+                stat.writeback += 1;
+                return Fate::Activate;
+            }
+            let fs = self.regions[p.region as usize].file.as_ref().expect("a file region").fs as usize;
+            self.wait_on_file_writeback(ctx, fs, i);
+        }
         let p = &mut self.pages[i as usize];
-        debug_assert!(!p.has(pg::DIRTY | pg::WRITEBACK), "page {i}: dirty file pages are not modelled");
         let referenced_ptes = p.has(pg::MAPPED) && p.has(pg::YOUNG);
         p.clear(pg::YOUNG);
         let referenced_folio = p.has(pg::REFERENCED);
@@ -532,9 +619,89 @@ impl Mm {
             }
             return Fate::Keep;
         }
+        // try_to_unmap (the dirty PTE bit is already the folio's).
+        p.clear(pg::MAPPED);
+        if p.has(pg::DIRTY) {
+            if !self.file_pageout_allowed(sc, i) {
+                if !self.switches.immediate_reclaim {
+                    return Fate::Keep;
+                }
+                self.vm_file.nr_vmscan_immediate_reclaim += 1;
+                self.pages[i as usize].set(pg::RECLAIM);
+                return Fate::Activate;
+            }
+            if referenced_folio || !sc.may_writepage {
+                return Fate::Keep;
+            }
+            return self.file_pageout(ctx, i, sc, nr_pageout);
+        }
         ctx.cpu(self.costs.reclaim_page_ns);
         self.remove_file_folio_for_reclaim(i);
         Fate::Freed
+    }
+
+    /// Whether a dirty file folio goes on to pageout. Direct and memcg reclaim: only with
+    /// vmscan.direct_file_writeback (before seed patch 1). kswapd: per
+    /// vmscan.kswapd_file_writeback (6.12: `!current_is_kswapd() || !folio_test_reclaim ||
+    /// !test_bit(PGDAT_DIRTY)` sends it to immediate reclaim instead).
+    fn file_pageout_allowed(&self, sc: &ScanControl, i: u32) -> bool {
+        if sc.kind != Reclaimer::Kswapd {
+            return self.switches.direct_file_writeback;
+        }
+        match self.switches.kswapd_file_writeback {
+            KswapdFileWriteback::Always => true,
+            KswapdFileWriteback::RaisedPriority => sc.priority < DEF_PRIORITY - 2,
+            KswapdFileWriteback::PgdatDirty | KswapdFileWriteback::Never => {
+                self.pages[i as usize].has(pg::RECLAIM) && self.pgdat.dirty
+            }
+        }
+    }
+
+    /// pageout for a dirty file folio: 6.16+ has no ->writepage for file folios (PAGE_ACTIVATE);
+    /// before, the filesystem's writepage either writes it (PG_reclaim, under writeback,
+    /// kept) or redirties it; pageout counts NR_VMSCAN_WRITE either way, as writepage
+    /// returned 0.
+    fn file_pageout(&mut self, ctx: &mut Ctx, i: u32, sc: &ScanControl, nr_pageout: &mut u64) -> Fate {
+        if self.switches.kswapd_file_writeback == KswapdFileWriteback::Never {
+            return Fate::Activate;
+        }
+        let fs = self.regions[self.pages[i as usize].region as usize].file.as_ref().expect("a file region").fs as usize;
+        self.vm.nr_vmscan_write += 1;
+        *nr_pageout += 1;
+        if self.fs[fs].fstype.writepage_from_reclaim(sc.kind == Reclaimer::Kswapd) {
+            self.pages[i as usize].set(pg::RECLAIM);
+            self.writeback_file_folio(ctx, i);
+        }
+        Fate::Keep
+    }
+
+    /// reclaim_throttle (5.16+): sleep until SWAP_CLUSTER_MAX folios of any device finished
+    /// writeback (acct_reclaim_writeback with one throttled task) or the timeout (WRITEBACK:
+    /// HZ/10; CONGESTED: one jiffy). congestion_wait (3.2–5.15) sleeps HZ/10 whatever the
+    /// reason; before seed patch 3 reclaim does not sleep here.
+    fn reclaim_throttle(&mut self, ctx: &mut Ctx, reason: Throttle) {
+        let timeout = match (self.switches.writeback_throttle, reason) {
+            (WritebackThrottle::None, _) => return,
+            (WritebackThrottle::CongestionWait, _) | (WritebackThrottle::ReclaimThrottle, Throttle::Writeback) => crate::sim::NSEC_PER_SEC / 10,
+            (WritebackThrottle::ReclaimThrottle, Throttle::Congested) => crate::sim::JIFFY_NS,
+        };
+        let mut until = crate::sim::later(ctx.now, timeout);
+        if self.switches.writeback_throttle == WritebackThrottle::ReclaimThrottle {
+            let mut done: Vec<crate::sim::Time> = Vec::new();
+            for d in &self.swap.devs {
+                done.extend(d.bdev.inflight.iter().take(SWAP_CLUSTER_MAX as usize).map(|&(t, _)| t));
+            }
+            for f in &self.fs {
+                done.extend(f.bdev.inflight.iter().take(SWAP_CLUSTER_MAX as usize).map(|&(t, _)| t));
+            }
+            done.sort_unstable();
+            if let Some(&t) = done.get(SWAP_CLUSTER_MAX as usize - 1) {
+                until = until.min(t.max(ctx.now));
+            }
+        }
+        self.dirty.reclaim_throttled += 1;
+        self.io_schedule_until(ctx, until);
+        self.complete_io_until(ctx.now);
     }
 
     /// activate_locked: free the swap slot of a swap-cache folio when swap is half full
@@ -608,6 +775,9 @@ impl Mm {
                 sc.priority -= 1;
             }
             self.snapshot_refaults(sc.target);
+            if sc.cgroup_reclaim() {
+                self.pgdat.cgroup_congested[sc.target as usize] = false;
+            }
             if sc.nr_reclaimed > 0 {
                 return sc.nr_reclaimed;
             }
@@ -623,6 +793,7 @@ impl Mm {
     /// shrink_node: every memcg of the target's subtree (pre-order), with shrink_slab after each
     /// lruvec. Reclaimers other than kswapd resume a shared cursor and stop once the goal is met.
     fn shrink_node(&mut self, ctx: &mut Ctx, sc: &mut ScanControl) {
+        sc.nr = ReclaimStat::default();
         if self.lru_gen_enabled() && !sc.cgroup_reclaim() {
             return self.lru_gen_shrink_node(ctx, sc);
         }
@@ -644,6 +815,44 @@ impl Mm {
         }
         if sc.nr_reclaimed > before {
             self.kswapd.failures = 0;
+        }
+        self.shrink_node_writeback(ctx, sc);
+    }
+
+    /// The end of shrink_node (6.12) about dirty and writeback folios: kswapd flags the node
+    /// PGDAT_WRITEBACK when everything it took was under writeback, PGDAT_DIRTY when every
+    /// file folio it took was dirty and not queued, and throttles on nr_immediate; when every
+    /// dirty folio met was already under writeback for reclaim, the lruvec is congested, and
+    /// direct or memcg reclaim then throttles.
+    fn shrink_node_writeback(&mut self, ctx: &mut Ctx, sc: &ScanControl) {
+        if !self.has_files() {
+            return;
+        }
+        let n = sc.nr;
+        let kswapd = sc.kind == Reclaimer::Kswapd;
+        if kswapd {
+            if n.writeback > 0 && n.writeback == n.taken {
+                self.pgdat.writeback = true;
+            }
+            if n.unqueued_dirty == n.file_taken {
+                self.pgdat.dirty = true;
+            }
+            if n.immediate > 0 {
+                self.reclaim_throttle(ctx, Throttle::Writeback);
+            }
+        }
+        let target = sc.target as usize;
+        if n.dirty > 0 && n.dirty == n.congested {
+            if sc.cgroup_reclaim() && sc.writeback_throttling_sane(self.cgroup_v2) {
+                self.pgdat.cgroup_congested[target] = true;
+            }
+            if kswapd {
+                self.pgdat.node_congested = true;
+            }
+        }
+        let node_congested = target == 0 && self.pgdat.node_congested;
+        if !kswapd && (self.pgdat.cgroup_congested[target] || node_congested) {
+            self.reclaim_throttle(ctx, Throttle::Congested);
         }
     }
 
@@ -766,6 +975,13 @@ impl Mm {
         }
         self.snapshot_refaults(0);
         self.kswapd.clock = ctx.now;
+        if self.node_balanced() {
+            // prepare_kswapd_sleep → clear_pgdat_congested.
+            self.pgdat.writeback = false;
+            self.pgdat.dirty = false;
+            self.pgdat.node_congested = false;
+            self.pgdat.cgroup_congested[0] = false;
+        }
         if self.node_balanced() || self.kswapd.failures >= MAX_RECLAIM_RETRIES {
             self.kswapd.running = false;
             return;

@@ -33,6 +33,8 @@ pub enum EventKind {
     DeviceDone(u16),
     /// kswapd runs one balance_pgdat priority pass.
     Kswapd,
+    /// The flusher of filesystem `0` runs one writeback chunk (wb_workfn).
+    Flusher(u16),
     /// The zswap shrink worker runs one step.
     ZswapWorker,
     /// Process `0` runs for up to one quantum.
@@ -44,7 +46,7 @@ impl EventKind {
     fn priority(self) -> u8 {
         match self {
             EventKind::DeviceDone(_) => 0,
-            EventKind::Kswapd => 1,
+            EventKind::Kswapd | EventKind::Flusher(_) => 1,
             EventKind::ZswapWorker => 2,
             EventKind::Process(_) => 3,
         }
@@ -60,6 +62,8 @@ pub enum Actor {
     Process(u32),
     Kswapd,
     ZswapWorker,
+    /// A filesystem's flusher (writeback worker).
+    Flusher,
 }
 
 /// The running thread's clock and state while it executes kernel code. CPU work advances

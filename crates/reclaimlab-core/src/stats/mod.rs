@@ -122,6 +122,9 @@ counters! {
         workingset_refault_file: "File pages read in again while their shadow entry existed.",
         workingset_activate_file: "File refaults activated (refault distance within the workingset).",
         workingset_restore_file: "File refaults of pages that were active when evicted.",
+        nr_dirtied: "Page cache pages dirtied (NR_DIRTIED).",
+        nr_written: "Page cache pages whose writeback completed (NR_WRITTEN).",
+        nr_vmscan_immediate_reclaim: "Dirty file pages reclaim marked PG_reclaim, to be freed as soon as written (NR_VMSCAN_IMMEDIATE).",
     }
 }
 

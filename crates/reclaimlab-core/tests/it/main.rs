@@ -7,6 +7,7 @@ mod bounds;
 mod common;
 mod determinism;
 mod filemap;
+mod writeback;
 mod identities;
 mod lru_gen;
 mod switches;

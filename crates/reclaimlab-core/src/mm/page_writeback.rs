@@ -1,0 +1,558 @@
+//! Dirty page cache and its writeback: mm/page-writeback.c (folio_account_dirtied,
+//! domain_dirty_limits, balance_dirty_pages, balance_dirty_pages_ratelimited,
+//! folio_clear_dirty_for_io, __folio_start_writeback, __folio_end_writeback), the write side of
+//! mm/filemap.c (generic_perform_write, folio_end_writeback, file_write_and_wait_range) and the
+//! flusher of fs/fs-writeback.c (__mark_inode_dirty, wb_wakeup_delayed, wb_workfn,
+//! wb_check_start_all, wb_check_background_flush, wb_check_old_data_flush, writeback_sb_inodes,
+//! wakeup_flusher_threads), as read in 6.12.
+//!
+//! A filesystem is one backing device (bdi) with one bdi_writeback and its flusher (an actor
+//! with its own clock, run by `EventKind::Flusher` events). A file region is one inode:
+//! its dirty pages are the mapping's PAGECACHE_TAG_DIRTY set (`FileState::dirty`, ordered by
+//! index), `dirtied_when` is the inode's, and writeback submits one bio per page to the
+//! filesystem's block device under a plug (the block layer merges them into requests);
+//! completions come back through `device_done`, as swap writes do.
+//!
+//! Simplified (each says what the kernel does instead):
+//! * balance_dirty_pages: the kernel's pos_ratio feedback control around the setpoint with an
+//!   estimated per-bdi write bandwidth and dirty_ratelimit is replaced by its fixed point: the
+//!   writer's rate is the device's write bandwidth times pos_ratio, the kernel's cubic
+//!   (pos_ratio = 1 + ((setpoint − dirty) / (limit − setpoint))³, clamped to [0, 2]) over the
+//!   global domain only; at or over the limit it sleeps until enough writeback completes to
+//!   get below it, at most MAX_PAUSE. No per-bdi (wb) domain, no memcg domain (cgroup
+//!   writeback on v2 is not modelled: every memcg's pages count in the global domain, as
+//!   v1 has it), no strictlimit, no dirty_ratelimit estimation.
+//! * Only file pages count in the dirty domain's NR_WRITEBACK (swap writeback is left out of
+//!   `nr_file_writeback`; the exported vmstat nr_writeback counts both, as the kernel's does).
+//! * The flusher writes one inode at a time, oldest dirtied_when first, MIN_WRITEBACK_PAGES
+//!   per chunk (writeback_chunk_size without bandwidth estimation), range-cyclic from the
+//!   inode's writeback_index; inodes are not moved between b_dirty/b_io/b_more_io lists.
+//! * Delayed allocation, journal commits and metadata writes are not modelled: a dirty page
+//!   costs one page of data write at its file offset.
+
+use std::collections::BTreeSet;
+
+use super::page::{list, pg, PAGE_SIZE};
+use super::{Ctx, Mm, Oom};
+use crate::block::Dir;
+use crate::sim::{later, EventKind, Time, JIFFY_NS, NSEC_PER_MSEC, NSEC_PER_SEC};
+
+/// MIN_WRITEBACK_PAGES: the flusher's write chunk (4 MiB).
+pub const MIN_WRITEBACK_PAGES: u64 = (4096 * 1024) / PAGE_SIZE;
+/// MAX_PAUSE: the longest balance_dirty_pages sleep (HZ / 5).
+const MAX_PAUSE_NS: u64 = NSEC_PER_SEC / 5;
+/// A filesystem's bdi_writeback: its flusher's state.
+#[derive(Clone, Debug, Default)]
+pub struct Wb {
+    /// Time of the Flusher event queued for it, if any.
+    pub scheduled: Option<Time>,
+    /// The flusher thread's clock (it runs ahead of the queue while it submits).
+    pub clock: Time,
+    /// wb_check_start_all: pages still to write for a wakeup_flusher_threads request.
+    pub start_all: u64,
+    /// wb->last_old_flush.
+    pub last_old_flush: Time,
+}
+
+/// The dirty state of one file (inode): dirty pages by page index, pages under writeback.
+#[derive(Clone, Debug, Default)]
+pub struct InodeWb {
+    /// PAGECACHE_TAG_DIRTY: page indices (global page numbers) of the dirty folios.
+    pub dirty: BTreeSet<u32>,
+    /// Folios of this file under writeback.
+    pub nr_writeback: u64,
+    /// inode->dirtied_when: when the inode went from clean to dirty.
+    pub dirtied_when: Option<Time>,
+    /// mapping->writeback_index (range_cyclic writeback resumes here), a global page number.
+    pub writeback_index: u32,
+}
+
+/// The node's dirty page counters (NR_FILE_DIRTY, the file part of NR_WRITEBACK) and each
+/// task's ratelimit state (current->nr_dirtied, current->nr_dirtied_pause).
+#[derive(Clone, Debug, Default)]
+pub struct DirtyState {
+    pub nr_file_dirty: u64,
+    pub nr_file_writeback: u64,
+    pub nr_dirtied: Vec<u64>,
+    pub nr_dirtied_pause: Vec<u64>,
+    /// balance_dirty_pages sleeps (trace_balance_dirty_pages events).
+    pub throttled: u64,
+    /// reclaim_throttle / congestion_wait sleeps (trace_mm_vmscan_throttled events).
+    pub reclaim_throttled: u64,
+}
+
+impl DirtyState {
+    pub fn new(nprocs: usize) -> DirtyState {
+        // The kernel starts every task at 128 >> (PAGE_SHIFT - 10) = 32 pages.
+        DirtyState { nr_dirtied: vec![0; nprocs], nr_dirtied_pause: vec![32; nprocs], ..Default::default() }
+    }
+}
+
+/// ilog2.
+fn ilog2(x: u64) -> u32 {
+    63 - x.max(1).leading_zeros()
+}
+
+/// dirty_poll_interval: below the freerun ceiling, a task checks its limits again after about
+/// sqrt(thresh − dirty) pages.
+fn dirty_poll_interval(dirty: u64, thresh: u64) -> u64 {
+    if thresh > dirty {
+        1 << (ilog2(thresh - dirty) >> 1)
+    } else {
+        1
+    }
+}
+
+/// pos_control: the kernel's cubic position ratio ×1024 (1024 at the setpoint, 2048 at or
+/// below freerun, 0 at the limit).
+fn pos_ratio_1024(setpoint: u64, dirty: u64, limit: u64) -> u64 {
+    if dirty >= limit {
+        return 0;
+    }
+    let span = (limit - setpoint).max(1) as i128;
+    let x = ((setpoint as i128 - dirty as i128) << 10) / span;
+    let cubic = (x * x * x) >> 20;
+    (1024 + cubic).clamp(0, 2048) as u64
+}
+
+impl Mm {
+    fn inode(&mut self, region: usize) -> &mut InodeWb {
+        &mut self.regions[region].file.as_mut().expect("a file region").wb
+    }
+
+    fn fs_of_region(&self, region: usize) -> usize {
+        self.regions[region].file.as_ref().expect("a file region").fs as usize
+    }
+
+    /// The block-layer device number of filesystem `fs` (after the swap devices).
+    pub(crate) fn fs_dev(&self, fs: usize) -> usize {
+        self.swap.devs.len() + fs
+    }
+
+    /// global_dirtyable_memory: free pages and the file LRUs, less the reserves
+    /// (totalreserve_pages ≈ the high watermark of the one zone).
+    pub fn global_dirtyable_memory(&self) -> u64 {
+        let file = self.lru_size_tree(0, list::INACTIVE_FILE) + self.lru_size_tree(0, list::ACTIVE_FILE);
+        (self.nr_free + file).saturating_sub(self.wmark_high).max(1)
+    }
+
+    /// domain_dirty_limits for the global domain: (bg_thresh, thresh) in pages, from
+    /// vm.dirty_bytes / vm.dirty_ratio and vm.dirty_background_bytes / _ratio (bytes win when
+    /// set); a background threshold at or above the limit is halved.
+    pub fn dirty_limits(&self) -> (u64, u64) {
+        let vm = &self.knobs.vm;
+        let avail = self.global_dirtyable_memory();
+        let thresh = vm.dirty_bytes.map_or(avail * vm.dirty_ratio as u64 / 100, |b| b.div_ceil(PAGE_SIZE));
+        let bg = vm.dirty_background_bytes.map_or(avail * vm.dirty_background_ratio as u64 / 100, |b| b.div_ceil(PAGE_SIZE));
+        (if bg >= thresh { thresh / 2 } else { bg }, thresh)
+    }
+
+    /// NR_FILE_DIRTY + NR_WRITEBACK of the dirty domain.
+    fn nr_dirty_domain(&self) -> u64 {
+        self.dirty.nr_file_dirty + self.dirty.nr_file_writeback
+    }
+
+    /// filemap_dirty_folio → __folio_mark_dirty (folio_account_dirtied: NR_FILE_DIRTY,
+    /// NR_DIRTIED, the memcg's dirty count is read from the page flags at export) and
+    /// __mark_inode_dirty: a clean inode gets dirtied_when = now, and a flusher with no work
+    /// queued is woken after dirty_writeback_interval (wb_wakeup_delayed). True if the folio
+    /// was clean.
+    pub(crate) fn file_folio_mark_dirty(&mut self, now: Time, i: u32) -> bool {
+        if self.pages[i as usize].has(pg::DIRTY) {
+            return false;
+        }
+        self.pages[i as usize].set(pg::DIRTY);
+        let region = self.pages[i as usize].region as usize;
+        self.dirty.nr_file_dirty += 1;
+        self.vm_file.nr_dirtied += 1;
+        let inode = self.inode(region);
+        inode.dirty.insert(i);
+        if inode.dirtied_when.is_none() {
+            inode.dirtied_when = Some(now);
+            let fs = self.fs_of_region(region);
+            self.wb_wakeup_delayed(fs, now);
+        }
+        true
+    }
+
+    /// wb_wakeup_delayed: the flusher runs after dirty_writeback_interval unless it is queued
+    /// already (vm.dirty_writeback_centisecs = 0 disables the periodic wakeup).
+    fn wb_wakeup_delayed(&mut self, fs: usize, now: Time) {
+        let cs = self.knobs.vm.dirty_writeback_centisecs as u64;
+        if cs == 0 || self.fs[fs].wb.scheduled.is_some() {
+            return;
+        }
+        self.wb_queue(fs, later(now, cs * 10 * NSEC_PER_MSEC));
+    }
+
+    /// wb_wakeup: run the flusher now (or as soon as its thread is free).
+    fn wb_wakeup(&mut self, fs: usize, now: Time) {
+        let at = now.max(self.fs[fs].wb.clock);
+        if self.fs[fs].wb.scheduled.is_some_and(|t| t <= at) {
+            return;
+        }
+        self.wb_queue(fs, at);
+    }
+
+    fn wb_queue(&mut self, fs: usize, at: Time) {
+        // A later queued event finds `scheduled` changed and does nothing.
+        self.fs[fs].wb.scheduled = Some(at);
+        self.queue.push(at, EventKind::Flusher(fs as u16));
+    }
+
+    /// wakeup_flusher_threads(reason): every flusher writes all pages dirty now
+    /// (wb_start_writeback → wb_check_start_all, nr_pages = get_nr_dirty_pages()).
+    pub fn wakeup_flusher_threads(&mut self, now: Time) {
+        for fs in 0..self.fs.len() {
+            let dirty: u64 = self.fs_dirty_pages(fs);
+            if dirty == 0 {
+                continue;
+            }
+            self.fs[fs].wb.start_all = dirty;
+            self.wb_wakeup(fs, now);
+        }
+    }
+
+    fn fs_dirty_pages(&self, fs: usize) -> u64 {
+        self.regions.iter().filter_map(|r| r.file.as_ref()).filter(|f| f.fs as usize == fs).map(|f| f.wb.dirty.len() as u64).sum()
+    }
+
+    /// generic_perform_write for one page (a write(2) of 4 KiB at page `i`'s offset):
+    /// write_begin finds or creates the folio (a whole-page overwrite reads nothing; a read
+    /// in flight holds the folio lock), copy_folio_from_iter, write_end marks it dirty, then
+    /// balance_dirty_pages_ratelimited. FGP_WRITEBEGIN has no FGP_ACCESSED: writing does
+    /// not mark the folio accessed, so written pages age on the inactive list.
+    pub fn generic_perform_write(&mut self, ctx: &mut Ctx, i: u32) -> Result<(), Oom> {
+        let region = self.pages[i as usize].region as usize;
+        if !self.pages[i as usize].has(pg::RESIDENT) {
+            self.filemap_add_folio(ctx, i)?;
+        }
+        self.folio_wait_locked(ctx, region, i);
+        // copy_from_user of a page: priced like the copy to user of a read.
+        ctx.cpu(self.costs.read_page_ns);
+        let newly = self.file_folio_mark_dirty(ctx.now, i);
+        self.balance_dirty_pages_ratelimited(ctx, region, newly);
+        Ok(())
+    }
+
+    /// A store to a clean page of a shared file mapping: do_shared_fault (or do_wp_page →
+    /// wp_page_shared on a PTE write-protected by folio_clear_dirty_for_io) →
+    /// fault_dirty_shared_page: the folio is dirtied and the task ratelimited.
+    pub(crate) fn fault_dirty_shared_page(&mut self, ctx: &mut Ctx, i: u32) {
+        let region = self.pages[i as usize].region as usize;
+        let newly = self.file_folio_mark_dirty(ctx.now, i);
+        self.balance_dirty_pages_ratelimited(ctx, region, newly);
+    }
+
+    /// balance_dirty_pages_ratelimited: count the task's dirtied pages; after
+    /// current->nr_dirtied_pause of them, balance_dirty_pages. Kernel threads are not
+    /// throttled.
+    fn balance_dirty_pages_ratelimited(&mut self, ctx: &mut Ctx, region: usize, newly: bool) {
+        let super::Actor::Process(p) = ctx.actor else { return };
+        if !newly {
+            return;
+        }
+        let p = p as usize;
+        self.dirty.nr_dirtied[p] += 1;
+        if self.dirty.nr_dirtied[p] >= self.dirty.nr_dirtied_pause[p] {
+            let fs = self.fs_of_region(region);
+            self.balance_dirty_pages(ctx, p, fs);
+        }
+    }
+
+    /// balance_dirty_pages (simplified, see the module doc): wake background writeback above
+    /// the background threshold; below the freerun ceiling, run free and poll again after
+    /// dirty_poll_interval pages; above it, sleep for the pages dirtied at the throttled
+    /// rate (device write bandwidth × pos_ratio); at the limit, sleep until enough of the
+    /// writeback in flight completes, at most MAX_PAUSE, and look again at the next page.
+    fn balance_dirty_pages(&mut self, ctx: &mut Ctx, p: usize, fs: usize) {
+        let pages_dirtied = self.dirty.nr_dirtied[p];
+        self.dirty.nr_dirtied[p] = 0;
+        let (bg, thresh) = self.dirty_limits();
+        let dirty = self.nr_dirty_domain();
+        let freerun = (thresh + bg) / 2;
+        if dirty > bg {
+            // wb_start_background_writeback.
+            self.wb_wakeup(fs, ctx.now);
+        }
+        if dirty <= freerun {
+            self.dirty.nr_dirtied_pause[p] = dirty_poll_interval(dirty, thresh);
+            return;
+        }
+        let setpoint = (freerun + thresh) / 2;
+        let pos = pos_ratio_1024(setpoint, dirty, thresh);
+        let until = if pos > 0 {
+            let bw = self.fs[fs].bdev.model.write_bytes_per_s.max(PAGE_SIZE);
+            let rate = (bw / PAGE_SIZE * pos / 1024).max(1);
+            // The kernel aims at pauses of ~HZ/100 (dirty_ratelimit × pause); a 32-page
+            // batch stands for it.
+            self.dirty.nr_dirtied_pause[p] = 32;
+            later(ctx.now, (pages_dirtied * NSEC_PER_SEC / rate).min(MAX_PAUSE_NS))
+        } else {
+            // At the limit: sleep until `dirty − thresh + 1` of the writes in flight complete
+            // (at least a jiffy, at most MAX_PAUSE), then return to user space: the next page
+            // dirtied looks again. The kernel loops inside balance_dirty_pages; returning
+            // lets the flusher's events run while this task sleeps.
+            let need = (dirty - thresh + 1) as usize;
+            let inflight = &self.fs[fs].bdev.inflight;
+            let max = later(ctx.now, MAX_PAUSE_NS);
+            self.dirty.nr_dirtied_pause[p] = 1;
+            inflight.get(need - 1).or(inflight.back()).map_or(max, |&(t, _)| t).clamp(later(ctx.now, JIFFY_NS), max)
+        };
+        // trace_balance_dirty_pages: one per sleep.
+        self.dirty.throttled += 1;
+        self.io_schedule_until(ctx, until);
+        self.complete_io_until(ctx.now);
+    }
+
+    /// folio_clear_dirty_for_io + __folio_start_writeback + submit: the folio leaves the
+    /// dirty tag, its PTEs are write-protected (a store faults again), and one bio for it goes
+    /// to the filesystem's device at the page's file offset.
+    pub(crate) fn writeback_file_folio(&mut self, ctx: &mut Ctx, i: u32) {
+        let region = self.pages[i as usize].region as usize;
+        let (fs, dev_off, base) = {
+            let r = &self.regions[region];
+            let f = r.file.as_ref().expect("a file region");
+            (f.fs as usize, f.dev_off, r.base)
+        };
+        let p = &mut self.pages[i as usize];
+        debug_assert!(p.has(pg::DIRTY) && !p.has(pg::WRITEBACK));
+        p.clear(pg::DIRTY);
+        p.set(pg::WRITEBACK);
+        self.dirty.nr_file_dirty -= 1;
+        self.dirty.nr_file_writeback += 1;
+        let inode = self.inode(region);
+        inode.dirty.remove(&i);
+        inode.nr_writeback += 1;
+        if inode.dirty.is_empty() {
+            inode.dirtied_when = None;
+        }
+        self.vm.pgpgout += PAGE_SIZE / 1024;
+        ctx.cpu(self.costs.bio_submit_ns);
+        let dev = self.fs_dev(fs);
+        self.submit_bio(ctx, dev, Dir::Write, (dev_off + (i - base) as u64) as u32, i);
+    }
+
+    /// writeback_sb_inodes → do_writepages → write_cache_pages for one inode (WB_SYNC_NONE,
+    /// range_cyclic): up to `nr` dirty folios not under writeback, from writeback_index on,
+    /// wrapping once. Returns the number written.
+    fn writeback_inode(&mut self, ctx: &mut Ctx, region: usize, nr: u64) -> u64 {
+        let (start, base, end) = {
+            let r = &self.regions[region];
+            let f = r.file.as_ref().expect("a file region");
+            (f.wb.writeback_index.max(r.base), r.base, r.base + r.pages)
+        };
+        let mut picked = Vec::new();
+        {
+            let d = &self.regions[region].file.as_ref().expect("a file region").wb.dirty;
+            for &j in d.range(start..end).chain(d.range(base..start)) {
+                if picked.len() as u64 >= nr {
+                    break;
+                }
+                // WB_SYNC_NONE skips a folio still under writeback (redirtied meanwhile).
+                if !self.pages[j as usize].has(pg::WRITEBACK) {
+                    picked.push(j);
+                }
+            }
+        }
+        for &j in &picked {
+            self.writeback_file_folio(ctx, j);
+        }
+        if let Some(&last) = picked.last() {
+            let next = if last + 1 >= end { base } else { last + 1 };
+            self.inode(region).writeback_index = next;
+        }
+        picked.len() as u64
+    }
+
+    /// The file region of filesystem `fs` with the oldest dirtied_when (the b_io order),
+    /// optionally only inodes dirtied at or before `older_than`.
+    fn oldest_dirty_inode(&self, fs: usize, older_than: Option<Time>) -> Option<usize> {
+        self.regions
+            .iter()
+            .enumerate()
+            .filter_map(|(k, r)| {
+                let f = r.file.as_ref()?;
+                let when = f.wb.dirtied_when?;
+                (f.fs as usize == fs && older_than.is_none_or(|t| when <= t)).then_some((when, k))
+            })
+            .min()
+            .map(|(_, k)| k)
+    }
+
+    /// wb_workfn → wb_do_writeback, one chunk per event: a start_all request
+    /// (wakeup_flusher_threads), else background writeback while over the background
+    /// threshold, else kupdate writeback of inodes dirtied more than dirty_expire_interval ago
+    /// (wb_check_old_data_flush, at most every dirty_writeback_interval). With work left the
+    /// flusher runs again at its own clock; otherwise, with dirty pages left, after
+    /// dirty_writeback_interval (wb_wakeup_delayed).
+    pub fn wb_workfn(&mut self, ctx: &mut Ctx, fs: usize) {
+        self.fs[fs].wb.scheduled = None;
+        let mut written = 0;
+        self.blk_start_plug();
+        if self.fs[fs].wb.start_all > 0 {
+            let nr = self.fs[fs].wb.start_all.min(MIN_WRITEBACK_PAGES);
+            if let Some(r) = self.oldest_dirty_inode(fs, None) {
+                written = self.writeback_inode(ctx, r, nr);
+            }
+            self.fs[fs].wb.start_all = if written == 0 { 0 } else { self.fs[fs].wb.start_all - written.min(self.fs[fs].wb.start_all) };
+        }
+        if written == 0 {
+            let (bg, _) = self.dirty_limits();
+            if self.nr_dirty_domain() > bg {
+                if let Some(r) = self.oldest_dirty_inode(fs, None) {
+                    let over = self.nr_dirty_domain() - bg;
+                    written = self.writeback_inode(ctx, r, over.min(MIN_WRITEBACK_PAGES));
+                }
+            }
+        }
+        if written == 0 {
+            let interval = self.knobs.vm.dirty_writeback_centisecs as u64 * 10 * NSEC_PER_MSEC;
+            if interval > 0 && ctx.now >= later(self.fs[fs].wb.last_old_flush, interval) {
+                let expire = self.knobs.vm.dirty_expire_centisecs as u64 * 10 * NSEC_PER_MSEC;
+                let older_than = ctx.now.checked_sub(expire);
+                if let Some(r) = older_than.and_then(|t| self.oldest_dirty_inode(fs, Some(t))) {
+                    written = self.writeback_inode(ctx, r, MIN_WRITEBACK_PAGES);
+                }
+                if written == 0 {
+                    self.fs[fs].wb.last_old_flush = ctx.now;
+                }
+            }
+        }
+        self.blk_finish_plug(ctx);
+        self.fs[fs].wb.clock = ctx.now;
+        if written > 0 {
+            self.wb_queue(fs, ctx.now);
+        } else if self.fs_dirty_pages(fs) > 0 {
+            self.wb_wakeup_delayed(fs, ctx.now);
+        }
+    }
+
+    /// Run every flusher whose work is due by `t`, a running thread's own clock (which runs
+    /// ahead of the event queue within its time slice): the flusher threads run on other
+    /// CPUs meanwhile, so a thread that looks (reclaim) or sleeps (throttling) finds their
+    /// writeback submitted, as `complete_io_until` finds IO completed. The queued Flusher
+    /// events then find another time scheduled and do nothing. The caller's plug is set
+    /// aside: the flusher has its own.
+    pub(crate) fn run_flushers_until(&mut self, t: Time) {
+        if self.fs.is_empty() {
+            return;
+        }
+        let saved = std::mem::take(&mut self.plug);
+        for fs in 0..self.fs.len() {
+            while let Some(at) = self.fs[fs].wb.scheduled.filter(|&at| at <= t) {
+                let mut ctx = Ctx::new(at.max(self.fs[fs].wb.clock), super::Actor::Flusher, 1024);
+                self.wb_workfn(&mut ctx, fs);
+            }
+        }
+        self.plug = saved;
+    }
+
+    /// folio_end_writeback for a page cache folio: NR_WRITEBACK down, NR_WRITTEN up, and a
+    /// PG_reclaim folio rotates to the inactive tail (folio_rotate_reclaimable, pgrotated),
+    /// to be freed by the next scan (the seed's immediate reclaim).
+    pub(crate) fn end_file_writeback(&mut self, i: u32) {
+        if !self.pages[i as usize].has(pg::WRITEBACK) {
+            return;
+        }
+        let region = self.pages[i as usize].region as usize;
+        self.dirty.nr_file_writeback -= 1;
+        self.vm_file.nr_written += 1;
+        self.inode(region).nr_writeback -= 1;
+        // The rotation is the swap path's (same flags, same lists).
+        self.end_swap_writeback(i);
+    }
+
+    /// Complete block device `dev`'s writes due by `t`.
+    pub(crate) fn complete_dev_until(&mut self, dev: usize, t: Time) {
+        let n = self.swap.devs.len();
+        loop {
+            let bdev = if dev < n { &mut self.swap.devs[dev].bdev } else { &mut self.fs[dev - n].bdev };
+            let Some(&(done, page)) = bdev.inflight.front() else { break };
+            if done > t {
+                break;
+            }
+            bdev.inflight.pop_front();
+            if dev < n {
+                self.end_swap_writeback(page);
+            } else {
+                self.end_file_writeback(page);
+            }
+        }
+    }
+
+    /// Wait for writeback of page `i` of filesystem `fs` (folio_wait_writeback): complete the
+    /// device's writes in order up to and including it, sleeping until each is done.
+    pub(crate) fn wait_on_file_writeback(&mut self, ctx: &mut Ctx, fs: usize, i: u32) {
+        self.blk_flush_plug(ctx.now);
+        while self.pages[i as usize].has(pg::WRITEBACK) {
+            let Some((done, page)) = self.fs[fs].bdev.inflight.pop_front() else { break };
+            ctx.wait_until(done);
+            self.end_file_writeback(page);
+        }
+    }
+
+    /// vfs_fsync → file_write_and_wait_range (WB_SYNC_ALL over the whole file): wait for
+    /// folios already under writeback, write every dirty folio, then wait for all of them.
+    pub fn vfs_fsync(&mut self, ctx: &mut Ctx, region: usize) {
+        let fs = self.fs_of_region(region);
+        let dev = self.fs_dev(fs);
+        self.wait_inode_writeback(ctx, region, fs);
+        self.blk_start_plug();
+        loop {
+            let n = self.writeback_inode(ctx, region, u64::MAX);
+            if n == 0 {
+                break;
+            }
+        }
+        self.blk_finish_plug(ctx);
+        self.wait_inode_writeback(ctx, region, fs);
+        self.complete_dev_until(dev, ctx.now);
+    }
+
+    /// filemap_fdatawait: sleep until no folio of the file is under writeback.
+    fn wait_inode_writeback(&mut self, ctx: &mut Ctx, region: usize, fs: usize) {
+        self.blk_flush_plug(ctx.now);
+        while self.inode(region).nr_writeback > 0 {
+            let Some((done, page)) = self.fs[fs].bdev.inflight.pop_front() else { break };
+            ctx.wait_until(done);
+            self.end_file_writeback(page);
+        }
+    }
+
+    /// Gauges of the dirty state: (file pages dirty, pages under writeback of any kind).
+    pub fn nr_dirty_writeback(&self) -> (u64, u64) {
+        let mut dirty = 0;
+        let mut wb = 0;
+        for p in &self.pages {
+            if p.flags & (pg::FILE | pg::RESIDENT | pg::DIRTY) == pg::FILE | pg::RESIDENT | pg::DIRTY {
+                dirty += 1;
+            }
+            if p.flags & (pg::RESIDENT | pg::WRITEBACK) == pg::RESIDENT | pg::WRITEBACK {
+                wb += 1;
+            }
+        }
+        (dirty, wb)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pos_ratio_is_the_kernels_cubic() {
+        // 2 at freerun (setpoint − (limit − setpoint)), 1 at the setpoint, 0 at the limit.
+        assert_eq!(pos_ratio_1024(1000, 1000, 1500), 1024);
+        assert_eq!(pos_ratio_1024(1000, 500, 1500), 2048);
+        assert_eq!(pos_ratio_1024(1000, 1500, 1500), 0);
+        assert_eq!(pos_ratio_1024(1000, 1250, 1500), 1024 - 128);
+    }
+
+    #[test]
+    fn poll_interval_is_sqrt_of_headroom() {
+        assert_eq!(dirty_poll_interval(0, 1 << 16), 256);
+        assert_eq!(dirty_poll_interval(100, 100), 1);
+        assert_eq!(dirty_poll_interval(0, 3), 1);
+    }
+}
