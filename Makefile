@@ -136,8 +136,8 @@ vmlab-report: build
 # built native module (so lint needs `build`).
 lint: build
 	cargo clippy --workspace --all-targets -- -D warnings
-	$(VENV)/bin/ruff check python tests
-	$(VENV)/bin/ruff format --check python tests
+	$(VENV)/bin/ruff check python tests tools
+	$(VENV)/bin/ruff format --check python tests tools
 	$(VENV)/bin/mypy
 	$(PY) -m mypy.stubtest reclaimlab._core
 

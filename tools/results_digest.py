@@ -1,0 +1,75 @@
+"""Every bundled scenario's results, for checking that a change moved no number it should not.
+
+    python tools/results_digest.py write DIR     # run every scenario under scenarios/ (and each
+                                                 # [compare] configuration) into DIR/<name>.json
+    python tools/results_digest.py compare A B   # which results differ between two such dirs
+
+`write` uses the checkout's CLI (`.venv/bin/reclaimlab`, after `make build`) with the result
+cache off; `compare` looks at counters, phases and stats and ignores provenance, the lowered
+config and wall-clock fields. How the restructure of issue 8 was shown bit-identical: `write`
+before and after each change, then `compare`.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+IGNORED = {"provenance", "config", "wall_s", "wall_time_s"}
+
+
+def write(out: Path) -> int:
+    out.mkdir(parents=True, exist_ok=True)
+    cli = str(ROOT / ".venv" / "bin" / "reclaimlab")
+    failed = 0
+    for scenario in sorted((ROOT / "scenarios").rglob("*.toml")):
+        name = "_".join(scenario.relative_to(ROOT).with_suffix("").parts)
+        has_compare = any(line.strip().startswith(("[compare]", "[[compare")) for line in scenario.read_text().splitlines())
+        cmd = [cli, "compare" if has_compare else "run", str(scenario), "--json", str(out / f"{name}.json"), "--no-progress"]
+        if has_compare:
+            cmd.append("--no-cache")
+        r = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, check=False)
+        if r.returncode != 0:
+            failed += 1
+            print(f"FAILED {scenario.relative_to(ROOT)}: {r.stderr.strip().splitlines()[-1:]}")
+    print(f"wrote {out}")
+    return 1 if failed else 0
+
+
+def _strip(d: Any) -> Any:
+    if isinstance(d, dict):
+        return {k: _strip(v) for k, v in d.items() if k not in IGNORED}
+    if isinstance(d, list):
+        return [_strip(x) for x in d]
+    return d
+
+
+def compare(a: Path, b: Path) -> int:
+    differ = 0
+    for f in sorted(a.glob("*.json")):
+        g = b / f.name
+        if not g.exists():
+            print(f"MISSING {f.name}")
+            differ += 1
+        elif _strip(json.loads(f.read_text())) != _strip(json.loads(g.read_text())):
+            print(f"DIFF {f.name}")
+            differ += 1
+    print("identical" if not differ else f"{differ} differ")
+    return 1 if differ else 0
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) == 2 and argv[0] == "write":
+        return write(Path(argv[1]))
+    if len(argv) == 3 and argv[0] == "compare":
+        return compare(Path(argv[1]), Path(argv[2]))
+    print(__doc__, file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
