@@ -90,8 +90,8 @@ vmlab: build
 	@[ "$$(id -u)" = 0 ] || { echo "error: make vmlab installs $(VMLAB_PACKAGES) with apt-get: run it as root" >&2; exit 1; }
 	apt-get update -qq
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $(VMLAB_PACKAGES) > /dev/null
-	$(PY) -m reclaimlab.vm.install
-	$(PY) -m reclaimlab.vm.selftests
+	$(VENV)/bin/reclaimlab lab vm-install
+	$(VENV)/bin/reclaimlab lab vm-selftests
 
 # The kernel's cgroup selftests (test_zswap, test_memcontrol) for each VM kernel
 # (docs/conformance.md): Debian's linux-source-X.Y of the installed kernel's version
@@ -99,7 +99,7 @@ vmlab: build
 # into the VM cache, built there statically with the packaged Makefile. Run by `make vmlab`;
 # needs the VM lab's kernels installed.
 vmlab-selftests: build
-	$(PY) -m reclaimlab.vm.selftests
+	$(VENV)/bin/reclaimlab lab vm-selftests
 
 # Run them in guests of both kernels and record the verdicts (results/conformance/<kernel>.json),
 # which docs/conformance.md's table shows beside the simulator's.

@@ -879,6 +879,38 @@ def lab_restore() -> None:
     typer.echo(f"restored: {len(report.undone)} change(s) undone, {len(report.skipped)} already undone; journal removed")
 
 
+VmKernelsOption = Annotated[
+    list[str] | None, typer.Option("--kernel", metavar="NAME", help="Only this VM kernel (repeatable): debian-6.12, debian-6.1.")
+]
+
+
+def _vm_kernels(kernels: list[str] | None) -> list[str]:
+    from reclaimlab.vm.cache import KERNELS
+
+    unknown = sorted(set(kernels or ()) - set(KERNELS))
+    if unknown:
+        _fail(f"--kernel: unknown VM kernel {', '.join(unknown)}; expected one of {', '.join(sorted(KERNELS))}", EXIT_BAD_INPUT)
+    return kernels or sorted(KERNELS)
+
+
+@lab_app.command("vm-install")
+def lab_vm_install(kernel: VmKernelsOption = None) -> None:
+    """Install the VM lab's kernels, static runner and guest images into its cache (`make vmlab`)."""
+    from reclaimlab.vm import install
+
+    with _lab_errors():
+        install.install(_vm_kernels(kernel))
+
+
+@lab_app.command("vm-selftests")
+def lab_vm_selftests(kernel: VmKernelsOption = None) -> None:
+    """Build the kernel's cgroup selftests for the VM kernels from Debian's linux-source (`make vmlab-selftests`)."""
+    from reclaimlab.vm import selftests
+
+    with _lab_errors():
+        selftests.install(_vm_kernels(kernel))
+
+
 @lab_app.command("selftests")
 def lab_selftests(
     kernel: Annotated[str, typer.Option("--kernel", metavar="NAME", help="The guest's kernel: debian-6.12 or debian-6.1.")] = "debian-6.12",

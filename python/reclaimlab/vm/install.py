@@ -19,12 +19,11 @@ Steps (each skipped when its result is already in the cache):
    artifacts land in their own target subdirectory), copied to the cache;
 4. the base initramfs per kernel (initramfs.base_image).
 
-Command line: ``python -m reclaimlab.vm.install [--kernel NAME ...]``.
+Command line: ``reclaimlab lab vm-install [--kernel NAME ...]`` (``make vmlab``).
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import lzma
 import os
@@ -39,7 +38,7 @@ from reclaimlab.lab.runner import repo_root
 from reclaimlab.vm import initramfs
 from reclaimlab.vm.cache import KERNELS, InstalledKernel, KernelSpec, VmUnavailable, cache_dir, kernel_json, missing_tools
 
-__all__ = ["install", "install_kernel", "main", "static_runner"]
+__all__ = ["install", "install_kernel", "static_runner"]
 
 #: zstd frame magic (RFC 8878 §3.1.1): where a zstd-compressed vmlinux starts inside the bzImage.
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
@@ -272,19 +271,3 @@ def install(names: list[str], cache: Path | None = None) -> None:
         image = initramfs.base_image(k, runner, cache)
         _say(f"{name}: base initramfs {image} ({image.stat().st_size // 1024} KiB)")
     _say(f"installed in {cache}")
-
-
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m reclaimlab.vm.install", description=__doc__.splitlines()[0])
-    ap.add_argument("--kernel", action="append", choices=sorted(KERNELS), help="Install only this kernel (repeatable).")
-    args = ap.parse_args(argv)
-    try:
-        install(args.kernel or sorted(KERNELS))
-    except VmUnavailable as e:
-        print(f"vmlab: error: {e}", file=sys.stderr)
-        return 1
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -28,12 +28,11 @@ code: they are run, never copied into this repository. For each installed VM ker
 A kernel whose source has no test_zswap.c (6.1: it came with 6.8) gets test_memcontrol only.
 Re-running rebuilds only when the kernel's version or our linked object changed.
 
-Command line: ``python -m reclaimlab.vm.selftests [--kernel NAME ...]``.
+Command line: ``reclaimlab lab vm-selftests [--kernel NAME ...]`` (``make vmlab-selftests``).
 """
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
 import re
@@ -46,7 +45,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from reclaimlab.vm.cache import KERNELS, InstalledKernel, VmUnavailable, cache_dir, installed_kernel
+from reclaimlab.vm.cache import InstalledKernel, VmUnavailable, cache_dir, installed_kernel
 
 __all__ = [
     "BINARIES",
@@ -55,7 +54,6 @@ __all__ = [
     "install",
     "install_selftests",
     "installed_selftests",
-    "main",
     "source_package",
     "test_names",
 ]
@@ -329,19 +327,3 @@ def install(names: list[str], cache: Path | None = None) -> None:
     for name in names:
         install_selftests(installed_kernel(name, cache), cache)
     _say(f"built in {cache / 'selftests'}")
-
-
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m reclaimlab.vm.selftests", description=__doc__.splitlines()[0])
-    ap.add_argument("--kernel", action="append", choices=sorted(KERNELS), help="Build for this kernel only (repeatable).")
-    args = ap.parse_args(argv)
-    try:
-        install(args.kernel or sorted(KERNELS))
-    except VmUnavailable as e:
-        print(f"vmlab-selftests: error: {e}", file=sys.stderr)
-        return 1
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
