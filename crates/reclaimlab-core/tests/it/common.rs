@@ -35,6 +35,24 @@ pub fn scenario(regions: &[(&str, u64, &str)], accesses: u64, limit_pages: u64, 
     })
 }
 
+/// Give the one-process `scenario` a filesystem (`fstype` on an SSD-like device of `bytes_per_s`
+/// both ways) holding a file of `file_pages` as region 1, and replace its phases after the first
+/// fill with `phases`, run on that file.
+pub fn add_file(v: &mut Value, fstype: &str, bytes_per_s: u64, file_pages: u64, phases: &[Value]) {
+    v["machine"]["filesystems"] = json!([{"name": "data", "fstype": fstype, "device": {
+        "rotational": false, "read_latency_ns": 100000, "write_latency_ns": 100000,
+        "read_bytes_per_s": bytes_per_s, "write_bytes_per_s": bytes_per_s, "max_sectors_kb": 512}}]);
+    v["processes"][0]["regions"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!({"name": "f", "pages": file_pages, "content": "text", "variants": 64, "file": 0}));
+    let mut ph = vec![v["processes"][0]["phases"][0].clone()];
+    for (k, p) in phases.iter().enumerate() {
+        ph.push(json!({"name": format!("f{k}"), "phase": p}));
+    }
+    v["processes"][0]["phases"] = json!(ph);
+}
+
 pub fn build(v: &Value) -> Simulation {
     let cfg: SimConfig = serde_json::from_value(v.clone()).expect("valid config");
     Simulation::new(&cfg).expect("simulation builds")

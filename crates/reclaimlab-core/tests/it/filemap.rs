@@ -9,18 +9,7 @@ use serde_json::{json, Value};
 /// (region index 1).
 fn file_scenario(file_pages: u64, limit_pages: u64, phases: &[Value]) -> Value {
     let mut v = scenario(&[("heap", 256, "text")], 1, limit_pages, false, false);
-    v["machine"]["filesystems"] = json!([{"name": "data", "fstype": "ext4", "device": {
-        "rotational": false, "read_latency_ns": 100000, "write_latency_ns": 100000,
-        "read_bytes_per_s": 1000000000u64, "write_bytes_per_s": 1000000000u64, "max_sectors_kb": 512}}]);
-    v["processes"][0]["regions"]
-        .as_array_mut()
-        .unwrap()
-        .push(json!({"name": "f", "pages": file_pages, "content": "text", "variants": 64, "file": 0}));
-    let mut ph = vec![v["processes"][0]["phases"][0].clone()];
-    for (k, p) in phases.iter().enumerate() {
-        ph.push(json!({"name": format!("f{k}"), "phase": p}));
-    }
-    v["processes"][0]["phases"] = json!(ph);
+    add_file(&mut v, "ext4", 1_000_000_000, file_pages, phases);
     v
 }
 

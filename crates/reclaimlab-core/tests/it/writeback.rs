@@ -11,18 +11,7 @@ use serde_json::{json, Value};
 fn write_scenario(memory_mib: u64, file_pages: u64, limit_pages: u64, fstype: &str, phases: &[Value]) -> Value {
     let mut v = scenario(&[("heap", 16, "text")], 1, limit_pages, false, false);
     v["machine"]["memory_bytes"] = json!(memory_mib * MIB);
-    v["machine"]["filesystems"] = json!([{"name": "data", "fstype": fstype, "device": {
-        "rotational": false, "read_latency_ns": 100000, "write_latency_ns": 100000,
-        "read_bytes_per_s": 200000000u64, "write_bytes_per_s": 200000000u64, "max_sectors_kb": 512}}]);
-    v["processes"][0]["regions"]
-        .as_array_mut()
-        .unwrap()
-        .push(json!({"name": "f", "pages": file_pages, "content": "text", "variants": 64, "file": 0}));
-    let mut ph = vec![v["processes"][0]["phases"][0].clone()];
-    for (k, p) in phases.iter().enumerate() {
-        ph.push(json!({"name": format!("f{k}"), "phase": p}));
-    }
-    v["processes"][0]["phases"] = json!(ph);
+    add_file(&mut v, fstype, 200_000_000, file_pages, phases);
     v
 }
 
