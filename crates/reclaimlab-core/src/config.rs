@@ -100,6 +100,24 @@ pub struct DeviceModel {
     pub nr_requests: Option<u32>,
 }
 
+#[cfg(test)]
+impl DeviceModel {
+    /// The unit tests' device: 100 ns latency, a million pages per second each way, no caps, so
+    /// the times the tests assert are easy to compute by hand.
+    pub(crate) fn test_fast() -> DeviceModel {
+        DeviceModel {
+            rotational: true,
+            read_latency_ns: 100,
+            write_latency_ns: 100,
+            read_bytes_per_s: 4096 * 1_000_000,
+            write_bytes_per_s: 4096 * 1_000_000,
+            iops: None,
+            max_sectors_kb: None,
+            nr_requests: None,
+        }
+    }
+}
+
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Cgroups {

@@ -330,16 +330,7 @@ mod tests {
     use super::*;
 
     fn model() -> DeviceModel {
-        DeviceModel {
-            rotational: true,
-            read_latency_ns: 100,
-            write_latency_ns: 100,
-            read_bytes_per_s: 4096 * 1_000_000,
-            write_bytes_per_s: 4096 * 1_000_000,
-            iops: None,
-            max_sectors_kb: None,
-            nr_requests: None,
-        }
+        DeviceModel::test_fast()
     }
 
     #[test]
