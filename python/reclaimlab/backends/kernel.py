@@ -234,7 +234,8 @@ def _drive(
     probe_before = speed.probe_ns()
     before = snapshot(src)
     wanted = set(keys) | {k for k in before if k.startswith("zram")}
-    # The loop devices' stats have no simulator key: in the series and raw, not in counters.
+    # Every field of the loop devices' stats in the series (sectors written over time); in
+    # counters only those the simulator has.
     series = Series(keys=sorted(k for k in wanted | {k for k in before if k.startswith("block[")} if k in before), interval_s=interval)
     t0 = time.monotonic()
     series.add(0.0, before, before)
