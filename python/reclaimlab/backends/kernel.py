@@ -134,6 +134,11 @@ def _provenance(
         "counter_keys_from": key_source,
         "runid": applied.runid if applied else None,
         "swap_devices": [vars(s) for s in applied.swaps] if applied else [],
+        "filesystems": [
+            {**{k: str(v) if isinstance(v, Path) else v for k, v in vars(m).items()}, "queue": m.queue} for m in applied.filesystems
+        ]
+        if applied
+        else [],
         "started_at": datetime.now(UTC).isoformat(timespec="seconds"),
     }
 

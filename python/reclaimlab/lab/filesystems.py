@@ -135,6 +135,7 @@ class MountedFs:
     image: Path | None = None
     loop: str | None = None  # /dev/loopN
     key: str | None = None  # block stat prefix, "block[<name>]"
+    queue: dict[str, str] | None = None  # the loop device's queue settings, read once it exists (provenance)
 
 
 _LOOP = re.compile(r"^/dev/loop\d+$")
@@ -167,6 +168,7 @@ def set_up(j: Journal, config: dict[str, Any], runid: str, state: Path) -> list[
             if not _LOOP.match(dev):
                 raise LabError(f"losetup --find --show {m.image} printed {dev!r}, not a loop device")
             m.loop = dev
+            m.queue = loop_queue(dev)
             host.run_tool(mkfs_argv(t, dev), timeout=300)
             j.record("mount", path=str(point), fstype=t, created_dir=True)
             point.mkdir(mode=0o700)
@@ -185,3 +187,22 @@ def loop_dio(dev: str) -> bool | None:
         return host.read_text(f"/sys/block/{Path(dev).name}/loop/dio").strip() == "1"
     except OSError:
         return None
+
+
+#: The loop device's settings that decide its request sizes and the kernel's choices
+#: (/sys/block/loopN/queue/*, loop/dio): recorded in each kernel run's provenance.
+QUEUE_FILES = ("read_ahead_kb", "max_sectors_kb", "rotational", "logical_block_size", "nr_requests", "scheduler")
+
+
+def loop_queue(dev: str) -> dict[str, str]:
+    d = Path("/sys/block") / Path(dev).name
+    out = {}
+    for name in QUEUE_FILES:
+        try:
+            out[name] = host.read_text(d / "queue" / name).strip()
+        except OSError:
+            continue
+    dio = loop_dio(dev)
+    if dio is not None:
+        out["dio"] = "1" if dio else "0"
+    return out
