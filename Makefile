@@ -12,7 +12,7 @@ SCENARIO ?= scenarios/three-regions.toml
 TEST_DEPS := "hypothesis==6.170.15"
 LINT_DEPS := "ruff==0.17.6" "mypy==2.4.1" "pandas-stubs==3.1.0.261029"
 
-.PHONY: run test test-rust test-python browser bench lint build clean seeds-report validation-report vmlab vmlab-report vmlab-selftests vmlab-conformance docs-knobs
+.PHONY: run test test-rust test-python browser lab-tools bench lint build clean seeds-report validation-report vmlab vmlab-report vmlab-selftests vmlab-conformance docs-knobs
 
 $(DEPS): pyproject.toml Makefile
 	@command -v cargo >/dev/null || { echo "error: cargo (Rust toolchain) not found; this machine kind provides it via rustup" >&2; exit 1; }
@@ -36,7 +36,7 @@ test: lint test-rust test-python
 test-rust:
 	cargo test --workspace --exclude reclaimlab-py
 
-test-python: build browser
+test-python: build browser lab-tools
 	$(PY) -m pytest -q
 
 # The HTML report's browser test (tests/test_plot.py) draws it in headless Chromium: Debian's
@@ -46,6 +46,15 @@ browser:
 	  { DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium >/dev/null 2>&1 || \
 	    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium >/dev/null; }; }; } || \
 	  echo "note: chromium is not installed (needs root and apt-get); the browser test will skip"
+
+# The lab's filesystems (docs/lab.md): mkfs.xfs comes with Debian's xfsprogs, installed where
+# apt-get is available to root (ext4's e2fsprogs is part of every Debian system); otherwise the
+# lab refuses xfs scenarios and the xfs lab test skips, saying why.
+lab-tools:
+	@command -v mkfs.xfs >/dev/null || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && \
+	  { DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends xfsprogs >/dev/null 2>&1 || \
+	    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends xfsprogs >/dev/null; }; }; } || \
+	  echo "note: mkfs.xfs is not installed (needs root and apt-get); the lab refuses xfs filesystems"
 
 # The throughput cases (crates/reclaimlab-core/benches/throughput.rs), then the peer comparison
 # with libCacheSim's LRU on the same Zipf trace (benches/peer_libcachesim.py; libcachesim from

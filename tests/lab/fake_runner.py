@@ -58,6 +58,7 @@ def main() -> int:
     ap.add_argument("--config")
     ap.add_argument("--process", type=int)
     ap.add_argument("--version", action="store_true")
+    ap.add_argument("--fs-dir", action="append", default=[])
     args = ap.parse_args()
     if args.version:
         print("fake-runner 0 (tests/lab/fake_runner.py)")
@@ -68,6 +69,9 @@ def main() -> int:
         proc = config["processes"][args.process]
     except (OSError, ValueError, KeyError, IndexError, TypeError) as e:
         emit(event="error", message=f"bad config: {e}")
+        return 2
+    if any("file" in r for r in proc["regions"]):
+        emit(event="error", message="the fake runner has no file phases (build crates/reclaimlab-runner)")
         return 2
     emit(event="ready", pid=os.getpid())
     if sys.stdin.readline().strip() != "go":

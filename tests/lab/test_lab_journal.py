@@ -160,3 +160,88 @@ def test_a_run_waits_for_the_host_lock(tmp_path: Path) -> None:
         holder.wait()
         assert holder.stdout is not None
         holder.stdout.close()
+
+
+def _exclusive_pair(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path]:
+    """Two ordinary files that behave like vm.dirty_ratio / vm.dirty_bytes: writing one zeroes
+    the other, and the bytes file refuses 0 (EINVAL)."""
+    ratio, nbytes = tmp_path / "dirty_ratio", tmp_path / "dirty_bytes"
+    real_write = host.write_text
+
+    def write(path: str | os.PathLike[str], value: str) -> None:
+        p = Path(path)
+        if p == nbytes and value.strip() == "0":
+            raise host.LabError(f"cannot write {path}: Invalid argument")
+        real_write(p, value)
+        if p == ratio:
+            nbytes.write_text("0\n")
+        elif p == nbytes:
+            ratio.write_text("0\n")
+
+    monkeypatch.setattr(host, "write_text", write)
+    return ratio, nbytes
+
+
+@pytest.mark.parametrize("host_had", ["ratio", "bytes"])
+def test_restore_puts_back_the_dirty_limit_the_host_had(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, host_had: str) -> None:
+    ratio, nbytes = _exclusive_pair(tmp_path, monkeypatch)
+    old = ("20", "0") if host_had == "ratio" else ("0", "8388608")
+    ratio.write_text(old[0] + "\n")
+    nbytes.write_text(old[1] + "\n")
+    j = Journal.create(tmp_path)
+    j.record(
+        "dirty_limit",
+        name="vm.dirty_ratio/vm.dirty_bytes",
+        ratio_path=str(ratio),
+        bytes_path=str(nbytes),
+        old_ratio=old[0],
+        old_bytes=old[1],
+    )
+    # The run set the other one of the pair.
+    if host_had == "ratio":
+        host.write_text(nbytes, "4194304")
+    else:
+        host.write_text(ratio, "15")
+    j.close()
+    report = restore(tmp_path)
+    assert report.ok, report.failed
+    assert (ratio.read_text().strip(), nbytes.read_text().strip()) == old
+    assert report.undone and report.undone[0].startswith("vm.dirty_ratio/vm.dirty_bytes: ")
+    assert pending(tmp_path) is None
+
+
+def test_restore_detaches_before_it_deletes_a_filesystem_image(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    image = tmp_path / "r-0.img"
+    image.write_bytes(b"\0" * 4096)
+    attached = {str(image): ["/dev/loop9"]}
+    detached: list[str] = []
+
+    def run_tool(argv: list[str], timeout: float = 120) -> str:
+        if argv[:2] == ["losetup", "-j"]:
+            return "".join(f"{d}: [2049]:12 ({argv[2]})\n" for d in attached.get(argv[2], []))
+        if argv[:2] == ["losetup", "-d"]:
+            detached.append(argv[2])
+            attached[str(image)] = []
+            return ""
+        raise AssertionError(argv)
+
+    monkeypatch.setattr(host, "run_tool", run_tool)
+    monkeypatch.setattr(host.shutil, "which", lambda name: f"/usr/sbin/{name}")
+    j = Journal.create(tmp_path)
+    j.record("fsimage", path=str(image))
+    j.record("loop", image=str(image))
+    j.record("mount", path=str(tmp_path / "mnt-never-made"), fstype="ext4", created_dir=True)
+    j.close()
+    report = restore(tmp_path)
+    assert report.ok, report.failed
+    assert report.undone == [f"detached /dev/loop9 from {image}", f"removed filesystem image {image}"]
+    assert detached == ["/dev/loop9"] and not image.exists()
+
+
+def test_an_image_still_attached_is_not_deleted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    image = tmp_path / "r-0.img"
+    image.write_bytes(b"\0")
+    monkeypatch.setattr(host, "loops_of", lambda path: ["/dev/loop3"])
+    report = restore_entries([{"op": "run"}, {"op": "fsimage", "path": str(image)}])
+    assert not report.ok and "still attached to /dev/loop3" in report.failed[0]
+    assert image.exists()

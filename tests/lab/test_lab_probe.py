@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
+
+import pytest
 
 import reclaimlab
 from reclaimlab.lab import host
@@ -192,3 +195,27 @@ def test_machine_state_reads_without_root() -> None:
     s = machine_state()
     assert set(s) == {"swaps", "zswap", "sysctls", "cgroups", "zram", "debugfs_mounts"}
     assert s["swaps"].startswith("Filename")
+
+
+def test_filesystem_images_are_sized_from_their_files_and_checked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from reclaimlab.lab import filesystems as fs
+
+    mib = 1 << 20
+    config = {
+        "machine": {"filesystems": [{"name": "a", "fstype": "ext4"}, {"name": "b", "fstype": "xfs"}]},
+        "processes": [
+            {"regions": [{"pages": 10}, {"pages": 256 * 100, "file": 0}]},
+            {"regions": [{"pages": 256, "file": 0}, {"pages": 256, "file": 1}]},
+        ],
+    }
+    assert fs.file_bytes(config, 0) == 101 * mib
+    assert fs.image_bytes(config, 0) == -(-(int(101 * mib * 1.25) + 64 * mib) // mib) * mib
+    assert fs.image_bytes(config, 1) == 320 * mib  # mkfs.xfs's minimum, not 1 MiB of files
+    assert fs.mkfs_argv("ext4", "/dev/loop1")[-1] == "/dev/loop1"
+    monkeypatch.setattr(fs.shutil, "which", lambda name: None if name == "mkfs.xfs" else f"/sbin/{name}")
+    monkeypatch.setattr(fs, "_kernel_filesystems", lambda: {"ext4", "tmpfs"})
+    problems = dict(fs.check_filesystems(config, tmp_path))
+    xfs = problems[("machine", "filesystems", 1, "type")]
+    assert "this kernel has no xfs" in xfs or "mkfs.xfs is not installed" in xfs
+    assert ("machine", "filesystems", 0, "type") not in problems
+    assert fs.check_filesystems({"machine": {}, "processes": []}, tmp_path) == []

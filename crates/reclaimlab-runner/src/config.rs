@@ -37,7 +37,7 @@ struct RawRegion {
     pages: u64,
     content: String,
     variants: u32,
-    /// A file region (index of its filesystem): the runner has no file phases yet.
+    /// A file region: the index of its filesystem in `machine.filesystems`.
     #[serde(default)]
     file: Option<u32>,
 }
@@ -61,6 +61,8 @@ pub struct RegionPlan {
     pub distinct: u32,
     /// `content::region_id(process_index, region_index)`: keys the content stream.
     pub id: u32,
+    /// A file region: the index of its filesystem (`machine.filesystems`); None: anonymous.
+    pub file: Option<u32>,
 }
 
 impl RegionPlan {
@@ -88,6 +90,25 @@ pub struct Plan {
 
 /// `content::region_id` packs the process and region indices into 16 bits each.
 const MAX_INDEX: usize = 1 << 16;
+
+/// Read, Mmap and Write phases work on file regions, the others on anonymous ones (the
+/// simulator refuses the mix too, in `sched.rs`: a read(2) of anonymous memory means nothing).
+fn check_region_kinds(phase: &Phase, regions: &[RegionPlan]) -> Result<(), String> {
+    let (wanted_file, used): (bool, Vec<u32>) = match phase {
+        Phase::Read { region, .. } | Phase::Mmap { region, .. } | Phase::Write { region, .. } => (true, vec![*region]),
+        Phase::Fill { region } => (false, vec![*region]),
+        Phase::Sequential { regions: rs, .. } | Phase::Random { regions: rs, .. } => (false, rs.clone()),
+        Phase::Sleep { .. } | Phase::Exit => return Ok(()),
+    };
+    for r in used {
+        let reg = &regions[r as usize];
+        if reg.file.is_some() != wanted_file {
+            let (is, needs) = if wanted_file { ("anonymous", "a file") } else { ("a file", "an anonymous region") };
+            return Err(format!("region {r} ({}) is {is}; this phase needs {needs}", reg.name));
+        }
+    }
+    Ok(())
+}
 
 impl Plan {
     /// Reads and validates `path` for process `process`.
@@ -121,9 +142,6 @@ impl Plan {
             let rat = format!("{at}.regions[{ri}]");
             let r = RawRegion::deserialize(value).map_err(|e| format!("{rat}: {e}"))?;
             let content: Content = r.content.parse().map_err(|e| format!("{rat}.content: {e}"))?;
-            if r.file.is_some() {
-                return Err(format!("{rat} ({}): file regions cannot run on the real kernel yet (the lab's file phases are not built)", r.name));
-            }
             if r.pages == 0 || r.variants == 0 {
                 return Err(format!("{rat} ({}): pages and variants must be > 0", r.name));
             }
@@ -144,6 +162,7 @@ impl Plan {
                 variants: r.variants,
                 distinct: content::distinct_variants(content, r.variants),
                 id: content::region_id(process as u32, ri as u32),
+                file: r.file,
             });
         }
 
@@ -152,6 +171,7 @@ impl Plan {
             let pat = format!("{at}.phases[{k}]");
             let np = RawNamedPhase::deserialize(value).map_err(|e| format!("{pat}: {e}"))?;
             np.phase.check(regions.len()).map_err(|e| format!("{pat} ({}): {e}", np.name))?;
+            check_region_kinds(&np.phase, &regions).map_err(|e| format!("{pat} ({}): {e}", np.name))?;
             phases.push(PhasePlan {
                 name: np.name,
                 phase: np.phase,
@@ -165,6 +185,11 @@ impl Plan {
             regions,
             phases,
         })
+    }
+
+    /// Whether any region is a file (the runner then needs `--fs-dir` for each filesystem).
+    pub fn file_regions(&self) -> impl Iterator<Item = (usize, &RegionPlan)> {
+        self.regions.iter().enumerate().filter(|(_, r)| r.file.is_some())
     }
 
     /// Page counts by region index, as `AccessGen` wants them.

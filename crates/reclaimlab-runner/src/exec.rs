@@ -7,6 +7,9 @@
 //! * Random with `duration_ns`: the clock is read before the first access and then every
 //!   [`DURATION_CHECK_EVERY`] accesses; the phase ends at the first check at or past
 //!   `start + duration` (the simulator checks before every access).
+//! * Read: one read(2) of the page per access; Write: one write(2) of the page's bytes per
+//!   access (and fsync(2) per `fsync_bytes`); Mmap: a load or store of byte 0 through the
+//!   file's shared mapping ([`Memory::touch`]). See [`crate::file`].
 //! * Sleep: until `start + duration` on `CLOCK_MONOTONIC`. Exit: release all memory, report the
 //!   phase, stop (later phases never run, as in the simulator).
 
@@ -28,8 +31,16 @@ pub trait Memory {
     fn touch(&mut self, region: u32, page: u64, write: bool);
     /// A Fill phase over `region` completed: every page of it holds its content now.
     fn filled(&mut self, region: u32);
-    /// Exit: unmap everything.
+    /// Exit: unmap everything (and close the files: their pages stay cached, as in the
+    /// simulator).
     fn release(&mut self);
+    /// A Read phase's access: read(2) of the page of a file region.
+    fn file_read(&mut self, region: u32, page: u64) -> io::Result<()>;
+    /// A Write phase's access: write(2) of the page's bytes to a file region, then fsync(2)
+    /// when the phase's bytes written cross a multiple of `fsync_bytes`.
+    fn file_write(&mut self, region: u32, page: u64, fsync_bytes: Option<u64>) -> io::Result<()>;
+    /// A Write phase over `region` starts (its byte count for `fsync_bytes` restarts).
+    fn start_write_phase(&mut self, region: u32);
 }
 
 /// One phase's measurements. Times are `CLOCK_MONOTONIC` nanoseconds (absolute; the reporter
@@ -70,13 +81,12 @@ pub fn run_phases<M: Memory, S: Sink>(plan: &Plan, mem: &mut M, sink: &mut S, tr
         // Generator set-up (a small allocation for Sequential and Random) happens before the
         // phase's clock starts; the simulator charges it no time either.
         let mut gen = match p.phase {
-            Phase::Fill { .. } | Phase::Sequential { .. } | Phase::Random { .. } => Some(plan.access_gen(index, &region_pages)),
             Phase::Sleep { .. } | Phase::Exit => None,
-            // Plan::from_config refuses file regions, and these phases need one.
-            Phase::Read { .. } | Phase::Mmap { .. } | Phase::Write { .. } => {
-                return Err(io::Error::other(format!("phase {}: file phases cannot run on the real kernel yet", p.name)))
-            }
+            _ => Some(plan.access_gen(index, &region_pages)),
         };
+        if let Phase::Write { region, .. } = p.phase {
+            mem.start_write_phase(region);
+        }
         let faults_before = sys::faults();
         let sched_before = sys::sched();
         let start_ns = sys::now_ns();
@@ -86,7 +96,9 @@ pub fn run_phases<M: Memory, S: Sink>(plan: &Plan, mem: &mut M, sink: &mut S, tr
                 mem.filled(*region);
                 n
             }
-            (Phase::Sequential { .. }, Some(g)) => drive::<M, S, false>(g, mem, None, trace, sink)?,
+            (Phase::Sequential { .. } | Phase::Mmap { .. }, Some(g)) => drive::<M, S, false>(g, mem, None, trace, sink)?,
+            (Phase::Read { .. }, Some(g)) => drive_file(g, mem, None, trace, sink).map_err(|e| phase_error(p, e))?,
+            (Phase::Write { fsync_bytes, .. }, Some(g)) => drive_file(g, mem, Some(*fsync_bytes), trace, sink).map_err(|e| phase_error(p, e))?,
             (Phase::Random { duration_ns, .. }, Some(g)) => {
                 let deadline = duration_ns.map(|d| start_ns.saturating_add(d));
                 drive::<M, S, false>(g, mem, deadline, trace, sink)?
@@ -157,6 +169,34 @@ fn drive<M: Memory, S: Sink, const FILL: bool>(
     }
 }
 
+/// The error of a failed read(2), write(2) or fsync(2), naming the phase.
+fn phase_error(p: &crate::config::PhasePlan, e: io::Error) -> io::Error {
+    io::Error::new(e.kind(), format!("phase {}: {e}", p.name))
+}
+
+/// A Read (`write` None) or Write (`write` Some(fsync_bytes)) phase: every access is one
+/// system call on the file. Returns the number of accesses.
+fn drive_file<M: Memory, S: Sink>(
+    gen: &mut AccessGen,
+    mem: &mut M,
+    write: Option<Option<u64>>,
+    trace: u64,
+    sink: &mut S,
+) -> io::Result<u64> {
+    let mut n = 0u64;
+    for a in gen.by_ref() {
+        match write {
+            None => mem.file_read(a.region, a.page)?,
+            Some(fsync_bytes) => mem.file_write(a.region, a.page, fsync_bytes)?,
+        }
+        if n < trace {
+            sink.access(a)?;
+        }
+        n += 1;
+    }
+    Ok(n)
+}
+
 #[inline(always)]
 fn apply<M: Memory, const FILL: bool>(mem: &mut M, a: Access) {
     if FILL {
@@ -197,6 +237,9 @@ mod tests {
         writes: u64,
         filled: Vec<u32>,
         released: bool,
+        file_reads: u64,
+        file_writes: Vec<Option<u64>>,
+        write_phases: Vec<u32>,
     }
 
     impl Memory for CountMem {
@@ -215,6 +258,17 @@ mod tests {
         }
         fn release(&mut self) {
             self.released = true;
+        }
+        fn file_read(&mut self, _r: u32, _p: u64) -> io::Result<()> {
+            self.file_reads += 1;
+            Ok(())
+        }
+        fn file_write(&mut self, _r: u32, _p: u64, fsync_bytes: Option<u64>) -> io::Result<()> {
+            self.file_writes.push(fsync_bytes);
+            Ok(())
+        }
+        fn start_write_phase(&mut self, r: u32) {
+            self.write_phases.push(r);
         }
     }
 
@@ -251,6 +305,35 @@ mod tests {
         let pages = plan.region_pages();
         let expect: Vec<Access> = [0, 1, 3].iter().flat_map(|&i| plan.access_gen(i, &pages)).collect();
         assert_eq!(log.accesses, expect);
+    }
+
+    #[test]
+    fn file_phases_call_the_file_operations_in_generator_order() {
+        let text = r#"{"seed": 5, "processes": [{"name": "p", "regions": [
+            {"name": "a", "pages": 4, "content": "text", "variants": 2},
+            {"name": "f", "pages": 10, "content": "text", "variants": 2, "file": 0}], "phases": [
+            {"name": "r", "phase": {"kind": "read", "region": 1, "passes": 2}},
+            {"name": "w", "phase": {"kind": "write", "region": 1, "passes": 1, "fsync_bytes": 8192}},
+            {"name": "m", "phase": {"kind": "mmap", "region": 1, "passes": 1, "write_percent": 100}},
+            {"name": "w2", "phase": {"kind": "write", "region": 1, "passes": 1}}]}]}"#;
+        let plan = Plan::parse(text, 0).unwrap();
+        let mut mem = CountMem::default();
+        let mut log = Log::default();
+        run_phases(&plan, &mut mem, &mut log, 3).unwrap();
+        assert_eq!(mem.file_reads, 20);
+        assert_eq!(mem.file_writes.len(), 20);
+        assert!(mem.file_writes[..10].iter().all(|f| *f == Some(8192)));
+        assert!(mem.file_writes[10..].iter().all(|f| f.is_none()));
+        assert_eq!(mem.write_phases, [1, 1]);
+        assert_eq!((mem.reads, mem.writes), (0, 10));
+        let counts: Vec<u64> = log.phases.iter().map(|r| r.accesses).collect();
+        assert_eq!(counts, [20, 10, 10, 10]);
+        assert_eq!(log.accesses.len(), 12);
+        // A file phase on an anonymous region, and the reverse, are refused.
+        let bad = text.replace(r#""kind": "read", "region": 1"#, r#""kind": "read", "region": 0"#);
+        assert!(Plan::parse(&bad, 0).unwrap_err().contains("region 0 (a) is anonymous; this phase needs a file"));
+        let bad = text.replace(r#""kind": "read", "region": 1, "passes": 2"#, r#""kind": "fill", "region": 1"#);
+        assert!(Plan::parse(&bad, 0).unwrap_err().contains("region 1 (f) is a file"));
     }
 
     #[test]

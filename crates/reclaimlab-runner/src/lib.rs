@@ -8,6 +8,8 @@
 //! * [`config`]: the parts of the lowered scenario JSON (`SimConfig`) the runner needs,
 //!   validated the way the simulator validates them.
 //! * [`mem`]: 2 MiB-aligned anonymous mappings, the exact page bytes, and the one-byte touches.
+//! * [`file`]: file regions: the files written before `ready`, read(2), write(2), fsync(2) and
+//!   a shared mapping after `go`.
 //! * [`exec`]: the phase loop, generic over the memory (real or, for `--dry-run`, none) and over
 //!   where reports go.
 //! * [`report`]: the JSON lines on stdout.
@@ -18,6 +20,7 @@
 
 pub mod config;
 pub mod exec;
+pub mod file;
 pub mod mem;
 pub mod report;
 pub mod sys;

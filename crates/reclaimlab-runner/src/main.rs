@@ -11,16 +11,19 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use reclaimlab_runner::report::Reporter;
-use reclaimlab_runner::{run_phases, sys, Ended, Memory, NullMemory, Plan, Prepared, RealMemory};
+use reclaimlab_runner::{file, run_phases, sys, Ended, Memory, NullMemory, Plan, Prepared, RealMemory};
 
 const USAGE: &str = "\
-usage: reclaimlab-runner --config LOWERED.json --process N [--no-wait] [--dry-run] [--trace K]
+usage: reclaimlab-runner --config LOWERED.json --process N [--fs-dir DIR]... [--no-wait] [--dry-run] [--trace K]
 
 Runs process N (index into `processes`) of a lowered reclaimlab scenario on the real kernel:
 same page bytes and same access order as the simulator. Reports JSON lines on stdout.
 
   --config PATH   the lowered scenario JSON (what the simulator reads)
   --process N     which process to run (0-based index)
+  --fs-dir DIR    where filesystem i of machine.filesystems is mounted (once per filesystem, in
+                  order); the process's file regions are files p<process>.r<region> there,
+                  written with their pages' bytes and fsynced before `ready`
   --no-wait       do not wait for `go` after `ready`, nor for `exit` after `phases_done`
   --dry-run       map and touch no memory; phases, timing and reports as usual
   --trace K       report the first K accesses of every phase as `access` events
@@ -34,6 +37,7 @@ struct Args {
     no_wait: bool,
     dry_run: bool,
     trace: u64,
+    fs_dirs: Vec<PathBuf>,
 }
 
 enum Cli {
@@ -45,6 +49,7 @@ fn parse_args(mut it: impl Iterator<Item = OsString>) -> Result<Cli, String> {
     let mut config = None;
     let mut process = None;
     let mut trace = None;
+    let mut fs_dirs = Vec::new();
     let (mut no_wait, mut dry_run) = (false, false);
     while let Some(arg) = it.next() {
         let arg = arg.into_string().map_err(|a| format!("argument {a:?} is not UTF-8"))?;
@@ -79,6 +84,7 @@ fn parse_args(mut it: impl Iterator<Item = OsString>) -> Result<Cli, String> {
                 let v = value("--trace")?;
                 trace = Some(v.parse::<u64>().map_err(|_| format!("--trace: expected a number of accesses, got {v:?}"))?);
             }
+            "--fs-dir" => fs_dirs.push(PathBuf::from(value("--fs-dir")?)),
             "--no-wait" | "--dry-run" if inline.is_some() => return Err(format!("{flag} takes no value")),
             "--no-wait" => {
                 once(no_wait, "--no-wait")?;
@@ -97,6 +103,7 @@ fn parse_args(mut it: impl Iterator<Item = OsString>) -> Result<Cli, String> {
         no_wait,
         dry_run,
         trace: trace.unwrap_or(0),
+        fs_dirs,
     }))
 }
 
@@ -176,7 +183,9 @@ fn run<W: Write>(out: &mut Reporter<W>) -> Result<(), Fail> {
                  regions may get huge pages, which the simulator does not model"
             );
         }
-        let prepared = Prepared::new(&plan);
+        let mut prepared = Prepared::new(&plan);
+        file::check_dirs(&plan, &args.fs_dirs).or_else(|e| fail(2, e.to_string()))?;
+        prepared.create_files(&plan, &args.fs_dirs).or_else(|e| fail(1, e.to_string()))?;
         if let Err(e) = sys::lock_current() {
             eprintln!("reclaimlab-runner: note: mlockall(MCL_CURRENT) failed ({e}); the runner's own pages can be reclaimed");
         }
@@ -198,7 +207,7 @@ fn run<W: Write>(out: &mut Reporter<W>) -> Result<(), Fail> {
     match prepared {
         None => execute(&plan, &mut NullMemory, out, &args, &mut stdin),
         Some(prepared) => {
-            let mut mem = RealMemory::map(prepared, &plan).or_else(|e| fail(1, e.to_string()))?;
+            let mut mem = RealMemory::map(prepared, &plan, &args.fs_dirs).or_else(|e| fail(1, e.to_string()))?;
             execute(&plan, &mut mem, out, &args, &mut stdin)
         }
     }

@@ -13,8 +13,11 @@ use std::ptr::{self, NonNull};
 use reclaimlab_workload::content::{fill_page, variant_of};
 use reclaimlab_workload::Content;
 
+use std::path::PathBuf;
+
 use crate::config::Plan;
 use crate::exec::Memory;
+use crate::file::{self, FileRegion};
 
 pub const PAGE_SIZE: usize = reclaimlab_workload::PAGE_SIZE;
 /// The simulator assumes PMD-aligned VMAs: VMA swap readahead stays inside the faulting
@@ -34,7 +37,7 @@ pub const TABLE_BUDGET_BYTES: usize = 64 << 20;
 pub struct PageBuf(pub [u8; PAGE_SIZE]);
 
 impl PageBuf {
-    fn boxed() -> Box<PageBuf> {
+    pub(crate) fn boxed() -> Box<PageBuf> {
         let mut b = Box::new(PageBuf([0; PAGE_SIZE]));
         prefault(&mut b.0);
         b
@@ -306,6 +309,11 @@ impl Prepared {
     pub fn table_bytes(&self) -> usize {
         self.sources.iter().map(PageSource::table_bytes).sum()
     }
+
+    /// Writes the plan's file regions to their files (`file::create_files`), before `ready`.
+    pub fn create_files(&mut self, plan: &Plan, dirs: &[PathBuf]) -> io::Result<()> {
+        file::create_files(plan, dirs, &mut self.sources)
+    }
 }
 
 struct RealRegion {
@@ -335,57 +343,94 @@ impl RealRegion {
     }
 }
 
-/// The regions, mapped for real.
+/// A region of [`RealMemory`]: anonymous memory or a file.
+enum Slot {
+    Anon(RealRegion),
+    File(FileRegion),
+}
+
+/// The regions, mapped for real (files opened and mapped shared).
 pub struct RealMemory {
-    regions: Vec<RealRegion>,
+    regions: Vec<Slot>,
 }
 
 impl RealMemory {
-    /// Maps every region of the plan.
-    pub fn map(prepared: Prepared, plan: &Plan) -> io::Result<RealMemory> {
+    /// Maps every anonymous region of the plan, and opens and maps every file region (the files
+    /// [`Prepared::create_files`] wrote, under `dirs`).
+    pub fn map(prepared: Prepared, plan: &Plan, dirs: &[PathBuf]) -> io::Result<RealMemory> {
         let mut regions = Vec::with_capacity(plan.regions.len());
-        for ((r, source), materialized) in plan.regions.iter().zip(prepared.sources).zip(prepared.materialized) {
+        for (i, ((r, source), materialized)) in plan.regions.iter().zip(prepared.sources).zip(prepared.materialized).enumerate() {
+            if r.file.is_some() {
+                let path = file::file_path(dirs, plan.process_index, i, r)?;
+                regions.push(Slot::File(FileRegion::open(&path, r, source)?));
+                continue;
+            }
             let map = Mapping::new(r.bytes())
                 .map_err(|e| io::Error::new(e.kind(), format!("mmap of region {} ({} pages): {e}", r.name, r.pages)))?;
-            regions.push(RealRegion {
+            regions.push(Slot::Anon(RealRegion {
                 base: map.as_ptr(),
                 pages: r.pages,
                 map,
                 source,
                 materialized,
-            });
+            }));
         }
         Ok(RealMemory { regions })
     }
 
+    fn anon(&self, r: usize) -> &RealRegion {
+        match &self.regions[r] {
+            Slot::Anon(a) => a,
+            Slot::File(_) => panic!("region {r} is a file"),
+        }
+    }
+
+    fn file(&mut self, r: u32) -> &mut FileRegion {
+        match &mut self.regions[r as usize] {
+            Slot::File(f) => f,
+            Slot::Anon(_) => panic!("region {r} is not a file (Plan::parse checks phases against region kinds)"),
+        }
+    }
+
     /// Region `r`'s mapped bytes (for tests and checks).
     pub fn region_bytes(&self, r: usize) -> &[u8] {
-        self.regions[r].map.bytes()
+        self.anon(r).map.bytes()
     }
 
     /// Region `r`'s start address.
     pub fn region_addr(&self, r: usize) -> usize {
-        self.regions[r].base as usize
+        self.anon(r).base as usize
     }
 }
 
 impl Memory for RealMemory {
     #[inline]
     fn fill(&mut self, region: u32, page: u64) {
-        self.regions[region as usize].write_content(page);
+        match &mut self.regions[region as usize] {
+            Slot::Anon(r) => r.write_content(page),
+            Slot::File(_) => panic!("fill of a file region (Plan::parse refuses it)"),
+        }
     }
 
     #[inline]
     fn touch(&mut self, region: u32, page: u64, write: bool) {
-        let r = &mut self.regions[region as usize];
-        let p = r.page_ptr(page);
-        if write {
-            if let Some(bits) = &mut r.materialized {
-                if !bits.test_and_set(page) {
-                    r.write_content(page);
-                    return;
+        let p = match &mut self.regions[region as usize] {
+            Slot::Anon(r) => {
+                let p = r.page_ptr(page);
+                if write {
+                    if let Some(bits) = &mut r.materialized {
+                        if !bits.test_and_set(page) {
+                            r.write_content(page);
+                            return;
+                        }
+                    }
                 }
+                p
             }
+            // An mmap phase: the shared file mapping (the file holds the page's bytes already).
+            Slot::File(f) => f.page_ptr(page),
+        };
+        if write {
             // SAFETY: p is inside the mapping.
             unsafe { write_touch(p) };
         } else {
@@ -395,11 +440,25 @@ impl Memory for RealMemory {
     }
 
     fn filled(&mut self, region: u32) {
-        self.regions[region as usize].materialized = None;
+        if let Slot::Anon(r) = &mut self.regions[region as usize] {
+            r.materialized = None;
+        }
     }
 
     fn release(&mut self) {
         self.regions.clear();
+    }
+
+    fn file_read(&mut self, region: u32, page: u64) -> io::Result<()> {
+        self.file(region).read(page)
+    }
+
+    fn file_write(&mut self, region: u32, page: u64, fsync_bytes: Option<u64>) -> io::Result<()> {
+        self.file(region).write(page, fsync_bytes)
+    }
+
+    fn start_write_phase(&mut self, region: u32) {
+        self.file(region).start_write_phase();
     }
 }
 
@@ -414,6 +473,13 @@ impl Memory for NullMemory {
     fn touch(&mut self, _region: u32, _page: u64, _write: bool) {}
     fn filled(&mut self, _region: u32) {}
     fn release(&mut self) {}
+    fn file_read(&mut self, _region: u32, _page: u64) -> io::Result<()> {
+        Ok(())
+    }
+    fn file_write(&mut self, _region: u32, _page: u64, _fsync_bytes: Option<u64>) -> io::Result<()> {
+        Ok(())
+    }
+    fn start_write_phase(&mut self, _region: u32) {}
 }
 
 #[cfg(test)]
@@ -540,7 +606,7 @@ mod tests {
         );
         let prepared = Prepared::new(&plan);
         assert_eq!(prepared.table_bytes(), 5 * PAGE_SIZE, "tables for a and b only");
-        let mut mem = RealMemory::map(prepared, &plan).unwrap();
+        let mut mem = RealMemory::map(prepared, &plan, &[]).unwrap();
         for r in 0..3 {
             assert_eq!(mem.region_addr(r) % PMD_SIZE, 0);
         }

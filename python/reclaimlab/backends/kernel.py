@@ -6,8 +6,10 @@
    cannot honour; nothing has been changed yet;
 2. find the workload runner; take the lab lock; refuse if swap is already active or an earlier
    run left a journal;
-3. journal + apply: debugfs, sysctls, cgroups, swap devices, zswap parameters;
-4. start one runner per process (journaled), move each into its cgroup once it is ready,
+3. journal + apply: debugfs, sysctls, cgroups, swap devices, zswap parameters, filesystems
+   (image, loop device, mkfs, mount: ``lab.filesystems``);
+4. start one runner per process (journaled; each writes its files before it is ready); with
+   filesystems, sync and drop the page cache; move each runner into its cgroup once it is ready,
    snapshot the counters, say ``go``, sample every ``sample_interval_s``;
 5. when every runner has finished its phases (memory still held): the "after" snapshot;
    tell the runners to exit;
@@ -28,13 +30,14 @@ from pathlib import Path
 from typing import Any
 
 from reclaimlab.errors import ScenarioError
-from reclaimlab.lab import host, speed
+from reclaimlab.lab import filesystems, host, speed
 from reclaimlab.lab import probe as probing
 from reclaimlab.lab.apply import Applied, apply, new_runid
 from reclaimlab.lab.errors import LabError, LabUnavailable, RunnerFailed
+from reclaimlab.lab.host import drop_caches
 from reclaimlab.lab.record import Series, Sources, counters, sim_counter_keys, snapshot
 from reclaimlab.lab.result import KernelRunResult, phase_record
-from reclaimlab.lab.runner import Runner, RunnerSet, build_runner, locate_runner, runner_command, runner_version
+from reclaimlab.lab.runner import READY_TIMEOUT_S, Runner, RunnerSet, build_runner, locate_runner, runner_command, runner_version
 from reclaimlab.lab.session import session
 from reclaimlab.lower import lower
 from reclaimlab.profile import Profile, active_profile
@@ -131,6 +134,11 @@ def _provenance(
         "counter_keys_from": key_source,
         "runid": applied.runid if applied else None,
         "swap_devices": [vars(s) for s in applied.swaps] if applied else [],
+        "filesystems": [
+            {**{k: str(v) if isinstance(v, Path) else v for k, v in vars(m).items()}, "queue": m.queue} for m in applied.filesystems
+        ]
+        if applied
+        else [],
         "started_at": datetime.now(UTC).isoformat(timespec="seconds"),
     }
 
@@ -190,8 +198,9 @@ def run(
                 note(f"note: {n}")
             cfg_path = Path(tmp, "lowered.json")
             cfg_path.write_text(json.dumps(config, sort_keys=True), encoding="utf-8")
+            fs_args = [a for m in applied.filesystems for a in ("--fs-dir", str(m.point))]
             runners = RunnerSet(
-                cmd, cfg_path, config, lambda r: journal.record("runner", pid=r.pid, start_time=r.start_time, process=r.name)
+                cmd, cfg_path, config, lambda r: journal.record("runner", pid=r.pid, start_time=r.start_time, process=r.name), fs_args
             )
             lab.before_restore(runners.close)
             result = _drive(scenario, config, applied, runners, keys, timeout, sample_interval_s)
@@ -215,16 +224,24 @@ def _drive(
         cgroups=dict(applied.cgroup_dirs),
         zswap_dir=applied.zswap_dir,
         zram=[(s.key, s.zram_id) for s in applied.swaps if s.kind == "zram" and s.key is not None and s.zram_id is not None],
+        block=[(m.key, m.loop) for m in applied.filesystems if m.key is not None and m.loop is not None],
     )
     runners.start()
-    runners.wait_ready()
+    # Before `ready` the runners write and fsync their files (crates/reclaimlab-runner/src/
+    # file.rs): allow for that at a slow disk's 50 MB/s.
+    file_bytes = sum(filesystems.file_bytes(config, i) for i in range(len(applied.filesystems)))
+    runners.wait_ready(READY_TIMEOUT_S + file_bytes / 50e6)
+    if applied.filesystems:
+        drop_caches()
     for r, proc in zip(runners.runners, config["processes"], strict=True):
         _move(r, applied.cgroup_dirs[groups[proc["cgroup"]]["path"]], applied.cgroup_root.parent, applied.cgroup_version)
 
     probe_before = speed.probe_ns()
     before = snapshot(src)
     wanted = set(keys) | {k for k in before if k.startswith("zram")}
-    series = Series(keys=sorted(k for k in wanted if k in before), interval_s=interval)
+    # Every field of the loop devices' stats in the series (sectors written over time); in
+    # counters only those the simulator has.
+    series = Series(keys=sorted(k for k in wanted | {k for k in before if k.startswith("block[")} if k in before), interval_s=interval)
     t0 = time.monotonic()
     series.add(0.0, before, before)
     runners.go()

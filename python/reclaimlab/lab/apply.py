@@ -8,11 +8,14 @@ order restores cleanly:
 1. mount debugfs privately if it is not mounted (for the zswap counters);
 2. sysctls (before the cgroups: a new v1 memcg takes its ``memory.swappiness`` from its parent,
    which for the run's top cgroup is ``vm.swappiness``); every knob the core declares, by its
-   kernel file (``lab.knobs``);
+   kernel file (``lab.knobs``). The dirty limits are pairs (``dirty_ratio``/``dirty_bytes``,
+   ``dirty_background_ratio``/``dirty_background_bytes``) of which the kernel keeps one: each
+   pair is journaled as one ``dirty_limit`` entry and the one the scenario sets is written;
 3. cgroups, parents first, each one's files written before its children are created;
 4. swap devices (swap file: fallocate, chmod 600, mkswap, swapon; zram: hot_add,
    comp_algorithm, disksize, mkswap, swapon);
-5. the sysfs knobs (zswap's parameters), ``enabled`` last.
+5. the sysfs knobs (zswap's parameters), ``enabled`` last;
+6. the filesystems (``lab.filesystems``): image, loop device, mkfs, mount.
 
 Runners are started (and journaled) by the backend after this.
 """
@@ -26,13 +29,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from reclaimlab.lab import host, knobs
+from reclaimlab.lab import filesystems, host, knobs
 from reclaimlab.lab.errors import LabError
 from reclaimlab.lab.journal import Journal
 from reclaimlab.lab.probe import Probe
 from reclaimlab.native import Knob
 
 __all__ = ["Applied", "SwapDevice", "apply", "new_runid"]
+
+
+#: The dirty limit pairs (/proc/sys/vm files): the kernel keeps one of each pair set.
+DIRTY_PAIRS = (("dirty_ratio", "dirty_bytes"), ("dirty_background_ratio", "dirty_background_bytes"))
 
 
 def new_runid() -> str:
@@ -59,6 +66,7 @@ class Applied:
     cgroup_dirs: dict[str, Path] = field(default_factory=dict)  # scenario path ("/", "/a") -> directory
     swaps: list[SwapDevice] = field(default_factory=list)
     debugfs: Path | None = None
+    filesystems: list[filesystems.MountedFs] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -96,8 +104,43 @@ class _Applier:
 
     # 2. sysctls --------------------------------------------------------------------------
     def sysctls(self) -> None:
-        for k, want in knobs.sysctl_writes(self.c):
-            self._knob(k, want)
+        writes = knobs.sysctl_writes(self.c)
+        by_file = {Path(k.kernel_file).name: (k, want) for k, want in writes}
+        for ratio, nbytes in DIRTY_PAIRS:
+            self._dirty_pair(ratio, nbytes, by_file)
+        paired = {name for pair in DIRTY_PAIRS for name in pair}
+        for k, want in writes:
+            if Path(k.kernel_file).name not in paired:
+                self._knob(k, want)
+
+    def _dirty_pair(self, ratio: str, nbytes: str, by_file: dict[str, tuple[Knob, str]]) -> None:
+        """One dirty limit pair: write ``*_bytes`` if the scenario sets it, else ``*_ratio``
+        (which zeroes ``*_bytes`` on the host if it was set); journaled as one entry whose
+        undo writes back whichever of the two the host had set."""
+        ratio_path, bytes_path = knobs.SYSCTL_DIR / "vm" / ratio, knobs.SYSCTL_DIR / "vm" / nbytes
+        if not ratio_path.exists() or not bytes_path.exists():
+            return
+        if nbytes in by_file:
+            path, want = bytes_path, by_file[nbytes][1]
+        elif ratio in by_file:
+            path, want = ratio_path, by_file[ratio][1]
+        else:
+            return
+        old_ratio, old_bytes = host.read_text(ratio_path).strip(), host.read_text(bytes_path).strip()
+        if knobs.same(host.read_text(path).strip(), want) and (path == bytes_path or old_bytes == "0"):
+            return
+        self.j.record(
+            "dirty_limit",
+            name=f"vm.{ratio}/vm.{nbytes}",
+            ratio_path=str(ratio_path),
+            bytes_path=str(bytes_path),
+            old_ratio=old_ratio,
+            old_bytes=old_bytes,
+        )
+        host.write_text(path, want)
+        now = host.read_text(path).strip()
+        if not knobs.same(now, want):
+            raise LabError(f"vm.{path.name}: wrote {want!r} to {path} but it reads {now!r}")
 
     def _knob(self, k: Knob, want: str) -> None:
         """Write one knob's file, journaled first; left alone if it already says ``want``, or
@@ -220,6 +263,16 @@ class _Applier:
         for k, want in knobs.sysfs_writes(self.c):
             self._knob(k, want)
 
+    # 6. filesystems ------------------------------------------------------------------------
+    def filesystems(self) -> None:
+        self.out.filesystems = filesystems.set_up(self.j, self.c, self.out.runid, self.state)
+        for m in self.out.filesystems:
+            if m.loop is not None and filesystems.loop_dio(m.loop) is False:
+                self.out.notes.append(
+                    f"filesystem {m.name!r}: {m.loop} does buffered IO (direct IO was refused): "
+                    "its writes pass through the host's page cache"
+                )
+
 
 def apply(journal: Journal, probe: Probe, config: dict[str, Any], runid: str, state: Path) -> Applied:
     """Apply ``config`` (a lowered scenario) to the host, journaling every change first.
@@ -232,4 +285,5 @@ def apply(journal: Journal, probe: Probe, config: dict[str, Any], runid: str, st
     a.cgroups()
     a.swaps()
     a.sysfs()
+    a.filesystems()
     return a.out

@@ -10,6 +10,7 @@ from __future__ import annotations
 import errno
 import os
 import re
+import shutil
 import subprocess
 import time
 from pathlib import Path
@@ -26,7 +27,10 @@ __all__ = [
     "ZSWAP_PARAMS",
     "Mount",
     "active_swaps",
+    "detach_loops",
+    "drop_caches",
     "kill_if_same",
+    "loops_of",
     "mounts",
     "pid_alive",
     "proc_start_time",
@@ -213,3 +217,35 @@ def wait_for_path(path: Path, what: str, timeout_s: float = 5.0) -> None:
         if time.monotonic() > deadline:
             raise LabError(f"{path} did not appear after {what}")
         time.sleep(0.02)
+
+
+def loops_of(image: str) -> list[str]:
+    """The loop devices backed by ``image`` (``losetup -j``)."""
+    if shutil.which("losetup") is None:
+        return []
+    out = run_tool(["losetup", "-j", image])
+    return [line.split(":", 1)[0] for line in out.splitlines() if line.startswith("/dev/")]
+
+
+def detach_loops(image: str, wait_s: float = 10.0) -> str | None:
+    """Detach every loop device backed by ``image``; wait until none is left (a detach of a
+    device still open for a moment only sets autoclear)."""
+    devs = loops_of(image)
+    if not devs:
+        return None
+    for d in devs:
+        run_tool(["losetup", "-d", d])
+    deadline = time.monotonic() + wait_s
+    while loops_of(image):
+        if time.monotonic() > deadline:
+            raise LabError(f"loop device(s) {', '.join(loops_of(image))} still attached to {image} after losetup -d (busy?)")
+        time.sleep(0.05)
+    return f"detached {', '.join(devs)} from {image}"
+
+
+def drop_caches() -> None:
+    """``sync``, then ``echo 3 > /proc/sys/vm/drop_caches``: clean page cache, dentries and
+    inodes are freed host-wide, so a run with files starts with them on disk only, as the
+    simulator's do. Nothing to restore: the caches refill on use."""
+    os.sync()
+    write_text(SYSCTL_DIR / "vm" / "drop_caches", "3")

@@ -15,6 +15,10 @@ op                 fields                              undo
 =================  ==================================  =============================================
 ``run``            runid, pid, start_time, scenario    (header; nothing)
 ``mount``          path, fstype, created_dir           umount path if still mounted; rmdir if created
+``fsimage``        path                                unlink (refused while a loop device uses it)
+``loop``           image                               losetup -d every loop device backed by image
+``dirty_limit``    name, ratio_path, bytes_path,       write back whichever of the pair was set (the
+                   old_ratio, old_bytes                two are exclusive; dirty_bytes refuses 0)
 ``sysctl``         name, path, old                     (journals of older versions) as ``knob``
 ``cgroup``         path                                wait for it to be empty, rmdir
 ``swapfile``       path                                unlink (after swapoff)
@@ -295,6 +299,25 @@ def _write_back(label: str, path: str, old: str) -> str | None:
     return f"{label}: {now} -> {old}"
 
 
+def _dirty_limit_back(e: dict[str, Any]) -> str | None:
+    """Put back a dirty limit pair (``vm.dirty_ratio``/``vm.dirty_bytes``, or the background
+    pair). The two are exclusive: writing one zeroes the other, and 0 is not a value
+    ``dirty_bytes`` accepts (EINVAL), so the one that was set is written back."""
+    ratio, nbytes = Path(e["ratio_path"]), Path(e["bytes_path"])
+    old_ratio, old_bytes = str(e["old_ratio"]), str(e["old_bytes"])
+    if not ratio.exists() or not nbytes.exists():
+        return None
+    now_ratio, now_bytes = host.read_text(ratio).strip(), host.read_text(nbytes).strip()
+    if (now_ratio, now_bytes) == (old_ratio, old_bytes):
+        return None
+    path, old = (nbytes, old_bytes) if old_bytes != "0" else (ratio, old_ratio)
+    host.write_text(path, old)
+    after = (host.read_text(ratio).strip(), host.read_text(nbytes).strip())
+    if after != (old_ratio, old_bytes):
+        raise LabError(f"{e['name']}: wrote {old!r} to {path} but {ratio.name}, {nbytes.name} read {after}, not {(old_ratio, old_bytes)}")
+    return f"{e['name']}: {ratio.name}={now_ratio} {nbytes.name}={now_bytes} -> {ratio.name}={old_ratio} {nbytes.name}={old_bytes}"
+
+
 def _swapoff(path: str) -> str | None:
     if path not in host.active_swaps():
         return None
@@ -413,6 +436,19 @@ def _undo(e: dict[str, Any], completed_tokens: set[str]) -> str | None:
         return _rmdir_cgroup(e["path"])
     if op == "mount":
         return _umount(e["path"], bool(e.get("created_dir")))
+    if op == "loop":
+        return host.detach_loops(str(e["image"]))
+    if op == "fsimage":
+        path = str(e["path"])
+        if host.loops_of(path):
+            raise LabError(f"filesystem image {path} is still attached to {', '.join(host.loops_of(path))} (losetup -d failed?)")
+        try:
+            os.unlink(path)
+        except FileNotFoundError:
+            return None
+        return f"removed filesystem image {path}"
+    if op == "dirty_limit":
+        return _dirty_limit_back(e)
     raise LabError(f"unknown journal entry {op!r}: {e}")
 
 

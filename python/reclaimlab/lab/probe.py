@@ -22,7 +22,8 @@ from typing import Any
 from reclaimlab import native
 from reclaimlab.errors import Path as KeyPath
 from reclaimlab.errors import Problem
-from reclaimlab.lab import host, knobs
+from reclaimlab.lab import filesystems, host, knobs
+from reclaimlab.lab.journal import state_dir
 from reclaimlab.native import Knob
 
 __all__ = ["ZRAM_ALLOCATOR", "Probe", "ZramDevice", "check", "notes", "parse_crypto", "probe"]
@@ -503,6 +504,7 @@ def check(config: dict[str, Any], p: Probe) -> list[Problem]:
     problems += _check_swap(config, p)
     problems += _check_knobs(config, p)
     problems += _check_memory(config, p)
+    problems += [Problem(path, message) for path, message in filesystems.check_filesystems(config, state_dir())]
     return problems
 
 

@@ -9,7 +9,11 @@ engine.rs):
 * ``vmstat.<name>``; ``zswap.<debugfs file>``; ``meminfo.<Field>`` (kB, as shown);
 * ``memcg[<scenario path>].memory.stat.<key>``, ``memcg[<path>].memory.usage_in_bytes`` ...,
   where the scenario's "/" is the run's own top cgroup (``reclaimlab-<runid>``);
-* ``zram<k>.mm_stat.<field>``, k = the device's index among the scenario's zram devices.
+* ``zram<k>.mm_stat.<field>``, k = the device's index among the scenario's zram devices;
+* ``block[<filesystem name>].stat.<field>``: the loop device under a scenario filesystem
+  (/sys/block/loopN/stat; sectors are 512 bytes). The simulator exports the request counts
+  (``read_ios``, ``read_merges``, ``write_ios``, ``write_merges``); the other fields (sectors,
+  ticks, flushes) are in the raw snapshots and the series only.
 
 A run's counters are ``after - before`` for event counters and the value in ``after`` for
 gauges (``CLASSIFICATION``). ``after`` is read when every runner has finished its phases but
@@ -29,6 +33,7 @@ from typing import Any
 from reclaimlab.lab import host
 
 __all__ = [
+    "BLOCK_STAT",
     "CLASSIFICATION",
     "EVENT",
     "GAUGE",
@@ -109,6 +114,10 @@ CLASSIFICATION: tuple[tuple[str, str], ...] = (
     ("memcg.memory.*", GAUGE),
     # /proc/meminfo: sizes now, in kB as shown (MemFree, SwapFree, Zswap, Zswapped ...).
     ("meminfo.*", GAUGE),
+    # /sys/block/loopN/stat of a scenario filesystem's loop device: requests in flight now ...
+    ("block*.stat.in_flight", GAUGE),
+    # ... the rest count requests, sectors and milliseconds since the device was set up.
+    ("block*.stat.*", EVENT),
     # zram mm_stat: compaction and "huge pages since reset" are cumulative ...
     ("zram*.mm_stat.pages_compacted", EVENT),
     ("zram*.mm_stat.huge_pages_since", EVENT),
@@ -151,8 +160,31 @@ class Sources:
     cgroups: dict[str, Path] = field(default_factory=dict)  # scenario path -> cgroup directory
     zswap_dir: Path | None = None
     zram: list[tuple[str, int]] = field(default_factory=list)  # (key prefix "zram0", device id)
+    block: list[tuple[str, str]] = field(default_factory=list)  # (key prefix "block[<fs name>]", /dev/loopN)
     #: Where /proc and /sys are: "/" on the host; the VM lab reads a copy of a guest's files.
     root: Path = Path("/")
+
+
+#: The fields of /sys/block/<dev>/stat, in the kernel's order (Documentation/block/stat.rst).
+BLOCK_STAT = (
+    "read_ios",
+    "read_merges",
+    "read_sectors",
+    "read_ticks",
+    "write_ios",
+    "write_merges",
+    "write_sectors",
+    "write_ticks",
+    "in_flight",
+    "io_ticks",
+    "time_in_queue",
+    "discard_ios",
+    "discard_merges",
+    "discard_sectors",
+    "discard_ticks",
+    "flush_ios",
+    "flush_ticks",
+)
 
 
 def _meminfo(root: Path) -> dict[str, int]:
@@ -218,6 +250,16 @@ def snapshot(src: Sources) -> dict[str, int]:
         for name, text in zip(ZRAM_MM_STAT, fields, strict=False):
             try:
                 out[f"{key}.mm_stat.{name}"] = int(text)
+            except ValueError:
+                continue
+    for key, dev in src.block:
+        try:
+            fields = host.read_text(src.root / f"sys/block/{Path(dev).name}/stat").split()
+        except OSError:
+            continue
+        for name, text in zip(BLOCK_STAT, fields, strict=False):
+            try:
+                out[f"{key}.stat.{name}"] = int(text)
             except ValueError:
                 continue
     return out

@@ -195,8 +195,16 @@ class Runner:
 class RunnerSet:
     """Start, drive and stop the runners of one run."""
 
-    def __init__(self, cmd: list[str], config_path: Path, config: dict[str, Any], on_start: Callable[[Runner], None]):
+    def __init__(
+        self,
+        cmd: list[str],
+        config_path: Path,
+        config: dict[str, Any],
+        on_start: Callable[[Runner], None],
+        extra_args: list[str] | None = None,
+    ):
         self.cmd = cmd
+        self.extra_args = list(extra_args or [])
         self.config_path = config_path
         self.config = config
         self.on_start = on_start
@@ -213,7 +221,7 @@ class RunnerSet:
             err = tempfile.TemporaryFile(prefix="reclaimlab-runner-", suffix=".stderr")
             try:
                 proc = subprocess.Popen(
-                    [*self.cmd, "--config", str(self.config_path), "--process", str(i)],
+                    [*self.cmd, "--config", str(self.config_path), "--process", str(i), *self.extra_args],
                     stdin=subprocess.PIPE,
                     stdout=subprocess.PIPE,
                     stderr=err,

@@ -26,7 +26,8 @@ def _reclaimlab_cgroups() -> list[str]:
 def machine_state(state_dir: Path | None = None) -> dict[str, Any]:
     """/proc/swaps, every knob file the lab may write (zswap parameters; sysctls and others by key), reclaimlab* cgroups
     (v1 memory and v2 roots), zram devices and their disksizes, debugfs mounts, and (given the
-    lab's state dir) the swap files in it."""
+    lab's state dir) the swap files, filesystem images, mount points and mounts in it and the
+    loop devices backed by a file in it."""
     zswap: dict[str, str | None] = {}
     sysctls: dict[str, str | None] = {}
     for key, path in knob_paths().items():
@@ -52,4 +53,23 @@ def machine_state(state_dir: Path | None = None) -> dict[str, Any]:
     if state_dir is not None:
         swap = state_dir / "swap"
         state["swap_files"] = sorted(p.name for p in swap.iterdir()) if swap.is_dir() else []
+        images = state_dir / "fs"
+        state["fs_images"] = sorted(p.name for p in images.iterdir()) if images.is_dir() else []
+        mnt = state_dir / "mnt"
+        state["mount_points"] = sorted(p.name for p in mnt.iterdir()) if mnt.is_dir() else []
+        state["mounts"] = sorted(m.point for m in host.mounts() if Path(m.point).is_relative_to(state_dir))
+        state["loop_devices"] = sorted(_loops_in(state_dir))
     return state
+
+
+def _loops_in(state_dir: Path) -> list[str]:
+    """Loop devices whose backing file is under ``state_dir`` (/sys/block/loopN/loop/backing_file)."""
+    out = []
+    for d in Path("/sys/block").glob("loop*"):
+        try:
+            backing = host.read_text(d / "loop" / "backing_file").strip()
+        except OSError:
+            continue
+        if backing.removesuffix(" (deleted)").startswith(str(state_dir)):
+            out.append(f"{d.name}: {backing}")
+    return out

@@ -105,7 +105,7 @@ class Filesystem(StrictModel):
 
     name: str
     type: Literal["ext4", "xfs", "btrfs"] = "ext4"
-    device: Annotated[Device, BeforeValidator(_device_shortcut)]
+    device: Annotated[Device, BeforeValidator(_device_shortcut, json_schema_input_type=str | Device)]
 
 
 class Machine(StrictModel):
