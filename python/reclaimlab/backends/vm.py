@@ -293,11 +293,13 @@ def _result(scenario: Scenario, config: dict[str, Any], plan: Any, ch: Channel, 
     stats: dict[str, Any] = {"elapsed_s": round(elapsed, 3), "samples": len(series.t)}
     groups = list(config.get("trace") or ())
     missing = [k for k in keys if k not in after]
+    trace_hist: dict[str, str] = {}
     if groups:
         # The hist triggers count from just before "go" to the trace snapshot (vm.trace).
         snap = next((s for s in ch.snaps if s.label == "trace"), None)
         if snap is None:
             raise LabError("the guest sent no trace snapshot (--trace)")
+        trace_hist = dict(snap.files)  # the histograms as the guest printed them
         traced, dropped = vmtrace.counters(snap.files, groups)
         # A simulator key of a traced event that the histogram has no row for: no such event.
         traced |= {k: 0 for k in missing if vmtrace.event_of(k) in vmtrace.traced_events(groups) and k not in traced}
@@ -313,5 +315,5 @@ def _result(scenario: Scenario, config: dict[str, Any], plan: Any, ch: Channel, 
         phase_records=[r for _, _, r in records],
         stats=stats,
         series=series.to_dict(),
-        raw={"before": before, "after": after},
+        raw={"before": before, "after": after, **({"trace_hist": trace_hist} if trace_hist else {})},
     )
