@@ -86,6 +86,10 @@ def test_counters_keys_match_the_simulators() -> None:
 def test_zswap_group_keeps_only_the_zswap_shrinker() -> None:
     out, _ = trace.counters(_files(mm_shrink_slab_start=SLAB_START), ["zswap"])
     assert out and all("zswap_shrinker_scan" in k for k in out)
+    # ... and only among the shrinkers: with vmscan, the vmscan events stay whole
+    out, _ = trace.counters(_files(mm_shrink_slab_start=SLAB_START, mm_vmscan_throttled=THROTTLED), ["vmscan", "zswap"])
+    assert out["trace.mm_vmscan_throttled.VMSCAN_THROTTLE_WRITEBACK.calls"] == 4
+    assert not any("super_cache_scan" in k for k in out)
     assert trace.traced_events(["zswap"]) == {"mm_shrink_slab_start", "mm_shrink_slab_end"}
     assert trace.event_of("trace.mm_shrink_slab_end.zswap_shrinker_scan.calls") == "mm_shrink_slab_end"
     assert trace.event_of("vmstat.pswpin") is None

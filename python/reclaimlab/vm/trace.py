@@ -168,7 +168,7 @@ def counters(files: dict[str, str], groups: list[str]) -> tuple[dict[str, int], 
             for v in e.vals:
                 out.setdefault(base + v, 0)
         for keys, vals in rows:
-            if only_zswap and keys.get("shrink") != ZSWAP_SHRINKER:
+            if only_zswap and "shrink" in e.split and keys.get("shrink") != ZSWAP_SHRINKER:
                 continue
             parts = [_key_part(k, keys.get(k, "")) for k in e.split]
             base = ".".join(["trace", e.event, *parts]) + "."
