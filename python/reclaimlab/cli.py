@@ -240,10 +240,25 @@ VmMemoryOption = Annotated[
 ]
 
 
-def _with_mglru(set_: list[str] | None, mglru: bool | None) -> list[str]:
+TraceOption = Annotated[
+    str | None,
+    typer.Option(
+        "--trace",
+        metavar="G1,G2",
+        help="Count tracepoints (vmscan, shrinker, zswap): the simulator's own counts, and the VM guest's (--backend vm) "
+        "as trace.* counters (docs/vmlab.md#tracing).",
+    ),
+]
+
+
+def _with_mglru(set_: list[str] | None, mglru: bool | None, trace: str | None = None) -> list[str]:
     """--mglru/--no-mglru as the override of kernel.lru_gen.enabled (one fact: the simulator
-    and the guest both read the knob)."""
-    return [*(set_ or ()), *(() if mglru is None else (f"kernel.lru_gen.enabled={'true' if mglru else 'false'}",))]
+    and the guest both read the knob); --trace as the override of the scenario's ``trace``."""
+    out = [*(set_ or ()), *(() if mglru is None else (f"kernel.lru_gen.enabled={'true' if mglru else 'false'}",))]
+    if trace is not None:
+        groups = [g.strip() for g in trace.split(",") if g.strip()]
+        out.append("trace=[" + ", ".join(json.dumps(g) for g in groups) + "]")
+    return out
 
 
 def _vm_options(kernel: str | None, vm_memory: str | None) -> dict[str, Any]:
@@ -320,6 +335,7 @@ def run(
     vm_kernel: VmKernelOption = None,
     mglru: VmMglruOption = None,
     vm_memory: VmMemoryOption = None,
+    trace: TraceOption = None,
     counters: CountersOption = None,
     show_all: Annotated[bool, typer.Option("--all", help="Show every counter, with per-1000-access and per-second figures.")] = False,
     interval: IntervalOption = None,
@@ -331,11 +347,11 @@ def run(
     (outcome, per-phase time and rate, faults per access, swap traffic, pool size, OOM kills)."""
     with _input_errors():
         if backend is Backend.kernel:
-            result = _kernel_run(reclaimlab.load(scenario, _with_mglru(set_, mglru)), timeout, sample_interval, build_runner)
+            result = _kernel_run(reclaimlab.load(scenario, _with_mglru(set_, mglru, trace)), timeout, sample_interval, build_runner)
         elif backend is Backend.vm:
             from reclaimlab.backends import vm
 
-            loaded = reclaimlab.load(scenario, _with_mglru(set_, mglru))
+            loaded = reclaimlab.load(scenario, _with_mglru(set_, mglru, trace))
             with _lab_errors():
                 options = _vm_options(vm_kernel, vm_memory)
                 result = vm.run(loaded, timeout_s=timeout, sample_interval_s=sample_interval, build=build_runner, **options)
@@ -346,7 +362,7 @@ def run(
                 r = reclaimlab.run(sc, progress=progress, interval_s=_interval(interval))
                 return CompareResult(r.scenario, [(Config(r.scenario, ()), r)])
 
-            repeated = _repeat(scenario, _with_mglru(set_, mglru), seeds, one)
+            repeated = _repeat(scenario, _with_mglru(set_, mglru, trace), seeds, one)
             console = _console(stderr=json_out is not None and str(json_out) == "-")
             console.print(compare_view(repeated.runs[0], None, counters or (), show_all, None, repeated))
             if json_out is not None:
@@ -354,7 +370,7 @@ def run(
             _write_tables(repeated.tidy(), csv_out, parquet_out)
             return
         else:
-            result = reclaimlab.run(scenario, overrides=_with_mglru(set_, mglru), progress=progress, interval_s=_interval(interval))
+            result = reclaimlab.run(scenario, overrides=_with_mglru(set_, mglru, trace), progress=progress, interval_s=_interval(interval))
     to_stdout = json_out is not None and str(json_out) == "-"
     console = _console(stderr=to_stdout)
     for part in run_view(result, counters or (), show_all):
@@ -762,6 +778,7 @@ def validate(
     vm_kernel: VmKernelOption = None,
     mglru: VmMglruOption = None,
     vm_memory: VmMemoryOption = None,
+    trace: TraceOption = None,
 ) -> None:
     """Run SCENARIO on this host's kernel --reps times and in the simulator once; compare per counter and phase."""
     from reclaimlab.ranking import RankingResult, revalidate_compare, validate_compare
@@ -772,7 +789,7 @@ def validate(
     kernel_options: dict[str, Any] = {"timeout_s": timeout, "sample_interval_s": sample_interval, "build": build_runner}
     result: ValidateResult | RankingResult
     with _input_errors():
-        loaded = reclaimlab.load(scenario, _with_mglru(set_, mglru))
+        loaded = reclaimlab.load(scenario, _with_mglru(set_, mglru, trace))
         if kernel_results is not None:
             try:
                 previous: ValidateResult | RankingResult = (RankingResult if comparing else ValidateResult).load(kernel_results)

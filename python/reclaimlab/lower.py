@@ -52,7 +52,7 @@ def lower(scenario: Scenario, profile: Profile | None = _ACTIVE) -> dict[str, An
     prof = active_profile() if profile is _ACTIVE else profile
     cgroups = _cgroups(scenario.cgroups)
     index = {g["path"]: i for i, g in enumerate(cgroups["groups"])}
-    return {
+    out: dict[str, Any] = {
         "seed": scenario.seed,
         "machine": _machine(scenario.machine, device_presets(prof)),
         "kernel": _kernel(scenario.kernel),
@@ -61,6 +61,10 @@ def lower(scenario: Scenario, profile: Profile | None = _ACTIVE) -> dict[str, An
         "costs": effective_costs(scenario.costs, prof),
         "max_time_ns": scenario.max_time,
     }
+    if scenario.trace:
+        # Only when asked for: a run without tracing lowers (and caches) as before.
+        out["trace"] = sorted(set(scenario.trace))
+    return out
 
 
 def _device(d: DeviceModel) -> dict[str, Any]:

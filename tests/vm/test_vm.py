@@ -81,7 +81,8 @@ def test_tiny_v2_scenario_in_the_guest() -> None:
     from reclaimlab.backends import vm
 
     t0 = time.monotonic()
-    r = vm.run(reclaimlab.load(TINY), build=False, timeout_s=150, on_note=None)
+    # --trace vmscan: the guest's hist triggers (they cost the run nothing measurable)
+    r = vm.run(reclaimlab.load(TINY, ['trace=["vmscan"]']), build=False, timeout_s=150, on_note=None)
     wall = time.monotonic() - t0
     c = r.counters
     assert r.backend == "vm" and r.provenance["vm"]["release"].startswith("6.12.")
@@ -97,6 +98,12 @@ def test_tiny_v2_scenario_in_the_guest() -> None:
     assert [(p["phase"], p["accesses"]) for p in r.phase_records] == [("fill0", 4096), ("fill1", 2048), ("access", 20000)]
     assert r.stats["boot_s"] < 60 and wall < 170
     assert r.series["t"][0] == 0.0 and len(r.series["t"]) >= 2
+    # the tracepoints agree with memory.stat: every folio memcg reclaim scanned and freed went
+    # through mm_vmscan_lru_shrink_inactive (MGLRU off), and reclaim ran under the memcg's limit
+    scanned = sum(c[f"trace.mm_vmscan_lru_shrink_inactive.priority.{p}.nr_scanned"] for p in range(13))
+    reclaimed = sum(c[f"trace.mm_vmscan_lru_shrink_inactive.priority.{p}.nr_reclaimed"] for p in range(13))
+    assert scanned == c["memcg[/w].memory.stat.pgscan"] and reclaimed == c["memcg[/w].memory.stat.pgsteal"]
+    assert c["trace.mm_vmscan_memcg_reclaim_begin.calls"] > 0 and r.stats["trace_dropped"] == 0
 
 
 def test_killed_driver_leaves_no_guest_and_no_files() -> None:

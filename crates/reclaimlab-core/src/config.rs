@@ -22,6 +22,10 @@ pub struct SimConfig {
     /// Stop the simulation at this virtual time even if processes are still running.
     #[serde(default)]
     pub max_time_ns: Option<u64>,
+    /// Tracepoint groups to count and export (crate::stats::trace: "vmscan", "shrinker",
+    /// "zswap"); empty: none, and no `trace.*` keys beyond the file-writeback ones.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub trace: Vec<String>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]

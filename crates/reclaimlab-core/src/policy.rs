@@ -12,8 +12,14 @@ use crate::error::ConfigError;
 /// What zswap does with a page that does not compress below PAGE_SIZE.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Incompressible {
-    /// ≤6.17: zsmalloc refuses objects over 4096 bytes → reject_compress_poor, page goes to disk.
+    /// ≤6.11 and mainline 6.12.0 with lzo: zswap_compress asks the compressor for at most
+    /// PAGE_SIZE, but lzo1x_1_compress does not check the bound; it overruns into scompress'
+    /// scratch buffer and scompress returns -ENOSPC → reject_compress_poor, page goes to disk.
     Reject,
+    /// Debian's 6.12.117 (stable's backport of lzo1x_1_compress_safe; lz4 and zstd are bounded
+    /// in every version): the compressor stops at PAGE_SIZE and fails (-EINVAL) →
+    /// reject_compress_fail, page goes to disk (validated in the VM lab, docs/vmlab.md).
+    RejectFail,
     /// 6.18 (SeongJae Park, "mm/zswap: store <PAGE_SIZE compression failed page as-is"; also
     /// Takero Funaki's patch 5): stored raw (length 4096) unless the memcg's zswap writeback is
     /// disabled.
@@ -149,7 +155,8 @@ fn choice<T: Copy>(k: &str, v: &Value, options: &[(&str, T)]) -> Result<T, Confi
         .ok_or_else(|| bad(k, v, &format!("one of {}", names.join(", "))))
 }
 
-const INCOMPRESSIBLE: &[(&str, Incompressible)] = &[("reject", Incompressible::Reject), ("store_raw", Incompressible::StoreRaw)];
+const INCOMPRESSIBLE: &[(&str, Incompressible)] =
+    &[("reject", Incompressible::Reject), ("reject_fail", Incompressible::RejectFail), ("store_raw", Incompressible::StoreRaw)];
 const SAME_FILLED: &[(&str, SameFilled)] = &[("zswap", SameFilled::Zswap), ("zeromap", SameFilled::Zeromap)];
 const SHRINK_WORKER: &[(&str, ShrinkWorker)] = &[("6.10", ShrinkWorker::V6_10), ("fixed", ShrinkWorker::Fixed)];
 const PROTECTION: &[(&str, ShrinkerProtection)] =
@@ -199,6 +206,7 @@ impl Switches {
         // allocator, zbud, is the zpool knob's default for this version (crate::zpool).
         let v6_1 = Switches { lru: ZswapLru::Global, zpools: 1, load: ZswapLoad::NonExclusive, ..v6_10.clone() };
         let v6_12 = Switches {
+            incompressible: Incompressible::RejectFail,
             same_filled: SameFilled::Zeromap,
             shrink_worker: ShrinkWorker::Fixed,
             shrinker_protection: ShrinkerProtection::Referenced,

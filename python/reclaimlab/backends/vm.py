@@ -13,7 +13,9 @@
 4. always (success, error, SIGINT/SIGTERM, timeout): stop QEMU by its pid and close the images.
 
 The result has the host lab's counter keys (``record.snapshot`` reads the guest's files), plus
-every v2 ``memory.stat``/``memory.events`` key of the run's cgroups. Its times are the guest's,
+every v2 ``memory.stat``/``memory.events`` key of the run's cgroups, plus with ``trace`` in the
+scenario (``--trace``) the guest's tracepoint counts under the simulator's ``trace.*`` keys
+(vm.trace), every key the kernel reported. Its times are the guest's,
 under TCG: fault-heavy phases run 8-20x slower than on hardware; compare them only as ratios
 between configurations of one run (``validate --backend vm`` does), never with the simulator's.
 Nothing on the host changes: no swap, cgroup, mount, sysctl or loop device.
@@ -43,6 +45,7 @@ from reclaimlab.profile import active_profile
 from reclaimlab.result import scenario_provenance
 from reclaimlab.scenario import Scenario
 from reclaimlab.vm import initramfs
+from reclaimlab.vm import trace as vmtrace
 from reclaimlab.vm.cache import KERNELS, InstalledKernel, VmUnavailable, cache_dir, installed_kernel
 from reclaimlab.vm.channel import Channel, keyed
 from reclaimlab.vm.plan import make_plan
@@ -286,13 +289,31 @@ def _result(scenario: Scenario, config: dict[str, Any], plan: Any, ch: Channel, 
             raise RunnerFailed(f"runner for process {proc['name']!r} in the guest failed: {msg}{detail}")
         records += [(i, int(ev.get("index", j)), phase_record(ev)) for j, ev in enumerate(phases)]
     records.sort(key=lambda x: (x[0], x[1]))
+    result_counters = counters(before, after, wanted)
+    stats: dict[str, Any] = {"elapsed_s": round(elapsed, 3), "samples": len(series.t)}
+    groups = list(config.get("trace") or ())
+    missing = [k for k in keys if k not in after]
+    trace_hist: dict[str, str] = {}
+    if groups:
+        # The hist triggers count from just before "go" to the trace snapshot (vm.trace).
+        snap = next((s for s in ch.snaps if s.label == "trace"), None)
+        if snap is None:
+            raise LabError("the guest sent no trace snapshot (--trace)")
+        trace_hist = dict(snap.files)  # the histograms as the guest printed them
+        traced, dropped = vmtrace.counters(snap.files, groups)
+        # A simulator key of a traced event that the histogram has no row for: no such event.
+        traced |= {k: 0 for k in missing if vmtrace.event_of(k) in vmtrace.traced_events(groups) and k not in traced}
+        result_counters.update(traced)
+        missing = [k for k in missing if k not in traced]
+        stats["trace_dropped"] = dropped
+    stats["missing_keys"] = sorted(missing)
     return KernelRunResult(
         scenario=scenario.name or "scenario",
         backend="vm",
         config=config,
-        counters=counters(before, after, wanted),
+        counters=result_counters,
         phase_records=[r for _, _, r in records],
-        stats={"elapsed_s": round(elapsed, 3), "samples": len(series.t), "missing_keys": sorted(k for k in keys if k not in after)},
+        stats=stats,
         series=series.to_dict(),
-        raw={"before": before, "after": after},
+        raw={"before": before, "after": after, **({"trace_hist": trace_hist} if trace_hist else {})},
     )

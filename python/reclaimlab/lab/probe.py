@@ -505,7 +505,27 @@ def check(config: dict[str, Any], p: Probe) -> list[Problem]:
     problems += _check_knobs(config, p)
     problems += _check_memory(config, p)
     problems += [Problem(path, message) for path, message in filesystems.check_filesystems(config, state_dir())]
+    problems += _check_trace(config)
     return problems
+
+
+#: Where tracefs is mounted when it is (the kernel's own mount point since 4.1).
+TRACEFS = Path("/sys/kernel/tracing")
+
+
+def _check_trace(config: dict[str, Any]) -> list[Problem]:
+    """--trace: the host lab counts no tracepoints (the VM lab does, docs/vmlab.md#tracing).
+    Mounting tracefs and installing hist triggers on the host would be more host state to
+    journal and restore; the guest is thrown away instead."""
+    if not config.get("trace"):
+        return []
+    mounted = (TRACEFS / "events").is_dir()
+    why = (
+        "tracefs is mounted here, but the host lab does not install trace triggers"
+        if mounted
+        else f"this host has no tracefs mounted at {TRACEFS}, and the host lab does not mount one"
+    )
+    return [Problem(("trace",), f"--trace needs the VM lab (--backend vm): {why}")]
 
 
 def _cpus(n: int) -> str:

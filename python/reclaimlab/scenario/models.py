@@ -513,6 +513,12 @@ class Source:
     overrides: tuple[Override, ...] = ()
 
 
+#: The trace groups (crates/reclaimlab-core/src/stats/trace.rs GROUPS): vmscan (LRU scans,
+#: reclaim entries, kswapd wakes, reclaim_throttle), shrinker (every shrinker's slab events),
+#: zswap (the zswap shrinker's slab events; 6.12's zswap has no tracepoints of its own).
+TraceGroup = Literal["vmscan", "shrinker", "zswap"]
+
+
 class Lab(StrictModel):
     """How the lab runs this scenario; the simulator ignores it. ``kernel``: the VM lab's guest
     kernel (``reclaimlab run --backend vm``; docs/vmlab.md), e.g. "debian-6.12". MGLRU in the
@@ -527,6 +533,9 @@ class Scenario(StrictModel):
     description: str = ""
     seed: U64 = 1  # type: ignore[valid-type]
     max_time: PositiveDuration | None = None
+    #: Tracepoint groups to count (``--trace``; docs/vmlab.md#tracing): the simulator exports
+    #: its own counts of the events, the VM lab's guest counts the kernel's.
+    trace: list[TraceGroup] = Field(default_factory=list)
     machine: Machine
     kernel: Kernel = Field(default_factory=Kernel)
     cgroups: Cgroups = Field(default_factory=Cgroups)

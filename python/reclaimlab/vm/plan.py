@@ -14,8 +14,12 @@ has to be journaled or restored: the guest is thrown away.
 5. sysfs knobs (zswap parameters), ``enabled`` last;
 6. MGLRU on or off.
 
-It defines variables (NPROC, SAMPLE_CS, ZRAM_NUM, SNAP_FILES, cg<i>) and ``plan_apply``; the
-helpers it calls (setf, setp, waitdev, die) are init.sh's.
+With ``trace`` (``--trace``) it also defines ``plan_trace``, which mounts tracefs and installs
+the hist triggers of vm.trace; init.sh calls it just before "go" and sends TRACE_FILES after
+the last snapshot.
+
+It defines variables (NPROC, SAMPLE_CS, ZRAM_NUM, SNAP_FILES, TRACE_FILES, cg<i>) and
+``plan_apply``; the helpers it calls (setf, setp, waitdev, die) are init.sh's.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from reclaimlab.lab import knobs
+from reclaimlab.vm import trace
 
 __all__ = ["CGROUP_ROOT", "MAX_PROCESSES", "Plan", "make_plan"]
 
@@ -123,6 +128,9 @@ def make_plan(config: dict[str, Any], runid: str, sample_interval_s: float) -> P
             lines.append(f"    setp {f} {_q(want)}")
     lines.append("    :")
     lines.append("}")
+    trace_groups = list(config.get("trace") or ())
+    if trace_groups:
+        lines += ["plan_trace() {", *trace.setup_lines(trace_groups), "}"]
 
     snap_files = []
     for path in sorted(plan.cgroup_dirs):
@@ -146,6 +154,7 @@ def make_plan(config: dict[str, Any], runid: str, sample_interval_s: float) -> P
         f"SAMPLE_CS={max(10, round(sample_interval_s * 100))}",
         f"ZRAM_NUM={len(plan.zram)}",
         f"SNAP_FILES={_q(' '.join(snap_files))}",
+        f"TRACE_FILES={_q(' '.join(trace.hist_files(trace_groups)))}",
     ]
     for i, proc in enumerate(procs):
         head.append(f"cg{i}={_q(plan.cgroup_dirs[groups[proc['cgroup']]['path']])}")

@@ -743,6 +743,7 @@ impl Mm {
             } else {
                 self.vm.pgsteal_anon += reclaimed;
             }
+            self.trace_lru_shrink_inactive(sc.priority, scanned, reclaimed);
             if clean.is_empty() {
                 break;
             }

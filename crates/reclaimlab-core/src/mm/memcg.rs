@@ -473,6 +473,10 @@ impl Mm {
                 continue;
             }
             // Reclaim did not make enough progress: sleep the penalty.
+            if let Some(t) = self.trace.as_deref_mut() {
+                t.high_penalty.sleeps += 1;
+                t.high_penalty.jiffies += penalty;
+            }
             let t = ctx.now + penalty * JIFFY_NS;
             ctx.wait_until(t);
             return;

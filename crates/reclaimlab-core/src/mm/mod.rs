@@ -110,6 +110,8 @@ pub struct Mm {
     pub(crate) dirty: page_writeback::DirtyState,
     /// Reclaim's writeback flags of the node and the lruvecs (mm/vmscan.rs).
     pub(crate) pgdat: vmscan::PgdatFlags,
+    /// Tracepoint counts, when the run asks for them (crate::stats::trace).
+    pub(crate) trace: Option<Box<crate::stats::trace::Trace>>,
 }
 
 /// What code outside the crate (bindings, benches, tests) may see, and what tests that set
@@ -209,6 +211,7 @@ impl Mm {
             lru_gen: lru_gen::LruGenNode::new(nmemcg),
             dirty: page_writeback::DirtyState::new(cfg.processes.len()),
             pgdat: vmscan::PgdatFlags { cgroup_congested: vec![false; nmemcg], ..Default::default() },
+            trace: crate::stats::trace::Trace::from_groups(&cfg.trace)?,
         })
     }
 
@@ -289,6 +292,7 @@ impl Mm {
         self.kswapd.nr_reclaimed = 0;
         self.kswapd.clock = self.kswapd.clock.max(now);
         self.vm.pageoutrun += 1;
+        self.trace_kswapd_wake();
         self.queue.push(self.kswapd.clock, EventKind::Kswapd);
     }
 }
@@ -347,6 +351,9 @@ impl Mm {
         self.export_zswap(now, out);
         self.export_memcgs(out);
         self.swap.export(out);
+        if let Some(t) = &self.trace {
+            t.export(out);
+        }
         out.sort();
     }
 }

@@ -23,6 +23,7 @@ use crate::mm::page_io::Writeout;
 use crate::config::VmSysctls;
 use crate::policy::{KswapdFileWriteback, WritebackThrottle};
 use crate::sim::EventKind;
+use crate::stats::trace::{prio, Shrinker};
 
 pub const DEF_PRIORITY: i32 = 12;
 /// MAX_SWAPPINESS.
@@ -384,6 +385,12 @@ impl Mm {
         }
         self.vm.pgdeactivate += moved;
         self.memcgs[m as usize].events.pgdeactivate += moved;
+        if let Some(t) = self.trace.as_deref_mut() {
+            let e = &mut t.active[prio(sc.priority)];
+            e.calls += 1;
+            e.nr_taken += nr_taken;
+            e.nr_deactivated += moved;
+        }
     }
 
     /// shrink_inactive_list: isolate up to `n` from the tail and run shrink_folio_list.
@@ -488,7 +495,25 @@ impl Mm {
             n.file_taken += stat.file_taken;
         }
         sc.nr.taken += nr_scanned;
+        self.trace_lru_shrink_inactive(sc.priority, nr_scanned, nr_reclaimed);
         nr_reclaimed
+    }
+
+    /// The mm_vmscan_lru_shrink_inactive tracepoint (shrink_inactive_list, evict_folios).
+    pub(super) fn trace_lru_shrink_inactive(&mut self, priority: i32, nr_scanned: u64, nr_reclaimed: u64) {
+        if let Some(t) = self.trace.as_deref_mut() {
+            let e = &mut t.inactive[prio(priority)];
+            e.calls += 1;
+            e.nr_scanned += nr_scanned;
+            e.nr_reclaimed += nr_reclaimed;
+        }
+    }
+
+    /// The mm_vmscan_kswapd_wake tracepoint: kswapd() starts a balance_pgdat run.
+    pub(super) fn trace_kswapd_wake(&mut self) {
+        if let Some(t) = self.trace.as_deref_mut() {
+            t.reclaim.kswapd_wake += 1;
+        }
     }
 
     /// shrink_folio_list for one isolated anonymous folio (6.18 order, kernel-model.md §5.7).
@@ -700,6 +725,12 @@ impl Mm {
             }
         }
         self.dirty.reclaim_throttled += 1;
+        if let Some(t) = self.trace.as_deref_mut() {
+            match reason {
+                Throttle::Writeback => t.reclaim.throttled_writeback += 1,
+                Throttle::Congested => t.reclaim.throttled_congested += 1,
+            }
+        }
         self.io_schedule_until(ctx, until);
         self.complete_io_until(ctx.now);
     }
@@ -737,6 +768,10 @@ impl Mm {
         ctx.memalloc = true;
         let r = self.do_try_to_free_pages(ctx, &mut sc);
         (ctx.memalloc, self.lru_gen.in_fault) = saved;
+        if let Some(t) = self.trace.as_deref_mut() {
+            t.reclaim.direct_begin += 1;
+            t.reclaim.direct_end += r;
+        }
         r
     }
 
@@ -748,6 +783,10 @@ impl Mm {
         ctx.memalloc = true;
         let r = self.do_try_to_free_pages(ctx, &mut sc);
         (ctx.memalloc, self.lru_gen.in_fault) = saved;
+        if let Some(t) = self.trace.as_deref_mut() {
+            t.reclaim.memcg_begin += 1;
+            t.reclaim.memcg_end += r;
+        }
         r
     }
 
@@ -863,7 +902,7 @@ impl Mm {
         if freeable > 0 {
             let deferred = std::mem::take(&mut self.memcgs[m as usize].zswap_shrinker_deferred);
             self.memcgs[m as usize].zswap_shrinker_deferred =
-                self.do_shrink_slab(ctx, freeable, deferred, sc.priority, |mm, ctx, nr| mm.zswap_shrinker_scan(ctx, m, nr));
+                self.do_shrink_slab(ctx, Shrinker::Zswap, freeable, deferred, sc.priority, |mm, ctx, nr| mm.zswap_shrinker_scan(ctx, m, nr));
         }
         if m != 0 {
             return;
@@ -876,7 +915,7 @@ impl Mm {
                 continue;
             }
             let deferred = std::mem::take(deferred);
-            let next = self.do_shrink_slab(ctx, freeable, deferred, sc.priority, |mm, _ctx, _nr| {
+            let next = self.do_shrink_slab(ctx, Shrinker::Zsmalloc, freeable, deferred, sc.priority, |mm, _ctx, _nr| {
                 let (pool, _) = mm.zsmalloc_pool(k).expect("pool exists");
                 let freed = pool.compact();
                 mm.nr_free += freed;
@@ -897,10 +936,13 @@ impl Mm {
 
     /// do_shrink_slab arithmetic (seeks = DEFAULT_SEEKS, batch = SHRINK_BATCH): scan
     /// `(deferred >> priority) + 2 × (freeable >> priority)` objects (at most 2 × freeable) in
-    /// batches; `scan` returns None for SHRINK_STOP. Returns the new deferred count.
+    /// batches; `scan` returns None for SHRINK_STOP. Returns the new deferred count. Counts the
+    /// mm_shrink_slab_start/end tracepoints of `shrinker`.
+    #[allow(clippy::too_many_arguments)]
     fn do_shrink_slab(
         &mut self,
         ctx: &mut Ctx,
+        shrinker: Shrinker,
         freeable: u64,
         deferred: u64,
         priority: i32,
@@ -908,12 +950,17 @@ impl Mm {
     ) -> u64 {
         let delta = (freeable >> priority) * 4 / 2;
         let mut total = ((deferred >> priority) + delta).min(2 * freeable);
+        if let Some(t) = self.trace.as_deref_mut() {
+            let e = &mut t.slab_start[shrinker as usize][prio(priority)];
+            e.calls += 1;
+            e.total_scan += total;
+        }
         let mut scanned = 0;
+        let mut freed = 0;
         while total >= SHRINK_BATCH || total >= freeable {
             let nr = total.min(SHRINK_BATCH);
-            if scan(self, ctx, nr).is_none() {
-                break;
-            }
+            let Some(ret) = scan(self, ctx, nr) else { break };
+            freed += ret;
             // slabs_scanned in the kernel also counts every other slab shrinker (dentries,
             // inodes, ...), which the model cannot produce; keep our share unexported.
             self.shrinker_objects_scanned += nr;
@@ -922,6 +969,11 @@ impl Mm {
             if total == 0 {
                 break;
             }
+        }
+        if let Some(t) = self.trace.as_deref_mut() {
+            let e = &mut t.slab_end[shrinker as usize];
+            e.calls += 1;
+            e.retval += freed;
         }
         (deferred + delta).saturating_sub(scanned).min(2 * freeable)
     }
@@ -987,6 +1039,7 @@ impl Mm {
             return;
         }
         self.vm.pageoutrun += 1;
+        self.trace_kswapd_wake();
         self.kswapd.priority = DEF_PRIORITY;
         self.kswapd.nr_reclaimed = 0;
         self.queue.push(ctx.now, EventKind::Kswapd);

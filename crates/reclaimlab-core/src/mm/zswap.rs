@@ -155,6 +155,12 @@ impl Mm {
                     return false;
                 }
                 Incompressible::Reject => dlen,
+                // The compressor was given PAGE_SIZE of room: more is a compression failure.
+                Incompressible::RejectFail if dlen > PAGE_SIZE as u32 => {
+                    self.zswap.ev.reject_compress_fail += 1;
+                    return false;
+                }
+                Incompressible::RejectFail => dlen,
             }
         } else {
             dlen

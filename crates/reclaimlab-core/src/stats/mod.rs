@@ -75,6 +75,8 @@ macro_rules! counters {
     };
 }
 
+pub mod trace;
+
 counters! {
     /// /proc/vmstat event counters (kernel-model.md §14.1).
     VmEvents {

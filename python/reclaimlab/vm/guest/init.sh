@@ -13,6 +13,7 @@
 #   @@INFO key value          facts about the guest (release, zswap parameters, lru_gen ...)
 #   @@ERR message             a failure; the guest powers off right after it
 #   @@SNAP label uptime_cs    then "@@F path" + the file's text per file, then "@@END"
+#                             (label: before, sample, after; "trace": the hist files, --trace)
 #   @@OUT i / @@STDERR i      runner i's stdout / stderr, then "@@END"
 #   @@DMESG                   the kernel's OOM reports, if any, then "@@END"
 # Any exit of this script (or a panic: panic=-1) reboots, and QEMU runs with -no-reboot: the
@@ -54,8 +55,10 @@ waitdev() {
     until [ -b "$1" ]; do n=$((n + 1)); [ $n -gt 200 ] && die "no block device $1 after 10 s"; sleep 0.05; done
 }
 snap() {
-    echo "@@SNAP $1 $(now)" >&9
-    for f in /proc/vmstat /proc/meminfo $SNAP_FILES /sys/kernel/debug/zswap/*; do
+    label=$1
+    shift
+    echo "@@SNAP $label $(now)" >&9
+    for f in "$@"; do
         [ -f "$f" ] || continue
         echo "@@F $f" >&9
         cat "$f" >&9
@@ -113,7 +116,9 @@ while [ $i -lt "$NPROC" ]; do
     i=$((i + 1))
 done
 
-snap before
+# --trace: the hist triggers count from here (vm/trace.py)
+[ -n "$TRACE_FILES" ] && plan_trace
+snap before /proc/vmstat /proc/meminfo $SNAP_FILES /sys/kernel/debug/zswap/*
 ev go "$(now)"
 i=0
 while [ $i -lt "$NPROC" ]; do eval "echo go >&$((3 + i))"; i=$((i + 1)); done
@@ -127,12 +132,13 @@ while :; do
     done
     [ $left = 0 ] && break
     if [ "$(now)" -ge $next ]; then
-        snap sample
+        snap sample /proc/vmstat /proc/meminfo $SNAP_FILES /sys/kernel/debug/zswap/*
         next=$((next + SAMPLE_CS))
     fi
     sleep 0.2
 done
-snap after
+snap after /proc/vmstat /proc/meminfo $SNAP_FILES /sys/kernel/debug/zswap/*
+[ -n "$TRACE_FILES" ] && snap trace $TRACE_FILES
 ev done "$(now)"
 
 # EOF on its stdin: the runner exits (its memory is released).
