@@ -152,6 +152,8 @@ impl Plan {
             let pat = format!("{at}.phases[{k}]");
             let np = RawNamedPhase::deserialize(value).map_err(|e| format!("{pat}: {e}"))?;
             np.phase.check(regions.len()).map_err(|e| format!("{pat} ({}): {e}", np.name))?;
+            let region_pages: Vec<u64> = regions.iter().map(|r| r.pages).collect();
+            np.phase.check_sizes(&region_pages).map_err(|e| format!("{pat} ({}): {e}", np.name))?;
             phases.push(PhasePlan {
                 name: np.name,
                 phase: np.phase,
@@ -210,6 +212,16 @@ impl Plan {
                 Phase::Fill { region } => filled[*region as usize] = true,
                 Phase::Sequential { regions, write_percent, .. } | Phase::Random { regions, write_percent, .. } => {
                     if *write_percent > 0 {
+                        for &r in regions {
+                            if !filled[r as usize] {
+                                need[r as usize] = true;
+                            }
+                        }
+                    }
+                }
+                // A trace says per access whether it writes: any write may come first.
+                Phase::Trace { regions, trace, .. } => {
+                    if trace.words().iter().any(|w| w & reclaimlab_workload::trace::WRITE_BIT != 0) {
                         for &r in regions {
                             if !filled[r as usize] {
                                 need[r as usize] = true;

@@ -70,7 +70,9 @@ pub fn run_phases<M: Memory, S: Sink>(plan: &Plan, mem: &mut M, sink: &mut S, tr
         // Generator set-up (a small allocation for Sequential and Random) happens before the
         // phase's clock starts; the simulator charges it no time either.
         let mut gen = match p.phase {
-            Phase::Fill { .. } | Phase::Sequential { .. } | Phase::Random { .. } => Some(plan.access_gen(index, &region_pages)),
+            Phase::Fill { .. } | Phase::Sequential { .. } | Phase::Random { .. } | Phase::Trace { .. } => {
+                Some(plan.access_gen(index, &region_pages))
+            }
             Phase::Sleep { .. } | Phase::Exit => None,
             // Plan::from_config refuses file regions, and these phases need one.
             Phase::Read { .. } | Phase::Mmap { .. } | Phase::Write { .. } => {
@@ -86,7 +88,7 @@ pub fn run_phases<M: Memory, S: Sink>(plan: &Plan, mem: &mut M, sink: &mut S, tr
                 mem.filled(*region);
                 n
             }
-            (Phase::Sequential { .. }, Some(g)) => drive::<M, S, false>(g, mem, None, trace, sink)?,
+            (Phase::Sequential { .. } | Phase::Trace { .. }, Some(g)) => drive::<M, S, false>(g, mem, None, trace, sink)?,
             (Phase::Random { duration_ns, .. }, Some(g)) => {
                 let deadline = duration_ns.map(|d| start_ns.saturating_add(d));
                 drive::<M, S, false>(g, mem, deadline, trace, sink)?
