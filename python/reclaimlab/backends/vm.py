@@ -21,6 +21,7 @@ Nothing on the host changes: no swap, cgroup, mount, sysctl or loop device.
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 import os
@@ -31,6 +32,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from reclaimlab import trace
 from reclaimlab.backends.kernel import default_timeout
 from reclaimlab.errors import Problem, ScenarioError
 from reclaimlab.lab.apply import new_runid
@@ -80,6 +82,10 @@ def _guest_memory(scenario: Scenario, config: dict[str, Any], memory: int | None
         note(f"note: machine.memory = 'host': the guest gets {DEFAULT_GUEST_MEMORY >> 20} MiB (--vm-memory to change)")
         return DEFAULT_GUEST_MEMORY
     return int(config["machine"]["memory_bytes"])
+
+
+#: The most compact trace bytes a VM run carries in its initramfs (guest RAM; 4 bytes an access).
+MAX_TRACE_BYTES = 64 << 20
 
 
 def _check(scenario: Scenario, config: dict[str, Any], k: InstalledKernel) -> None:
@@ -151,7 +157,22 @@ def run(
         plan = make_plan(config, runid, sample_interval_s)
     except ValueError as e:
         raise ScenarioError.single(scenario.file, str(e)) from None
-    archive = initramfs.run_archive({"plan.sh": plan.script.encode(), "lowered.json": json.dumps(config, sort_keys=True).encode()})
+    files = {"plan.sh": plan.script.encode()}
+    # Trace phases: the compact files travel in the run's archive, next to the lowered JSON.
+    for fname, src in trace.trace_files(config).items():
+        files[fname] = src.read_bytes()
+    carried = sum(len(v) for k, v in files.items() if k.endswith(".rltrace"))
+    if carried > MAX_TRACE_BYTES:
+        raise ScenarioError.single(
+            scenario.file,
+            f"the VM lab carries trace files in its initramfs, which sits in guest memory: {carried >> 20} MiB of compact "
+            f"traces is more than it takes ({MAX_TRACE_BYTES >> 20} MiB); set limit on the trace phases or use --backend kernel",
+            ("processes",),
+        )
+    guest_config = copy.deepcopy(config)
+    trace.relocate(guest_config, "/plan")
+    files["lowered.json"] = json.dumps(guest_config, sort_keys=True).encode()
+    archive = initramfs.run_archive(files)
     mem = _guest_memory(scenario, config, memory, note)
     cpus = min(int(config["machine"]["cpus"]), os.cpu_count() or 1)
     if cpus < int(config["machine"]["cpus"]):
