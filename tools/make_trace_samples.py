@@ -11,7 +11,11 @@ deterministic, so rerunning it reproduces the committed files byte for byte.
   as ``damo record`` writes it): one target, intervals sample 5 ms / aggr 100 ms (20 slices),
   three snapshots over a heap and a stack range with varying nr_accesses.
 
-Usage: ``python tools/make_trace_samples.py [OUT_DIR]`` (default tests/data/traces).
+And ``scenarios/traces/zipf-8k.csv`` for scenarios/trace-replay.toml: 60,000 accesses,
+columns ``page,op``, pages 0..8191 drawn Zipf(0.8), 20 % writes.
+
+Usage: ``python tools/make_trace_samples.py [OUT_DIR]`` (default tests/data/traces; the
+scenario's trace is written only with the default).
 """
 
 from __future__ import annotations
@@ -26,19 +30,22 @@ import numpy as np
 ORACLE_GENERAL = np.dtype([("timestamp", "<u4"), ("obj_id", "<u8"), ("obj_size", "<u4"), ("next_access_vtime", "<i8")])
 
 
-def zipf_pages(n: int, pages: int, theta: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
+def zipf_pages(n: int, pages: int, theta: float, seed: int, write_share: float = 0.3) -> tuple[np.ndarray, np.ndarray]:
     rng = np.random.default_rng(seed)
     w = 1.0 / np.arange(1, pages + 1) ** theta
     # Hot pages scattered over the range, not all at its start.
     perm = rng.permutation(pages)
     picks = perm[rng.choice(pages, size=n, p=w / w.sum())]
-    writes = rng.random(n) < 0.3
+    writes = rng.random(n) < write_share
     return picks.astype(np.uint64), writes
 
 
-def csv_text(pages: np.ndarray, writes: np.ndarray) -> str:
-    lines = ["time,page,op"]
-    lines += [f"{i * 1000},{p},{'w' if wr else 'r'}" for i, (p, wr) in enumerate(zip(pages.tolist(), writes.tolist(), strict=True))]
+def csv_text(pages: np.ndarray, writes: np.ndarray, time: bool = True) -> str:
+    pairs = zip(pages.tolist(), writes.tolist(), strict=True)
+    if time:
+        lines = ["time,page,op", *(f"{i * 1000},{p},{'w' if wr else 'r'}" for i, (p, wr) in enumerate(pairs))]
+    else:
+        lines = ["page,op", *(f"{p},{'w' if wr else 'r'}" for p, wr in pairs)]
     return "\n".join(lines) + "\n"
 
 
@@ -97,12 +104,19 @@ def damo_record() -> bytes:
 
 
 def main() -> None:
-    out = Path(sys.argv[1]) if len(sys.argv) > 1 else Path(__file__).resolve().parents[1] / "tests" / "data" / "traces"
+    root = Path(__file__).resolve().parents[1]
+    out = Path(sys.argv[1]) if len(sys.argv) > 1 else root / "tests" / "data" / "traces"
     out.mkdir(parents=True, exist_ok=True)
     pages, writes = zipf_pages(20_000, 2048, 0.9, seed=15)
     (out / "zipf.csv").write_text(csv_text(pages, writes), encoding="utf-8")
     (out / "zipf.oracleGeneral").write_bytes(oracle_general(pages))
     (out / "tiny.damo").write_bytes(damo_record())
+    if len(sys.argv) == 1:
+        bundled = root / "scenarios" / "traces"
+        bundled.mkdir(exist_ok=True)
+        pages, writes = zipf_pages(60_000, 8192, 0.8, seed=8, write_share=0.2)
+        (bundled / "zipf-8k.csv").write_text(csv_text(pages, writes, time=False), encoding="utf-8")
+        print(f"{bundled / 'zipf-8k.csv'}: {(bundled / 'zipf-8k.csv').stat().st_size} bytes")
     for f in sorted(out.iterdir()):
         print(f"{f}: {f.stat().st_size} bytes")
 
