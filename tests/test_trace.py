@@ -225,3 +225,17 @@ def test_runner_trace_shows_the_lowered_sequence(tmp_path: Path) -> None:
     pages, writes = csv_source()
     expect = [(1, p % 2048, w) if p % 2048 < 1024 else (0, p % 2048 - 1024, w) for p, w in zip(pages[:k], writes[:k], strict=True)]
     assert got == expect
+
+
+def test_vm_lab_refuses_traces_its_initramfs_cannot_carry(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Checked right after lowering, before any kernel, runner or guest is looked at."""
+    from reclaimlab.backends import vm
+
+    monkeypatch.setattr(vm, "MAX_TRACE_BYTES", 1 << 16)  # the sample's compact file is 80 kB
+    s = load(scenario(tmp_path, str(DATA / "zipf.csv"), "csv"))
+    with pytest.raises(
+        ScenarioError, match=r"the VM lab carries trace files in its initramfs.*0\.1 MiB of compact traces is more than it takes \(0 MiB\)"
+    ):
+        vm.run(s, on_note=None)
+    monkeypatch.setattr(vm, "MAX_TRACE_BYTES", 1 << 20)
+    assert list(vm._traces(s, lower(s))) == [Path(phase_of(lower(s))["trace"]["path"]).name]

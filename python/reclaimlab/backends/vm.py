@@ -88,6 +88,21 @@ def _guest_memory(scenario: Scenario, config: dict[str, Any], memory: int | None
 MAX_TRACE_BYTES = 64 << 20
 
 
+def _traces(scenario: Scenario, config: dict[str, Any]) -> dict[str, bytes]:
+    """The compact files of the trace phases, by file name: they travel in the run's archive,
+    next to the lowered JSON (/plan), so they must fit in guest memory."""
+    files = {name: path.read_bytes() for name, path in trace.trace_files(config).items()}
+    carried = sum(len(v) for v in files.values())
+    if carried > MAX_TRACE_BYTES:
+        raise ScenarioError.single(
+            scenario.file,
+            f"the VM lab carries trace files in its initramfs, which sits in guest memory: {carried / 2**20:.1f} MiB of compact "
+            f"traces is more than it takes ({MAX_TRACE_BYTES >> 20} MiB); set limit on the trace phases or use --backend kernel",
+            ("processes",),
+        )
+    return files
+
+
 def _check(scenario: Scenario, config: dict[str, Any], k: InstalledKernel) -> None:
     problems = []
     if config["cgroups"]["version"] == 1 and not k.memcg_v1:
@@ -140,6 +155,7 @@ def run(
     note = on_note or (lambda _m: None)
     profile = active_profile()
     config = lower(scenario, profile)
+    traces = _traces(scenario, config)
     name = kernel or scenario.lab.kernel or DEFAULT_KERNEL
     if name not in KERNELS:
         raise ScenarioError.single(scenario.file, f"expected one of {', '.join(sorted(KERNELS))}; got {name!r}", ("lab", "kernel"))
@@ -157,18 +173,7 @@ def run(
         plan = make_plan(config, runid, sample_interval_s)
     except ValueError as e:
         raise ScenarioError.single(scenario.file, str(e)) from None
-    files = {"plan.sh": plan.script.encode()}
-    # Trace phases: the compact files travel in the run's archive, next to the lowered JSON.
-    for fname, src in trace.trace_files(config).items():
-        files[fname] = src.read_bytes()
-    carried = sum(len(v) for k, v in files.items() if k.endswith(".rltrace"))
-    if carried > MAX_TRACE_BYTES:
-        raise ScenarioError.single(
-            scenario.file,
-            f"the VM lab carries trace files in its initramfs, which sits in guest memory: {carried >> 20} MiB of compact "
-            f"traces is more than it takes ({MAX_TRACE_BYTES >> 20} MiB); set limit on the trace phases or use --backend kernel",
-            ("processes",),
-        )
+    files = {"plan.sh": plan.script.encode(), **traces}
     guest_config = copy.deepcopy(config)
     trace.relocate(guest_config, "/plan")
     files["lowered.json"] = json.dumps(guest_config, sort_keys=True).encode()
