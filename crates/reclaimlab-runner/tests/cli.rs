@@ -463,7 +463,23 @@ fn bad_config_exits_2_naming_the_problem() {
     zero_pages["processes"][0]["regions"][0]["pages"] = json!(0);
     let mut no_seed = small();
     no_seed.as_object_mut().unwrap().remove("seed");
+    let trace_phase = |path: &str| json!({"kind": "trace", "regions": [1, 0], "trace": {"path": path, "sha256": "x"}, "passes": 1});
+    let mut no_trace = small();
+    no_trace["processes"][0]["phases"][2]["phase"] = trace_phase("/nonexistent/t.rltrace");
+    let not_trace = TempFile::new(b"RLTRACE0 and some more bytes");
+    let mut bad_trace = small();
+    bad_trace["processes"][0]["phases"][2]["phase"] = trace_phase(not_trace.path());
+    // Index 96 where the two regions have 96 pages.
+    let mut words = reclaimlab_workload::trace::MAGIC.to_vec();
+    words.extend_from_slice(&2u64.to_le_bytes());
+    words.extend_from_slice(&[5, 0, 0, 0, 96, 0, 0, 0]);
+    let wide = TempFile::new(&words);
+    let mut too_wide = small();
+    too_wide["processes"][0]["phases"][2]["phase"] = trace_phase(wide.path());
     let cases = [
+        (no_trace, "0", "processes[0] (small).phases[2]: trace file /nonexistent/t.rltrace: No such file"),
+        (bad_trace, "0", "not a reclaimlab compact trace"),
+        (too_wide, "0", "page index 96 is outside the phase's regions (96 pages)"),
         (bad_content, "0", "processes[0] (small).regions[1].content: bad page content \"urandom\""),
         (bad_region, "0", "processes[0] (small).phases[1] (fill1): region index 7 out of range"),
         (both, "0", "exactly one of count and duration"),
