@@ -239,3 +239,27 @@ def test_vm_lab_refuses_traces_its_initramfs_cannot_carry(tmp_path: Path, monkey
         vm.run(s, on_note=None)
     monkeypatch.setattr(vm, "MAX_TRACE_BYTES", 1 << 20)
     assert list(vm._traces(s, lower(s))) == [Path(phase_of(lower(s))["trace"]["path"]).name]
+
+
+def test_oracle_general_layout_agrees_with_libcachesim() -> None:
+    """libCacheSim's own reader (the pinned peer of `make bench`) sees in the sample file the
+    obj_ids, sizes and next-access times that our parser and generator use."""
+    lcs = pytest.importorskip("libcachesim", reason="libcachesim not installed (pip install libcachesim==0.3.5)")
+    reader = lcs.TraceReader(trace=str(DATA / "zipf.oracleGeneral"), trace_type=lcs.TraceType.ORACLE_GENERAL_TRACE)
+    reqs = [(r.obj_id, r.obj_size, r.next_access_vtime) for r in reader]
+    recs = np.frombuffer((DATA / "zipf.oracleGeneral").read_bytes(), dtype=trace.ORACLE_GENERAL)
+    # The file says -1 for "never again"; the reader reports INT64_MAX.
+    nxt = [2**63 - 1 if v == -1 else v for v in recs["next_access_vtime"].tolist()]
+    assert reqs == list(zip(recs["obj_id"].tolist(), recs["obj_size"].tolist(), nxt, strict=True))
+    assert reqs[0][0] == 1_000_003 * csv_source()[0][0] + 17 and reqs[0][1] == 4096
+    words = trace.convert(DATA / "zipf.oracleGeneral", "oracle_general", 12_345)
+    assert list(words) == [obj % 12_345 for obj, _, _ in reqs]
+
+
+def test_oracle_general_skips_size_zero_records(tmp_path: Path) -> None:
+    recs = np.zeros(4, dtype=trace.ORACLE_GENERAL)
+    recs["obj_id"] = [10, 11, 12, 13]
+    recs["obj_size"] = [4096, 0, 1, 4096]
+    (tmp_path / "z.og").write_bytes(recs.tobytes())
+    assert list(trace.convert(tmp_path / "z.og", "oracle_general", 100)) == [10, 12, 13]
+    assert list(trace.convert(tmp_path / "z.og", "oracle_general", 100, limit=2)) == [10, 12]

@@ -8,7 +8,8 @@ Three input formats are read here, once, at lowering:
   Numbers are decimal or ``0x`` hex.
 * ``oracle_general``: libCacheSim's binary trace, packed little-endian 24-byte records
   ``u32 timestamp, u64 obj_id, u32 obj_size, i64 next_access_vtime``. One record is one read
-  of object ``obj_id`` (the format has no operation); the other fields are not used.
+  of object ``obj_id`` (the format has no operation); records of ``obj_size`` 0 are skipped,
+  as libCacheSim's reader does by default; the other fields are not used.
 * ``damo``: a damo record file (``damo record``'s default ``json_compressed``: zlib-compressed
   JSON, or its plain ``json``). It is replayed as ``damo replay`` does it (damo_replay.py):
   per snapshot, ``aggr_us // sample_us`` slices; in slice k every region whose
@@ -167,8 +168,9 @@ def _oracle_general(data: bytes, cap: int) -> tuple[np.ndarray, np.ndarray]:
             f"byte {whole}: {len(data)} bytes is not a whole number of {size}-byte oracleGeneral records "
             f"({len(data) - whole} bytes left over after record {len(data) // size})"
         )
-    recs = np.frombuffer(data, dtype=ORACLE_GENERAL, count=min(len(data) // size, cap))
-    ids = recs["obj_id"].copy()
+    recs = np.frombuffer(data, dtype=ORACLE_GENERAL)
+    # libCacheSim's reader skips requests of size 0 by default (ignore_size_zero_req).
+    ids = recs["obj_id"][recs["obj_size"] != 0][:cap].copy()
     return ids, np.zeros(len(ids), dtype=bool)
 
 
