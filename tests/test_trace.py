@@ -4,6 +4,7 @@ sequence lowering wrote (tests/data/traces, made by tools/make_trace_samples.py)
 
 from __future__ import annotations
 
+import importlib
 import json
 import subprocess
 import zlib
@@ -263,3 +264,18 @@ def test_oracle_general_skips_size_zero_records(tmp_path: Path) -> None:
     (tmp_path / "z.og").write_bytes(recs.tobytes())
     assert list(trace.convert(tmp_path / "z.og", "oracle_general", 100)) == [10, 12, 13]
     assert list(trace.convert(tmp_path / "z.og", "oracle_general", 100, limit=2)) == [10, 12]
+
+
+def test_configs_compare_by_trace_content_not_path(tmp_path: Path) -> None:
+    """Kernel runs recorded on another machine kept the compact file elsewhere: validate
+    compares their configs by the trace's sha256 (validate._workload_config)."""
+    validate = importlib.import_module("reclaimlab.validate")  # the package exports a function of that name
+    config = lower(load(scenario(tmp_path, str(DATA / "zipf.csv"), "csv")), profile=None)
+    moved = json.loads(json.dumps(config))
+    trace.relocate(moved, "/elsewhere")
+    assert phase_of(moved)["trace"]["path"] == "/elsewhere/" + Path(phase_of(config)["trace"]["path"]).name
+    assert validate._workload_config(moved) == validate._workload_config(config)
+    assert phase_of(validate._workload_config(config))["trace"] == {"sha256": phase_of(config)["trace"]["sha256"]}
+    other = json.loads(json.dumps(config))
+    phase_of(other)["trace"]["sha256"] = "0" * 64
+    assert validate._workload_config(other) != validate._workload_config(config)

@@ -29,6 +29,7 @@ simulator and the lab runner replay the same sequence and results are keyed by i
 
 from __future__ import annotations
 
+import copy
 import csv
 import hashlib
 import io
@@ -53,6 +54,7 @@ __all__ = [
     "read_compact",
     "relocate",
     "trace_files",
+    "without_paths",
     "write_compact",
 ]
 
@@ -301,6 +303,16 @@ def _trace_phases(config: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
 def trace_files(config: Mapping[str, Any]) -> dict[str, Path]:
     """The compact trace files a lowered config reads, by file name."""
     return {Path(ph["trace"]["path"]).name: Path(ph["trace"]["path"]) for ph in _trace_phases(config)}
+
+
+def without_paths(config: Mapping[str, Any]) -> dict[str, Any]:
+    """A copy of a lowered config whose trace phases name their file by sha256 only: the path
+    is where this machine keeps the file, the sha256 what it holds (for comparing the configs
+    of runs made on other machines)."""
+    out = copy.deepcopy(dict(config))
+    for ph in _trace_phases(out):
+        ph["trace"] = {k: v for k, v in ph["trace"].items() if k != "path"}
+    return out
 
 
 def relocate(config: dict[str, Any], directory: str) -> None:
