@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from reclaimlab import native, trace
+from reclaimlab.cachedir import cache_dir
 from reclaimlab.devices import ZRAM_DEVICE, DeviceModel
 from reclaimlab.errors import ScenarioError
 from reclaimlab.profile import Profile, active_profile, device_presets, effective_costs
@@ -168,8 +169,6 @@ def _dist(d: Uniform | HotCold | Zipf) -> dict[str, Any]:
 def trace_dir() -> Path:
     """Where lowering writes compact trace files: ``<result cache>/traces`` (content addressed,
     so one file serves every run of the same trace, mapping and region sizes)."""
-    from reclaimlab.sweep import cache_dir  # sweep runs lowered configs: import it lazily, no cycle at import
-
     return cache_dir() / "traces"
 
 
