@@ -94,7 +94,7 @@ def test_oracle_general_first_seen_matches_the_csv_sequence(tmp_path: Path) -> N
     pages, _ = csv_source()
     seen: dict[int, int] = {}
     assert list(a) == [seen.setdefault(p, len(seen)) for p in pages]
-    assert len(a) == 20_000
+    assert len(a) == 8000
 
 
 def test_damo_replays_like_damo_replay(tmp_path: Path) -> None:
@@ -133,11 +133,11 @@ def test_damo_plain_json_and_percent(tmp_path: Path) -> None:
 def test_limit_and_passes_lower_and_replay(tmp_path: Path, real_core: Any) -> None:
     from reclaimlab.backends import sim
 
-    s = load(scenario(tmp_path, str(DATA / "zipf.csv"), "csv", "passes = 3\nlimit = 50000"))
+    s = load(scenario(tmp_path, str(DATA / "zipf.csv"), "csv", "passes = 3\nlimit = 20000"))
     config = lower(s, profile=None)
-    assert len(words_of(config)) == 20_000  # the file holds one pass; 3 passes cut at 50,000
+    assert len(words_of(config)) == 8000  # the file holds one pass; 3 passes cut at 20,000
     r = sim.run(s)
-    assert list(r.phases["accesses"]) == [1024, 50_000]
+    assert list(r.phases["accesses"]) == [1024, 20_000]
 
 
 # --- errors ------------------------------------------------------------------------------------
@@ -197,7 +197,7 @@ def test_simulation_is_deterministic_and_keyed_by_content(tmp_path: Path, real_c
     s = load(scenario(tmp_path, str(DATA / "zipf.csv"), "csv"))
     a, b = sim.run(s), sim.run(s)
     assert a.to_json() == b.to_json()
-    assert a.phases["accesses"].tolist() == [1024, 20_000]
+    assert a.phases["accesses"].tolist() == [1024, 8000]
     other = load(scenario(tmp_path, str(DATA / "zipf.csv"), "csv", 'map = "first_seen"'))
     assert phase_of(lower(other, profile=None))["trace"]["sha256"] != phase_of(lower(s, profile=None))["trace"]["sha256"]
 
@@ -220,7 +220,7 @@ def test_runner_trace_shows_the_lowered_sequence(tmp_path: Path) -> None:
     ).stdout
     events = [json.loads(line) for line in out.splitlines()]
     phases = [e for e in events if e["event"] == "phase"]
-    assert [p["accesses"] for p in phases] == [1024, 40_000]
+    assert [p["accesses"] for p in phases] == [1024, 16_000]
     start = next(i for i, e in enumerate(events) if e["event"] == "phase") + 1
     got = [(e["region"], e["page"], e["write"]) for e in events[start : start + k]]
     pages, writes = csv_source()
@@ -232,10 +232,10 @@ def test_vm_lab_refuses_traces_its_initramfs_cannot_carry(tmp_path: Path, monkey
     """Checked right after lowering, before any kernel, runner or guest is looked at."""
     from reclaimlab.backends import vm
 
-    monkeypatch.setattr(vm, "MAX_TRACE_BYTES", 1 << 16)  # the sample's compact file is 80 kB
+    monkeypatch.setattr(vm, "MAX_TRACE_BYTES", 1 << 14)  # the sample's compact file is 32,016 bytes
     s = load(scenario(tmp_path, str(DATA / "zipf.csv"), "csv"))
     with pytest.raises(
-        ScenarioError, match=r"the VM lab carries trace files in its initramfs.*0\.1 MiB of compact traces is more than it takes \(0 MiB\)"
+        ScenarioError, match=r"the VM lab carries trace files in its initramfs.*32016B of compact traces is more than it takes \(16KiB\)"
     ):
         vm.run(s, on_note=None)
     monkeypatch.setattr(vm, "MAX_TRACE_BYTES", 1 << 20)

@@ -1,7 +1,7 @@
 """Writes the small sample traces under tests/data/traces (and the bundled scenario's trace):
 deterministic, so rerunning it reproduces the committed files byte for byte.
 
-* ``zipf.csv``: 20,000 accesses, columns ``time,page,op``, pages 0..2047 drawn Zipf(0.9)
+* ``zipf.csv``: 8,000 accesses, columns ``time,page,op``, pages 0..2047 drawn Zipf(0.9)
   with a fixed seed, 30 % writes.
 * ``zipf.oracleGeneral``: the same page sequence as libCacheSim's oracleGeneral binary (24-byte
   records: u32 timestamp, u64 obj_id, u32 obj_size, i64 next_access_vtime), obj_id =
@@ -107,7 +107,7 @@ def main() -> None:
     root = Path(__file__).resolve().parents[1]
     out = Path(sys.argv[1]) if len(sys.argv) > 1 else root / "tests" / "data" / "traces"
     out.mkdir(parents=True, exist_ok=True)
-    pages, writes = zipf_pages(20_000, 2048, 0.9, seed=15)
+    pages, writes = zipf_pages(8000, 2048, 0.9, seed=15)
     (out / "zipf.csv").write_text(csv_text(pages, writes), encoding="utf-8")
     (out / "zipf.oracleGeneral").write_bytes(oracle_general(pages))
     (out / "tiny.damo").write_bytes(damo_record())

@@ -334,4 +334,4 @@ def test_trace_phase_replays_on_the_kernel(lab: Lab, tmp_path: Path) -> None:
     r = _run(path)
     assert lab.state_now() == lab.before
     assert list(r.phases["phase"]) == ["fill0", "fill1", "replay"]
-    assert list(r.phases["accesses"]) == [4096, 4096, 40_000]
+    assert list(r.phases["accesses"]) == [4096, 4096, 16_000]

@@ -44,6 +44,7 @@ from reclaimlab.lower import lower
 from reclaimlab.profile import active_profile
 from reclaimlab.result import scenario_provenance
 from reclaimlab.scenario import Scenario
+from reclaimlab.units import format_size
 from reclaimlab.vm import initramfs
 from reclaimlab.vm.cache import KERNELS, InstalledKernel, VmUnavailable, cache_dir, installed_kernel
 from reclaimlab.vm.channel import Channel, keyed
@@ -96,8 +97,8 @@ def _traces(scenario: Scenario, config: dict[str, Any]) -> dict[str, bytes]:
     if carried > MAX_TRACE_BYTES:
         raise ScenarioError.single(
             scenario.file,
-            f"the VM lab carries trace files in its initramfs, which sits in guest memory: {carried / 2**20:.1f} MiB of compact "
-            f"traces is more than it takes ({MAX_TRACE_BYTES >> 20} MiB); set limit on the trace phases or use --backend kernel",
+            f"the VM lab carries trace files in its initramfs, which sits in guest memory: {format_size(carried)} of compact "
+            f"traces is more than it takes ({format_size(MAX_TRACE_BYTES)}); set limit on the trace phases or use --backend kernel",
             ("processes",),
         )
     return files
