@@ -13,10 +13,14 @@ the installed package (or ``$RECLAIMLAB_PROFILE``).
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
 from typing import Any
 
-from reclaimlab import native
+from reclaimlab import native, trace
+from reclaimlab.cachedir import cache_dir
 from reclaimlab.devices import ZRAM_DEVICE, DeviceModel
+from reclaimlab.errors import ScenarioError
 from reclaimlab.profile import Profile, active_profile, device_presets, effective_costs
 from reclaimlab.scenario import (
     Cgroups,
@@ -32,6 +36,7 @@ from reclaimlab.scenario import (
     Scenario,
     SequentialPhase,
     SleepPhase,
+    TracePhase,
     Uniform,
     WritePhase,
     Zipf,
@@ -57,7 +62,7 @@ def lower(scenario: Scenario, profile: Profile | None = _ACTIVE) -> dict[str, An
         "machine": _machine(scenario.machine, device_presets(prof)),
         "kernel": _kernel(scenario.kernel),
         "cgroups": cgroups,
-        "processes": [_process(p, index, scenario.machine) for p in scenario.processes],
+        "processes": [_process(scenario, i, p, index) for i, p in enumerate(scenario.processes)],
         "costs": effective_costs(scenario.costs, prof),
         "max_time_ns": scenario.max_time,
     }
@@ -165,6 +170,34 @@ def _dist(d: Uniform | HotCold | Zipf) -> dict[str, Any]:
     return {"kind": "uniform"}
 
 
+def trace_dir() -> Path:
+    """Where lowering writes compact trace files: ``<result cache>/traces`` (content addressed,
+    so one file serves every run of the same trace, mapping and region sizes)."""
+    return cache_dir() / "traces"
+
+
+def _trace(s: Scenario, ph: TracePhase, where: tuple[str | int, ...], regions: dict[str, int], pages_of: list[int]) -> dict[str, Any]:
+    """Converts the phase's trace file once into the compact form both sides replay."""
+    base = os.path.dirname(s.path) if s.path else "."
+    source = Path(base, ph.file)
+    names = ph.region_names()
+    total = sum(pages_of[regions[r]] for r in names)
+    try:
+        words = trace.convert(source, ph.format, total, ph.map, ph.limit)
+        path, sha = trace.write_compact(words, trace_dir())
+    except trace.TraceError as e:
+        raise ScenarioError.single(s.file, f"{ph.format} trace {source}: {e}", (*where, "file")) from None
+    except OSError as e:
+        raise ScenarioError.single(s.file, f"cannot write the compact trace under {trace_dir()}: {e}", (*where, "file")) from None
+    return {
+        "kind": "trace",
+        "regions": [regions[r] for r in names],
+        "trace": {"path": str(path), "sha256": sha},
+        "passes": ph.passes,
+        "limit": ph.limit,
+    }
+
+
 def _phase(ph: Any, regions: dict[str, int]) -> dict[str, Any]:
     if isinstance(ph, FillPhase):
         return {"kind": "fill", "region": regions[ph.region]}
@@ -196,7 +229,8 @@ def _phase(ph: Any, regions: dict[str, int]) -> dict[str, Any]:
     return {"kind": "exit"}
 
 
-def _process(p: Process, cgroups: dict[str, int], m: Machine) -> dict[str, Any]:
+def _process(s: Scenario, pi: int, p: Process, cgroups: dict[str, int]) -> dict[str, Any]:
+    m = s.machine
     # Files are regions after the anonymous ones, with the index of their filesystem.
     regions = {name: i for i, name in enumerate([*(r.name for r in p.regions), *(f.name for f in p.files)])}
     fs_index = {fs.name: i for i, fs in enumerate(m.filesystems)}
@@ -208,5 +242,13 @@ def _process(p: Process, cgroups: dict[str, int], m: Machine) -> dict[str, Any]:
         "name": p.name,
         "cgroup": cgroups[p.cgroup_path()],
         "regions": lowered,
-        "phases": [{"name": phase_name(ph, j), "phase": _phase(ph, regions)} for j, ph in enumerate(p.phases)],
+        "phases": [
+            {
+                "name": phase_name(ph, j),
+                "phase": _trace(s, ph, ("processes", pi, "phases", j), regions, [r["pages"] for r in lowered])
+                if isinstance(ph, TracePhase)
+                else _phase(ph, regions),
+            }
+            for j, ph in enumerate(p.phases)
+        ],
     }

@@ -33,6 +33,7 @@ from typing import Any
 
 from reclaimlab import native
 from reclaimlab.backends import sim
+from reclaimlab.cachedir import CACHE_ENV, cache_dir  # re-exported: the result cache's location
 from reclaimlab.core_errors import from_core_error
 from reclaimlab.profile import Profile
 from reclaimlab.result import RunResult
@@ -40,8 +41,6 @@ from reclaimlab.scenario import Scenario
 
 __all__ = ["CACHE_ENV", "SweepUnavailableError", "cache_dir", "cache_key", "run_all"]
 
-#: Where the result cache lives (default: $XDG_CACHE_HOME/reclaimlab, else ~/.cache/reclaimlab).
-CACHE_ENV = "RECLAIMLAB_CACHE_DIR"
 #: The cache's file layout; bump it when what a cache file holds changes.
 CACHE_FORMAT = 1
 #: How often a worker reports its progress (seconds of wall time).
@@ -50,13 +49,6 @@ REPORT_EVERY_S = 0.5
 
 class SweepUnavailableError(Exception):
     """What the sweep needs is missing (Ray, for ``--ray``)."""
-
-
-def cache_dir() -> Path:
-    if os.environ.get(CACHE_ENV):
-        return Path(os.environ[CACHE_ENV])
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "reclaimlab"
 
 
 @functools.lru_cache(maxsize=4)

@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from reclaimlab import native
+from reclaimlab import native, trace
 from reclaimlab.result import RunResult, counter_sort_key, split_counter
 from reclaimlab.scenario import Scenario
 
@@ -362,8 +362,9 @@ def _workload_config(config: dict[str, Any]) -> dict[str, Any]:
     """``config`` without what only the simulator uses: its time costs, its swap devices'
     latency/bandwidth models (the kernel ran on the real devices) and its memcg stats flush
     interval (the kernel has its own flusher). What remains is what the kernel runs must share
-    with the simulator's run: workload, cgroups, kernel settings, sizes."""
-    out = {k: v for k, v in config.items() if k != "costs"}
+    with the simulator's run: workload, cgroups, kernel settings, sizes. Trace phases are
+    compared by their file's sha256, not by where a machine keeps the file."""
+    out = {k: v for k, v in trace.without_paths(config).items() if k != "costs"}
     kernel = out.get("kernel")
     if isinstance(kernel, dict):
         out["kernel"] = _kernel_setup(kernel)

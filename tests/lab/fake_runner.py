@@ -17,6 +17,7 @@ import mmap
 import os
 import random
 import resource
+import struct
 import sys
 import time
 
@@ -91,6 +92,27 @@ def main() -> int:
             for p in range(r["pages"]):
                 m[p * PAGE : (p + 1) * PAGE] = os.urandom(PAGE) if r["content"] == "random" else vs[p % len(vs)]
             accesses = r["pages"]
+        elif kind == "trace":
+            # The compact file (python/reclaimlab/trace.py): magic, u64 count, u32 words.
+            data = open(ph["trace"]["path"], "rb").read()
+            words = struct.unpack_from(f"<{struct.unpack_from('<Q', data, 8)[0]}I", data, 16)
+            sizes = [regions[k][0]["pages"] for k in ph["regions"]]
+            left = ph.get("limit")
+            for _ in range(ph.get("passes", 1)):
+                for w in words:
+                    if left is not None and accesses >= left:
+                        break
+                    n = w & 0x7FFFFFFF
+                    for k, pages in zip(ph["regions"], sizes, strict=True):
+                        if n < pages:
+                            m = regions[k][1]
+                            if w >> 31:
+                                m[n * PAGE] = (m[n * PAGE] + 1) & 0xFF
+                            else:
+                                _ = m[n * PAGE]
+                            break
+                        n -= pages
+                    accesses += 1
         elif kind in ("sequential", "random"):
             idx = [k for k in ph["regions"] if regions[k][0]["pages"] > 0]
             total = sum(regions[k][0]["pages"] for k in idx)

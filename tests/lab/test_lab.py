@@ -319,3 +319,19 @@ def test_timeout_kills_our_runner_and_restores(lab: Lab, tmp_path: Path) -> None
     with pytest.raises(LabTimeout):
         kernel.run(reclaimlab.load(_scenario(tmp_path, LONG)), on_note=None, timeout_s=2.0)
     assert lab.state_now() == lab.before
+
+
+def test_trace_phase_replays_on_the_kernel(lab: Lab, tmp_path: Path) -> None:
+    """A trace phase on the real kernel: the runner reads the compact file copied next to the
+    lowered JSON and makes exactly the simulator's number of accesses (the order is checked
+    against the simulator's by tests/test_trace.py with --trace)."""
+    data = Path(__file__).resolve().parents[1] / "data" / "traces" / "zipf.csv"
+    text = TINY.replace(
+        'name = "access"\nkind = "random"\nregions = ["text", "rand"]\ncount = 50000',
+        f'name = "replay"\nkind = "trace"\nregions = ["text", "rand"]\nfile = "{data}"\nformat = "csv"\npasses = 2',
+    )
+    path = _scenario(tmp_path, text, "trace.toml")
+    r = _run(path)
+    assert lab.state_now() == lab.before
+    assert list(r.phases["phase"]) == ["fill0", "fill1", "replay"]
+    assert list(r.phases["accesses"]) == [4096, 4096, 16_000]

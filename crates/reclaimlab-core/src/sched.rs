@@ -48,6 +48,8 @@ impl Proc {
             for (k, np) in p.phases.iter().enumerate() {
                 let at = || format!("processes[{pi}].phases[{k}]");
                 np.phase.check(p.regions.len()).map_err(|e| ConfigError::invalid(at(), e))?;
+                let region_pages: Vec<u64> = p.regions.iter().map(|r| r.pages).collect();
+                np.phase.check_sizes(&region_pages).map_err(|e| ConfigError::invalid(at(), e))?;
                 // File phases work on file regions, the others on anonymous memory.
                 let is_file = |r: u32| p.regions[r as usize].file.is_some();
                 let wrong = match &np.phase {
@@ -55,7 +57,7 @@ impl Proc {
                         (!is_file(*region)).then_some((*region, "a file region"))
                     }
                     Phase::Fill { region } => is_file(*region).then_some((*region, "an anonymous region")),
-                    Phase::Sequential { regions, .. } | Phase::Random { regions, .. } => {
+                    Phase::Sequential { regions, .. } | Phase::Random { regions, .. } | Phase::Trace { regions, .. } => {
                         regions.iter().find(|&&r| is_file(r)).map(|&r| (r, "anonymous regions"))
                     }
                     Phase::Sleep { .. } | Phase::Exit => None,
@@ -340,6 +342,10 @@ impl Scheduler {
                         }
                         (Some(Phase::Random { count: Some(c), .. }), Some(_)) => p.accesses as f64 / (*c).max(1) as f64,
                         (Some(Phase::Fill { region }), Some(_)) => p.accesses as f64 / p.region_pages[*region as usize].max(1) as f64,
+                        (Some(Phase::Trace { trace, passes, limit, .. }), Some(_)) => {
+                            let total = limit.unwrap_or(u64::MAX).min(trace.len().saturating_mul(u64::from(*passes)));
+                            p.accesses as f64 / total.max(1) as f64
+                        }
                         (Some(Phase::Read { region, passes } | Phase::Mmap { region, passes, .. } | Phase::Write { region, passes, .. }), Some(_)) => {
                             p.accesses as f64 / (p.region_pages[*region as usize] * *passes as u64).max(1) as f64
                         }

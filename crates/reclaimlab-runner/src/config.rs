@@ -97,7 +97,7 @@ fn check_region_kinds(phase: &Phase, regions: &[RegionPlan]) -> Result<(), Strin
     let (wanted_file, used): (bool, Vec<u32>) = match phase {
         Phase::Read { region, .. } | Phase::Mmap { region, .. } | Phase::Write { region, .. } => (true, vec![*region]),
         Phase::Fill { region } => (false, vec![*region]),
-        Phase::Sequential { regions: rs, .. } | Phase::Random { regions: rs, .. } => (false, rs.clone()),
+        Phase::Sequential { regions: rs, .. } | Phase::Random { regions: rs, .. } | Phase::Trace { regions: rs, .. } => (false, rs.clone()),
         Phase::Sleep { .. } | Phase::Exit => return Ok(()),
     };
     for r in used {
@@ -172,6 +172,8 @@ impl Plan {
             let np = RawNamedPhase::deserialize(value).map_err(|e| format!("{pat}: {e}"))?;
             np.phase.check(regions.len()).map_err(|e| format!("{pat} ({}): {e}", np.name))?;
             check_region_kinds(&np.phase, &regions).map_err(|e| format!("{pat} ({}): {e}", np.name))?;
+            let region_pages: Vec<u64> = regions.iter().map(|r| r.pages).collect();
+            np.phase.check_sizes(&region_pages).map_err(|e| format!("{pat} ({}): {e}", np.name))?;
             phases.push(PhasePlan {
                 name: np.name,
                 phase: np.phase,
@@ -235,6 +237,16 @@ impl Plan {
                 Phase::Fill { region } => filled[*region as usize] = true,
                 Phase::Sequential { regions, write_percent, .. } | Phase::Random { regions, write_percent, .. } => {
                     if *write_percent > 0 {
+                        for &r in regions {
+                            if !filled[r as usize] {
+                                need[r as usize] = true;
+                            }
+                        }
+                    }
+                }
+                // A trace says per access whether it writes: any write may come first.
+                Phase::Trace { regions, trace, .. } => {
+                    if trace.words().iter().any(|w| w & reclaimlab_workload::trace::WRITE_BIT != 0) {
                         for &r in regions {
                             if !filled[r as usize] {
                                 need[r as usize] = true;

@@ -96,7 +96,7 @@ pub fn run_phases<M: Memory, S: Sink>(plan: &Plan, mem: &mut M, sink: &mut S, tr
                 mem.filled(*region);
                 n
             }
-            (Phase::Sequential { .. } | Phase::Mmap { .. }, Some(g)) => drive::<M, S, false>(g, mem, None, trace, sink)?,
+            (Phase::Sequential { .. } | Phase::Mmap { .. } | Phase::Trace { .. }, Some(g)) => drive::<M, S, false>(g, mem, None, trace, sink)?,
             (Phase::Read { .. }, Some(g)) => drive_file(g, mem, None, trace, sink).map_err(|e| phase_error(p, e))?,
             (Phase::Write { fsync_bytes, .. }, Some(g)) => drive_file(g, mem, Some(*fsync_bytes), trace, sink).map_err(|e| phase_error(p, e))?,
             (Phase::Random { duration_ns, .. }, Some(g)) => {

@@ -227,8 +227,21 @@ fn runs_every_phase_without_waiting() {
     assert_eq!(event(rest.last().unwrap()), "phases_done");
 }
 
-/// Every kind of access phase, in process 1 (so the stream's process index matters).
-fn mixed() -> Value {
+/// A compact trace file (reclaimlab_workload::trace) of `n` accesses over `pages` pages: a
+/// scattered walk, every third access a write.
+fn trace_file(n: u32, pages: u32) -> TempFile {
+    let mut b = reclaimlab_workload::trace::MAGIC.to_vec();
+    b.extend_from_slice(&u64::from(n).to_le_bytes());
+    for i in 0..n {
+        let w = (i.wrapping_mul(2_654_435_761) % pages) | if i % 3 == 0 { reclaimlab_workload::trace::WRITE_BIT } else { 0 };
+        b.extend_from_slice(&w.to_le_bytes());
+    }
+    TempFile::new(&b)
+}
+
+/// Every kind of access phase, in process 1 (so the stream's process index matters); the trace
+/// phase replays `trace` (130 pages: regions c and a).
+fn mixed(trace: &TempFile) -> Value {
     let other = json!({"name": "other", "cgroup": 0, "regions": [{"name": "x", "pages": 8, "content": "zero", "variants": 1}],
                        "phases": [phase("f", json!({"kind": "fill", "region": 0}))]});
     let random = |dist: Value, write_percent: u8| {
@@ -250,6 +263,8 @@ fn mixed() -> Value {
                 phase("nap", json!({"kind": "sleep", "duration_ns": 10})),
                 phase("hot", random(json!({"kind": "hot_cold", "hot_percent": 10, "hot_access_percent": 90}), 0)),
                 phase("zipf", random(json!({"kind": "zipf", "theta": 0.99}), 100)),
+                phase("replay", json!({"kind": "trace", "regions": [2, 0], "trace": {"path": trace.path(), "sha256": "test"},
+                                       "passes": 2, "limit": 1500})),
                 phase("timed", json!({"kind": "random", "regions": [0], "dist": {"kind": "uniform"}, "count": null,
                                        "duration_ns": 2_000_000, "write_percent": 20}))
             ]
@@ -268,7 +283,8 @@ fn simulator_accesses(config: &Value, process: usize, index: usize) -> AccessGen
 
 /// Runs `mixed` with `--trace K` and compares every phase's traced prefix with `AccessGen`.
 fn trace_matches_access_gen(dry_run: bool) {
-    let config = mixed();
+    let trace = trace_file(1000, 130);
+    let config = mixed(&trace);
     let file = write_config(&config);
     let k = 5000u64;
     let trace = k.to_string();
@@ -296,7 +312,7 @@ fn trace_matches_access_gen(dry_run: bool) {
                 assert_eq!(traced.len() as u64, accesses.min(k), "phase {v}");
                 let expect: Vec<Access> = simulator_accesses(&config, 1, index).take(traced.len()).collect();
                 assert_eq!(traced, expect, "phase {index} ({}) differs from AccessGen", v["phase"]);
-                if index != 6 {
+                if index != 7 {
                     // Count-bound phases make exactly the generator's accesses.
                     assert_eq!(accesses, simulator_accesses(&config, 1, index).count() as u64, "{v}");
                 } else {
@@ -310,7 +326,7 @@ fn trace_matches_access_gen(dry_run: bool) {
             other => panic!("unexpected event {other}: {v}"),
         }
     }
-    assert_eq!(phases, 7);
+    assert_eq!(phases, 8);
     assert_eq!(event(lines.last().unwrap()), "phases_done");
 }
 
@@ -447,7 +463,23 @@ fn bad_config_exits_2_naming_the_problem() {
     zero_pages["processes"][0]["regions"][0]["pages"] = json!(0);
     let mut no_seed = small();
     no_seed.as_object_mut().unwrap().remove("seed");
+    let trace_phase = |path: &str| json!({"kind": "trace", "regions": [1, 0], "trace": {"path": path, "sha256": "x"}, "passes": 1});
+    let mut no_trace = small();
+    no_trace["processes"][0]["phases"][2]["phase"] = trace_phase("/nonexistent/t.rltrace");
+    let not_trace = TempFile::new(b"RLTRACE0 and some more bytes");
+    let mut bad_trace = small();
+    bad_trace["processes"][0]["phases"][2]["phase"] = trace_phase(not_trace.path());
+    // Index 96 where the two regions have 96 pages.
+    let mut words = reclaimlab_workload::trace::MAGIC.to_vec();
+    words.extend_from_slice(&2u64.to_le_bytes());
+    words.extend_from_slice(&[5, 0, 0, 0, 96, 0, 0, 0]);
+    let wide = TempFile::new(&words);
+    let mut too_wide = small();
+    too_wide["processes"][0]["phases"][2]["phase"] = trace_phase(wide.path());
     let cases = [
+        (no_trace, "0", "processes[0] (small).phases[2]: trace file /nonexistent/t.rltrace: No such file"),
+        (bad_trace, "0", "not a reclaimlab compact trace"),
+        (too_wide, "0", "page index 96 is outside the phase's regions (96 pages)"),
         (bad_content, "0", "processes[0] (small).regions[1].content: bad page content \"urandom\""),
         (bad_region, "0", "processes[0] (small).phases[1] (fill1): region index 7 out of range"),
         (both, "0", "exactly one of count and duration"),

@@ -7,7 +7,9 @@
 pub mod content;
 pub mod pattern;
 pub mod rng;
+pub mod trace;
 
 pub use content::{Content, PAGE_SIZE};
 pub use pattern::{Access, AccessGen, Dist, Phase};
 pub use rng::{SplitMix64, Stream};
+pub use trace::TraceFile;

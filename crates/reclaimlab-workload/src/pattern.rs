@@ -7,7 +7,10 @@
 
 use serde::{Deserialize, Serialize};
 
+use std::sync::Arc;
+
 use crate::rng::SplitMix64;
+use crate::trace::{TraceFile, INDEX_MASK, WRITE_BIT};
 
 /// One memory access: page `page` of region `region` (index into the process's regions).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -81,6 +84,16 @@ pub enum Phase {
         #[serde(default)]
         fsync_bytes: Option<u64>,
     },
+    /// Replays a recorded access sequence (see `trace.rs`) over the concatenation of
+    /// `regions`, in order, `passes` times, stopping after `limit` accesses when set. Each
+    /// access's page and write flag come from the trace; nothing is drawn.
+    Trace {
+        regions: Vec<u32>,
+        trace: TraceFile,
+        passes: u32,
+        #[serde(default)]
+        limit: Option<u64>,
+    },
     /// The process exits: all its memory, swap slots and zswap entries are freed.
     Exit,
 }
@@ -113,6 +126,19 @@ impl Phase {
                 check(region)?;
                 if *passes > MAX_PASSES {
                     return Err(format!("passes must be at most {MAX_PASSES}, got {passes}"));
+                }
+                Ok(())
+            }
+            Phase::Trace { regions, passes, limit, .. } => {
+                if regions.is_empty() {
+                    return Err("needs at least one region".into());
+                }
+                regions.iter().try_for_each(check)?;
+                if *passes > MAX_PASSES {
+                    return Err(format!("passes must be at most {MAX_PASSES}, got {passes}"));
+                }
+                if limit.is_some_and(|c| c > MAX_ACCESSES) {
+                    return Err(format!("limit must be at most {MAX_ACCESSES} accesses, got {}", limit.unwrap_or(0)));
                 }
                 Ok(())
             }
@@ -149,6 +175,26 @@ impl Phase {
             }
             Phase::Sleep { .. } | Phase::Exit => Ok(()),
         }
+    }
+}
+
+impl Phase {
+    /// Whether a phase fits the sizes of the process's regions (`region_pages[i]` pages in
+    /// region `i`; call after [`Phase::check`]). Only a trace names pages itself: its largest
+    /// page index must lie inside its regions. The simulator and the runner both refuse what
+    /// fails here (an `AccessGen` would panic on it).
+    pub fn check_sizes(&self, region_pages: &[u64]) -> Result<(), String> {
+        if let Phase::Trace { regions, trace, .. } = self {
+            let total: u64 = regions.iter().map(|&r| region_pages.get(r as usize).copied().unwrap_or(0)).sum();
+            if !trace.is_empty() && u64::from(trace.max_index()) >= total {
+                return Err(format!(
+                    "trace file {}: page index {} is outside the phase's regions ({total} pages); the trace was lowered for other region sizes",
+                    trace.path,
+                    trace.max_index()
+                ));
+            }
+        }
+        Ok(())
     }
 }
 
@@ -200,6 +246,14 @@ enum State {
         pick: Picker,
         remaining: Option<u64>,
     },
+    /// `words[at]` is the next access; `remaining` counts down a `limit`.
+    Trace {
+        map: RegionMap,
+        words: Arc<[u32]>,
+        at: usize,
+        passes_left: u32,
+        remaining: Option<u64>,
+    },
 }
 
 impl AccessGen {
@@ -210,8 +264,9 @@ impl AccessGen {
     /// a phase without any page to access yields nothing.
     ///
     /// # Panics
-    /// If the phase names a region index outside `region_pages`, or a Zipf `theta` that is
-    /// negative or not finite.
+    /// If the phase names a region index outside `region_pages`, a Zipf `theta` that is
+    /// negative or not finite, or a trace whose page indices exceed its regions (what
+    /// `Phase::check` and `Phase::check_sizes` refuse).
     pub fn new(phase: &Phase, region_pages: &[u64], rng: SplitMix64) -> AccessGen {
         let pages_of = |r: u32| -> u64 {
             *region_pages.get(r as usize).unwrap_or_else(|| {
@@ -297,6 +352,30 @@ impl AccessGen {
                 };
                 (state, write)
             }
+            Phase::Trace {
+                regions,
+                trace,
+                passes,
+                limit,
+            } => {
+                let map = RegionMap::new(regions.iter().map(|&r| (r, pages_of(r))));
+                if let Err(e) = phase.check_sizes(region_pages) {
+                    panic!("{e}");
+                }
+                let state = if trace.is_empty() || *passes == 0 || *limit == Some(0) {
+                    State::Done
+                } else {
+                    State::Trace {
+                        map,
+                        words: Arc::clone(trace.words()),
+                        at: 0,
+                        passes_left: *passes,
+                        remaining: *limit,
+                    }
+                };
+                // The trace carries each access's write flag.
+                (state, WriteMode::Never)
+            }
             Phase::Sleep { .. } | Phase::Exit => (State::Done, WriteMode::Never),
         };
         AccessGen {
@@ -356,6 +435,38 @@ impl AccessGen {
                 }
                 let index = pick.pick(&mut self.rng, map.total);
                 map.locate(index)
+            }
+            State::Trace {
+                map,
+                words,
+                at,
+                passes_left,
+                remaining,
+            } => {
+                if let Some(left) = remaining {
+                    if *left == 0 {
+                        self.state = State::Done;
+                        return None;
+                    }
+                    *left -= 1;
+                }
+                let word = words[*at];
+                let (region, page) = map.locate(u64::from(word & INDEX_MASK));
+                *at += 1;
+                if *at == words.len() {
+                    *at = 0;
+                    *passes_left -= 1;
+                    if *passes_left == 0 {
+                        // This access is the last one; the next call sees Done.
+                        self.state = State::Done;
+                    }
+                }
+                self.done += 1;
+                return Some(Access {
+                    region,
+                    page,
+                    write: word & WRITE_BIT != 0,
+                });
             }
         };
         let write = match self.write {
@@ -699,6 +810,58 @@ mod tests {
         // Lowered configs without write_percent still load (loads only).
         let old: Phase = serde_json::from_str(r#"{"kind": "mmap", "region": 0, "passes": 1}"#).unwrap();
         assert_eq!(old, Phase::Mmap { region: 0, passes: 1, write_percent: 0 });
+    }
+
+    fn trace_phase(words: &[u32], regions: Vec<u32>, passes: u32, limit: Option<u64>) -> Phase {
+        let mut b = crate::trace::MAGIC.to_vec();
+        b.extend_from_slice(&(words.len() as u64).to_le_bytes());
+        words.iter().for_each(|w| b.extend_from_slice(&w.to_le_bytes()));
+        Phase::Trace {
+            regions,
+            trace: TraceFile::from_bytes("t.rltrace".into(), "sha".into(), &b).unwrap(),
+            passes,
+            limit,
+        }
+    }
+
+    #[test]
+    fn trace_replays_words_over_the_region_concatenation() {
+        // Regions [1, 0] with 3 and 5 pages: indices 0..3 are region 1, 3..8 region 0.
+        let words = [0, 4 | WRITE_BIT, 2, 7, 3 | WRITE_BIT];
+        let phase = trace_phase(&words, vec![1, 0], 2, None);
+        assert!(phase.check(2).is_ok() && phase.check_sizes(&[5, 3]).is_ok());
+        let got: Vec<(u32, u64, bool)> = AccessGen::new(&phase, &[5, 3], rng()).map(|a| (a.region, a.page, a.write)).collect();
+        let once = [(1, 0, false), (0, 1, true), (1, 2, false), (0, 4, false), (0, 0, true)];
+        assert_eq!(got, [once, once].concat());
+        // The rng is not used: another seed gives the same sequence.
+        let other: Vec<Access> = AccessGen::new(&phase, &[5, 3], stream(9, Stream::Access, 3, 3)).collect();
+        assert_eq!(other.len(), 10);
+        assert!(other.iter().zip(&got).all(|(a, b)| (a.region, a.page, a.write) == *b));
+        // limit cuts across passes; limit 0, passes 0 and an empty trace give nothing.
+        let mut g = AccessGen::new(&trace_phase(&words, vec![1, 0], 3, Some(7)), &[5, 3], rng());
+        assert_eq!((&mut g).count(), 7);
+        assert_eq!(g.accesses_done(), 7);
+        assert_eq!(AccessGen::new(&trace_phase(&words, vec![0], 1, Some(0)), &[8], rng()).next(), None);
+        assert_eq!(AccessGen::new(&trace_phase(&words, vec![0], 0, None), &[8], rng()).next(), None);
+        assert_eq!(AccessGen::new(&trace_phase(&[], vec![0], 1, None), &[8], rng()).next(), None);
+    }
+
+    #[test]
+    fn trace_checks() {
+        let phase = trace_phase(&[9], vec![0], 1, None);
+        let e = phase.check_sizes(&[9]).unwrap_err();
+        assert!(e.contains("page index 9 is outside the phase's regions (9 pages)"), "{e}");
+        assert!(phase.check_sizes(&[10]).is_ok());
+        assert!(trace_phase(&[0], vec![], 1, None).check(1).is_err());
+        assert!(trace_phase(&[0], vec![1], 1, None).check(1).is_err());
+        assert!(trace_phase(&[0], vec![0], MAX_PASSES + 1, None).check(1).is_err());
+        assert!(trace_phase(&[0], vec![0], 1, Some(MAX_ACCESSES + 1)).check(1).is_err());
+    }
+
+    #[test]
+    #[should_panic(expected = "outside the phase's regions")]
+    fn trace_out_of_range_panics() {
+        AccessGen::new(&trace_phase(&[5], vec![0], 1, None), &[5], rng());
     }
 
     #[test]

@@ -19,8 +19,10 @@
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
+import shutil
 import sys
 import tempfile
 import time
@@ -29,6 +31,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from reclaimlab import trace
 from reclaimlab.errors import ScenarioError
 from reclaimlab.lab import filesystems, host, speed
 from reclaimlab.lab import probe as probing
@@ -197,7 +200,13 @@ def run(
             for n in applied.notes:
                 note(f"note: {n}")
             cfg_path = Path(tmp, "lowered.json")
-            cfg_path.write_text(json.dumps(config, sort_keys=True), encoding="utf-8")
+            # Trace phases: their compact files go next to the lowered JSON, so the runner reads
+            # a private copy that no cache cleanup can remove mid-run.
+            on_disk = copy.deepcopy(config)
+            for fname, src in trace.trace_files(config).items():
+                shutil.copyfile(src, Path(tmp, fname))
+            trace.relocate(on_disk, tmp)
+            cfg_path.write_text(json.dumps(on_disk, sort_keys=True), encoding="utf-8")
             fs_args = [a for m in applied.filesystems for a in ("--fs-dir", str(m.point))]
             runners = RunnerSet(
                 cmd, cfg_path, config, lambda r: journal.record("runner", pid=r.pid, start_time=r.start_time, process=r.name), fs_args

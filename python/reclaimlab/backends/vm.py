@@ -23,6 +23,7 @@ Nothing on the host changes: no swap, cgroup, mount, sysctl or loop device.
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 import os
@@ -33,6 +34,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from reclaimlab import trace
 from reclaimlab.backends.kernel import default_timeout
 from reclaimlab.errors import Problem, ScenarioError
 from reclaimlab.lab.apply import new_runid
@@ -44,6 +46,7 @@ from reclaimlab.lower import lower
 from reclaimlab.profile import active_profile
 from reclaimlab.result import scenario_provenance
 from reclaimlab.scenario import Scenario
+from reclaimlab.units import format_size
 from reclaimlab.vm import initramfs
 from reclaimlab.vm import trace as vmtrace
 from reclaimlab.vm.cache import KERNELS, InstalledKernel, VmUnavailable, cache_dir, installed_kernel
@@ -83,6 +86,25 @@ def _guest_memory(scenario: Scenario, config: dict[str, Any], memory: int | None
         note(f"note: machine.memory = 'host': the guest gets {DEFAULT_GUEST_MEMORY >> 20} MiB (--vm-memory to change)")
         return DEFAULT_GUEST_MEMORY
     return int(config["machine"]["memory_bytes"])
+
+
+#: The most compact trace bytes a VM run carries in its initramfs (guest RAM; 4 bytes an access).
+MAX_TRACE_BYTES = 64 << 20
+
+
+def _traces(scenario: Scenario, config: dict[str, Any]) -> dict[str, bytes]:
+    """The compact files of the trace phases, by file name: they travel in the run's archive,
+    next to the lowered JSON (/plan), so they must fit in guest memory."""
+    files = {name: path.read_bytes() for name, path in trace.trace_files(config).items()}
+    carried = sum(len(v) for v in files.values())
+    if carried > MAX_TRACE_BYTES:
+        raise ScenarioError.single(
+            scenario.file,
+            f"the VM lab carries trace files in its initramfs, which sits in guest memory: {format_size(carried)} of compact "
+            f"traces is more than it takes ({format_size(MAX_TRACE_BYTES)}); set limit on the trace phases or use --backend kernel",
+            ("processes",),
+        )
+    return files
 
 
 def _check(scenario: Scenario, config: dict[str, Any], k: InstalledKernel) -> None:
@@ -137,6 +159,7 @@ def run(
     note = on_note or (lambda _m: None)
     profile = active_profile()
     config = lower(scenario, profile)
+    traces = _traces(scenario, config)
     name = kernel or scenario.lab.kernel or DEFAULT_KERNEL
     if name not in KERNELS:
         raise ScenarioError.single(scenario.file, f"expected one of {', '.join(sorted(KERNELS))}; got {name!r}", ("lab", "kernel"))
@@ -154,7 +177,11 @@ def run(
         plan = make_plan(config, runid, sample_interval_s)
     except ValueError as e:
         raise ScenarioError.single(scenario.file, str(e)) from None
-    archive = initramfs.run_archive({"plan.sh": plan.script.encode(), "lowered.json": json.dumps(config, sort_keys=True).encode()})
+    files = {"plan.sh": plan.script.encode(), **traces}
+    guest_config = copy.deepcopy(config)
+    trace.relocate(guest_config, "/plan")
+    files["lowered.json"] = json.dumps(guest_config, sort_keys=True).encode()
+    archive = initramfs.run_archive(files)
     mem = _guest_memory(scenario, config, memory, note)
     cpus = min(int(config["machine"]["cpus"]), os.cpu_count() or 1)
     if cpus < int(config["machine"]["cpus"]):

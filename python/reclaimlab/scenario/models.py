@@ -348,6 +348,19 @@ class RandomPhase(MultiRegionPhase):
     write_percent: Percent = 0  # type: ignore[valid-type]
 
 
+class TracePhase(MultiRegionPhase):
+    """Replays a recorded access trace over the concatenation of its regions (docs/workload.md,
+    "Trace phases"): ``file`` (relative to the scenario file) in ``format``, its objects mapped
+    to pages by ``map``, ``passes`` times, at most ``limit`` accesses."""
+
+    kind: Literal["trace"]
+    file: str
+    format: Literal["csv", "oracle_general", "damo"]
+    map: Literal["modulo", "first_seen"] = "modulo"
+    passes: IntRange(1, 2**32 - 1) = 1  # type: ignore[valid-type]
+    limit: IntRange(1, 2**63 - 1) | None = None  # type: ignore[valid-type]
+
+
 class ReadPhase(_Phase):
     """Buffered read(2) of a file from start to end, one page per call, ``passes`` times."""
 
@@ -386,7 +399,8 @@ class ExitPhase(_Phase):
 
 
 Phase = Annotated[
-    FillPhase | SequentialPhase | RandomPhase | ReadPhase | MmapPhase | WritePhase | SleepPhase | ExitPhase, Field(discriminator="kind")
+    FillPhase | SequentialPhase | RandomPhase | TracePhase | ReadPhase | MmapPhase | WritePhase | SleepPhase | ExitPhase,
+    Field(discriminator="kind"),
 ]
 
 
