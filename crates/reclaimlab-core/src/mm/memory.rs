@@ -367,6 +367,7 @@ impl Mm {
         }
         self.swap.free_slot(p.slot);
         self.memcgs[p.memcg as usize].swap_pages -= 1;
+        self.mem_cgroup_uncharge_swap(p.memcg);
         let p = &mut self.pages[i as usize];
         p.slot = NONE;
         p.clear(pg::ZEROMAP | pg::SHADOW);
