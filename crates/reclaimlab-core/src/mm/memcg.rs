@@ -918,3 +918,23 @@ impl Mm {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::effective_protection;
+
+    #[test]
+    fn effective_protection_follows_page_counter_c() {
+        // Under the parent's budget: the own setting, capped by usage.
+        assert_eq!(effective_protection(40, 100, 30, 50, 30, false), 30);
+        assert_eq!(effective_protection(20, 100, 30, 50, 30, false), 20);
+        // Overcommitted (siblings claim 75 of 50): shares in proportion to protected usage,
+        // test_memcg_min's 50/25 children under 50M -> 33 and 16.
+        assert_eq!(effective_protection(50, 150, 75, 50, 75, false), 33);
+        assert_eq!(effective_protection(50, 150, 25, 50, 75, false), 16);
+        // memory_recursiveprot: unclaimed parent protection (50 - 20) by unprotected usage
+        // (10 of parent_usage - siblings_protected = 60): 0 + 30 * 10 / 60 = 5.
+        assert_eq!(effective_protection(10, 80, 0, 50, 20, true), 5);
+        assert_eq!(effective_protection(10, 80, 0, 50, 20, false), 0);
+    }
+}
