@@ -636,10 +636,10 @@ impl Mm {
     /// The children of memcg `p`, in pre-order.
     fn memcg_children(&self, p: u16) -> impl Iterator<Item = u16> + '_ {
         let end = self.memcgs[p as usize].subtree_end;
-        std::iter::successors(Some(p + 1), move |&c| {
-            Some(self.memcgs[c as usize].subtree_end)
+        // Each child's subtree ends where its next sibling starts.
+        std::iter::successors(Some(p + 1).filter(|&c| c < end), move |&c| {
+            Some(self.memcgs[c as usize].subtree_end).filter(|&n| n < end)
         })
-        .take_while(move |&c| c < end)
     }
 
     /// page_counter children_min_usage and children_low_usage of `p`: the sum over its
@@ -784,6 +784,21 @@ impl Mm {
             mc.swap_usage -= 1;
             c = mc.parent;
         }
+    }
+
+    /// mem_cgroup_swap_full (6.12): swap is half full globally (vm_swap_full), or (v2) the memcg
+    /// or an ancestor below the root uses half its memory.swap.max (memory.swap.high, the
+    /// other bound of the kernel's test, is not modelled). Swap-in and reclaim then free a
+    /// swap-cache folio's slot rather than keep both copies.
+    pub(super) fn mem_cgroup_swap_full(&self, m: u16) -> bool {
+        if self.swap.vm_swap_full() {
+            return true;
+        }
+        self.memcg_swap_max
+            && self.memcg_ancestry(m).filter(|&c| c != 0).any(|c| {
+                let mc = &self.memcgs[c as usize];
+                mc.swap_usage.saturating_mul(2) >= mc.swap_max
+            })
     }
 
     /// mem_cgroup_get_nr_swap_pages (6.12): free swap slots, limited by the room under

@@ -738,10 +738,10 @@ impl Mm {
     }
 
     /// activate_locked: free the swap slot of a swap-cache folio when swap is half full
-    /// (folio_free_swap), then activate.
+    /// (mem_cgroup_swap_full; folio_free_swap), then activate.
     fn activate_locked(&mut self, i: u32) -> Fate {
         let p = &self.pages[i as usize];
-        if p.has(pg::SWAPCACHE) && !p.has(pg::WRITEBACK) && p.has(pg::MAPPED) && self.swap.vm_swap_full() {
+        if p.has(pg::SWAPCACHE) && !p.has(pg::WRITEBACK) && p.has(pg::MAPPED) && self.mem_cgroup_swap_full(p.memcg) {
             self.folio_free_swap(i);
         }
         Fate::Activate

@@ -129,3 +129,23 @@ fn swap_max_zero_means_no_swap() {
     assert_eq!(counter(&r, "memcg[/t].memory.stat.pswpout"), 0);
     assert_eq!(counter(&r, "memcg[/t].memory.events.oom_kill"), 1);
 }
+
+#[test]
+fn protection_in_the_last_subtree_of_the_tree() {
+    // The protected memcg is the last one of the pre-order list and its parent's subtree ends
+    // at the end of the list (the walk over a parent's children must stop there).
+    let mut v = scenario(&[("x", 1, "text")], 1, 1, false, true);
+    v["cgroups"]["memory_recursiveprot"] = json!(true);
+    v["cgroups"]["groups"] = json!([
+        group("/", 0, json!({"parent": null})),
+        group("/b", 0, json!({})),
+        group("/p", 0, json!({"low_bytes": 3000 * PAGE})),
+        group("/p/a", 2, json!({})),
+    ]);
+    // b (in /b) fills more than the machine's memory: global reclaim walks every memcg, and
+    // /p/a's protection comes from /p's low (memory_recursiveprot).
+    v["processes"] = json!([fill_then("a", 3, 3000, 0, 4_000_000_000), fill_then("b", 1, 140_000, 1_000_000_000, 1)]);
+    let r = run(&v);
+    assert!(counter(&r, "memcg[/p/a].memory.current") / PAGE >= 3000, "/p/a kept /p's memory.low");
+    assert!(counter(&r, "memcg[/b].memory.swap.current") > 0, "b was swapped out instead");
+}
