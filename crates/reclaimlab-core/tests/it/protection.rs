@@ -149,3 +149,35 @@ fn protection_in_the_last_subtree_of_the_tree() {
     assert!(counter(&r, "memcg[/p/a].memory.current") / PAGE >= 3000, "/p/a kept /p's memory.low");
     assert!(counter(&r, "memcg[/b].memory.swap.current") > 0, "b was swapped out instead");
 }
+
+#[test]
+fn mglru_respects_memory_min_in_memcg_and_global_reclaim() {
+    // Memcg reclaim (shrink_node's walk, then lru_gen_shrink_lruvec). The MGLRU has no
+    // proportional scan (get_scan_count's): a memcg just above its min is evicted from until
+    // the next visit finds it at or below, so it can end a batch (MIN_LRU_BATCH) under.
+    let memcg = |a: Value| {
+        let mut v = siblings(a, json!({}), 7000);
+        v["kernel"]["lru_gen"] = json!({"enabled": true});
+        counter(&run(&v), "memcg[/p/a].memory.current") / PAGE
+    };
+    let (with, without) = (memcg(json!({"min_bytes": 3000 * PAGE})), memcg(json!({})));
+    assert!(with >= 3000 - 64, "memcg reclaim kept a's memory.min within a batch: {with} pages");
+    assert!(without < 2800, "without memory.min a is reclaimed: {without} pages");
+    // Global reclaim: kswapd's lru_gen_age_node computes the protection, shrink_one skips a.
+    // b may not swap (memory.swap.max 0), so a's pages are the only reclaimable ones.
+    let mk = |min: bool| {
+        let mut v = scenario(&[("x", 1, "text")], 1, 1, false, true);
+        v["kernel"]["lru_gen"] = json!({"enabled": true});
+        let a = if min { json!({"min_bytes": 3000 * PAGE}) } else { json!({}) };
+        v["cgroups"]["groups"] = json!([
+            group("/", 0, json!({"parent": null})),
+            group("/a", 0, a),
+            group("/b", 0, json!({"swap_max_bytes": 0}))
+        ]);
+        v["processes"] = json!([fill_then("a", 1, 3000, 0, 4_000_000_000), fill_then("b", 2, 128_000, 1_000_000_000, 1)]);
+        counter(&run(&v), "memcg[/a].memory.current") / PAGE
+    };
+    let (with, without) = (mk(true), mk(false));
+    assert!(with >= 3000 - 64, "global MGLRU reclaim kept a's memory.min within a batch: {with} pages");
+    assert!(without < 2900, "without memory.min a is reclaimed: {without} pages");
+}
