@@ -940,6 +940,13 @@ def lab_selftests(
     mglru: Annotated[
         bool, typer.Option("--mglru/--no-mglru", help="MGLRU on or off in the guest (default off, as the simulator).")
     ] = False,
+    recursiveprot: Annotated[
+        bool,
+        typer.Option(
+            "--recursiveprot/--no-recursiveprot",
+            help="Mount the guest's cgroup2 with memory_recursiveprot, as systemd does (default on).",
+        ),
+    ] = True,
     memory: VmMemoryOption = None,
     json_out: JsonOption = None,
 ) -> None:
@@ -954,6 +961,7 @@ def lab_selftests(
             binary or None,
             test_timeout_s=test_timeout,
             mglru=mglru,
+            recursiveprot=recursiveprot,
             memory=_vm_options(kernel, memory)["memory"] or selftest_run.DEFAULT_MEMORY,
             on_note=lambda m: typer.echo(m, err=True),
         )

@@ -14,7 +14,7 @@ from typing import Any
 
 from reclaimlab import native
 from reclaimlab.errors import Path, Problem, ScenarioError
-from reclaimlab.scenario import Scenario, phase_name
+from reclaimlab.scenario import Scenario, cgroup_files, phase_name
 
 __all__ = ["from_core_error", "scenario_key", "split_message"]
 
@@ -32,13 +32,8 @@ _DEVICE_KEYS = {
     "write_bytes_per_s": "write_bandwidth",
 }
 _MACHINE_KEYS = {"memory_bytes": "memory", "cpus": "cpus", "swap": "swap"}
-_CGROUP_V2_FILES = {
-    "limit_bytes": "memory.max",
-    "high_bytes": "memory.high",
-    "zswap_max_bytes": "memory.zswap.max",
-    "zswap_writeback": "memory.zswap.writeback",
-}
-_CGROUP_V1_FILES = {"limit_bytes": "memory.limit_in_bytes", "swappiness": "memory.swappiness"}
+_CGROUP_V2_FILES = cgroup_files.by_lowered(2)
+_CGROUP_V1_FILES = cgroup_files.by_lowered(1)
 _REGION_KEYS = {"pages": "size"}
 _PHASE_KEYS = {"duration_ns": "duration", "region": "region", "regions": "regions"}
 _TOP_KEYS = {"max_time_ns": "max_time", "seed": "seed"}

@@ -1,6 +1,7 @@
-"""The knob table of docs/scenario.md, made from the core's declarations (``native.knobs()``).
+"""The knob table of docs/scenario.md, made from the core's declarations (``native.knobs()``),
+and its table of cgroup files (``reclaimlab.scenario.cgroup_files``).
 
-``python -m reclaimlab.knob_doc docs/scenario.md`` (``make docs-knobs``) rewrites the table
+``python -m reclaimlab.knob_doc docs/scenario.md`` (``make docs-knobs``) rewrites the tables
 between the markers; tests/test_knob_doc.py fails while the page is out of date.
 """
 
@@ -10,6 +11,7 @@ import sys
 from pathlib import Path
 
 from reclaimlab import native
+from reclaimlab.scenario import cgroup_files
 
 __all__ = ["BEGIN", "END", "table", "update"]
 
@@ -46,13 +48,18 @@ def table() -> str:
     return "\n".join(rows)
 
 
-def update(text: str) -> str:
-    """``text`` with the part between the markers replaced by the current table."""
-    head, sep, rest = text.partition(BEGIN)
-    _, sep2, tail = rest.partition(END)
+def _replace(text: str, begin: str, end: str, body: str) -> str:
+    head, sep, rest = text.partition(begin)
+    _, sep2, tail = rest.partition(end)
     if not sep or not sep2:
-        raise ValueError(f"the page has no {BEGIN!r} ... {END!r} block")
-    return f"{head}{BEGIN}\n{table()}\n{END}{tail}"
+        raise ValueError(f"the page has no {begin!r} ... {end!r} block")
+    return f"{head}{begin}\n{body}\n{end}{tail}"
+
+
+def update(text: str) -> str:
+    """``text`` with the parts between the markers replaced by the current tables."""
+    text = _replace(text, BEGIN, END, table())
+    return _replace(text, cgroup_files.BEGIN, cgroup_files.END, cgroup_files.table())
 
 
 def main(argv: list[str]) -> int:

@@ -40,6 +40,7 @@ from reclaimlab.scenario import (
     Uniform,
     WritePhase,
     Zipf,
+    cgroup_files,
     phase_name,
 )
 from reclaimlab.units import pages
@@ -139,27 +140,19 @@ def _cgroups(c: Cgroups) -> dict[str, Any]:
     for path in c.all_paths():  # pre-order: sorted by components puts parents first
         parent = None if path == "/" else index[path.rsplit("/", 1)[0] or "/"]
         f = files.get(path)
-        g: dict[str, Any] = {
-            "path": path,
-            "parent": parent,
-            "limit_bytes": None,
-            "high_bytes": None,
-            "swappiness": None,
-            "zswap_max_bytes": None,
-            "zswap_writeback": True,
-        }
+        g: dict[str, Any] = {"path": path, "parent": parent, **cgroup_files.lowered_defaults()}
         if f is not None:
-            if c.cgroup_version == 1:
-                g["limit_bytes"] = f.memory_limit_in_bytes
-                g["swappiness"] = f.memory_swappiness
-            else:
-                g["limit_bytes"] = f.memory_max
-                g["high_bytes"] = f.memory_high
-                g["zswap_max_bytes"] = f.memory_zswap_max
-                g["zswap_writeback"] = f.memory_zswap_writeback
+            for cf in cgroup_files.written(c.cgroup_version):
+                value = f.value(cf)
+                if not (cf.optional and value is None):
+                    g[cf.lowered] = value
         index[path] = len(groups)
         groups.append(g)
-    return {"version": c.cgroup_version, "groups": groups, "stats_flush_ns": c.stats_flush_interval}
+    out: dict[str, Any] = {"version": c.cgroup_version, "groups": groups, "stats_flush_ns": c.stats_flush_interval}
+    if c.memory_recursiveprot:
+        # Only when on: configs lowered before the option existed stay as they were.
+        out["memory_recursiveprot"] = True
+    return out
 
 
 def _dist(d: Uniform | HotCold | Zipf) -> dict[str, Any]:

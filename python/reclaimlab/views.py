@@ -18,6 +18,7 @@ from rich.text import Text
 
 from reclaimlab import summary
 from reclaimlab.result import RunResult, counter_sort_key, split_counter
+from reclaimlab.scenario import cgroup_files
 from reclaimlab.summary import change
 
 if TYPE_CHECKING:
@@ -42,7 +43,7 @@ def _readable(key: str, value: int) -> str:
         if (
             key == "zswap.pool_total_size"
             or name.endswith("_in_bytes")
-            or name in ("memory.current", "memory.swap.current", "memory.zswap.current")
+            or name in cgroup_files.READ_V2
             or (name.startswith("memory.stat.") and key.startswith("memcg["))
         ) and value >= 1024:
             return f"{text} ({summary.fmt_bytes(value)})"

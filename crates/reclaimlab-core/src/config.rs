@@ -132,6 +132,11 @@ pub struct Cgroups {
     /// (Mm::lru_size_stat). None or 0: those decisions read live sizes.
     #[serde(default)]
     pub stats_flush_ns: Option<u64>,
+    /// The cgroup2 mount option memory_recursiveprot (v2): unclaimed memory.min/low of a
+    /// parent is shared among its children by usage (effective_protection). Off by default,
+    /// as a plain `mount -t cgroup2`; systemd mounts with it on.
+    #[serde(default)]
+    pub memory_recursiveprot: bool,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -150,6 +155,15 @@ pub struct Cgroup {
     pub zswap_max_bytes: Option<u64>,
     /// v2 memory.zswap.writeback.
     pub zswap_writeback: bool,
+    /// v2 memory.min (None = 0).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_bytes: Option<u64>,
+    /// v2 memory.low (None = 0).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub low_bytes: Option<u64>,
+    /// v2 memory.swap.max (None = max).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub swap_max_bytes: Option<u64>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]

@@ -283,7 +283,9 @@ def _result(scenario: Scenario, config: dict[str, Any], plan: Any, ch: Channel, 
     before, after = key(snaps["before"]), key(snaps["after"])
     wanted = set(keys) | {k for k in after if k.startswith("zram")}
     if version == 2:  # the v2 files of every cgroup of the run, whether the simulator has them or not
-        wanted |= {k for k in after if k.startswith("memcg[") and (".memory.stat." in k or ".memory.events." in k)}
+        wanted |= {
+            k for k in after if k.startswith("memcg[") and (".memory.stat." in k or ".memory.events." in k or ".memory.swap.events." in k)
+        }
     t0 = snaps["before"].uptime_cs
     series = Series(keys=sorted(k for k in wanted if k in before), interval_s=interval)
     series.add(0.0, before, before)

@@ -34,6 +34,7 @@ from reclaimlab.lab.errors import LabError
 from reclaimlab.lab.journal import Journal
 from reclaimlab.lab.probe import Probe
 from reclaimlab.native import Knob
+from reclaimlab.scenario import cgroup_files
 
 __all__ = ["Applied", "SwapDevice", "apply", "new_runid"]
 
@@ -168,23 +169,12 @@ class _Applier:
             self.j.record("cgroup", path=str(d))
             d.mkdir()
             self.out.cgroup_dirs[path] = d
-            if v2:
-                self._write(d, "memory.max", g["limit_bytes"])
-                self._write(d, "memory.high", g["high_bytes"])
-                self._write(d, "memory.zswap.max", g["zswap_max_bytes"])
-                if g["zswap_writeback"] is False:
-                    self._write(d, "memory.zswap.writeback", 0)
-                if i in parents:
-                    host.write_text(d / "cgroup.subtree_control", "+memory")
-            else:
-                self._write(d, "memory.limit_in_bytes", g["limit_bytes"])
-                self._write(d, "memory.swappiness", g["swappiness"])
-
-    @staticmethod
-    def _write(d: Path, name: str, value: int | None) -> None:
-        if value is None:
-            return
-        host.write_text(d / name, str(value))
+            for f in cgroup_files.written(2 if v2 else 1):
+                text = f.text(g.get(f.lowered))
+                if text is not None:
+                    host.write_text(d / f.name, text)
+            if v2 and i in parents:
+                host.write_text(d / "cgroup.subtree_control", "+memory")
 
     # 4. swap -----------------------------------------------------------------------------
     def swaps(self) -> None:

@@ -25,6 +25,7 @@ from reclaimlab.errors import Problem
 from reclaimlab.lab import filesystems, host, knobs
 from reclaimlab.lab.journal import state_dir
 from reclaimlab.native import Knob
+from reclaimlab.scenario import cgroup_files
 
 __all__ = ["ZRAM_ALLOCATOR", "Probe", "ZramDevice", "check", "notes", "parse_crypto", "probe"]
 
@@ -323,16 +324,7 @@ def _group_key(path: str) -> str:
 
 
 def _v2_files_used(g: dict[str, Any]) -> list[str]:
-    used = []
-    if g.get("limit_bytes") is not None:
-        used.append("memory.max")
-    if g.get("high_bytes") is not None:
-        used.append("memory.high")
-    if g.get("zswap_max_bytes") is not None:
-        used.append("memory.zswap.max")
-    if g.get("zswap_writeback") is False:
-        used.append("memory.zswap.writeback")
-    return used
+    return [f.name for f in cgroup_files.written(2) if f.text(g.get(f.lowered)) is not None]
 
 
 def _check_cgroups(config: dict[str, Any], p: Probe) -> list[Problem]:

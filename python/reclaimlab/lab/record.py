@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from reclaimlab.lab import host
+from reclaimlab.scenario import cgroup_files
 
 __all__ = [
     "BLOCK_STAT",
@@ -107,8 +108,10 @@ CLASSIFICATION: tuple[tuple[str, str], ...] = (
     # ... and every size is a gauge: rss, swap, swapcached, anon, zswap, zswapped,
     # inactive_anon, active_anon, *_file, hierarchical_*_limit, workingset_nodes ...
     ("memcg.memory.stat.*", GAUGE),
-    # memory.events (v2): counts of high, max, oom, oom_kill events.
+    # memory.events and memory.swap.events (v2): counts of low, high, max, oom, oom_kill /
+    # swap max, fail events.
     ("memcg.memory.events.*", EVENT),
+    ("memcg.memory.swap.events.*", EVENT),
     # memory.current, memory.swap.current, memory.zswap.current (v2), memory.usage_in_bytes
     # (v1): bytes charged now.
     ("memcg.memory.*", GAUGE),
@@ -229,14 +232,15 @@ def snapshot(src: Sources) -> dict[str, int]:
         except OSError:
             continue
         if src.cgroup_version == 1:
-            names = ["memory.usage_in_bytes"]
+            names = cgroup_files.READ_V1
         else:
-            names = ["memory.current", "memory.swap.current", "memory.zswap.current"]
-            try:
-                for k, v in host.read_kv_file(d / "memory.events").items():
-                    out[f"{pre}memory.events.{k}"] = v
-            except OSError:
-                pass
+            names = cgroup_files.READ_V2
+            for keyed_file in cgroup_files.READ_V2_KEYED:
+                try:
+                    for k, v in host.read_kv_file(d / keyed_file).items():
+                        out[f"{pre}{keyed_file}.{k}"] = v
+                except OSError:
+                    pass
         for name in names:
             value = _int_or_none(d / name)
             if value is not None:

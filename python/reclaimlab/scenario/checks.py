@@ -183,6 +183,8 @@ def _check_costs(costs: dict[str, int], caps: native.Capabilities) -> list[Probl
 
 def _check_cgroups(c: Cgroups) -> list[Problem]:
     p: list[Problem] = []
+    if c.memory_recursiveprot and c.cgroup_version != 2:
+        p.append(Problem(("cgroups", "memory_recursiveprot"), "is a cgroup2 mount option; it needs cgroup_version = 2"))
     for key, files in c.groups.items():
         where: Path = ("cgroups", "groups", key)
         parts = key.split("/")

@@ -15,6 +15,7 @@ from pydantic_core import PydanticCustomError
 from reclaimlab import native
 from reclaimlab.devices import DEVICE_PRESETS, FIGURES, OPTIONAL_FIGURES, DeviceModel, overlay
 from reclaimlab.overrides import Override, parse_override
+from reclaimlab.scenario import cgroup_files
 from reclaimlab.scenario.types import (
     SIZE_SCHEMA,
     U64,
@@ -27,6 +28,7 @@ from reclaimlab.scenario.types import (
     Percent,
     PositiveDuration,
     PositiveSize,
+    Size,
     StrictModel,
     SwitchValue,
     V1Limit,
@@ -204,24 +206,48 @@ else:
 # [cgroups]
 # ---------------------------------------------------------------------------------------------
 
-V2_FILES = ("memory.high", "memory.max", "memory.zswap.max", "memory.zswap.writeback")
-V1_FILES = ("memory.limit_in_bytes", "memory.swappiness")
+V2_FILES = tuple(f.name for f in cgroup_files.written(2))
+V1_FILES = tuple(f.name for f in cgroup_files.written(1))
+
+_FILE_TYPES: dict[str, Any] = {
+    "max_or_size": MaxOrSize,
+    "size": Size | None,
+    "zero_one": ZeroOne,
+    "v1_limit": V1Limit,
+    "swappiness": IntRange(0, 200) | None,
+}
 
 
-class CgroupFiles(StrictModel):
-    """The interface files of one cgroup, by their file names."""
+class CgroupFilesBase(StrictModel):
+    """The interface files of one cgroup, by their file names (fields: ``cgroup_files.WRITTEN``)."""
 
-    memory_high: MaxOrSize = Field(None, alias="memory.high")
-    memory_max: MaxOrSize = Field(None, alias="memory.max")
-    memory_zswap_max: MaxOrSize = Field(None, alias="memory.zswap.max")
-    memory_zswap_writeback: ZeroOne = Field(True, alias="memory.zswap.writeback")
-    memory_limit_in_bytes: V1Limit = Field(None, alias="memory.limit_in_bytes")
-    memory_swappiness: IntRange(0, 200) | None = Field(None, alias="memory.swappiness")  # type: ignore[valid-type]
+    if TYPE_CHECKING:
+
+        def __getattr__(self, name: str) -> Any: ...
+
+    def value(self, f: cgroup_files.CgroupFile) -> Any:
+        """This cgroup's value of file ``f`` (its default where the scenario does not set it)."""
+        return getattr(self, f.field)
 
     def files_set(self) -> list[str]:
         """The file names this scenario writes, in declaration order."""
         fields = type(self).model_fields
         return [fields[name].alias or name for name in fields if name in self.model_fields_set]
+
+
+def _file_field(f: cgroup_files.CgroupFile) -> tuple[Any, Any]:
+    return (_FILE_TYPES[f.kind], Field(f.lowered_default, alias=f.name))
+
+
+if TYPE_CHECKING:
+    CgroupFiles = CgroupFilesBase
+else:
+    CgroupFiles = create_model(
+        "CgroupFiles",
+        __base__=CgroupFilesBase,
+        __module__=__name__,
+        **{f.field: _file_field(f) for f in cgroup_files.WRITTEN},
+    )
 
 
 def _cgroup_version(v: int) -> int:
@@ -237,6 +263,10 @@ class Cgroups(StrictModel):
     #: kernel's flusher every 2 s, plus every read of memory.stat; the lab reads it every 1 s.
     #: The LRU balance and refault activation decide on the flushed sizes. "0s": live sizes.
     stats_flush_interval: Duration = 1_000_000_000
+    #: The cgroup2 mount option memory_recursiveprot (v2; docs/model/memcg.md, "Protection"):
+    #: a parent's memory.min/low not claimed by its children is shared among them by usage.
+    #: Off as in a plain `mount -t cgroup2`; systemd mounts with it on.
+    memory_recursiveprot: bool = False
 
     def all_paths(self) -> list[str]:
         """Every cgroup as "/a/b", parents (also implicit ones) before children, sorted."""

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from reclaimlab.lab import knobs
+from reclaimlab.scenario import cgroup_files
 from reclaimlab.vm import trace
 
 __all__ = ["CGROUP_ROOT", "MAX_PROCESSES", "Plan", "make_plan"]
@@ -61,10 +62,12 @@ def make_plan(config: dict[str, Any], runid: str, sample_interval_s: float) -> P
     version = int(config["cgroups"]["version"])
     groups = config["cgroups"]["groups"]
     lines = ["plan_apply() {"]
+    # The cgroup2 mount option the scenario asks for (the guest mounts cgroup2 itself).
+    mount_opts = " -o memory_recursiveprot" if config["cgroups"].get("memory_recursiveprot") else ""
     if version == 2:
         base = CGROUP_ROOT
         lines += [
-            f"    mount -t cgroup2 cgroup2 {base} || die 'cannot mount cgroup2 on {base}'",
+            f"    mount -t cgroup2{mount_opts} cgroup2 {base} || die 'cannot mount cgroup2 on {base}'",
             f"    setf {base}/cgroup.subtree_control +memory",
         ]
     else:
@@ -83,16 +86,10 @@ def make_plan(config: dict[str, Any], runid: str, sample_interval_s: float) -> P
         d = root if g["path"] == "/" else f"{root}/{g['path'].lstrip('/')}"
         plan.cgroup_dirs[g["path"]] = d
         lines.append(f"    mkdir {_q(d)} || die {_q('cannot create ' + d)}")
-        files: list[tuple[str, object]] = []
-        if version == 2:
-            files += [("memory.max", g["limit_bytes"]), ("memory.high", g["high_bytes"]), ("memory.zswap.max", g["zswap_max_bytes"])]
-            if g["zswap_writeback"] is False:
-                files.append(("memory.zswap.writeback", 0))
-        else:
-            files += [("memory.limit_in_bytes", g["limit_bytes"]), ("memory.swappiness", g["swappiness"])]
-        for name, value in files:
-            if value is not None:
-                lines.append(f"    setf {_q(d + '/' + name)} {_q(value)}")
+        for cf in cgroup_files.written(version):
+            text = cf.text(g.get(cf.lowered))
+            if text is not None:
+                lines.append(f"    setf {_q(d + '/' + cf.name)} {_q(text)}")
         if version == 2 and i in parents:
             lines.append(f"    setf {_q(d + '/cgroup.subtree_control')} +memory")
 
@@ -136,15 +133,7 @@ def make_plan(config: dict[str, Any], runid: str, sample_interval_s: float) -> P
     for path in sorted(plan.cgroup_dirs):
         d = plan.cgroup_dirs[path]
         names = (
-            ["memory.stat", "memory.usage_in_bytes"]
-            if version == 1
-            else [
-                "memory.stat",
-                "memory.events",
-                "memory.current",
-                "memory.swap.current",
-                "memory.zswap.current",
-            ]
+            ["memory.stat", *cgroup_files.READ_V1] if version == 1 else ["memory.stat", *cgroup_files.READ_V2_KEYED, *cgroup_files.READ_V2]
         )
         snap_files += [f"{d}/{n}" for n in names]
     snap_files += [f"/sys/block/zram{zid}/mm_stat" for _, zid in plan.zram]

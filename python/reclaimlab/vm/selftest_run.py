@@ -100,9 +100,14 @@ def _guest_init() -> bytes:
     return resources.files("reclaimlab.vm").joinpath("guest/selftests.sh").read_bytes()
 
 
-def initrd(k: InstalledKernel, s: InstalledSelftests, b: SelftestBinary, test_timeout_s: float, mglru: bool) -> bytes:
-    """The guest's initramfs for binary ``b``: busybox, /init, the modules, the binary, its env."""
-    env = f"BINARY={b.name}\nTEST_TIMEOUT_CS={round(test_timeout_s * 100)}\nLRU_GEN={'y' if mglru else 'n'}\n"
+def initrd(
+    k: InstalledKernel, s: InstalledSelftests, b: SelftestBinary, test_timeout_s: float, mglru: bool, recursiveprot: bool = True
+) -> bytes:
+    """The guest's initramfs for binary ``b``: busybox, /init, the modules, the binary, its env.
+    cgroup2 is mounted with nsdelegate and (``recursiveprot``) memory_recursiveprot, as systemd
+    mounts it."""
+    opts = "nsdelegate,memory_recursiveprot" if recursiveprot else "nsdelegate"
+    env = f"BINARY={b.name}\nTEST_TIMEOUT_CS={round(test_timeout_s * 100)}\nLRU_GEN={'y' if mglru else 'n'}\nCGROUP2_OPTS={opts}\n"
     dirs = ["bin", "dev", "etc", "lib", "lib/modules", "mnt", "plan", "proc", "root", "run", "sys", "tests", "tmp"]
     entries: list[initramfs.Entry] = [(d, initramfs.DIR, b"") for d in dirs]
     entries += [
@@ -148,6 +153,7 @@ def run_binary(
     memory: int = DEFAULT_MEMORY,
     cpus: int = 2,
     on_note: Callable[[str], None] | None = _stderr,
+    recursiveprot: bool = True,
 ) -> BinaryRun:
     """Boot a guest that runs ``b``; its per-test verdicts. Raises LabError, LabTimeout,
     LabInterrupted (the guest is stopped in every case)."""
@@ -160,7 +166,7 @@ def run_binary(
     limit = len(b.tests) * test_timeout_s + BOOT_TIMEOUT_S
     spec = GuestSpec(
         vmlinux=k.vmlinux,
-        initrd=initrd(k, s, b, test_timeout_s, mglru),
+        initrd=initrd(k, s, b, test_timeout_s, mglru, recursiveprot),
         memory_bytes=memory,
         cpus=min(cpus, os.cpu_count() or 1),
         disks=[SWAP_DISK_BYTES, SCRATCH_DISK_BYTES],
@@ -230,6 +236,7 @@ def run(
     memory: int = DEFAULT_MEMORY,
     cpus: int = 2,
     on_note: Callable[[str], None] | None = _stderr,
+    recursiveprot: bool = True,
 ) -> dict[str, Any]:
     """Run the selftests built for ``kernel`` (all, or ``binaries``); the results document
     (results/conformance/<kernel>.json). Raises VmUnavailable when something is not installed."""
@@ -242,7 +249,7 @@ def run(
         if unknown:
             raise VmUnavailable(f"{kernel}'s source has no selftest {', '.join(unknown)} (built: {', '.join(known) or 'none'})")
         chosen = [known[n] for n in binaries]
-    runs = [run_binary(k, s, b, test_timeout_s, mglru, memory, cpus, on_note) for b in chosen]
+    runs = [run_binary(k, s, b, test_timeout_s, mglru, memory, cpus, on_note, recursiveprot) for b in chosen]
     info = runs[0].info if runs else {}
     return {
         "kind": "kernel-selftests",

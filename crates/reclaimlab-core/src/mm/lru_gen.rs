@@ -509,7 +509,7 @@ impl Mm {
     /// get_swappiness: 0 (file only) without may_swap or with less than MIN_LRU_BATCH free
     /// swap pages; else the memcg's swappiness (sc_swappiness).
     fn lru_gen_swappiness(&self, m: u16, sc: &ScanControl) -> u64 {
-        if !sc.may_swap || self.swap.nr_swap_pages < MIN_LRU_BATCH {
+        if !sc.may_swap || self.mem_cgroup_get_nr_swap_pages(m) < MIN_LRU_BATCH {
             return 0;
         }
         self.swappiness_of(m)
@@ -805,6 +805,9 @@ impl Mm {
     /// get_nr_to_scan: the pages to scan at this priority; at lower priorities, age first
     /// when should_run_aging says so (-1: aged, rotate this memcg; 0: stop).
     fn get_nr_to_scan(&mut self, ctx: &mut Ctx, m: u16, sc: &ScanControl, can_swap: bool) -> i64 {
+        if self.mem_cgroup_below_min(sc.target, m) {
+            return -1;
+        }
         let (age, nr_to_scan) = self.should_run_aging(m, can_swap);
         if !age || sc.priority == DEF_PRIORITY {
             return (nr_to_scan >> sc.priority) as i64;
@@ -917,6 +920,18 @@ impl Mm {
     /// shrink_one: evict from one memcg's lruvec, then its shrinkers; what the memcg LRU does
     /// with it next.
     fn shrink_one(&mut self, ctx: &mut Ctx, m: u16, sc: &mut ScanControl) -> MemcgOp {
+        // Protection as lru_gen_age_node last computed it (6.12): under memory.min the memcg
+        // goes to the young generation; under memory.low to the tail first, and reclaimed on
+        // its second visit with MEMCG_LOW.
+        if self.mem_cgroup_below_min(0, m) {
+            return MemcgOp::Young;
+        }
+        if self.mem_cgroup_below_low(0, m) {
+            if !self.memcgs[m as usize].lrugen.seg_tail {
+                return MemcgOp::Tail;
+            }
+            self.memcg_low_event(m);
+        }
         let success = self.try_to_shrink_lruvec(ctx, m, sc);
         self.shrink_slab(ctx, m, sc);
         if success {
@@ -969,6 +984,9 @@ impl Mm {
     /// generation is older than min_ttl_ms.
     pub(crate) fn lru_gen_age_node(&mut self, ctx: &mut Ctx, sc: &mut ScanControl) {
         self.set_initial_priority(sc);
+        for m in 0..self.memcgs.len() as u16 {
+            self.mem_cgroup_calculate_protection(0, m);
+        }
         let min_ttl = self.knobs.lru_gen.min_ttl_ms.saturating_mul(1_000_000);
         if min_ttl == 0 {
             return;
@@ -976,7 +994,7 @@ impl Mm {
         let reclaimable = (0..self.memcgs.len() as u16).any(|m| {
             let g = &self.memcgs[m as usize].lrugen;
             let birth = g.timestamps[gen_of(g.min_seq[FILE])];
-            self.lruvec_is_sizable(m, sc) && birth.saturating_add(min_ttl) < ctx.now
+            !self.mem_cgroup_below_min(0, m) && self.lruvec_is_sizable(m, sc) && birth.saturating_add(min_ttl) < ctx.now
         });
         if !reclaimable {
             self.lru_gen.oom = true;

@@ -2,8 +2,11 @@
 //!
 //! Follows mm/memcontrol.c (6.12 ≈ 6.18): try_charge_memcg, mem_cgroup_handle_over_high,
 //! calculate_overage/calculate_high_delay, and the v2-only zswap charging
-//! (obj_cgroup_charge_zswap). Simplifications: one CPU's charge stock per memcg (the kernel has
-//! one per CPU), no memsw counter (v1 memory.memsw.*), no memory.min/low, no soft limits.
+//! (obj_cgroup_charge_zswap); v2 protection (memory.min/low: mem_cgroup_calculate_protection
+//! and mm/page_counter.c's effective_protection, 6.12), the v2 swap counter (memory.swap.max:
+//! __mem_cgroup_try_charge_swap, mem_cgroup_get_nr_swap_pages) and the page counters'
+//! watermarks (memory.peak, memory.swap.peak). Simplifications: one CPU's charge stock per memcg
+//! (the kernel has one per CPU), no memsw counter (v1 memory.memsw.*), no soft limits.
 
 use super::page::{list, pg, List, NONE};
 use super::{Actor, Ctx, Mm, Oom, MAX_RECLAIM_RETRIES, PAGE_SIZE, SWAP_CLUSTER_MAX};
@@ -31,6 +34,22 @@ pub struct Memcg {
     pub zswap_max_bytes: u64,
     pub zswap_writeback: bool,
     pub swappiness: u32,
+    /// v2 memory.min and memory.low, pages (0 = none).
+    pub min: u64,
+    pub low: u64,
+    /// page_counter emin/elow: the effective protection as of the last
+    /// mem_cgroup_calculate_protection of this memcg (stateful, as in the kernel).
+    pub emin: u64,
+    pub elow: u64,
+    /// v2 memory.swap.max, pages (u64::MAX = max).
+    pub swap_max: u64,
+    /// The v2 swap page counter (memcg->swap): swap slots charged to this memcg and its
+    /// descendants; the root's is not charged (mem_cgroup_is_root).
+    pub swap_usage: u64,
+    /// page_counter watermarks of the memory and swap counters (memory.peak, memory.swap.peak
+    /// without a per-fd reset: the high-water mark since the cgroup was created).
+    pub watermark: u64,
+    pub swap_watermark: u64,
     /// Page counter (memory.usage_in_bytes / memory.current in pages): charged folios, the
     /// charge stock, and (v2) zswap's compressed bytes rounded up to pages. Hierarchical.
     pub usage: u64,
@@ -84,6 +103,14 @@ impl Memcg {
             zswap_max_bytes: u64::MAX,
             zswap_writeback: true,
             swappiness: 60,
+            min: 0,
+            low: 0,
+            emin: 0,
+            elow: 0,
+            swap_max: u64::MAX,
+            swap_usage: 0,
+            watermark: 0,
+            swap_watermark: 0,
             usage: 0,
             stock: 0,
             zswap_bytes: 0,
@@ -146,6 +173,13 @@ impl Memcg {
             m.high = g.high_bytes.map_or(u64::MAX, |b| b / PAGE_SIZE);
             m.zswap_max_bytes = g.zswap_max_bytes.unwrap_or(u64::MAX);
             m.zswap_writeback = g.zswap_writeback;
+            let v2_only = [("min_bytes", g.min_bytes), ("low_bytes", g.low_bytes), ("swap_max_bytes", g.swap_max_bytes)];
+            if let (false, Some((key, _))) = (v2, v2_only.iter().find(|(_, v)| v.is_some())) {
+                return Err(ConfigError::invalid(format!("cgroups.groups[{idx}].{key}"), "is a cgroup v2 file; cgroups.version is 1"));
+            }
+            m.min = g.min_bytes.map_or(0, |b| b / PAGE_SIZE);
+            m.low = g.low_bytes.map_or(0, |b| b / PAGE_SIZE);
+            m.swap_max = g.swap_max_bytes.map_or(u64::MAX, |b| b / PAGE_SIZE);
             m.swappiness = match (g.swappiness, g.parent) {
                 (Some(s), _) => s,
                 (None, Some(p)) => memcgs[p as usize].swappiness,
@@ -280,19 +314,19 @@ impl Mm {
         }) {
             return Err(c);
         }
-        let mut c = Some(m);
-        while let Some(i) = c {
-            self.memcgs[i as usize].usage += nr;
-            c = self.memcgs[i as usize].parent;
-        }
+        self.page_counter_charge_force(m, nr);
         Ok(())
     }
 
+    /// page_counter_charge: usage up the hierarchy, each counter's watermark (memory.peak)
+    /// following it.
     fn page_counter_charge_force(&mut self, m: u16, nr: u64) {
         let mut c = Some(m);
         while let Some(i) = c {
-            self.memcgs[i as usize].usage += nr;
-            c = self.memcgs[i as usize].parent;
+            let mc = &mut self.memcgs[i as usize];
+            mc.usage += nr;
+            mc.watermark = mc.watermark.max(mc.usage);
+            c = mc.parent;
         }
     }
 
@@ -571,6 +605,223 @@ impl Mm {
     }
 }
 
+/// effective_protection (mm/page_counter.c, 6.12): a memcg's share of its parent's effective
+/// memory.min or memory.low. Its own setting, capped by what it uses; scaled down in proportion
+/// when the siblings together claim (and use) more than the parent has; with
+/// memory_recursiveprot, plus a share of the parent's unclaimed protection in proportion to the
+/// memcg's unprotected usage.
+fn effective_protection(
+    usage: u64,
+    parent_usage: u64,
+    setting: u64,
+    parent_effective: u64,
+    siblings_protected: u64,
+    recursive: bool,
+) -> u64 {
+    let protected = usage.min(setting);
+    if siblings_protected > parent_effective {
+        // u128: pages × pages can exceed u64 on large machines.
+        return (protected as u128 * parent_effective as u128 / siblings_protected as u128) as u64;
+    }
+    let mut ep = protected;
+    if recursive
+        && parent_effective > siblings_protected
+        && parent_usage > siblings_protected
+        && usage > protected
+    {
+        let unclaimed =
+            (parent_effective - siblings_protected) as u128 * (usage - protected) as u128;
+        ep += (unclaimed / (parent_usage - siblings_protected) as u128) as u64;
+    }
+    ep
+}
+
+impl Mm {
+    /// The children of memcg `p`, in pre-order.
+    fn memcg_children(&self, p: u16) -> impl Iterator<Item = u16> + '_ {
+        let end = self.memcgs[p as usize].subtree_end;
+        // Each child's subtree ends where its next sibling starts.
+        std::iter::successors(Some(p + 1).filter(|&c| c < end), move |&c| {
+            Some(self.memcgs[c as usize].subtree_end).filter(|&n| n < end)
+        })
+    }
+
+    /// page_counter children_min_usage and children_low_usage of `p`: the sum over its
+    /// children of min(usage, memory.min) and min(usage, memory.low). The kernel keeps the sums
+    /// current at every charge (propagate_protected_usage); they are computed here when read.
+    fn children_protected_usage(&self, p: u16) -> (u64, u64) {
+        self.memcg_children(p).fold((0, 0), |(min, low), c| {
+            let mc = &self.memcgs[c as usize];
+            (min + mc.usage.min(mc.min), low + mc.usage.min(mc.low))
+        })
+    }
+
+    /// mem_cgroup_calculate_protection → page_counter_calculate_protection (6.12): refresh
+    /// emin/elow of `m` for a reclaim of the subtree of `root`, from its parent's values (so
+    /// only meaningful in a top-down walk, as the kernel warns). The reclaim root's own values
+    /// are left stale (they are ignored, see mem_cgroup_protection); an empty memcg keeps its
+    /// old ones. Skipped when no memcg sets memory.min or memory.low (all effective values
+    /// then stay 0; see mem_cgroup_below_min for the one consequence).
+    pub(super) fn mem_cgroup_calculate_protection(&mut self, root: u16, m: u16) {
+        if !self.memcg_protection || root == m {
+            return;
+        }
+        let mc = &self.memcgs[m as usize];
+        let (usage, parent) = (
+            mc.usage,
+            mc.parent
+                .expect("only the root has no parent, and it is every reclaim's root"),
+        );
+        if usage == 0 {
+            return;
+        }
+        if parent == root {
+            let mc = &mut self.memcgs[m as usize];
+            (mc.emin, mc.elow) = (mc.min, mc.low);
+            return;
+        }
+        let (children_min, children_low) = self.children_protected_usage(parent);
+        let pc = &self.memcgs[parent as usize];
+        let r = self.memory_recursiveprot;
+        let emin = effective_protection(
+            usage,
+            pc.usage,
+            self.memcgs[m as usize].min,
+            pc.emin,
+            children_min,
+            r,
+        );
+        let elow = effective_protection(
+            usage,
+            pc.usage,
+            self.memcgs[m as usize].low,
+            pc.elow,
+            children_low,
+            r,
+        );
+        let mc = &mut self.memcgs[m as usize];
+        (mc.emin, mc.elow) = (emin, elow);
+    }
+
+    /// mem_cgroup_unprotected: the root and the reclaim target itself are never protected.
+    fn mem_cgroup_unprotected(&self, target: u16, m: u16) -> bool {
+        !self.memcg_protection || m == 0 || m == target
+    }
+
+    /// mem_cgroup_below_min: usage at or under the effective memory.min. In the kernel this is
+    /// also true for every empty memcg (emin 0 >= usage 0), which shrink_node_memcgs then
+    /// skips; the model checks only when protection is configured somewhere, so without it
+    /// empty memcgs are still visited (their shrink_slab can matter on v1, where zswap
+    /// entries are not charged).
+    pub(super) fn mem_cgroup_below_min(&self, target: u16, m: u16) -> bool {
+        !self.mem_cgroup_unprotected(target, m)
+            && self.memcgs[m as usize].emin >= self.memcgs[m as usize].usage
+    }
+
+    /// mem_cgroup_below_low: usage at or under the effective memory.low.
+    pub(super) fn mem_cgroup_below_low(&self, target: u16, m: u16) -> bool {
+        !self.mem_cgroup_unprotected(target, m)
+            && self.memcgs[m as usize].elow >= self.memcgs[m as usize].usage
+    }
+
+    /// mem_cgroup_protection: (emin, elow) of `m` as get_scan_count scales by them; none for
+    /// the reclaim target itself.
+    pub(super) fn mem_cgroup_protection(&self, target: u16, m: u16) -> (u64, u64) {
+        if !self.memcg_protection || target == m {
+            return (0, 0);
+        }
+        let mc = &self.memcgs[m as usize];
+        (mc.emin, mc.elow)
+    }
+
+    /// MEMCG_LOW (memcg_memory_event): a memcg under its memory.low reclaimed anyway.
+    pub(super) fn memcg_low_event(&mut self, m: u16) {
+        self.memcgs[m as usize].events.low_events += 1;
+    }
+
+    /// __mem_cgroup_try_charge_swap (6.12) for one page of memcg `m`, after a slot was found:
+    /// v2 charges the memcg's swap counter (and its ancestors'); at memory.swap.max it fails
+    /// with MEMCG_SWAP_MAX and MEMCG_SWAP_FAIL and the caller gives the slot back. v1 (the
+    /// memsw counter, not modelled) and the root charge nothing.
+    pub(super) fn mem_cgroup_try_charge_swap(&mut self, m: u16) -> bool {
+        if !self.cgroup_v2 || m == 0 {
+            return true;
+        }
+        let over = self.memcg_ancestry(m).filter(|&c| c != 0).any(|c| {
+            let mc = &self.memcgs[c as usize];
+            mc.swap_usage + 1 > mc.swap_max
+        });
+        if over {
+            let ev = &mut self.memcgs[m as usize].events;
+            ev.swap_max_events += 1;
+            ev.swap_fail_events += 1;
+            return false;
+        }
+        for c in self
+            .memcg_ancestry(m)
+            .filter(|&c| c != 0)
+            .collect::<Vec<_>>()
+        {
+            let mc = &mut self.memcgs[c as usize];
+            mc.swap_usage += 1;
+            mc.swap_watermark = mc.swap_watermark.max(mc.swap_usage);
+        }
+        true
+    }
+
+    /// folio_alloc_swap found no free slot: mem_cgroup_try_charge_swap with entry 0 counts
+    /// MEMCG_SWAP_FAIL (v2).
+    pub(super) fn mem_cgroup_swap_fail(&mut self, m: u16) {
+        if self.cgroup_v2 {
+            self.memcgs[m as usize].events.swap_fail_events += 1;
+        }
+    }
+
+    /// __mem_cgroup_uncharge_swap: a slot of memcg `m` is freed.
+    pub(super) fn mem_cgroup_uncharge_swap(&mut self, m: u16) {
+        if !self.cgroup_v2 || m == 0 {
+            return;
+        }
+        let mut c = Some(m);
+        while let Some(i) = c.filter(|&i| i != 0) {
+            let mc = &mut self.memcgs[i as usize];
+            mc.swap_usage -= 1;
+            c = mc.parent;
+        }
+    }
+
+    /// mem_cgroup_swap_full (6.12): swap is half full globally (vm_swap_full), or (v2) the memcg
+    /// or an ancestor below the root uses half its memory.swap.max (memory.swap.high, the
+    /// other bound of the kernel's test, is not modelled). Swap-in and reclaim then free a
+    /// swap-cache folio's slot rather than keep both copies.
+    pub(super) fn mem_cgroup_swap_full(&self, m: u16) -> bool {
+        if self.swap.vm_swap_full() {
+            return true;
+        }
+        self.memcg_swap_max
+            && self.memcg_ancestry(m).filter(|&c| c != 0).any(|c| {
+                let mc = &self.memcgs[c as usize];
+                mc.swap_usage.saturating_mul(2) >= mc.swap_max
+            })
+    }
+
+    /// mem_cgroup_get_nr_swap_pages (6.12): free swap slots, limited by the room under
+    /// memory.swap.max of the memcg and every ancestor below the root (v2).
+    pub(super) fn mem_cgroup_get_nr_swap_pages(&self, m: u16) -> u64 {
+        let free = self.swap.nr_swap_pages;
+        if !self.memcg_swap_max {
+            return free;
+        }
+        self.memcg_ancestry(m)
+            .filter(|&c| c != 0)
+            .map(|c| {
+                let mc = &self.memcgs[c as usize];
+                mc.swap_max.saturating_sub(mc.swap_usage)
+            })
+            .fold(free, u64::min)
+    }
+}
+
 impl Mm {
     /// memory.stat (v1: own and total_ rows; v2: hierarchical) and the v2 memory.current,
     /// memory.swap.current, memory.zswap.current and memory.events files of every memcg, under
@@ -640,9 +891,12 @@ impl Mm {
                 // The root cgroup has no memory.current, memory.events or *.current files.
                 if idx != 0 {
                     out.push((format!("{pre}memory.current"), m.usage * PAGE_SIZE));
+                    out.push((format!("{pre}memory.peak"), m.watermark * PAGE_SIZE));
                     out.push((format!("{pre}memory.swap.current"), sum(&|m| m.swap_pages) * PAGE_SIZE));
+                    out.push((format!("{pre}memory.swap.peak"), m.swap_watermark * PAGE_SIZE));
                     out.push((format!("{pre}memory.zswap.current"), sum(&|m| m.zswap_bytes)));
                     m.events.export_tagged("events", &format!("{pre}memory.events."), out);
+                    m.events.export_tagged("swap_events", &format!("{pre}memory.swap.events."), out);
                 }
             } else {
                 let i = idx as usize;
@@ -681,5 +935,25 @@ impl Mm {
                 out.push((format!("{pre}memory.usage_in_bytes"), m.usage * PAGE_SIZE));
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::effective_protection;
+
+    #[test]
+    fn effective_protection_follows_page_counter_c() {
+        // Under the parent's budget: the own setting, capped by usage.
+        assert_eq!(effective_protection(40, 100, 30, 50, 30, false), 30);
+        assert_eq!(effective_protection(20, 100, 30, 50, 30, false), 20);
+        // Overcommitted (siblings claim 75 of 50): shares in proportion to protected usage,
+        // test_memcg_min's 50/25 children under 50M -> 33 and 16.
+        assert_eq!(effective_protection(50, 150, 75, 50, 75, false), 33);
+        assert_eq!(effective_protection(50, 150, 25, 50, 75, false), 16);
+        // memory_recursiveprot: unclaimed parent protection (50 - 20) by unprotected usage
+        // (10 of parent_usage - siblings_protected = 60): 0 + 30 * 10 / 60 = 5.
+        assert_eq!(effective_protection(10, 80, 0, 50, 20, true), 5);
+        assert_eq!(effective_protection(10, 80, 0, 50, 20, false), 0);
     }
 }

@@ -174,10 +174,11 @@ impl Mm {
         }
         // should_try_to_free_swap: always for SWP_SYNCHRONOUS_IO devices (the swap cache does
         // not help zram and holds memory twice), when swap is half full, or on a write fault
-        // on an exclusive page.
+        // on an exclusive page; "half full" is mem_cgroup_swap_full (the memcg's own
+        // memory.swap.max counts on v2).
         let slot = self.pages[i as usize].slot;
         let synchronous = slot != NONE && self.swap.devs[self.swap.dev_of(slot)].synchronous();
-        if synchronous || self.swap.vm_swap_full() || write {
+        if synchronous || self.mem_cgroup_swap_full(self.pages[i as usize].memcg) || write {
             self.folio_free_swap(i);
         }
     }
@@ -367,6 +368,7 @@ impl Mm {
         }
         self.swap.free_slot(p.slot);
         self.memcgs[p.memcg as usize].swap_pages -= 1;
+        self.mem_cgroup_uncharge_swap(p.memcg);
         let p = &mut self.pages[i as usize];
         p.slot = NONE;
         p.clear(pg::ZEROMAP | pg::SHADOW);

@@ -60,6 +60,13 @@ pub struct Mm {
     pub(crate) regions: Vec<RegionInfo>,
     pub(crate) memcgs: Vec<Memcg>,
     pub(crate) cgroup_v2: bool,
+    /// The cgroup2 mount option memory_recursiveprot (cgrp_dfl_root.flags).
+    pub(crate) memory_recursiveprot: bool,
+    /// Some memcg has memory.min or memory.low (v2): reclaim computes protection. Without,
+    /// the protection checks are skipped (see mm/memcg.rs, mem_cgroup_calculate_protection).
+    pub(crate) memcg_protection: bool,
+    /// Some memcg has memory.swap.max (v2): swap charges are checked against it.
+    pub(crate) memcg_swap_max: bool,
     /// totalram_pages (MemTotal): what zswap's limit is a percentage of.
     pub(crate) totalram: u64,
     pub(crate) nr_free: u64,
@@ -178,6 +185,9 @@ impl Mm {
         Ok(Mm {
             pages,
             regions,
+            memory_recursiveprot: cfg.cgroups.memory_recursiveprot,
+            memcg_protection: cgroup_v2 && memcgs.iter().any(|m| m.min > 0 || m.low > 0),
+            memcg_swap_max: cgroup_v2 && memcgs.iter().any(|m| m.swap_max != u64::MAX),
             memcgs,
             cgroup_v2,
             totalram,

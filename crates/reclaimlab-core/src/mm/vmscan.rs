@@ -13,8 +13,9 @@
 //! dirty file pages and reclaim's writeback policy are not modelled yet.
 //!
 //! Simplified: one node and one zone (watermarks summed); no reclaim_throttle / too_many_isolated /
-//! pfmemalloc throttling (they concern file writeback and highly parallel reclaim); no
-//! memory.min/low; no soft limit reclaim; no compaction. The multi-gen LRU is mm/lru_gen.rs,
+//! pfmemalloc throttling (they concern file writeback and highly parallel reclaim); no soft
+//! limit reclaim; no compaction. memory.min/low protection (6.12) is applied in shrink_node's
+//! memcg walk (shrink_node_memcgs), get_scan_count and do_try_to_free_pages' memcg_low retry. The multi-gen LRU is mm/lru_gen.rs,
 //! entered from shrink_node, shrink_lruvec and kswapd_step when kernel.lru_gen.enabled.
 
 use super::page::{list, pg, NONE};
@@ -59,6 +60,11 @@ pub struct ScanControl {
     pub nr_reclaimed: u64,
     /// sc->nr: what the scans of the current shrink_node pass met (dirty and writeback).
     pub nr: ReclaimStat,
+    /// sc->memcg_low_reclaim: reclaim memcgs under their memory.low too (the retry when the
+    /// first pass skipped some and reclaimed nothing).
+    pub memcg_low_reclaim: bool,
+    /// sc->memcg_low_skipped: a memcg was spared for its memory.low.
+    pub memcg_low_skipped: bool,
 }
 
 /// struct reclaim_stat of shrink_folio_list, summed into sc->nr over a shrink_node pass.
@@ -112,6 +118,8 @@ impl ScanControl {
             nr_scanned: 0,
             nr_reclaimed: 0,
             nr: ReclaimStat::default(),
+            memcg_low_reclaim: false,
+            memcg_low_skipped: false,
         }
     }
 
@@ -197,9 +205,11 @@ impl Mm {
         }
     }
 
-    /// can_reclaim_anon_pages: free swap exists (zswap sits behind slot allocation).
-    fn can_reclaim_anon(&self) -> bool {
-        self.swap.nr_swap_pages > 0
+    /// can_reclaim_anon_pages for the lruvec of memcg `m` (6.12 get_scan_count passes the
+    /// lruvec's memcg): free swap under memory.swap.max exists (zswap sits behind slot
+    /// allocation). No demotion.
+    fn can_reclaim_anon(&self, m: u16) -> bool {
+        self.mem_cgroup_get_nr_swap_pages(m) > 0
     }
 
     /// can_age_anon_pages: aging the anon LRU is worth it whenever swap exists at all.
@@ -241,7 +251,7 @@ impl Mm {
     }
 
     /// get_scan_count → scan targets for [inactive_anon, active_anon, inactive_file, active_file].
-    fn get_scan_count(&self, m: u16, sc: &ScanControl) -> [u64; 4] {
+    fn get_scan_count(&self, m: u16, sc: &mut ScanControl) -> [u64; 4] {
         #[derive(PartialEq)]
         enum Balance {
             Equal,
@@ -252,7 +262,7 @@ impl Mm {
         let swappiness = self.swappiness_of(m);
         let mut fraction = [0u64; 2];
         let mut denominator = 1u64;
-        let balance = if !sc.may_swap || !self.can_reclaim_anon() || (sc.cgroup_reclaim() && swappiness == 0) {
+        let balance = if !sc.may_swap || !self.can_reclaim_anon(m) || (sc.cgroup_reclaim() && swappiness == 0) {
             Balance::File
         } else if sc.priority == 0 && swappiness > 0 {
             Balance::Equal
@@ -272,10 +282,26 @@ impl Mm {
             Balance::Fract
         };
         let mut nr = [0u64; 4];
+        let (min, low) = self.mem_cgroup_protection(sc.target, m);
         for (idx, which) in [list::INACTIVE_ANON, list::ACTIVE_ANON, list::INACTIVE_FILE, list::ACTIVE_FILE].into_iter().enumerate() {
             let file = which >= list::INACTIVE_FILE;
             let size = self.memcgs[m as usize].lru[which as usize - 1].len;
-            let scan = size >> sc.priority;
+            let scan = if min > 0 || low > 0 {
+                // Proportional protection (6.12 get_scan_count; apply_proportional_protection
+                // in later trees): scan only the share of the list that the memcg's usage
+                // exceeds its protection by, at least SWAP_CLUSTER_MAX. memory.low counts
+                // until the memcg_low retry, and asks for that retry.
+                let protection = if !sc.memcg_low_reclaim && low > min {
+                    sc.memcg_low_skipped = true;
+                    low
+                } else {
+                    min
+                };
+                let cgroup_size = self.memcgs[m as usize].usage.max(protection);
+                (size - (size as u128 * protection as u128 / (cgroup_size + 1) as u128) as u64).max(SWAP_CLUSTER_MAX)
+            } else {
+                size
+            } >> sc.priority;
             nr[idx] = match balance {
                 Balance::Equal => scan,
                 Balance::Fract => scan * fraction[file as usize] / denominator.max(1),
@@ -550,10 +576,17 @@ impl Mm {
                 return Fate::Keep;
             }
             ctx.cpu(self.costs.swap_alloc_ns);
+            let m = self.pages[i as usize].memcg;
             let Some(slot) = self.swap.alloc_slot(i) else {
+                self.mem_cgroup_swap_fail(m);
                 return self.activate_locked(i);
             };
-            let m = self.pages[i as usize].memcg;
+            // folio_alloc_swap → mem_cgroup_try_charge_swap: over memory.swap.max the slot
+            // goes back and the folio is activated, as when no slot is free.
+            if !self.mem_cgroup_try_charge_swap(m) {
+                self.swap.free_slot(slot);
+                return self.activate_locked(i);
+            }
             let p = &mut self.pages[i as usize];
             p.slot = slot;
             p.set(pg::SWAPCACHE | pg::DIRTY);
@@ -736,10 +769,10 @@ impl Mm {
     }
 
     /// activate_locked: free the swap slot of a swap-cache folio when swap is half full
-    /// (folio_free_swap), then activate.
+    /// (mem_cgroup_swap_full; folio_free_swap), then activate.
     fn activate_locked(&mut self, i: u32) -> Fate {
         let p = &self.pages[i as usize];
-        if p.has(pg::SWAPCACHE) && !p.has(pg::WRITEBACK) && p.has(pg::MAPPED) && self.swap.vm_swap_full() {
+        if p.has(pg::SWAPCACHE) && !p.has(pg::WRITEBACK) && p.has(pg::MAPPED) && self.mem_cgroup_swap_full(p.memcg) {
             self.folio_free_swap(i);
         }
         Fate::Activate
@@ -825,6 +858,14 @@ impl Mm {
                 sc.skipped_deactivate = false;
                 continue;
             }
+            // Untapped memory.low reserves: retry reclaiming the protected memcgs too
+            // rather than fail (and OOM).
+            if sc.memcg_low_skipped {
+                sc.force_deactivate = false;
+                sc.memcg_low_reclaim = true;
+                sc.memcg_low_skipped = false;
+                continue;
+            }
             return 0;
         }
     }
@@ -845,6 +886,19 @@ impl Mm {
         let before = sc.nr_reclaimed;
         for k in 0..n {
             let m = start + ((first - start) as usize + k) as u16 % (n as u16);
+            // shrink_node_memcgs (6.12): hard protection skips the memcg; soft protection
+            // too, unless this is the memcg_low retry, which counts MEMCG_LOW.
+            self.mem_cgroup_calculate_protection(start, m);
+            if self.mem_cgroup_below_min(start, m) {
+                continue;
+            }
+            if self.mem_cgroup_below_low(start, m) {
+                if !sc.memcg_low_reclaim {
+                    sc.memcg_low_skipped = true;
+                    continue;
+                }
+                self.memcg_low_event(m);
+            }
             self.shrink_lruvec(ctx, m, sc);
             self.shrink_slab(ctx, m, sc);
             if partial && sc.nr_reclaimed >= sc.nr_to_reclaim {

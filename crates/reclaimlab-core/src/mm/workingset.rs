@@ -50,7 +50,8 @@ impl Mm {
         if !file {
             workingset_size += self.lru_size_stat(m, list::INACTIVE_FILE);
         }
-        if self.swap.nr_swap_pages > 0 {
+        // mem_cgroup_get_nr_swap_pages of the eviction memcg: free swap under its memory.swap.max.
+        if self.mem_cgroup_get_nr_swap_pages(m) > 0 {
             workingset_size += self.lru_size_stat(m, list::ACTIVE_ANON);
             if file {
                 workingset_size += self.lru_size_stat(m, list::INACTIVE_ANON);

@@ -171,10 +171,13 @@ counters! {
         workingset_refault_anon [v1 v2]: "Anonymous refaults.",
         workingset_activate_anon [v2]: "Anonymous refaults activated.",
         workingset_restore_anon [v2]: "Anonymous refaults of pages that were active.",
+        low_events as "low" [events]: "Times the cgroup was reclaimed although under its memory.low (memory.events low; MEMCG_LOW).",
         high_events as "high" [events]: "Times usage went over memory.high (memory.events high).",
         max_events as "max" [events]: "Times usage hit memory.max (memory.events max).",
         oom_events as "oom" [events]: "Times the cgroup's limit invoked the OOM killer (memory.events oom; mem_cgroup_oom).",
         oom_kill [events]: "OOM kills in the cgroup (memory.events oom_kill).",
+        swap_max_events as "max" [swap_events]: "Swap-outs refused at memory.swap.max (memory.swap.events max; MEMCG_SWAP_MAX).",
+        swap_fail_events as "fail" [swap_events]: "Swap slot allocations that failed, for want of a free slot or at memory.swap.max (memory.swap.events fail; MEMCG_SWAP_FAIL).",
     }
 }
 
@@ -214,8 +217,8 @@ mod tests {
         let mut out = Vec::new();
         a.export_tagged("events", "memory.events.", &mut out);
         let names: Vec<&str> = out.iter().map(|(k, _)| k.as_str()).collect();
-        assert_eq!(names, ["memory.events.high", "memory.events.max", "memory.events.oom", "memory.events.oom_kill"]);
-        assert_eq!(out[0].1, 1);
+        assert_eq!(names, ["memory.events.low", "memory.events.high", "memory.events.max", "memory.events.oom", "memory.events.oom_kill"]);
+        assert_eq!(out[1].1, 1);
         let mut out = Vec::new();
         a.export_tagged("v1", "", &mut out);
         assert!(out.contains(&("pgpgin".to_string(), 5)) && !out.iter().any(|(k, _)| k == "pswpin"));

@@ -78,7 +78,7 @@ rm -rf /lib/modules
 ip link set lo up || die "cannot bring the loopback interface up"
 printf '127.0.0.1 localhost\n::1 localhost ip6-localhost\n' > /etc/hosts
 
-mount -t cgroup2 -o nsdelegate,memory_recursiveprot cgroup2 /sys/fs/cgroup || die "cannot mount cgroup2"
+mount -t cgroup2 -o "${CGROUP2_OPTS:-nsdelegate,memory_recursiveprot}" cgroup2 /sys/fs/cgroup || die "cannot mount cgroup2"
 setf /sys/fs/cgroup/cgroup.subtree_control +memory
 
 waitdev /dev/vda
