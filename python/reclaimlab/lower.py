@@ -20,6 +20,7 @@ from reclaimlab.devices import ZRAM_DEVICE, DeviceModel
 from reclaimlab.profile import Profile, active_profile, device_presets, effective_costs
 from reclaimlab.scenario import (
     Cgroups,
+    Filesystem,
     ExitPhase,
     FillPhase,
     HotCold,
@@ -109,7 +110,17 @@ def _machine(m: Machine, presets: dict[str, DeviceModel]) -> dict[str, Any]:
     out: dict[str, Any] = {"memory_bytes": m.memory, "cpus": m.cpus, "swap": swaps}
     # Optional in config.rs: a machine without filesystems lowers as before they existed.
     if m.filesystems:
-        out["filesystems"] = [{"name": fs.name, "fstype": fs.type, "device": _device(fs.device.model(presets))} for fs in m.filesystems]
+        out["filesystems"] = [_filesystem(fs, presets) for fs in m.filesystems]
+    return out
+
+
+def _filesystem(fs: Filesystem, presets: dict[str, DeviceModel]) -> dict[str, Any]:
+    """A block-device filesystem with its device; a tmpfs with its size (if set) and no device."""
+    out: dict[str, Any] = {"name": fs.name, "fstype": fs.type}
+    if fs.device is not None:
+        out["device"] = _device(fs.device.model(presets))
+    if fs.size is not None:
+        out["size_bytes"] = fs.size
     return out
 
 

@@ -184,7 +184,14 @@ impl Scheduler {
                 let region = proc.regions[a.region as usize] as usize;
                 let page = mm.regions[region].base + a.page as u32;
                 proc.accesses += 1;
-                let access = if buffered_read {
+                // tmpfs files have their own file operations (mm/shmem.rs); fsync on them
+                // does nothing (noop_fsync).
+                let shmem = mm.regions[region].shmem.is_some();
+                let access = if buffered_read && shmem {
+                    mm.shmem_file_read(&mut ctx, page).map(|()| true)
+                } else if buffered_write && shmem {
+                    mm.shmem_file_write(&mut ctx, page).map(|()| true)
+                } else if buffered_read {
                     mm.filemap_read(&mut ctx, page).map(|()| true)
                 } else if buffered_write {
                     let written = proc.accesses * PAGE_SIZE;

@@ -119,7 +119,15 @@ def _check_machine(m: Machine, caps: native.Capabilities) -> list[Problem]:
             )
     p += _duplicates([f.name for f in m.filesystems], ("machine", "filesystems"), "name", "filesystem")
     for i, fs in enumerate(m.filesystems):
-        if fs.device.missing():
+        if fs.type == "tmpfs":
+            if fs.device is not None:
+                p.append(Problem(("machine", "filesystems", i, "device"), "a tmpfs has no block device; leave device out (size= limits it)"))
+            continue
+        if fs.size is not None:
+            p.append(Problem(("machine", "filesystems", i, "size"), f"only a tmpfs has a size; a {fs.type} filesystem has its device's"))
+        if fs.device is None:
+            p.append(Problem(("machine", "filesystems", i, "device"), f"required key is missing: a {fs.type} filesystem needs a block device"))
+        elif fs.device.missing():
             p.append(
                 Problem(
                     ("machine", "filesystems", i, "device"),

@@ -101,11 +101,15 @@ class Swap(StrictModel):
 
 
 class Filesystem(StrictModel):
-    """A filesystem on its own block device, holding the processes' files (docs/scenario.md)."""
+    """A filesystem holding the processes' files (docs/scenario.md): on its own block device,
+    or a tmpfs (memory only, with a ``size`` instead of a device)."""
 
     name: str
-    type: Literal["ext4", "xfs", "btrfs"] = "ext4"
-    device: Annotated[Device, BeforeValidator(_device_shortcut)]
+    type: Literal["ext4", "xfs", "btrfs", "tmpfs"] = "ext4"
+    #: Required for every type but tmpfs, which has none (checks.py).
+    device: Annotated[Device, BeforeValidator(_device_shortcut, json_schema_input_type=str | Device)] | None = None
+    #: tmpfs only: the size= mount option; unset, the kernel's default (half of RAM).
+    size: PositiveSize | None = None
 
 
 class Machine(StrictModel):

@@ -519,6 +519,14 @@ impl Mm {
             return Fate::Keep;
         }
 
+        // A tmpfs folio in its mapping: dropped if clean, else moved to the swap cache by
+        // shmem_writepage on its way to swap_writepage (mm/shmem.rs).
+        if self.pages[i as usize].flags & (pg::SHMEM | pg::SWAPCACHE) == pg::SHMEM {
+            if let Err(fate) = self.shmem_pageout_prepare(ctx, i, sc.may_writepage) {
+                return fate;
+            }
+        }
+
         // Anonymous, not yet in the swap cache: allocate a slot (folio_alloc_swap).
         if !self.pages[i as usize].has(pg::SWAPCACHE) {
             if !sc.may_swap {
@@ -1039,7 +1047,7 @@ impl Mm {
     /// Reclaim waits on a folio's writeback (v1 memcg reclaim, case 3): complete the device's
     /// writes up to and including this one at their completion time. Going to sleep flushes
     /// the task's plug first (schedule → blk_flush_plug), which may hold this very write.
-    fn wait_on_writeback(&mut self, ctx: &mut Ctx, i: u32) {
+    pub(super) fn wait_on_writeback(&mut self, ctx: &mut Ctx, i: u32) {
         let slot = self.pages[i as usize].slot;
         debug_assert_ne!(slot, NONE);
         let d = self.swap.dev_of(slot);

@@ -14,3 +14,4 @@ mod switches;
 mod zswap_limits;
 mod page_tables;
 mod stats_flush;
+mod shmem;
