@@ -30,7 +30,7 @@ from reclaimlab.scenario.models import (
     parse_metric,
     phase_name,
 )
-from reclaimlab.units import describe
+from reclaimlab.units import PAGE_SIZE, describe, pages
 
 __all__ = ["check"]
 
@@ -208,6 +208,33 @@ def _check_cgroups(c: Cgroups) -> list[Problem]:
     return p
 
 
+def _check_tmpfs_sizes(s: Scenario, procs: list[Process]) -> list[Problem]:
+    """The files on a tmpfs fit in its size (unset: half of RAM, the kernel's default): files
+    have a fixed size, so a write past it (ENOSPC) is refused here. Reported at the first file
+    that does not fit."""
+    p: list[Problem] = []
+    names = [fs.name for fs in s.machine.filesystems]
+    for n, fs in enumerate(s.machine.filesystems):
+        if fs.type != "tmpfs" or not isinstance(s.machine.memory, int):
+            continue
+        limit = fs.size if fs.size is not None else pages(s.machine.memory) // 2 * PAGE_SIZE
+        used = 0
+        for i, proc in enumerate(procs):
+            for k, f in enumerate(proc.files):
+                if (f.filesystem if f.filesystem is not None else names[0]) != fs.name:
+                    continue
+                used += pages(f.size) * PAGE_SIZE
+                if used > limit:
+                    p.append(
+                        Problem(
+                            ("processes", i, "files", k, "size"),
+                            f"the files on tmpfs {fs.name!r} reach {used} bytes here, over its size of {limit} bytes (machine.filesystems[{n}].size)",
+                        )
+                    )
+                    return p
+    return p
+
+
 def _check_processes(s: Scenario, procs: list[Process]) -> list[Problem]:
     p: list[Problem] = []
     if not procs:
@@ -215,6 +242,7 @@ def _check_processes(s: Scenario, procs: list[Process]) -> list[Problem]:
     elif not any(size > 0 for proc in procs for size in [*(r.size for r in proc.regions), *(f.size for f in proc.files)]):
         p.append(Problem(("processes",), "expected regions with a total size > 0; no process has a region or file"))
     p += _duplicates([proc.name for proc in procs], ("processes",), "name", "process")
+    p += _check_tmpfs_sizes(s, procs)
     cgroups = set(s.cgroups.all_paths())
     for i, proc in enumerate(procs):
         where: Path = ("processes", i)
