@@ -177,3 +177,57 @@ def test_files_over_the_tmpfs_size_are_refused() -> None:
     with pytest.raises(ScenarioError) as e:
         load(TMPFS.replace('size = "4MiB"\n', "").replace('size = "2MiB"', 'size = "129MiB"'))
     assert "over its size of 134217728 bytes" in str(e.value)
+
+
+CREATE = FILES.replace(
+    '[[processes.phases]]\nkind = "read"',
+    """[[processes.phases]]
+name = "fsmark"
+kind = "create_files"
+files = 3
+size = "64KiB"
+loops = 2
+sync = "fsync"
+content = "random"
+[[processes.phases]]
+kind = "read\"""",
+)
+
+
+def test_create_files_lowers_its_files_as_regions_after_the_declared_ones() -> None:
+    p = lower(load(CREATE), profile=None)["processes"][0]
+    created = [r for r in p["regions"] if r["name"].startswith("fsmark/")]
+    assert [r["name"] for r in created] == [f"fsmark/{k}" for k in range(6)]
+    assert all(r["pages"] == 16 and r["file"] == 0 and r["variants"] == 1 and r["content"] == "random" for r in created)
+    assert p["phases"][1]["phase"] == {"kind": "create_files", "regions": [2, 3, 4, 5, 6, 7], "fsync": True}
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "message"),
+    [
+        ("loops = 2", "loops = 40000", "processes[0].phases[1].files: files × loops must be at most 60000"),
+        ('sync = "fsync"', 'sync = "always"', "processes[0].phases[1].sync"),
+        ('content = "random"', 'content = "random"\nfilesystem = "nope"', "processes[0].phases[1].filesystem: expected the name"),
+        ('[[processes.files]]\nname = "db"', '[[processes.files]]\nname = "fsmark/1"', "processes[0].phases[1].name: the files it creates"),
+    ],
+)
+def test_create_files_errors_name_the_key(old: str, new: str, message: str) -> None:
+    assert old in CREATE
+    with pytest.raises(ScenarioError) as e:
+        load(CREATE.replace(old, new, 1))
+    assert message in str(e.value)
+
+
+@pytest.mark.native
+def test_the_core_creates_files_and_fsyncs_each(real_core: Any) -> None:
+    sim = real_core.Simulation(json.dumps(lower(load(CREATE), profile=None)))
+    while not sim.step(100_000):
+        pass
+    result = json.loads(sim.result_json())
+    counters = dict(result["counters"])
+    # 6 files of 16 pages written and fsynced at close: all clean, each written once.
+    assert counters["vmstat.nr_dirtied"] >= 6 * 16
+    assert counters["vmstat.nr_written"] == counters["vmstat.nr_dirtied"]
+    assert counters["vmstat.nr_dirty"] == 0
+    phase = next(r for r in result["phases"] if r["phase"] == "fsmark")
+    assert phase["accesses"] == 6 * 16

@@ -20,6 +20,7 @@ from reclaimlab.devices import ZRAM_DEVICE, DeviceModel
 from reclaimlab.profile import Profile, active_profile, device_presets, effective_costs
 from reclaimlab.scenario import (
     Cgroups,
+    CreateFilesPhase,
     Filesystem,
     ExitPhase,
     FillPhase,
@@ -172,7 +173,7 @@ def _dist(d: Uniform | HotCold | Zipf) -> dict[str, Any]:
     return {"kind": "uniform"}
 
 
-def _phase(ph: Any, regions: dict[str, int]) -> dict[str, Any]:
+def _phase(ph: Any, name: str, regions: dict[str, int]) -> dict[str, Any]:
     if isinstance(ph, FillPhase):
         return {"kind": "fill", "region": regions[ph.region]}
     if isinstance(ph, SequentialPhase):
@@ -197,6 +198,8 @@ def _phase(ph: Any, regions: dict[str, int]) -> dict[str, Any]:
         return {"kind": ph.kind, "region": regions[ph.file], "passes": ph.passes, "write_percent": ph.write_percent}
     if isinstance(ph, WritePhase):
         return {"kind": ph.kind, "region": regions[ph.file], "passes": ph.passes, "fsync_bytes": ph.fsync_every}
+    if isinstance(ph, CreateFilesPhase):
+        return {"kind": ph.kind, "regions": [regions[f] for f in ph.file_names(name)], "fsync": ph.sync == "fsync"}
     if isinstance(ph, SleepPhase):
         return {"kind": "sleep", "duration_ns": ph.duration}
     assert isinstance(ph, ExitPhase)
@@ -205,15 +208,21 @@ def _phase(ph: Any, regions: dict[str, int]) -> dict[str, Any]:
 
 def _process(p: Process, cgroups: dict[str, int], m: Machine) -> dict[str, Any]:
     # Files are regions after the anonymous ones, with the index of their filesystem.
-    regions = {name: i for i, name in enumerate([*(r.name for r in p.regions), *(f.name for f in p.files)])}
+    # The files create_files phases create come after the declared ones, in phase order.
     fs_index = {fs.name: i for i, fs in enumerate(m.filesystems)}
     lowered = [{"name": r.name, "pages": pages(r.size), "content": r.content, "variants": r.variants} for r in p.regions]
     for f in p.files:
         fs = f.filesystem if f.filesystem is not None else m.filesystems[0].name
         lowered.append({"name": f.name, "pages": pages(f.size), "content": f.content, "variants": f.variants, "file": fs_index[fs]})
+    for j, ph in enumerate(p.phases):
+        if isinstance(ph, CreateFilesPhase):
+            fs = ph.filesystem if ph.filesystem is not None else m.filesystems[0].name
+            created = {"pages": pages(ph.size), "content": ph.content, "variants": ph.variants, "file": fs_index[fs]}
+            lowered.extend({"name": f, **created} for f in ph.file_names(phase_name(ph, j)))
+    regions = {r["name"]: i for i, r in enumerate(lowered)}
     return {
         "name": p.name,
         "cgroup": cgroups[p.cgroup_path()],
         "regions": lowered,
-        "phases": [{"name": phase_name(ph, j), "phase": _phase(ph, regions)} for j, ph in enumerate(p.phases)],
+        "phases": [{"name": phase_name(ph, j), "phase": _phase(ph, phase_name(ph, j), regions)} for j, ph in enumerate(p.phases)],
     }

@@ -76,6 +76,12 @@ pub fn run_phases<M: Memory, S: Sink>(plan: &Plan, mem: &mut M, sink: &mut S, tr
             Phase::Read { .. } | Phase::Mmap { .. } | Phase::Write { .. } => {
                 return Err(io::Error::other(format!("phase {}: file phases cannot run on the real kernel yet", p.name)))
             }
+            Phase::CreateFiles { .. } => {
+                return Err(io::Error::other(format!(
+                    "phase {}: create_files (fs_mark-style file creation) cannot run on the real kernel yet",
+                    p.name
+                )))
+            }
         };
         let faults_before = sys::faults();
         let sched_before = sys::sched();

@@ -23,6 +23,7 @@ from reclaimlab.scenario.models import (
     MultiRegionPhase,
     Process,
     RandomPhase,
+    CreateFilesPhase,
     ReadPhase,
     Report,
     Scenario,
@@ -208,30 +209,48 @@ def _check_cgroups(c: Cgroups) -> list[Problem]:
     return p
 
 
+#: The most files one create_files phase may create (files × loops): each is a region of the
+#: lowered config, and the core numbers regions with 16 bits.
+MAX_CREATED_FILES = 60000
+
+
+def _files_on(s: Scenario, procs: list[Process]) -> list[tuple[str, int, Path]]:
+    """Every file of every process (declared or created by a create_files phase), as (its
+    filesystem's name, its size in bytes, where it is declared), in lowering order."""
+    names = [fs.name for fs in s.machine.filesystems]
+    out: list[tuple[str, int, Path]] = []
+    if not names:
+        return out
+    for i, proc in enumerate(procs):
+        for k, f in enumerate(proc.files):
+            out.append((f.filesystem if f.filesystem is not None else names[0], pages(f.size) * PAGE_SIZE, ("processes", i, "files", k, "size")))
+        for j, ph in enumerate(proc.phases):
+            if isinstance(ph, CreateFilesPhase):
+                fs = ph.filesystem if ph.filesystem is not None else names[0]
+                out.extend([(fs, pages(ph.size) * PAGE_SIZE, ("processes", i, "phases", j, "size"))] * (ph.files * ph.loops))
+    return out
+
+
 def _check_tmpfs_sizes(s: Scenario, procs: list[Process]) -> list[Problem]:
     """The files on a tmpfs fit in its size (unset: half of RAM, the kernel's default): files
     have a fixed size, so a write past it (ENOSPC) is refused here. Reported at the first file
     that does not fit."""
     p: list[Problem] = []
-    names = [fs.name for fs in s.machine.filesystems]
+    files = _files_on(s, procs)
     for n, fs in enumerate(s.machine.filesystems):
         if fs.type != "tmpfs" or not isinstance(s.machine.memory, int):
             continue
         limit = fs.size if fs.size is not None else pages(s.machine.memory) // 2 * PAGE_SIZE
         used = 0
-        for i, proc in enumerate(procs):
-            for k, f in enumerate(proc.files):
-                if (f.filesystem if f.filesystem is not None else names[0]) != fs.name:
-                    continue
-                used += pages(f.size) * PAGE_SIZE
-                if used > limit:
-                    p.append(
-                        Problem(
-                            ("processes", i, "files", k, "size"),
-                            f"the files on tmpfs {fs.name!r} reach {used} bytes here, over its size of {limit} bytes (machine.filesystems[{n}].size)",
-                        )
-                    )
-                    return p
+        for name, size, path in files:
+            if name != fs.name:
+                continue
+            used += size
+            if used > limit:
+                p.append(
+                    Problem(path, f"the files on tmpfs {fs.name!r} reach {used} bytes here, over its size of {limit} bytes (machine.filesystems[{n}].size)")
+                )
+                break
     return p
 
 
@@ -239,7 +258,11 @@ def _check_processes(s: Scenario, procs: list[Process]) -> list[Problem]:
     p: list[Problem] = []
     if not procs:
         p.append(Problem(("processes",), "expected at least one [[processes]] entry"))
-    elif not any(size > 0 for proc in procs for size in [*(r.size for r in proc.regions), *(f.size for f in proc.files)]):
+    elif not any(
+        size > 0
+        for proc in procs
+        for size in [*(r.size for r in proc.regions), *(f.size for f in proc.files), *(ph.size for ph in proc.phases if isinstance(ph, CreateFilesPhase))]
+    ):
         p.append(Problem(("processes",), "expected regions with a total size > 0; no process has a region or file"))
     p += _duplicates([proc.name for proc in procs], ("processes",), "name", "process")
     p += _check_tmpfs_sizes(s, procs)
@@ -276,7 +299,23 @@ def _check_processes(s: Scenario, procs: list[Process]) -> list[Problem]:
         regions = [r.name for r in proc.regions]
         for j, ph in enumerate(proc.phases):
             pw: Path = (*where, "phases", j)
-            if isinstance(ph, ReadPhase | MmapPhase | WritePhase):
+            if isinstance(ph, CreateFilesPhase):
+                if ph.filesystem is None and len(filesystems) != 1:
+                    have = "none" if not filesystems else f"{len(filesystems)} ({_quoted(filesystems)})"
+                    p.append(Problem((*pw, "filesystem"), f"required key is missing: the machine has {have} [[machine.filesystems]], so name one"))
+                elif ph.filesystem is not None and ph.filesystem not in filesystems:
+                    p.append(
+                        Problem(
+                            (*pw, "filesystem"),
+                            f"expected the name of a [[machine.filesystems]] entry (one of {_quoted(filesystems)}); got {ph.filesystem!r}",
+                        )
+                    )
+                if ph.files * ph.loops > MAX_CREATED_FILES:
+                    p.append(Problem((*pw, "files"), f"files × loops must be at most {MAX_CREATED_FILES}; got {ph.files * ph.loops}"))
+                clash = sorted(set(ph.file_names(phase_name(ph, j))) & ({*files} | {*regions}))
+                if clash:
+                    p.append(Problem((*pw, "name"), f"the files it creates are named like a region or file of process {proc.name!r}: {clash[0]!r}"))
+            elif isinstance(ph, ReadPhase | MmapPhase | WritePhase):
                 if ph.file not in files:
                     p.append(
                         Problem(

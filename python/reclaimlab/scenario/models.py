@@ -380,6 +380,27 @@ class WritePhase(_Phase):
     fsync_every: PositiveSize | None = None
 
 
+class CreateFilesPhase(_Phase):
+    """fs_mark-style file creation (docs/scenario.md): ``loops`` times, ``files`` new files of
+    ``size`` each on ``filesystem``, each written from start to end with buffered write(2), one
+    page per call, then closed (``sync = "fsync"``: fsync(2) before the close, fs_mark -S1;
+    ``"none"``: -S0). Files are kept (fs_mark without deletion); each is a file of the
+    process named ``<phase name>/<k>``."""
+
+    kind: Literal["create_files"]
+    files: IntRange(1, 65535)  # type: ignore[valid-type]
+    size: PositiveSize
+    loops: IntRange(1, 65535) = 1  # type: ignore[valid-type]
+    sync: Literal["none", "fsync"] = "none"
+    content: Content
+    variants: IntRange(1, 65536) = 1  # type: ignore[valid-type]
+    filesystem: str | None = None
+
+    def file_names(self, name: str) -> list[str]:
+        """The names of the files it creates, in creation order (``name``: the phase's)."""
+        return [f"{name}/{k}" for k in range(self.files * self.loops)]
+
+
 class SleepPhase(_Phase):
     kind: Literal["sleep"]
     duration: Duration
@@ -390,7 +411,8 @@ class ExitPhase(_Phase):
 
 
 Phase = Annotated[
-    FillPhase | SequentialPhase | RandomPhase | ReadPhase | MmapPhase | WritePhase | SleepPhase | ExitPhase, Field(discriminator="kind")
+    FillPhase | SequentialPhase | RandomPhase | ReadPhase | MmapPhase | WritePhase | CreateFilesPhase | SleepPhase | ExitPhase,
+    Field(discriminator="kind"),
 ]
 
 
