@@ -205,7 +205,7 @@ def test_create_files_lowers_its_files_as_regions_after_the_declared_ones() -> N
 @pytest.mark.parametrize(
     ("old", "new", "message"),
     [
-        ("loops = 2", "loops = 40000", "processes[0].phases[1].files: files × loops must be at most 60000"),
+        ("loops = 2", "loops = 40000", "processes[0].phases[1].files: files x loops must be at most 60000"),
         ('sync = "fsync"', 'sync = "always"', "processes[0].phases[1].sync"),
         ('content = "random"', 'content = "random"\nfilesystem = "nope"', "processes[0].phases[1].filesystem: expected the name"),
         ('[[processes.files]]\nname = "db"', '[[processes.files]]\nname = "fsmark/1"', "processes[0].phases[1].name: the files it creates"),

@@ -21,8 +21,8 @@ from reclaimlab.profile import Profile, active_profile, device_presets, effectiv
 from reclaimlab.scenario import (
     Cgroups,
     CreateFilesPhase,
-    Filesystem,
     ExitPhase,
+    Filesystem,
     FillPhase,
     HotCold,
     Kernel,

@@ -15,6 +15,7 @@ from reclaimlab.scenario.models import (
     V1_FILES,
     V2_FILES,
     Cgroups,
+    CreateFilesPhase,
     Device,
     FillPhase,
     Kernel,
@@ -23,7 +24,6 @@ from reclaimlab.scenario.models import (
     MultiRegionPhase,
     Process,
     RandomPhase,
-    CreateFilesPhase,
     ReadPhase,
     Report,
     Scenario,
@@ -122,12 +122,16 @@ def _check_machine(m: Machine, caps: native.Capabilities) -> list[Problem]:
     for i, fs in enumerate(m.filesystems):
         if fs.type == "tmpfs":
             if fs.device is not None:
-                p.append(Problem(("machine", "filesystems", i, "device"), "a tmpfs has no block device; leave device out (size= limits it)"))
+                p.append(
+                    Problem(("machine", "filesystems", i, "device"), "a tmpfs has no block device; leave device out (size= limits it)")
+                )
             continue
         if fs.size is not None:
             p.append(Problem(("machine", "filesystems", i, "size"), f"only a tmpfs has a size; a {fs.type} filesystem has its device's"))
         if fs.device is None:
-            p.append(Problem(("machine", "filesystems", i, "device"), f"required key is missing: a {fs.type} filesystem needs a block device"))
+            p.append(
+                Problem(("machine", "filesystems", i, "device"), f"required key is missing: a {fs.type} filesystem needs a block device")
+            )
         elif fs.device.missing():
             p.append(
                 Problem(
@@ -209,7 +213,7 @@ def _check_cgroups(c: Cgroups) -> list[Problem]:
     return p
 
 
-#: The most files one create_files phase may create (files × loops): each is a region of the
+#: The most files one create_files phase may create (files x loops): each is a region of the
 #: lowered config, and the core numbers regions with 16 bits.
 MAX_CREATED_FILES = 60000
 
@@ -223,7 +227,9 @@ def _files_on(s: Scenario, procs: list[Process]) -> list[tuple[str, int, Path]]:
         return out
     for i, proc in enumerate(procs):
         for k, f in enumerate(proc.files):
-            out.append((f.filesystem if f.filesystem is not None else names[0], pages(f.size) * PAGE_SIZE, ("processes", i, "files", k, "size")))
+            out.append(
+                (f.filesystem if f.filesystem is not None else names[0], pages(f.size) * PAGE_SIZE, ("processes", i, "files", k, "size"))
+            )
         for j, ph in enumerate(proc.phases):
             if isinstance(ph, CreateFilesPhase):
                 fs = ph.filesystem if ph.filesystem is not None else names[0]
@@ -248,7 +254,11 @@ def _check_tmpfs_sizes(s: Scenario, procs: list[Process]) -> list[Problem]:
             used += size
             if used > limit:
                 p.append(
-                    Problem(path, f"the files on tmpfs {fs.name!r} reach {used} bytes here, over its size of {limit} bytes (machine.filesystems[{n}].size)")
+                    Problem(
+                        path,
+                        f"the files on tmpfs {fs.name!r} reach {used} bytes here, "
+                        f"over its size of {limit} bytes (machine.filesystems[{n}].size)",
+                    )
                 )
                 break
     return p
@@ -261,7 +271,11 @@ def _check_processes(s: Scenario, procs: list[Process]) -> list[Problem]:
     elif not any(
         size > 0
         for proc in procs
-        for size in [*(r.size for r in proc.regions), *(f.size for f in proc.files), *(ph.size for ph in proc.phases if isinstance(ph, CreateFilesPhase))]
+        for size in [
+            *(r.size for r in proc.regions),
+            *(f.size for f in proc.files),
+            *(ph.size for ph in proc.phases if isinstance(ph, CreateFilesPhase)),
+        ]
     ):
         p.append(Problem(("processes",), "expected regions with a total size > 0; no process has a region or file"))
     p += _duplicates([proc.name for proc in procs], ("processes",), "name", "process")
@@ -302,7 +316,11 @@ def _check_processes(s: Scenario, procs: list[Process]) -> list[Problem]:
             if isinstance(ph, CreateFilesPhase):
                 if ph.filesystem is None and len(filesystems) != 1:
                     have = "none" if not filesystems else f"{len(filesystems)} ({_quoted(filesystems)})"
-                    p.append(Problem((*pw, "filesystem"), f"required key is missing: the machine has {have} [[machine.filesystems]], so name one"))
+                    p.append(
+                        Problem(
+                            (*pw, "filesystem"), f"required key is missing: the machine has {have} [[machine.filesystems]], so name one"
+                        )
+                    )
                 elif ph.filesystem is not None and ph.filesystem not in filesystems:
                     p.append(
                         Problem(
@@ -311,10 +329,14 @@ def _check_processes(s: Scenario, procs: list[Process]) -> list[Problem]:
                         )
                     )
                 if ph.files * ph.loops > MAX_CREATED_FILES:
-                    p.append(Problem((*pw, "files"), f"files × loops must be at most {MAX_CREATED_FILES}; got {ph.files * ph.loops}"))
+                    p.append(Problem((*pw, "files"), f"files x loops must be at most {MAX_CREATED_FILES}; got {ph.files * ph.loops}"))
                 clash = sorted(set(ph.file_names(phase_name(ph, j))) & ({*files} | {*regions}))
                 if clash:
-                    p.append(Problem((*pw, "name"), f"the files it creates are named like a region or file of process {proc.name!r}: {clash[0]!r}"))
+                    p.append(
+                        Problem(
+                            (*pw, "name"), f"the files it creates are named like a region or file of process {proc.name!r}: {clash[0]!r}"
+                        )
+                    )
             elif isinstance(ph, ReadPhase | MmapPhase | WritePhase):
                 if ph.file not in files:
                     p.append(

@@ -474,10 +474,19 @@ class Metric:
     phase: str | None = None  # "process/phase" as written
     field: str | None = None  # one of PHASE_FIELDS
     memcg: str | None = None  # the cgroup path of a memcg[...] counter
+    derived: str | None = None  # an mmtests figure (reclaimlab.mmtests.DERIVED)
 
 
 def parse_metric(text: str) -> Metric:
-    """``"vmstat.pswpin"`` or ``"phase:apt/update.elapsed_s"``; ValueError saying what is expected."""
+    """``"vmstat.pswpin"``, ``"phase:apt/update.elapsed_s"`` or ``"mmtests:kswapd_efficiency"``;
+    ValueError saying what is expected."""
+    if text.startswith("mmtests:"):
+        from reclaimlab.mmtests import DERIVED
+
+        name = text[len("mmtests:") :]
+        if name not in DERIVED:
+            raise ValueError(f"expected 'mmtests:<{'|'.join(DERIVED)}>'; got {text!r}")
+        return Metric(text, derived=name)
     if text.startswith("phase:"):
         body, dot, field = text[len("phase:") :].rpartition(".")
         if not dot or field not in PHASE_FIELDS or "/" not in body.strip("/"):

@@ -338,6 +338,10 @@ impl Mm {
                 // Tracepoint hits (the seed's ftrace rows): not /proc counters.
                 ("trace.balance_dirty_pages", self.dirty.throttled),
                 ("trace.mm_vmscan_throttled", self.dirty.reclaim_throttled),
+                ("trace.mm_vmscan_write_folio.direct_anon", self.dirty.reclaim_writes[0][0]),
+                ("trace.mm_vmscan_write_folio.direct_file", self.dirty.reclaim_writes[0][1]),
+                ("trace.mm_vmscan_write_folio.kswapd_anon", self.dirty.reclaim_writes[1][0]),
+                ("trace.mm_vmscan_write_folio.kswapd_file", self.dirty.reclaim_writes[1][1]),
                 ("meminfo.Cached", (inactive + active + shmem) * 4),
                 ("meminfo.Active(file)", active * 4),
                 ("meminfo.Inactive(file)", inactive * 4),

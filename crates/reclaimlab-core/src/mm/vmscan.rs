@@ -566,11 +566,13 @@ impl Mm {
                 }
                 Writeout::Io => {
                     self.vm.nr_vmscan_write += 1;
+                    self.dirty.count_reclaim_write(sc.kind == Reclaimer::Kswapd, false);
                     *nr_pageout += 1;
                     return Fate::Keep;
                 }
                 Writeout::Done => {
                     self.vm.nr_vmscan_write += 1;
+                    self.dirty.count_reclaim_write(sc.kind == Reclaimer::Kswapd, false);
                     *nr_pageout += 1;
                     self.pages[i as usize].clear(pg::RECLAIM);
                 }
@@ -675,6 +677,7 @@ impl Mm {
         }
         let fs = self.regions[self.pages[i as usize].region as usize].file.as_ref().expect("a file region").fs as usize;
         self.vm.nr_vmscan_write += 1;
+        self.dirty.count_reclaim_write(sc.kind == Reclaimer::Kswapd, true);
         *nr_pageout += 1;
         if self.fs[fs].fstype.writepage_from_reclaim(sc.kind == Reclaimer::Kswapd) {
             self.pages[i as usize].set(pg::RECLAIM);
