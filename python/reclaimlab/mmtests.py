@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 
 from reclaimlab.result import RunResult
+from reclaimlab.scenario.models import MMTESTS_FIGURES
 from reclaimlab.summary import run_seconds
 
 Number = float | int
@@ -60,6 +61,10 @@ DERIVED: dict[str, tuple[str, Callable[[Mapping[str, int], float], float | None]
     ),
     "page_writes_by_reclaim": ("pages reclaim wrote (nr_vmscan_write)", _writes),
 }
+
+
+# The scenario loader accepts exactly these names.
+assert tuple(DERIVED) == MMTESTS_FIGURES
 
 
 def derived(name: str, r: RunResult) -> float | None:
