@@ -126,3 +126,108 @@ def test_the_core_writes_and_fsyncs(real_core: Any) -> None:
     assert counters["vmstat.nr_written"] == counters["vmstat.nr_dirtied"]
     assert counters["vmstat.nr_dirty"] == 0
     assert counters["meminfo.Writeback"] == 0
+
+
+TMPFS = FILES.replace('type = "xfs"\ndevice = "nvme"', 'type = "tmpfs"\nsize = "4MiB"')
+
+
+def test_a_tmpfs_lowers_with_its_size_and_no_device() -> None:
+    config = lower(load(TMPFS), profile=None)
+    assert config["machine"]["filesystems"] == [{"name": "data", "fstype": "tmpfs", "size_bytes": 4 << 20}]
+    assert config["processes"][0]["regions"][1]["file"] == 0
+    unsized = lower(load(TMPFS.replace('size = "4MiB"\n', "")), profile=None)
+    assert unsized["machine"]["filesystems"] == [{"name": "data", "fstype": "tmpfs"}]
+
+
+@pytest.mark.parametrize(
+    ("scenario", "old", "new", "message"),
+    [
+        ("tmpfs", 'size = "4MiB"', 'size = "4MiB"\ndevice = "ssd"', "machine.filesystems[0].device: a tmpfs has no block device"),
+        ("xfs", 'device = "nvme"', 'device = "nvme"\nsize = "1GiB"', "machine.filesystems[0].size: only a tmpfs has a size"),
+        ("xfs", 'device = "nvme"\n', "", "machine.filesystems[0].device: required key is missing"),
+    ],
+)
+def test_tmpfs_errors_name_the_key(scenario: str, old: str, new: str, message: str) -> None:
+    text = TMPFS if scenario == "tmpfs" else FILES
+    assert old in text
+    with pytest.raises(ScenarioError) as e:
+        load(text.replace(old, new, 1))
+    assert message in str(e.value)
+
+
+@pytest.mark.native
+def test_the_core_keeps_tmpfs_files_as_shmem(real_core: Any) -> None:
+    sim = real_core.Simulation(json.dumps(lower(load(TMPFS), profile=None)))
+    while not sim.step(100_000):
+        pass
+    counters = dict(json.loads(sim.result_json())["counters"])
+    # The mapping faulted every page in (read(2) of holes allocates nothing): 2 MiB of Shmem,
+    # none of it file LRU pages, nothing read from a device.
+    assert counters["vmstat.nr_shmem"] == 512
+    assert counters["meminfo.Shmem"] == 512 * 4
+    assert counters["vmstat.nr_inactive_file"] + counters["vmstat.nr_active_file"] == 0
+    assert counters["vmstat.pgpgin"] == 0
+
+
+def test_files_over_the_tmpfs_size_are_refused() -> None:
+    with pytest.raises(ScenarioError) as e:
+        load(TMPFS.replace('size = "4MiB"', 'size = "1MiB"'))
+    assert "processes[0].files[0].size: the files on tmpfs 'data' reach 2097152 bytes" in str(e.value)
+    # Unset, the size is half of RAM (256 MiB here).
+    with pytest.raises(ScenarioError) as e:
+        load(TMPFS.replace('size = "4MiB"\n', "").replace('size = "2MiB"', 'size = "129MiB"'))
+    assert "over its size of 134217728 bytes" in str(e.value)
+
+
+CREATE = FILES.replace(
+    '[[processes.phases]]\nkind = "read"',
+    """[[processes.phases]]
+name = "fsmark"
+kind = "create_files"
+files = 3
+size = "64KiB"
+loops = 2
+sync = "fsync"
+content = "random"
+[[processes.phases]]
+kind = "read\"""",
+)
+
+
+def test_create_files_lowers_its_files_as_regions_after_the_declared_ones() -> None:
+    p = lower(load(CREATE), profile=None)["processes"][0]
+    created = [r for r in p["regions"] if r["name"].startswith("fsmark/")]
+    assert [r["name"] for r in created] == [f"fsmark/{k}" for k in range(6)]
+    assert all(r["pages"] == 16 and r["file"] == 0 and r["variants"] == 1 and r["content"] == "random" for r in created)
+    assert p["phases"][1]["phase"] == {"kind": "create_files", "regions": [2, 3, 4, 5, 6, 7], "fsync": True}
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "message"),
+    [
+        ("loops = 2", "loops = 40000", "processes[0].phases[1].files: files x loops must be at most 60000"),
+        ('sync = "fsync"', 'sync = "always"', "processes[0].phases[1].sync"),
+        ('content = "random"', 'content = "random"\nfilesystem = "nope"', "processes[0].phases[1].filesystem: expected the name"),
+        ('[[processes.files]]\nname = "db"', '[[processes.files]]\nname = "fsmark/1"', "processes[0].phases[1].name: the files it creates"),
+    ],
+)
+def test_create_files_errors_name_the_key(old: str, new: str, message: str) -> None:
+    assert old in CREATE
+    with pytest.raises(ScenarioError) as e:
+        load(CREATE.replace(old, new, 1))
+    assert message in str(e.value)
+
+
+@pytest.mark.native
+def test_the_core_creates_files_and_fsyncs_each(real_core: Any) -> None:
+    sim = real_core.Simulation(json.dumps(lower(load(CREATE), profile=None)))
+    while not sim.step(100_000):
+        pass
+    result = json.loads(sim.result_json())
+    counters = dict(result["counters"])
+    # 6 files of 16 pages written and fsynced at close: all clean, each written once.
+    assert counters["vmstat.nr_dirtied"] >= 6 * 16
+    assert counters["vmstat.nr_written"] == counters["vmstat.nr_dirtied"]
+    assert counters["vmstat.nr_dirty"] == 0
+    phase = next(r for r in result["phases"] if r["phase"] == "fsmark")
+    assert phase["accesses"] == 6 * 16

@@ -12,7 +12,7 @@ import pytest
 
 import reclaimlab
 from conftest import ROOT
-from reclaimlab import ScenarioError, load
+from reclaimlab import ScenarioError, load, mmtests
 from reclaimlab.compare import CompareResult, Config
 from reclaimlab.report import (
     ClaimResult,
@@ -533,3 +533,26 @@ def test_end_to_end_markdown(real_core: Any) -> None:
     assert down.simulated[0] is not None and down.simulated[0] > 0  # swap-only reads from disk
     assert down.reproduced  # zswap holds the working set
     assert r.claims[1].reproduced
+
+
+def test_mmtests_figures_are_mmtests_arithmetic() -> None:
+    # The seed's vanilla fs_mark row: kswapd 8202014 scanned, 4700400 reclaimed (57%); direct
+    # 4865170 / 4864514 (99%); 37% of the scans direct; velocity over the run's seconds.
+    counters = {
+        "vmstat.pgscan_kswapd": 8202014,
+        "vmstat.pgsteal_kswapd": 4700400,
+        "vmstat.pgscan_direct": 4865170,
+        "vmstat.pgsteal_direct": 4864514,
+        "vmstat.nr_vmscan_write": 14511,
+    }
+    runs = [_run(counters, [("fs_mark", "fsmark", 567.08, 1), ("sys", "fill0", 1.0, 1)]), _run({}, [("fs_mark", "fsmark", 1.0, 1)])]
+    value = {m: metric_values(f"mmtests:{m}", runs) for m in mmtests.DERIVED}
+    assert round(value["kswapd_efficiency"][0] or 0) == 57
+    assert round(value["direct_efficiency"][0] or 0) == 100
+    assert round(value["direct_scans_percent"][0] or 0) == 37
+    assert round(value["kswapd_velocity"][0] or 0, 3) == round(8202014 / 567.08, 3)
+    assert value["page_writes_by_reclaim"][0] == 14511
+    # A run without the counters has no figures.
+    assert all(v[1] is None for v in value.values())
+    with pytest.raises(ValueError, match="mmtests:<kswapd_efficiency"):
+        parse_metric("mmtests:nope")

@@ -24,7 +24,9 @@ from reclaimlab.errors import ScenarioError
 from reclaimlab.profile import Profile, active_profile, device_presets, effective_costs
 from reclaimlab.scenario import (
     Cgroups,
+    CreateFilesPhase,
     ExitPhase,
+    Filesystem,
     FillPhase,
     HotCold,
     Kernel,
@@ -119,7 +121,17 @@ def _machine(m: Machine, presets: dict[str, DeviceModel]) -> dict[str, Any]:
     out: dict[str, Any] = {"memory_bytes": m.memory, "cpus": m.cpus, "swap": swaps}
     # Optional in config.rs: a machine without filesystems lowers as before they existed.
     if m.filesystems:
-        out["filesystems"] = [{"name": fs.name, "fstype": fs.type, "device": _device(fs.device.model(presets))} for fs in m.filesystems]
+        out["filesystems"] = [_filesystem(fs, presets) for fs in m.filesystems]
+    return out
+
+
+def _filesystem(fs: Filesystem, presets: dict[str, DeviceModel]) -> dict[str, Any]:
+    """A block-device filesystem with its device; a tmpfs with its size (if set) and no device."""
+    out: dict[str, Any] = {"name": fs.name, "fstype": fs.type}
+    if fs.device is not None:
+        out["device"] = _device(fs.device.model(presets))
+    if fs.size is not None:
+        out["size_bytes"] = fs.size
     return out
 
 
@@ -191,7 +203,7 @@ def _trace(s: Scenario, ph: TracePhase, where: tuple[str | int, ...], regions: d
     }
 
 
-def _phase(ph: Any, regions: dict[str, int]) -> dict[str, Any]:
+def _phase(ph: Any, name: str, regions: dict[str, int]) -> dict[str, Any]:
     if isinstance(ph, FillPhase):
         return {"kind": "fill", "region": regions[ph.region]}
     if isinstance(ph, SequentialPhase):
@@ -216,6 +228,8 @@ def _phase(ph: Any, regions: dict[str, int]) -> dict[str, Any]:
         return {"kind": ph.kind, "region": regions[ph.file], "passes": ph.passes, "write_percent": ph.write_percent}
     if isinstance(ph, WritePhase):
         return {"kind": ph.kind, "region": regions[ph.file], "passes": ph.passes, "fsync_bytes": ph.fsync_every}
+    if isinstance(ph, CreateFilesPhase):
+        return {"kind": ph.kind, "regions": [regions[f] for f in ph.file_names(name)], "fsync": ph.sync == "fsync"}
     if isinstance(ph, SleepPhase):
         return {"kind": "sleep", "duration_ns": ph.duration}
     assert isinstance(ph, ExitPhase)
@@ -225,12 +239,18 @@ def _phase(ph: Any, regions: dict[str, int]) -> dict[str, Any]:
 def _process(s: Scenario, pi: int, p: Process, cgroups: dict[str, int]) -> dict[str, Any]:
     m = s.machine
     # Files are regions after the anonymous ones, with the index of their filesystem.
-    regions = {name: i for i, name in enumerate([*(r.name for r in p.regions), *(f.name for f in p.files)])}
+    # The files create_files phases create come after the declared ones, in phase order.
     fs_index = {fs.name: i for i, fs in enumerate(m.filesystems)}
     lowered = [{"name": r.name, "pages": pages(r.size), "content": r.content, "variants": r.variants} for r in p.regions]
     for f in p.files:
         fs = f.filesystem if f.filesystem is not None else m.filesystems[0].name
         lowered.append({"name": f.name, "pages": pages(f.size), "content": f.content, "variants": f.variants, "file": fs_index[fs]})
+    for j, ph in enumerate(p.phases):
+        if isinstance(ph, CreateFilesPhase):
+            fs = ph.filesystem if ph.filesystem is not None else m.filesystems[0].name
+            created = {"pages": pages(ph.size), "content": ph.content, "variants": ph.variants, "file": fs_index[fs]}
+            lowered.extend({"name": f, **created} for f in ph.file_names(phase_name(ph, j)))
+    regions = {r["name"]: i for i, r in enumerate(lowered)}
     return {
         "name": p.name,
         "cgroup": cgroups[p.cgroup_path()],
@@ -240,7 +260,7 @@ def _process(s: Scenario, pi: int, p: Process, cgroups: dict[str, int]) -> dict[
                 "name": phase_name(ph, j),
                 "phase": _trace(s, ph, ("processes", pi, "phases", j), regions, [r["pages"] for r in lowered])
                 if isinstance(ph, TracePhase)
-                else _phase(ph, regions),
+                else _phase(ph, phase_name(ph, j), regions),
             }
             for j, ph in enumerate(p.phases)
         ],

@@ -27,6 +27,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from reclaimlab import mmtests
 from reclaimlab.compare import CompareResult, compare, format_number
 from reclaimlab.errors import ScenarioError
 from reclaimlab.result import RunResult
@@ -89,6 +90,8 @@ def metric_values(metric: str | Metric, results: Sequence[RunResult]) -> list[Nu
     m = parse_metric(metric) if isinstance(metric, str) else metric
     if m.counter is not None:
         return [r.counters.get(m.counter) for r in results]
+    if m.derived is not None:
+        return [mmtests.derived(m.derived, r) for r in results]
     assert m.phase is not None and m.field is not None
     if m.field != "accesses_per_s_norm":
         return [_phase_field(r, m.phase, m.field) for r in results]

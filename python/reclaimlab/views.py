@@ -16,7 +16,7 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from reclaimlab import summary
+from reclaimlab import mmtests, summary
 from reclaimlab.result import RunResult, counter_sort_key, split_counter
 from reclaimlab.scenario import cgroup_files
 from reclaimlab.summary import change
@@ -286,6 +286,19 @@ def full_table(
                 continue
             text = summary.fmt_count(v) if per is not None and summary.event_counter(row.label) else f"{int(v):,}"
             cells.append(Text(text + ("" if i == bi else _delta(v, base))))
+        table.add_row(*cells)
+    # mmtests' derived figures (efficiency, velocity, % direct scans, writes by reclaim).
+    figures = [mmtests.all_derived(r) for r in results]
+    keys = [k for k in (f"mmtests:{n}" for n in mmtests.DERIVED) if any(k in f for f in figures)]
+    keys = [k for k in keys if show_all or summary.matches(k, patterns)]
+    if keys:
+        table.add_section()
+    for k in keys:
+        values = [f.get(k) for f in figures]
+        base = values[bi]
+        cells = [Text(k)]
+        for i, v in enumerate(values):
+            cells.append(Text("-" if v is None else summary.fmt_count(v) + ("" if i == bi else _delta(v, base))))
         table.add_row(*cells)
     return table
 

@@ -205,11 +205,23 @@ fn case(name: &str) -> (&'static str, SimConfig) {
             "2 GiB written then read through a 256 MiB v1 memcg on a 4 GiB machine (dirty pages, the flusher, reclaim's writeback policy)",
             file_config(4 * GIB, 524_288, 65_536),
         ),
+        "tmpfs-zswap" => {
+            // Issue 10's tmpfs: the file's pages are shmem, written out to zswap by reclaim and
+            // read back by swap-in (mm/shmem.rs).
+            let file = json!({"name": "shm", "pages": 3 * pages, "content": "text", "variants": 256, "file": 0});
+            let phases = vec![
+                json!({"name": "store", "phase": {"kind": "write", "region": 0, "passes": 1}}),
+                json!({"name": "scan", "phase": {"kind": "read", "region": 0, "passes": 2}}),
+            ];
+            let fs = vec![json!({"name": "shm", "fstype": "tmpfs"})];
+            ("768 MiB tmpfs file written, then read twice, under a 256 MiB memcg limit (zswap)", config(m(4 * GIB, Some(pages), true), vec![file], phases, fs))
+        }
         _ => panic!("unknown case {name}"),
     }
 }
 
-const CASES: [&str; 9] = ["resident", "swap-heavy-swap", "swap-heavy-zswap", "swap-heavy-mglru", "zswap-full", "file-stream", "file-heavy", "64GiB-reclaim", "1TiB-reclaim"];
+const CASES: [&str; 10] =
+    ["resident", "swap-heavy-swap", "swap-heavy-zswap", "swap-heavy-mglru", "zswap-full", "file-stream", "file-heavy", "tmpfs-zswap", "64GiB-reclaim", "1TiB-reclaim"];
 
 /// One run of a case, in this (child) process: one JSON line on stdout.
 fn child(name: &str) {

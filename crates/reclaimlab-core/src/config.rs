@@ -41,14 +41,20 @@ pub struct Machine {
     pub filesystems: Vec<Filesystem>,
 }
 
-/// A filesystem on its own block device, holding the files of file regions.
+/// A filesystem holding the files of file regions: on its own block device, or a tmpfs
+/// (memory only: its files are shmem, mm/shmem.rs).
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Filesystem {
     pub name: String,
-    /// "ext4", "xfs" or "btrfs" (crate::mm::filemap::FsType).
+    /// "ext4", "xfs", "btrfs" (crate::mm::filemap::FsType) or "tmpfs".
     pub fstype: String,
-    pub device: DeviceModel,
+    /// The block device: required for every type but tmpfs, which has none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device: Option<DeviceModel>,
+    /// tmpfs only: the size= mount option (bytes); None: the kernel's default, half of RAM.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub size_bytes: Option<u64>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]

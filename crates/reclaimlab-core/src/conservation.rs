@@ -39,6 +39,13 @@ impl Mm {
             if p.has(pg::FILE) && p.has(pg::SWAPCACHE | pg::ZSWAP | pg::ZEROMAP | pg::ZERO_PFN) {
                 return Err(format!("file page {i} has anonymous state (flags {:#x})", p.flags));
             }
+            // A tmpfs page is in its file's mapping (resident, no swap state) or in swap.
+            if p.has(pg::SHMEM) && p.has(pg::FILE) {
+                return Err(format!("tmpfs page {i} is on the file LRUs (flags {:#x})", p.flags));
+            }
+            if p.has(pg::SHMEM) && p.has(pg::RESIDENT) && !p.has(pg::SWAPCACHE) && (p.slot != NONE || p.has(pg::ZSWAP | pg::ZEROMAP)) {
+                return Err(format!("tmpfs page {i} is in its mapping and in swap (flags {:#x})", p.flags));
+            }
             if p.has(pg::ISOLATED) {
                 return Err(format!("page {i} left isolated"));
             }

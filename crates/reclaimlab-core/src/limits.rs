@@ -198,6 +198,7 @@ pub fn estimate(cfg: &SimConfig) -> Estimate {
                 reclaimlab_workload::Phase::Read { region, passes }
                 | reclaimlab_workload::Phase::Mmap { region, passes, .. }
                 | reclaimlab_workload::Phase::Write { region, passes, .. } => pages_of(&[*region]).saturating_mul(*passes as u64),
+                reclaimlab_workload::Phase::CreateFiles { regions, .. } => pages_of(regions),
                 reclaimlab_workload::Phase::Random { count: Some(c), .. } => *c,
                 reclaimlab_workload::Phase::Trace { trace, passes, limit, .. } => {
                     limit.unwrap_or(u64::MAX).min(trace.len().saturating_mul(u64::from(*passes)))

@@ -60,6 +60,7 @@ impl Proc {
                     Phase::Sequential { regions, .. } | Phase::Random { regions, .. } | Phase::Trace { regions, .. } => {
                         regions.iter().find(|&&r| is_file(r)).map(|&r| (r, "anonymous regions"))
                     }
+                    Phase::CreateFiles { regions, .. } => regions.iter().find(|&&r| !is_file(r)).map(|&r| (r, "file regions")),
                     Phase::Sleep { .. } | Phase::Exit => None,
                 };
                 if let Some((r, want)) = wrong {
@@ -170,8 +171,11 @@ impl Scheduler {
             // `fsync_bytes` written.
             let (buffered_write, fsync_bytes) = match proc.phases[proc.phase].1 {
                 Phase::Write { fsync_bytes, .. } => (true, fsync_bytes),
+                Phase::CreateFiles { .. } => (true, None),
                 _ => (false, None),
             };
+            // create_files: fsync(2) before closing each file (its last page written).
+            let fsync_at_close = matches!(proc.phases[proc.phase].1, Phase::CreateFiles { fsync: true, .. });
             let mut phase_done = false;
             while ctx.now < quantum_end {
                 if ctx.now >= duration_end {
@@ -186,12 +190,21 @@ impl Scheduler {
                 let region = proc.regions[a.region as usize] as usize;
                 let page = mm.regions[region].base + a.page as u32;
                 proc.accesses += 1;
-                let access = if buffered_read {
+                // tmpfs files have their own file operations (mm/shmem.rs); fsync on them
+                // does nothing (noop_fsync).
+                let shmem = mm.regions[region].shmem.is_some();
+                let access = if buffered_read && shmem {
+                    mm.shmem_file_read(&mut ctx, page).map(|()| true)
+                } else if buffered_write && shmem {
+                    // fsync(2) on a tmpfs file is noop_fsync: nothing to do.
+                    mm.shmem_file_write(&mut ctx, page).map(|()| true)
+                } else if buffered_read {
                     mm.filemap_read(&mut ctx, page).map(|()| true)
                 } else if buffered_write {
                     let written = proc.accesses * PAGE_SIZE;
                     let r = mm.generic_perform_write(&mut ctx, page).map(|()| true);
-                    if r.is_ok() && fsync_bytes.is_some_and(|n| written / n > (written - PAGE_SIZE) / n) {
+                    let last_of_file = a.page + 1 == mm.regions[region].pages as u64;
+                    if r.is_ok() && (fsync_bytes.is_some_and(|n| written / n > (written - PAGE_SIZE) / n) || (fsync_at_close && last_of_file)) {
                         mm.vfs_fsync(&mut ctx, region);
                     }
                     r
@@ -348,6 +361,9 @@ impl Scheduler {
                         }
                         (Some(Phase::Read { region, passes } | Phase::Mmap { region, passes, .. } | Phase::Write { region, passes, .. }), Some(_)) => {
                             p.accesses as f64 / (p.region_pages[*region as usize] * *passes as u64).max(1) as f64
+                        }
+                        (Some(Phase::CreateFiles { regions, .. }), Some(_)) => {
+                            p.accesses as f64 / regions.iter().map(|&r| p.region_pages[r as usize]).sum::<u64>().max(1) as f64
                         }
                         _ => 0.0,
                     };

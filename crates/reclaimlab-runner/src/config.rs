@@ -96,6 +96,7 @@ const MAX_INDEX: usize = 1 << 16;
 fn check_region_kinds(phase: &Phase, regions: &[RegionPlan]) -> Result<(), String> {
     let (wanted_file, used): (bool, Vec<u32>) = match phase {
         Phase::Read { region, .. } | Phase::Mmap { region, .. } | Phase::Write { region, .. } => (true, vec![*region]),
+        Phase::CreateFiles { regions: rs, .. } => (true, rs.clone()),
         Phase::Fill { region } => (false, vec![*region]),
         Phase::Sequential { regions: rs, .. } | Phase::Random { regions: rs, .. } | Phase::Trace { regions: rs, .. } => (false, rs.clone()),
         Phase::Sleep { .. } | Phase::Exit => return Ok(()),
@@ -254,7 +255,7 @@ impl Plan {
                         }
                     }
                 }
-                Phase::Read { .. } | Phase::Mmap { .. } | Phase::Write { .. } | Phase::Sleep { .. } | Phase::Exit => {}
+                Phase::Read { .. } | Phase::Mmap { .. } | Phase::Write { .. } | Phase::CreateFiles { .. } | Phase::Sleep { .. } | Phase::Exit => {}
             }
         }
         need

@@ -82,6 +82,13 @@ pub fn run_phases<M: Memory, S: Sink>(plan: &Plan, mem: &mut M, sink: &mut S, tr
         // phase's clock starts; the simulator charges it no time either.
         let mut gen = match p.phase {
             Phase::Sleep { .. } | Phase::Exit => None,
+            // The runner writes every file before `ready`; creating files during the run is not built.
+            Phase::CreateFiles { .. } => {
+                return Err(io::Error::other(format!(
+                    "phase {}: create_files (fs_mark-style file creation) cannot run on the real kernel yet",
+                    p.name
+                )))
+            }
             _ => Some(plan.access_gen(index, &region_pages)),
         };
         if let Phase::Write { region, .. } = p.phase {

@@ -94,6 +94,13 @@ pub enum Phase {
         #[serde(default)]
         limit: Option<u64>,
     },
+    /// fs_mark-style file creation: each file region of `regions`, in order, is created and
+    /// written from start to end with buffered write(2), one page per call, then closed;
+    /// with `fsync`, an fsync(2) before each close (fs_mark -S1; without: -S0).
+    CreateFiles {
+        regions: Vec<u32>,
+        fsync: bool,
+    },
     /// The process exits: all its memory, swap slots and zswap entries are freed.
     Exit,
 }
@@ -141,6 +148,12 @@ impl Phase {
                     return Err(format!("limit must be at most {MAX_ACCESSES} accesses, got {}", limit.unwrap_or(0)));
                 }
                 Ok(())
+            }
+            Phase::CreateFiles { regions, .. } => {
+                if regions.is_empty() {
+                    return Err("needs at least one file".into());
+                }
+                regions.iter().try_for_each(check)
             }
             Phase::Sequential { regions, .. } | Phase::Random { regions, .. } => {
                 if regions.is_empty() {
@@ -375,6 +388,25 @@ impl AccessGen {
                 };
                 // The trace carries each access's write flag.
                 (state, WriteMode::Never)
+            }
+            Phase::CreateFiles { regions, .. } => {
+                // One sequential write pass over the files in order; no draws.
+                let regions: Box<[(u32, u64)]> = regions
+                    .iter()
+                    .map(|&r| (r, pages_of(r)))
+                    .filter(|&(_, n)| n > 0)
+                    .collect();
+                let state = if regions.is_empty() {
+                    State::Done
+                } else {
+                    State::Sequential {
+                        regions,
+                        passes_left: 1,
+                        at: 0,
+                        page: 0,
+                    }
+                };
+                (state, WriteMode::Always)
             }
             Phase::Sleep { .. } | Phase::Exit => (State::Done, WriteMode::Never),
         };

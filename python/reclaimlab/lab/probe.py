@@ -498,6 +498,7 @@ def check(config: dict[str, Any], p: Probe) -> list[Problem]:
     problems += _check_memory(config, p)
     problems += [Problem(path, message) for path, message in filesystems.check_filesystems(config, state_dir())]
     problems += _check_trace(config)
+    problems += _check_create_files(config)
     return problems
 
 
@@ -518,6 +519,17 @@ def _check_trace(config: dict[str, Any]) -> list[Problem]:
         else f"this host has no tracefs mounted at {TRACEFS}, and the host lab does not mount one"
     )
     return [Problem(("trace",), f"--trace needs the VM lab (--backend vm): {why}")]
+
+
+def _check_create_files(config: dict[str, Any]) -> list[Problem]:
+    """create_files: the runner writes every file before `ready`, so files that a phase
+    creates during the run are not built on the real kernel yet (the runner refuses them too)."""
+    return [
+        Problem(("processes", i, "phases", j, "kind"), "create_files phases cannot run on the real kernel yet (simulator only)")
+        for i, proc in enumerate(config["processes"])
+        for j, ph in enumerate(proc["phases"])
+        if ph["phase"].get("kind") == "create_files"
+    ]
 
 
 def _cpus(n: int) -> str:

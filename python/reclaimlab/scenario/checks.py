@@ -15,6 +15,7 @@ from reclaimlab.scenario.models import (
     V1_FILES,
     V2_FILES,
     Cgroups,
+    CreateFilesPhase,
     Device,
     FillPhase,
     Kernel,
@@ -30,7 +31,7 @@ from reclaimlab.scenario.models import (
     parse_metric,
     phase_name,
 )
-from reclaimlab.units import describe
+from reclaimlab.units import PAGE_SIZE, describe, pages
 
 __all__ = ["check"]
 
@@ -119,7 +120,19 @@ def _check_machine(m: Machine, caps: native.Capabilities) -> list[Problem]:
             )
     p += _duplicates([f.name for f in m.filesystems], ("machine", "filesystems"), "name", "filesystem")
     for i, fs in enumerate(m.filesystems):
-        if fs.device.missing():
+        if fs.type == "tmpfs":
+            if fs.device is not None:
+                p.append(
+                    Problem(("machine", "filesystems", i, "device"), "a tmpfs has no block device; leave device out (size= limits it)")
+                )
+            continue
+        if fs.size is not None:
+            p.append(Problem(("machine", "filesystems", i, "size"), f"only a tmpfs has a size; a {fs.type} filesystem has its device's"))
+        if fs.device is None:
+            p.append(
+                Problem(("machine", "filesystems", i, "device"), f"required key is missing: a {fs.type} filesystem needs a block device")
+            )
+        elif fs.device.missing():
             p.append(
                 Problem(
                     ("machine", "filesystems", i, "device"),
@@ -202,13 +215,73 @@ def _check_cgroups(c: Cgroups) -> list[Problem]:
     return p
 
 
+#: The most files one create_files phase may create (files x loops): each is a region of the
+#: lowered config, and the core numbers regions with 16 bits.
+MAX_CREATED_FILES = 60000
+
+
+def _files_on(s: Scenario, procs: list[Process]) -> list[tuple[str, int, Path]]:
+    """Every file of every process (declared or created by a create_files phase), as (its
+    filesystem's name, its size in bytes, where it is declared), in lowering order."""
+    names = [fs.name for fs in s.machine.filesystems]
+    out: list[tuple[str, int, Path]] = []
+    if not names:
+        return out
+    for i, proc in enumerate(procs):
+        for k, f in enumerate(proc.files):
+            out.append(
+                (f.filesystem if f.filesystem is not None else names[0], pages(f.size) * PAGE_SIZE, ("processes", i, "files", k, "size"))
+            )
+        for j, ph in enumerate(proc.phases):
+            if isinstance(ph, CreateFilesPhase):
+                fs = ph.filesystem if ph.filesystem is not None else names[0]
+                out.extend([(fs, pages(ph.size) * PAGE_SIZE, ("processes", i, "phases", j, "size"))] * (ph.files * ph.loops))
+    return out
+
+
+def _check_tmpfs_sizes(s: Scenario, procs: list[Process]) -> list[Problem]:
+    """The files on a tmpfs fit in its size (unset: half of RAM, the kernel's default): files
+    have a fixed size, so a write past it (ENOSPC) is refused here. Reported at the first file
+    that does not fit."""
+    p: list[Problem] = []
+    files = _files_on(s, procs)
+    for n, fs in enumerate(s.machine.filesystems):
+        if fs.type != "tmpfs" or not isinstance(s.machine.memory, int):
+            continue
+        limit = fs.size if fs.size is not None else pages(s.machine.memory) // 2 * PAGE_SIZE
+        used = 0
+        for name, size, path in files:
+            if name != fs.name:
+                continue
+            used += size
+            if used > limit:
+                p.append(
+                    Problem(
+                        path,
+                        f"the files on tmpfs {fs.name!r} reach {used} bytes here, "
+                        f"over its size of {limit} bytes (machine.filesystems[{n}].size)",
+                    )
+                )
+                break
+    return p
+
+
 def _check_processes(s: Scenario, procs: list[Process]) -> list[Problem]:
     p: list[Problem] = []
     if not procs:
         p.append(Problem(("processes",), "expected at least one [[processes]] entry"))
-    elif not any(size > 0 for proc in procs for size in [*(r.size for r in proc.regions), *(f.size for f in proc.files)]):
+    elif not any(
+        size > 0
+        for proc in procs
+        for size in [
+            *(r.size for r in proc.regions),
+            *(f.size for f in proc.files),
+            *(ph.size for ph in proc.phases if isinstance(ph, CreateFilesPhase)),
+        ]
+    ):
         p.append(Problem(("processes",), "expected regions with a total size > 0; no process has a region or file"))
     p += _duplicates([proc.name for proc in procs], ("processes",), "name", "process")
+    p += _check_tmpfs_sizes(s, procs)
     cgroups = set(s.cgroups.all_paths())
     for i, proc in enumerate(procs):
         where: Path = ("processes", i)
@@ -242,7 +315,31 @@ def _check_processes(s: Scenario, procs: list[Process]) -> list[Problem]:
         regions = [r.name for r in proc.regions]
         for j, ph in enumerate(proc.phases):
             pw: Path = (*where, "phases", j)
-            if isinstance(ph, ReadPhase | MmapPhase | WritePhase):
+            if isinstance(ph, CreateFilesPhase):
+                if ph.filesystem is None and len(filesystems) != 1:
+                    have = "none" if not filesystems else f"{len(filesystems)} ({_quoted(filesystems)})"
+                    p.append(
+                        Problem(
+                            (*pw, "filesystem"), f"required key is missing: the machine has {have} [[machine.filesystems]], so name one"
+                        )
+                    )
+                elif ph.filesystem is not None and ph.filesystem not in filesystems:
+                    p.append(
+                        Problem(
+                            (*pw, "filesystem"),
+                            f"expected the name of a [[machine.filesystems]] entry (one of {_quoted(filesystems)}); got {ph.filesystem!r}",
+                        )
+                    )
+                if ph.files * ph.loops > MAX_CREATED_FILES:
+                    p.append(Problem((*pw, "files"), f"files x loops must be at most {MAX_CREATED_FILES}; got {ph.files * ph.loops}"))
+                clash = sorted(set(ph.file_names(phase_name(ph, j))) & ({*files} | {*regions}))
+                if clash:
+                    p.append(
+                        Problem(
+                            (*pw, "name"), f"the files it creates are named like a region or file of process {proc.name!r}: {clash[0]!r}"
+                        )
+                    )
+            elif isinstance(ph, ReadPhase | MmapPhase | WritePhase):
                 if ph.file not in files:
                     p.append(
                         Problem(

@@ -103,11 +103,15 @@ class Swap(StrictModel):
 
 
 class Filesystem(StrictModel):
-    """A filesystem on its own block device, holding the processes' files (docs/scenario.md)."""
+    """A filesystem holding the processes' files (docs/scenario.md): on its own block device,
+    or a tmpfs (memory only, with a ``size`` instead of a device)."""
 
     name: str
-    type: Literal["ext4", "xfs", "btrfs"] = "ext4"
-    device: Annotated[Device, BeforeValidator(_device_shortcut, json_schema_input_type=str | Device)]
+    type: Literal["ext4", "xfs", "btrfs", "tmpfs"] = "ext4"
+    #: Required for every type but tmpfs, which has none (checks.py).
+    device: Annotated[Device, BeforeValidator(_device_shortcut, json_schema_input_type=str | Device)] | None = None
+    #: tmpfs only: the size= mount option; unset, the kernel's default (half of RAM).
+    size: PositiveSize | None = None
 
 
 class Machine(StrictModel):
@@ -419,6 +423,27 @@ class WritePhase(_Phase):
     fsync_every: PositiveSize | None = None
 
 
+class CreateFilesPhase(_Phase):
+    """fs_mark-style file creation (docs/scenario.md): ``loops`` times, ``files`` new files of
+    ``size`` each on ``filesystem``, each written from start to end with buffered write(2), one
+    page per call, then closed (``sync = "fsync"``: fsync(2) before the close, fs_mark -S1;
+    ``"none"``: -S0). Files are kept (fs_mark without deletion); each is a file of the
+    process named ``<phase name>/<k>``."""
+
+    kind: Literal["create_files"]
+    files: IntRange(1, 65535)  # type: ignore[valid-type]
+    size: PositiveSize
+    loops: IntRange(1, 65535) = 1  # type: ignore[valid-type]
+    sync: Literal["none", "fsync"] = "none"
+    content: Content
+    variants: IntRange(1, 65536) = 1  # type: ignore[valid-type]
+    filesystem: str | None = None
+
+    def file_names(self, name: str) -> list[str]:
+        """The names of the files it creates, in creation order (``name``: the phase's)."""
+        return [f"{name}/{k}" for k in range(self.files * self.loops)]
+
+
 class SleepPhase(_Phase):
     kind: Literal["sleep"]
     duration: Duration
@@ -429,7 +454,7 @@ class ExitPhase(_Phase):
 
 
 Phase = Annotated[
-    FillPhase | SequentialPhase | RandomPhase | TracePhase | ReadPhase | MmapPhase | WritePhase | SleepPhase | ExitPhase,
+    FillPhase | SequentialPhase | RandomPhase | TracePhase | ReadPhase | MmapPhase | WritePhase | CreateFilesPhase | SleepPhase | ExitPhase,
     Field(discriminator="kind"),
 ]
 
@@ -478,6 +503,15 @@ class Compare(StrictModel):
 #: Per-phase fields a report metric can name: ``phase:<process>/<phase>.<field>``.
 #: ``accesses_per_s_norm`` is accesses_per_s divided by the first [compare] config's value.
 PHASE_FIELDS = ("elapsed_s", "accesses_per_s", "accesses", "accesses_per_s_norm")
+#: mmtests' derived figures a metric may name (``mmtests:<name>``; reclaimlab.mmtests computes them).
+MMTESTS_FIGURES = (
+    "kswapd_efficiency",
+    "direct_efficiency",
+    "kswapd_velocity",
+    "direct_velocity",
+    "direct_scans_percent",
+    "page_writes_by_reclaim",
+)
 
 #: ``vmstat.pswpin``, ``zswap.pool_total_size``, ``memcg[/a/b].memory.stat.zswpwb``.
 _COUNTER_RE = re.compile(r"^(?:memcg\[(/[^\]]*)\]|[A-Za-z_][A-Za-z0-9_]*)\.[A-Za-z0-9_.-]*[A-Za-z0-9_]$")
@@ -492,10 +526,17 @@ class Metric:
     phase: str | None = None  # "process/phase" as written
     field: str | None = None  # one of PHASE_FIELDS
     memcg: str | None = None  # the cgroup path of a memcg[...] counter
+    derived: str | None = None  # an mmtests figure (reclaimlab.mmtests.DERIVED)
 
 
 def parse_metric(text: str) -> Metric:
-    """``"vmstat.pswpin"`` or ``"phase:apt/update.elapsed_s"``; ValueError saying what is expected."""
+    """``"vmstat.pswpin"``, ``"phase:apt/update.elapsed_s"`` or ``"mmtests:kswapd_efficiency"``;
+    ValueError saying what is expected."""
+    if text.startswith("mmtests:"):
+        name = text[len("mmtests:") :]
+        if name not in MMTESTS_FIGURES:
+            raise ValueError(f"expected 'mmtests:<{'|'.join(MMTESTS_FIGURES)}>'; got {text!r}")
+        return Metric(text, derived=name)
     if text.startswith("phase:"):
         body, dot, field = text[len("phase:") :].rpartition(".")
         if not dot or field not in PHASE_FIELDS or "/" not in body.strip("/"):

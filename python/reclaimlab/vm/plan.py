@@ -59,6 +59,9 @@ def make_plan(config: dict[str, Any], runid: str, sample_interval_s: float) -> P
     procs = config["processes"]
     if not 1 <= len(procs) <= MAX_PROCESSES:
         raise ValueError(f"the VM lab runs 1 to {MAX_PROCESSES} processes; the scenario has {len(procs)}")
+    if config["machine"].get("filesystems"):
+        # The guest has only its swap disks: no filesystem images are attached yet.
+        raise ValueError("the VM lab has no filesystems yet: scenarios with [[machine.filesystems]] run on the host lab")
     version = int(config["cgroups"]["version"])
     groups = config["cgroups"]["groups"]
     lines = ["plan_apply() {"]

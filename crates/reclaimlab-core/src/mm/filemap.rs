@@ -76,20 +76,32 @@ pub struct Filesystem {
 }
 
 impl Filesystem {
-    /// The filesystems of the lowered `machine.filesystems`.
+    /// The block-device filesystems of the lowered `machine.filesystems`, in order (tmpfs
+    /// entries are mm/shmem.rs's).
     pub(crate) fn from_config(fss: &[FsConfig]) -> Result<Vec<Filesystem>> {
-        fss.iter()
-            .enumerate()
-            .map(|(k, f)| {
-                let fstype = FsType::parse(&f.fstype).ok_or_else(|| {
-                    ConfigError::unknown(
-                        format!("machine.filesystems[{k}].fstype"),
-                        format!("unknown filesystem type {:?} (expected one of {})", f.fstype, FsType::NAMES.join(", ")),
-                    )
-                })?;
-                Ok(Filesystem { name: f.name.clone(), fstype, bdev: BlockDevice::new(f.device.clone()), wb: Wb::default() })
-            })
-            .collect()
+        let mut out = Vec::new();
+        for (k, f) in fss.iter().enumerate() {
+            if f.fstype == super::shmem::TMPFS {
+                continue;
+            }
+            let fstype = FsType::parse(&f.fstype).ok_or_else(|| {
+                ConfigError::unknown(
+                    format!("machine.filesystems[{k}].fstype"),
+                    format!("unknown filesystem type {:?} (expected one of {}, {})", f.fstype, FsType::NAMES.join(", "), super::shmem::TMPFS),
+                )
+            })?;
+            let Some(device) = f.device.clone() else {
+                return Err(ConfigError::invalid(format!("machine.filesystems[{k}].device"), format!("required for a {} filesystem", f.fstype)));
+            };
+            if f.size_bytes.is_some() {
+                return Err(ConfigError::invalid(
+                    format!("machine.filesystems[{k}].size_bytes"),
+                    format!("only a tmpfs has a size; a {} filesystem has its device's", f.fstype),
+                ));
+            }
+            out.push(Filesystem { name: f.name.clone(), fstype, bdev: BlockDevice::new(device), wb: Wb::default() });
+        }
+        Ok(out)
     }
 }
 
@@ -140,10 +152,10 @@ fn get_next_ra_size(cur: u64, max: u64) -> u64 {
 }
 
 impl Mm {
-    /// Whether the machine has file pages at all (a filesystem): file counters are exported
-    /// only then.
+    /// Whether the machine has file pages at all (a filesystem or a tmpfs): file counters
+    /// are exported only then.
     pub fn has_files(&self) -> bool {
-        !self.fs.is_empty()
+        !self.fs.is_empty() || !self.tmpfs.is_empty()
     }
 
     fn file_of(&self, i: u32) -> (usize, u64) {
@@ -230,7 +242,7 @@ impl Mm {
     /// PG_readahead) of the aligned
     /// fault_around_bytes window whose PTE is empty, within the region. x86 builds PTEs with
     /// the accessed bit set, so they are young (arch_wants_old_prefaulted_pte is false).
-    fn do_fault_around(&mut self, ctx: &mut Ctx, region: usize, index: u64) {
+    pub(super) fn do_fault_around(&mut self, ctx: &mut Ctx, region: usize, index: u64) {
         let base = self.regions[region].base;
         let npages = self.regions[region].pages as u64;
         let start = index & !(FAULT_AROUND_PAGES - 1);
@@ -241,7 +253,9 @@ impl Mm {
             let p = self.pages[j as usize];
             // next_uptodate_folio skips PG_readahead folios, so that touching one faults and
             // starts the next readahead window.
-            if !p.has(pg::RESIDENT) || p.has(pg::MAPPED | pg::READAHEAD) || self.file_locked_until(region, j).is_some_and(|t| t > now) {
+            // A tmpfs page in the swap cache is not in the file's mapping (its slot there
+            // holds a swap entry, which filemap_map_pages skips).
+            if !p.has(pg::RESIDENT) || p.has(pg::MAPPED | pg::READAHEAD | pg::SWAPCACHE) || self.file_locked_until(region, j).is_some_and(|t| t > now) {
                 continue;
             }
             self.pages[j as usize].set(pg::MAPPED | pg::YOUNG);
@@ -399,9 +413,9 @@ impl Mm {
         self.free_frame();
     }
 
-    /// NR_FILE_MAPPED: page cache pages mapped by a process.
+    /// NR_FILE_MAPPED: page cache pages (tmpfs ones included) mapped by a process.
     pub fn nr_file_mapped(&self) -> u64 {
-        self.pages.iter().filter(|p| p.flags & (pg::FILE | pg::RESIDENT | pg::MAPPED) == pg::FILE | pg::RESIDENT | pg::MAPPED).count() as u64
+        self.pages.iter().filter(|p| p.has(pg::FILE | pg::SHMEM) && p.flags & (pg::RESIDENT | pg::MAPPED) == pg::RESIDENT | pg::MAPPED).count() as u64
     }
 }
 

@@ -837,6 +837,8 @@ impl Mm {
         // NR_FILE_DIRTY and NR_WRITEBACK (page cache and swap cache folios) per memcg.
         let mut file_dirty = vec![0u64; self.memcgs.len()];
         let mut writeback = vec![0u64; self.memcgs.len()];
+        // NR_SHMEM per memcg: tmpfs pages in their files' mappings (part of NR_FILE_PAGES).
+        let shmem = if self.tmpfs.is_empty() { vec![0u64; self.memcgs.len()] } else { self.nr_shmem_by_memcg() };
         for p in &self.pages {
             if p.has(pg::RESIDENT) && p.has(pg::WRITEBACK) {
                 writeback[p.memcg as usize] += 1;
@@ -848,8 +850,11 @@ impl Mm {
                 if p.has(pg::RESIDENT) && p.has(pg::MAPPED) {
                     file_mapped[p.memcg as usize] += 1;
                 }
-            } else if p.has(pg::RESIDENT) && p.has(pg::MAPPED) {
+            } else if p.has(pg::RESIDENT) && p.has(pg::MAPPED) && !p.has(pg::SHMEM) {
+                // NR_ANON_MAPPED: a mapped tmpfs page is NR_FILE_MAPPED (and NR_SHMEM).
                 mapped[p.memcg as usize] += 1;
+            } else if p.has(pg::RESIDENT) && p.has(pg::MAPPED) {
+                file_mapped[p.memcg as usize] += 1;
             } else if !p.has(pg::RESIDENT) && p.slot != NONE {
                 swapped_out[p.memcg as usize] += 1;
             }
@@ -876,7 +881,10 @@ impl Mm {
                 total.export_tagged("v2", &stat, out);
                 if self.has_files() {
                     // NR_FILE_PAGES: page cache and swap cache; NR_FILE_MAPPED.
-                    let file = lru(list::INACTIVE_FILE) + lru(list::ACTIVE_FILE) + sum(&|m| m.swapcached) * PAGE_SIZE;
+                    let file = lru(list::INACTIVE_FILE) + lru(list::ACTIVE_FILE) + (sum(&|m| m.swapcached) + sum_of(&shmem)) * PAGE_SIZE;
+                    if !self.tmpfs.is_empty() {
+                        out.push((format!("{stat}shmem"), sum_of(&shmem) * PAGE_SIZE));
+                    }
                     let gauges = [
                         ("file", file),
                         ("file_mapped", sum_of(&file_mapped) * PAGE_SIZE),
@@ -915,8 +923,12 @@ impl Mm {
                 if self.has_files() {
                     // v1 cache = NR_FILE_PAGES (page cache and swap cache), mapped_file = NR_FILE_MAPPED.
                     let cache = |c: &Memcg| c.nr_lru(list::INACTIVE_FILE) + c.nr_lru(list::ACTIVE_FILE) + c.swapcached;
+                    if !self.tmpfs.is_empty() {
+                        out.push((format!("{stat}shmem"), shmem[i] * PAGE_SIZE));
+                        out.push((format!("{stat}total_shmem"), sum_of(&shmem) * PAGE_SIZE));
+                    }
                     let gauges = [
-                        ("cache", cache(m) * PAGE_SIZE, sum(&cache) * PAGE_SIZE),
+                        ("cache", (cache(m) + shmem[i]) * PAGE_SIZE, (sum(&cache) + sum_of(&shmem)) * PAGE_SIZE),
                         ("mapped_file", file_mapped[i] * PAGE_SIZE, sum_of(&file_mapped) * PAGE_SIZE),
                         ("dirty", file_dirty[i] * PAGE_SIZE, sum_of(&file_dirty) * PAGE_SIZE),
                         ("writeback", writeback[i] * PAGE_SIZE, sum_of(&writeback) * PAGE_SIZE),

@@ -61,6 +61,9 @@ impl Mm {
         self.memcgs[m as usize].events.pgfault += 1;
         ctx.cpu(self.costs.fault_ns);
         let p = self.pages[i as usize];
+        if p.has(pg::SHMEM) {
+            return self.shmem_fault(ctx, i, write);
+        }
         if p.has(pg::FILE) {
             self.filemap_fault(ctx, i, write)?;
             if write {
@@ -198,6 +201,15 @@ impl Mm {
         } else {
             self.cluster_ra_window(i)
         };
+        let ready = self.swapin_window(ctx, i, window)?;
+        ctx.wait_until(ready);
+        self.map_swapped_in(i, write);
+        Ok(())
+    }
+
+    /// Read page `i` and its readahead `window` into the swap cache (the second half of
+    /// swap_cluster_readahead / swap_vma_readahead); returns when `i`'s data is there.
+    pub(super) fn swapin_window(&mut self, ctx: &mut Ctx, i: u32, window: Vec<u32>) -> Result<Time, Oom> {
         // swap_cluster_readahead and swap_vma_readahead read the window under a plug, so reads
         // of consecutive slots merge into one request (crate::block).
         self.blk_start_plug();
@@ -221,9 +233,7 @@ impl Mm {
             // Unplugged now: issued at once.
             ready = self.read_swap_cache_async(ctx, i, false)?.unwrap_or(ctx.now);
         }
-        ctx.wait_until(ready);
-        self.map_swapped_in(i, write);
-        Ok(())
+        Ok(ready)
     }
 
     /// __read_swap_cache_async + swap_read_folio for page `j` if its PTE holds a swap entry
@@ -262,7 +272,7 @@ impl Mm {
     }
 
     /// swap_cluster_readahead's window: an aligned block of swap offsets around the fault.
-    fn cluster_ra_window(&mut self, i: u32) -> Vec<u32> {
+    pub(super) fn cluster_ra_window(&mut self, i: u32) -> Vec<u32> {
         let slot = self.pages[i as usize].slot;
         let d = self.swap.dev_of(slot);
         let (base, max) = (self.swap.devs[d].base, self.swap.devs[d].max);
@@ -381,9 +391,9 @@ impl Mm {
         for &(base, pages, _) in &regions {
             for i in base..base + pages {
                 let p = self.pages[i as usize];
-                if p.has(pg::FILE) {
-                    // Page cache folios outlive the process (and stay charged): only the
-                    // mapping goes.
+                if p.has(pg::FILE | pg::SHMEM) {
+                    // Page cache folios, and tmpfs files whether in memory or in swap, outlive
+                    // the process (and stay charged): only the mapping goes.
                     self.pages[i as usize].clear(pg::MAPPED | pg::YOUNG);
                     continue;
                 }

@@ -11,6 +11,7 @@ pub mod page;
 pub mod page_io;
 pub mod page_writeback;
 pub mod region;
+pub mod shmem;
 pub mod swap;
 pub mod vmscan;
 pub mod workingset;
@@ -109,6 +110,8 @@ pub struct Mm {
     /// Filesystems of the file regions (mm/filemap.rs); their block devices follow the swap
     /// devices' in the block layer's numbering.
     pub(crate) fs: Vec<filemap::Filesystem>,
+    /// The tmpfs mounts holding tmpfs file regions (mm/shmem.rs).
+    pub(crate) tmpfs: Vec<shmem::Tmpfs>,
     /// File-page vmstat events (exported only with a filesystem).
     pub(crate) vm_file: FileVmEvents,
     /// The multi-gen LRU's node state: the memcg LRU, the fault flag (mm/lru_gen.rs).
@@ -180,6 +183,7 @@ impl Mm {
         let mut codecs = vec![zswap.codec];
         let swap = Swap::from_config(&cfg.machine.swap, &mut codecs)?;
         let fs = filemap::Filesystem::from_config(&cfg.machine.filesystems)?;
+        let tmpfs = shmem::Tmpfs::from_config(&cfg.machine.filesystems, totalram)?;
         let (regions, pages) = region::from_config(cfg, memcgs.len(), &codecs)?;
         let nmemcg = memcgs.len();
         Ok(Mm {
@@ -217,6 +221,7 @@ impl Mm {
             lru_inversion_swapouts: 0,
             plug: Default::default(),
             fs,
+            tmpfs,
             vm_file: FileVmEvents::default(),
             lru_gen: lru_gen::LruGenNode::new(nmemcg),
             dirty: page_writeback::DirtyState::new(cfg.processes.len()),
@@ -331,10 +336,12 @@ impl Mm {
             let swapcached: u64 = self.memcgs.iter().map(|m| m.swapcached).sum();
             let mapped = self.nr_file_mapped();
             let (dirty, writeback) = self.nr_dirty_writeback();
-            // NR_FILE_PAGES counts the swap cache too; meminfo Cached leaves it out (no
-            // buffer heads are modelled: Buffers would be 0 and is not exported).
+            let shmem: u64 = self.nr_shmem_by_memcg().iter().sum();
+            // NR_FILE_PAGES counts the page cache (tmpfs files included) and the swap cache;
+            // meminfo Cached leaves the swap cache out (no buffer heads are modelled:
+            // Buffers would be 0 and is not exported).
             let gauges = [
-                ("vmstat.nr_file_pages", inactive + active + swapcached),
+                ("vmstat.nr_file_pages", inactive + active + shmem + swapcached),
                 ("vmstat.nr_inactive_file", inactive),
                 ("vmstat.nr_active_file", active),
                 ("vmstat.nr_mapped", mapped),
@@ -345,12 +352,21 @@ impl Mm {
                 // Tracepoint hits (the seed's ftrace rows): not /proc counters.
                 ("trace.balance_dirty_pages", self.dirty.throttled),
                 ("trace.mm_vmscan_throttled", self.dirty.reclaim_throttled),
-                ("meminfo.Cached", (inactive + active) * 4),
+                ("trace.mm_vmscan_write_folio.direct_anon", self.dirty.reclaim_writes[0][0]),
+                ("trace.mm_vmscan_write_folio.direct_file", self.dirty.reclaim_writes[0][1]),
+                ("trace.mm_vmscan_write_folio.kswapd_anon", self.dirty.reclaim_writes[1][0]),
+                ("trace.mm_vmscan_write_folio.kswapd_file", self.dirty.reclaim_writes[1][1]),
+                ("meminfo.Cached", (inactive + active + shmem) * 4),
                 ("meminfo.Active(file)", active * 4),
                 ("meminfo.Inactive(file)", inactive * 4),
                 ("meminfo.Mapped", mapped * 4),
             ];
             out.extend(gauges.into_iter().map(|(k, v)| (k.to_string(), v)));
+            if !self.tmpfs.is_empty() {
+                // NR_SHMEM (exported with a tmpfs only, so that earlier results keep their keys).
+                out.push(("vmstat.nr_shmem".to_string(), shmem));
+                out.push(("meminfo.Shmem".to_string(), shmem * 4));
+            }
             for f in &self.fs {
                 f.bdev.export_stat(&f.name, out);
             }

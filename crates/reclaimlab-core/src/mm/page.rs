@@ -50,6 +50,11 @@ pub mod pg {
     /// PG_workingset (LRU_REFS_MASK, LRU_REFS_WIDTH = 2 on x86-64).
     pub const LRU_REFS_PGOFF: u32 = 20;
     pub const LRU_REFS_MASK: u32 = 0b11 << LRU_REFS_PGOFF;
+    /// A page of a tmpfs file (shmem, mm/shmem.rs): swap-backed, so on the anonymous LRUs.
+    /// RESIDENT without SWAPCACHE: a folio of the file's mapping (NR_SHMEM); RESIDENT with
+    /// SWAPCACHE: in the swap cache (written out or read ahead), `slot` its entry; not
+    /// RESIDENT with a slot: swapped out; neither: a hole (never written, or dropped clean).
+    pub const SHMEM: u32 = 1 << 22;
 }
 
 /// Which list a page's links are on.
@@ -109,6 +114,11 @@ impl Page {
     /// A page of a file region, not in the page cache yet.
     pub fn new_file(region: u16, memcg: u16) -> Page {
         Page { flags: pg::FILE, ..Page::new(region, memcg) }
+    }
+
+    /// A page of a tmpfs file, not in memory yet (a hole).
+    pub fn new_shmem(region: u16, memcg: u16) -> Page {
+        Page { flags: pg::SHMEM, ..Page::new(region, memcg) }
     }
 
     /// The LRU list this resident page belongs on (folio_lru_list).

@@ -79,9 +79,18 @@ pub struct DirtyState {
     pub throttled: u64,
     /// reclaim_throttle / congestion_wait sleeps (trace_mm_vmscan_throttled events).
     pub reclaim_throttled: u64,
+    /// Pages pageout wrote (trace_mm_vmscan_write_folio events, 3.0's mm_vmscan_writepage):
+    /// [kswapd?][file?], the seed's "Direct/Kswapd reclaim write file/anon" rows.
+    pub reclaim_writes: [[u64; 2]; 2],
 }
 
 impl DirtyState {
+    /// One pageout write (NR_VMSCAN_WRITE) by kswapd or another reclaimer, of a file or an
+    /// anonymous (or tmpfs) folio.
+    pub(crate) fn count_reclaim_write(&mut self, kswapd: bool, file: bool) {
+        self.reclaim_writes[usize::from(kswapd)][usize::from(file)] += 1;
+    }
+
     pub fn new(nprocs: usize) -> DirtyState {
         // The kernel starts every task at 128 >> (PAGE_SHIFT - 10) = 32 pages.
         DirtyState { nr_dirtied: vec![0; nprocs], nr_dirtied_pause: vec![32; nprocs], ..Default::default() }

@@ -35,6 +35,8 @@ pub struct RegionInfo {
     pub page_tables: Vec<bool>,
     /// A file region: its file's filesystem, place on the device and readahead state.
     pub file: Option<super::filemap::FileState>,
+    /// A file on a tmpfs: the index of its tmpfs (Mm::tmpfs); its pages are shmem.
+    pub shmem: Option<u16>,
 }
 
 /// Per content variant of a region: compressed length and same-filled facts.
@@ -51,8 +53,22 @@ pub(crate) fn from_config(cfg: &SimConfig, nr_memcgs: usize, codecs: &[Codec]) -
     let mut regions = Vec::new();
     let mut pages: Vec<Page> = Vec::new();
     let mut shared_tables: Vec<(Content, ContentTable)> = Vec::new();
-    // Pages used so far on each filesystem's device.
+    // Pages used so far on each filesystem (its device's, or a tmpfs's size).
     let mut fs_used = vec![0u64; cfg.machine.filesystems.len()];
+    // machine.filesystems[k] is block-device filesystem number .0 or tmpfs number .1 (Mm::fs
+    // and Mm::tmpfs hold them apart).
+    let mut numbering = Vec::with_capacity(cfg.machine.filesystems.len());
+    let (mut nblock, mut ntmpfs) = (0u16, 0u16);
+    for f in &cfg.machine.filesystems {
+        if f.fstype == super::shmem::TMPFS {
+            numbering.push((None, Some(ntmpfs)));
+            ntmpfs += 1;
+        } else {
+            numbering.push((Some(nblock), None));
+            nblock += 1;
+        }
+    }
+    let tmpfs_limit = |fs: usize| super::shmem::Tmpfs::max_pages(&cfg.machine.filesystems[fs], cfg.machine.memory_bytes / super::PAGE_SIZE);
     for (pi, p) in cfg.processes.iter().enumerate() {
         if p.cgroup as usize >= nr_memcgs {
             return Err(ConfigError::invalid(format!("processes[{pi}].cgroup"), format!("cgroup index {} out of range ({})", p.cgroup, p.name)));
@@ -70,8 +86,8 @@ pub(crate) fn from_config(cfg: &SimConfig, nr_memcgs: usize, codecs: &[Codec]) -
             if pages.len() as u64 + r.pages >= NONE as u64 || regions.len() >= u16::MAX as usize {
                 return Err(ConfigError::invalid(format!("{at}.pages"), "too many simulated pages (at most 2^32 - 2 in all)"));
             }
-            let file = match r.file {
-                None => None,
+            let (file, shmem) = match r.file {
+                None => (None, None),
                 Some(fs) => {
                     let Some(off) = fs_used.get_mut(fs as usize) else {
                         return Err(ConfigError::invalid(
@@ -82,7 +98,24 @@ pub(crate) fn from_config(cfg: &SimConfig, nr_memcgs: usize, codecs: &[Codec]) -
                     // Files are laid out one after another on their filesystem's device.
                     let dev_off = *off;
                     *off += r.pages;
-                    Some(super::filemap::FileState::new(fs as u16, dev_off))
+                    match numbering[fs as usize] {
+                        (Some(block), _) => (Some(super::filemap::FileState::new(block, dev_off)), None),
+                        (_, tmpfs) => {
+                            // tmpfs refuses blocks past its size (ENOSPC); files here have a
+                            // fixed size, so the whole of them must fit.
+                            let limit = tmpfs_limit(fs as usize);
+                            if *off > limit {
+                                return Err(ConfigError::invalid(
+                                    format!("{at}.pages"),
+                                    format!(
+                                        "the files on tmpfs {:?} need {} pages, more than its size ({limit} pages)",
+                                        cfg.machine.filesystems[fs as usize].name, *off
+                                    ),
+                                ));
+                            }
+                            (None, tmpfs)
+                        }
+                    }
                 }
             };
             let content_id = content::region_id(pi as u32, ri as u32);
@@ -104,8 +137,13 @@ pub(crate) fn from_config(cfg: &SimConfig, nr_memcgs: usize, codecs: &[Codec]) -
                 ra_info: None,
                 page_tables: vec![false; (r.pages as usize).div_ceil(PTRS_PER_PTE as usize)],
                 file,
+                shmem,
             });
-            let page = if r.file.is_some() { Page::new_file(idx, memcg) } else { Page::new(idx, memcg) };
+            let page = match (&regions[idx as usize].file, shmem) {
+                (Some(_), _) => Page::new_file(idx, memcg),
+                (None, Some(_)) => Page::new_shmem(idx, memcg),
+                (None, None) => Page::new(idx, memcg),
+            };
             pages.extend(std::iter::repeat_n(page, r.pages as usize));
         }
     }

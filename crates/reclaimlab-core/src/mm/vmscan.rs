@@ -570,6 +570,14 @@ impl Mm {
             return Fate::Keep;
         }
 
+        // A tmpfs folio in its mapping: dropped if clean, else moved to the swap cache by
+        // shmem_writepage on its way to swap_writepage (mm/shmem.rs).
+        if self.pages[i as usize].flags & (pg::SHMEM | pg::SWAPCACHE) == pg::SHMEM {
+            if let Err(fate) = self.shmem_pageout_prepare(ctx, i, sc.may_writepage) {
+                return fate;
+            }
+        }
+
         // Anonymous, not yet in the swap cache: allocate a slot (folio_alloc_swap).
         if !self.pages[i as usize].has(pg::SWAPCACHE) {
             if !sc.may_swap {
@@ -616,11 +624,13 @@ impl Mm {
                 }
                 Writeout::Io => {
                     self.vm.nr_vmscan_write += 1;
+                    self.dirty.count_reclaim_write(sc.kind == Reclaimer::Kswapd, false);
                     *nr_pageout += 1;
                     return Fate::Keep;
                 }
                 Writeout::Done => {
                     self.vm.nr_vmscan_write += 1;
+                    self.dirty.count_reclaim_write(sc.kind == Reclaimer::Kswapd, false);
                     *nr_pageout += 1;
                     self.pages[i as usize].clear(pg::RECLAIM);
                 }
@@ -725,6 +735,7 @@ impl Mm {
         }
         let fs = self.regions[self.pages[i as usize].region as usize].file.as_ref().expect("a file region").fs as usize;
         self.vm.nr_vmscan_write += 1;
+        self.dirty.count_reclaim_write(sc.kind == Reclaimer::Kswapd, true);
         *nr_pageout += 1;
         if self.fs[fs].fstype.writepage_from_reclaim(sc.kind == Reclaimer::Kswapd) {
             self.pages[i as usize].set(pg::RECLAIM);
@@ -1146,7 +1157,7 @@ impl Mm {
     /// Reclaim waits on a folio's writeback (v1 memcg reclaim, case 3): complete the device's
     /// writes up to and including this one at their completion time. Going to sleep flushes
     /// the task's plug first (schedule → blk_flush_plug), which may hold this very write.
-    fn wait_on_writeback(&mut self, ctx: &mut Ctx, i: u32) {
+    pub(super) fn wait_on_writeback(&mut self, ctx: &mut Ctx, i: u32) {
         let slot = self.pages[i as usize].slot;
         debug_assert_ne!(slot, NONE);
         let d = self.swap.dev_of(slot);

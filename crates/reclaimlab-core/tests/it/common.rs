@@ -80,3 +80,11 @@ pub fn dump(r: &SimResult) {
         }
     }
 }
+
+/// Give the one-process `scenario` a tmpfs (size= `size_bytes`, None: the default) holding a
+/// file of `file_pages` as region 1, and replace its phases after the first fill with
+/// `phases`, run on that file.
+pub fn add_tmpfs(v: &mut Value, size_bytes: Option<u64>, file_pages: u64, phases: &[Value]) {
+    add_file(v, "ext4", 1, file_pages, phases);
+    v["machine"]["filesystems"] = json!([{"name": "shm", "fstype": "tmpfs", "size_bytes": size_bytes}]);
+}

@@ -15,3 +15,4 @@ mod zswap_limits;
 mod page_tables;
 mod protection;
 mod stats_flush;
+mod shmem;
