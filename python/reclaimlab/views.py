@@ -65,7 +65,15 @@ def _legend(labels: Sequence[str]) -> Text:
             parts.append(f"{label}: {meaning}")
         elif label == "pswpin / pswpout" and ("pswpin" in shown or "pswpout" in shown):
             parts.append(f"{label}: {meaning}")
+        elif any(_alternatives(label, i) & shown for i, word in enumerate(label.split(" ")) if "/" in word and word != "/"):
+            parts.append(f"{label}: {meaning}")
     return Text("legend: " + "; ".join(parts), style="dim")
+
+
+def _alternatives(label: str, i: int) -> set[str]:
+    """``fault p50/p99/max`` with word ``i`` split: {"fault p50", "fault p99", "fault max"}."""
+    words = label.split(" ")
+    return {" ".join([*words[:i], alt, *words[i + 1 :]]) for alt in words[i].split("/")}
 
 
 def _banner_text(name: str | None, r: RunResult) -> list[Text]:
@@ -118,6 +126,10 @@ def run_view(result: RunResult, patterns: Sequence[str], show_all: bool) -> list
     note = _time_bounded_note([result.scenario], [result])
     if note is not None:
         out.append(note)
+    if show_all:
+        table = latency_table(result)
+        if table is not None:
+            out.append(table)
     if show_all or patterns:
         out.append(counters_table(result, patterns))
     else:
@@ -143,6 +155,31 @@ def phases_table(result: RunResult) -> Table:
             o = str(r.get("outcome") or "")
             cells.append(Text(o, style="" if o == "completed" else "bold red"))
         table.add_row(*cells)
+    return table
+
+
+def latency_table(result: RunResult) -> Table | None:
+    """Every latency kind per process and phase: count, p50, p90, p99, p999, max."""
+    scopes = result.latency_tables()
+    if not scopes:
+        return None
+    table = Table(title=Text(f"{result.scenario}: latency (docs/model/latency.md)"), title_justify="left")
+    for col, justify in (("scope", "left"), ("kind", "left"), ("count", "right")) + tuple(
+        (s.removesuffix("_ns"), "right") for s in summary.LATENCY_STATS
+    ):
+        table.add_column(col, justify=justify)  # type: ignore[arg-type]
+    for scope, kinds in scopes:
+        first = True
+        for kind, label in summary.LATENCY_KINDS.items():
+            st = kinds.get(kind)
+            if st is None:
+                continue
+            if first:
+                table.add_section()
+            cells = [Text(scope if first else ""), Text(label), Text(summary.fmt_count(int(st["count"])))]
+            cells += [Text(summary.fmt_seconds(int(st[f]) / 1e9)) for f in summary.LATENCY_STATS]
+            table.add_row(*cells)
+            first = False
     return table
 
 

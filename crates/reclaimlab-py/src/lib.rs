@@ -69,7 +69,7 @@ impl Simulation {
     fn result_json(&self) -> String {
         let r = self.inner.result();
         let counters: BTreeMap<&str, u64> = r.counters.iter().map(|(k, v)| (k.as_str(), *v)).collect();
-        serde_json::json!({ "counters": counters, "phases": r.phases, "stats": r.stats }).to_string()
+        serde_json::json!({ "counters": counters, "phases": r.phases, "stats": r.stats, "latency": r.latency }).to_string()
     }
 }
 

@@ -104,6 +104,12 @@ CLASSIFICATION: tuple[tuple[str, str], ...] = (
     ("memcg.memory.stat.*", GAUGE),
     # memory.events (v2): counts of high, max, oom, oom_kill events.
     ("memcg.memory.events.*", EVENT),
+    # memory.pressure (v2) and /proc/pressure/memory: `total` is stall time since boot (µs),
+    # the avg10/60/300 are decaying averages now.
+    ("memcg.memory.pressure.*.total", EVENT),
+    ("memcg.memory.pressure.*", GAUGE),
+    ("pressure.memory.*.total", EVENT),
+    ("pressure.memory.*", GAUGE),
     # memory.current, memory.swap.current, memory.zswap.current (v2), memory.usage_in_bytes
     # (v1): bytes charged now.
     ("memcg.memory.*", GAUGE),

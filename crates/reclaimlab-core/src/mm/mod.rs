@@ -10,6 +10,7 @@ pub mod memory;
 pub mod page;
 pub mod page_io;
 pub mod page_writeback;
+pub mod pressure;
 pub mod region;
 pub mod swap;
 pub mod vmscan;
@@ -110,6 +111,10 @@ pub struct Mm {
     pub(crate) dirty: page_writeback::DirtyState,
     /// Reclaim's writeback flags of the node and the lruvecs (mm/vmscan.rs).
     pub(crate) pgdat: vmscan::PgdatFlags,
+    /// Memory PSI (crate::psi): one group per memcg, tasks = processes then kswapd.
+    pub(crate) psi: crate::psi::Psi,
+    /// Latency histograms per process and phase (crate::latency).
+    pub(crate) lat: crate::latency::LatencyLog,
 }
 
 /// What code outside the crate (bindings, benches, tests) may see, and what tests that set
@@ -173,6 +178,22 @@ impl Mm {
         let fs = filemap::Filesystem::from_config(&cfg.machine.filesystems)?;
         let (regions, pages) = region::from_config(cfg, memcgs.len(), &codecs)?;
         let nmemcg = memcgs.len();
+        // PSI tasks: each process counts in its memcg and every ancestor (cgroup v2; v1 has
+        // no per-cgroup pressure, only the system's), kswapd in the root.
+        let mut psi_tasks: Vec<Vec<u16>> = cfg
+            .processes
+            .iter()
+            .map(|p| {
+                let chain = std::iter::successors(Some(p.cgroup as u16), |&c| memcgs.get(c as usize).and_then(|m| m.parent));
+                if cgroup_v2 {
+                    chain.collect()
+                } else {
+                    vec![0]
+                }
+            })
+            .collect();
+        psi_tasks.push(vec![0]);
+        let psi = crate::psi::Psi::new(nmemcg, cfg.machine.cpus as usize, psi_tasks);
         Ok(Mm {
             pages,
             regions,
@@ -209,6 +230,8 @@ impl Mm {
             lru_gen: lru_gen::LruGenNode::new(nmemcg),
             dirty: page_writeback::DirtyState::new(cfg.processes.len()),
             pgdat: vmscan::PgdatFlags { cgroup_congested: vec![false; nmemcg], ..Default::default() },
+            psi,
+            lat: crate::latency::LatencyLog::new(cfg.processes.len()),
         })
     }
 
@@ -347,6 +370,7 @@ impl Mm {
         self.export_zswap(now, out);
         self.export_memcgs(out);
         self.swap.export(out);
+        self.export_psi(out);
         out.sort();
     }
 }
