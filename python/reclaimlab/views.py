@@ -164,9 +164,8 @@ def latency_table(result: RunResult) -> Table | None:
     if not scopes:
         return None
     table = Table(title=Text(f"{result.scenario}: latency (docs/model/latency.md)"), title_justify="left")
-    for col, justify in (("scope", "left"), ("kind", "left"), ("count", "right")) + tuple(
-        (s.removesuffix("_ns"), "right") for s in summary.LATENCY_STATS
-    ):
+    columns = [("scope", "left"), ("kind", "left"), ("count", "right")] + [(s.removesuffix("_ns"), "right") for s in summary.LATENCY_STATS]
+    for col, justify in columns:
         table.add_column(col, justify=justify)  # type: ignore[arg-type]
     for scope, kinds in scopes:
         first = True

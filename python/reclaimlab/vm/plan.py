@@ -136,10 +136,13 @@ def make_plan(config: dict[str, Any], runid: str, sample_interval_s: float) -> P
                 "memory.current",
                 "memory.swap.current",
                 "memory.zswap.current",
+                "memory.pressure",
             ]
         )
         snap_files += [f"{d}/{n}" for n in names]
     snap_files += [f"/sys/block/zram{zid}/mm_stat" for _, zid in plan.zram]
+    # memory PSI, when the guest kernel has it enabled (record.snapshot skips it otherwise)
+    snap_files.append("/proc/pressure/memory")
     head = [
         "# written by reclaimlab.vm.plan for one run; sourced by /init",
         f"NPROC={len(procs)}",

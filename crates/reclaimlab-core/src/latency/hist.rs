@@ -100,12 +100,16 @@ impl Histogram {
     }
 
     /// The nearest-rank `q`-quantile (0 < q ≤ 1, as parts per million): the value of rank
-    /// ceil(q·count), reported as its bucket's midpoint, at most the maximum. 0 when empty.
+    /// ceil(q·count), reported as its bucket's midpoint, at most the maximum (the last rank is
+    /// the maximum itself). 0 when empty.
     pub fn quantile_ppm(&self, q_ppm: u64) -> u64 {
         if self.count == 0 {
             return 0;
         }
         let rank = (self.count as u128 * q_ppm as u128).div_ceil(1_000_000).max(1) as u64;
+        if rank >= self.count {
+            return self.max;
+        }
         let mut seen = 0;
         for (i, &c) in self.counts.iter().enumerate() {
             seen += c;

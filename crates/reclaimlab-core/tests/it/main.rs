@@ -13,4 +13,5 @@ mod lru_gen;
 mod switches;
 mod zswap_limits;
 mod page_tables;
+mod psi;
 mod stats_flush;
