@@ -14,6 +14,8 @@ __all__ = [
     "distinct_variants",
     "estimate",
     "knobs",
+    "latency_quantiles",
+    "latency_relative_error",
     "limits",
     "page_bytes",
     "preset_switches",

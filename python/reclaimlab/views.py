@@ -126,10 +126,9 @@ def run_view(result: RunResult, patterns: Sequence[str], show_all: bool) -> list
     note = _time_bounded_note([result.scenario], [result])
     if note is not None:
         out.append(note)
-    if show_all:
-        table = latency_table(result)
-        if table is not None:
-            out.append(table)
+    lat = latency_table(result) if show_all else None
+    if lat is not None:
+        out.append(lat)
     if show_all or patterns:
         out.append(counters_table(result, patterns))
     else:

@@ -183,8 +183,8 @@ impl PsiGroup {
             self.avg_total[s] += sample;
             // calc_avgs: pct = time * 100 / period, in fixed point.
             let pct = sample * 100 / period * FIXED_1;
-            for w in 0..3 {
-                self.avg[s][w] = calc_load(self.avg[s][w], EXP[w], pct);
+            for (avg, &exp) in self.avg[s].iter_mut().zip(&EXP) {
+                *avg = calc_load(*avg, exp, pct);
             }
         }
     }
@@ -289,8 +289,8 @@ mod tests {
 
     #[test]
     fn calc_load_matches_the_kernels_rounding() {
-        // 100% for one period from 0: (0·1677 + 204800·371 + 2047) / 2048.
-        assert_eq!(calc_load(0, EXP[0], 100 * FIXED_1), (100 * FIXED_1 * (FIXED_1 - EXP[0]) + FIXED_1 - 1) / FIXED_1);
+        // 100% for one period from 0: (0·1677 + 204800·371 + 2047) / 2048 = 37100.
+        assert_eq!(calc_load(0, EXP[0], 100 * FIXED_1), 37100);
         assert_eq!(centi_percent(100 * FIXED_1), 10_000);
         assert_eq!(centi_percent(FIXED_1 / 2), 50);
     }

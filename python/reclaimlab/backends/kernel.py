@@ -224,7 +224,11 @@ def _drive(
     probe_before = speed.probe_ns()
     before = snapshot(src)
     if "pressure.memory.some.total" not in before:
-        print("reclaimlab: this kernel reports no memory PSI (no readable /proc/pressure/memory: CONFIG_PSI off or psi=0); pressure keys are not recorded", file=sys.stderr)
+        print(
+            "reclaimlab: this kernel reports no memory PSI (no readable /proc/pressure/memory: CONFIG_PSI off or psi=0); "
+            "pressure keys are not recorded",
+            file=sys.stderr,
+        )
     wanted = set(keys) | {k for k in before if k.startswith("zram")}
     series = Series(keys=sorted(k for k in wanted if k in before), interval_s=interval)
     t0 = time.monotonic()
