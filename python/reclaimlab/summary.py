@@ -219,6 +219,8 @@ LEGEND = {
     "oom kills": "OOM kills (vmstat.oom_kill, memcg memory.events oom_kill)",
     "fault p50/p99/max": "page-fault latency over all processes, entry to return (docs/model/latency.md)",
     "stall p99/max": "allocation stall: per allocation or charge that entered reclaim, its time to return",
+    "high p99/max": "per return to user space over memory.high: its reclaim and penalty (mem_cgroup_handle_over_high)",
+    "throttled p99/max": "each throttling sleep: memory.high penalty, balance_dirty_pages, reclaim_throttle",
     "psi some/full avg10": "/proc/pressure/memory avg10 at the end, % (some: a task stalled; full: all non-idle tasks)",
     "psi some/full total": "/proc/pressure/memory total: stall time over the run",
 }
@@ -310,17 +312,17 @@ def headline(results: Sequence[RunResult]) -> list[Headline]:
 
 
 def latency_headline(results: Sequence[RunResult]) -> list[Headline]:
-    """The latency block: fault p50/p99/max, allocation stall p99/max (when any run stalled),
-    PSI some/full avg10 and total (when the runs have them)."""
+    """The latency block: fault p50/p99/max; p99/max of allocation stalls, memory.high handling
+    and throttling sleeps (each when any run has one); PSI some/full avg10 and total (when the
+    runs have them)."""
     rows: list[Headline] = []
     if any(latency_stat("fault", "max_ns")(r) is not None for r in results):
         for stat in ("p50", "p99", "max"):
             rows.append(Headline(f"latency:all.fault.{stat}_ns", f"fault {stat}", "s", "lower", latency_stat("fault", f"{stat}_ns")))
-    if any(latency_stat("alloc_stall", "max_ns")(r) is not None for r in results):
-        for stat in ("p99", "max"):
-            rows.append(
-                Headline(f"latency:all.alloc_stall.{stat}_ns", f"stall {stat}", "s", "lower", latency_stat("alloc_stall", f"{stat}_ns"))
-            )
+    for kind, label in (("alloc_stall", "stall"), ("high_reclaim", "high"), ("throttle", "throttled")):
+        if any(latency_stat(kind, "max_ns")(r) is not None for r in results):
+            for stat in ("p99", "max"):
+                rows.append(Headline(f"latency:all.{kind}.{stat}_ns", f"{label} {stat}", "s", "lower", latency_stat(kind, f"{stat}_ns")))
     if any("pressure.memory.some.total" in r.counters for r in results):
         for which in ("some", "full"):
             rows.append(Headline(f"pressure.memory.{which}.avg10", f"psi {which} avg10", "pct", "lower", _psi(which, "avg10", 0.01)))
