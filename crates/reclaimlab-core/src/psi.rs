@@ -209,8 +209,9 @@ pub struct Psi {
     /// Per task: its CPU and the groups it counts in (its memcg and every ancestor).
     task_cpu: Vec<usize>,
     task_groups: Vec<Vec<u16>>,
-    /// The last state reported per task, and the last state applied.
+    /// The last state reported per task and when, and the last state applied.
     reported: Vec<u8>,
+    reported_at: Vec<Time>,
     applied: Vec<u8>,
     pending: BinaryHeap<Reverse<(Time, u64, u32, u8)>>,
     seq: u64,
@@ -229,6 +230,7 @@ impl Psi {
             task_cpu: (0..n).map(|t| t % cpus).collect(),
             task_groups: tasks,
             reported: vec![0; n],
+            reported_at: vec![0; n],
             applied: vec![0; n],
             pending: BinaryHeap::new(),
             seq: 0,
@@ -237,14 +239,18 @@ impl Psi {
         }
     }
 
-    /// Task `task` is in state `flags` (TSK_* bits) from `now` on. A task's reports come in
-    /// time order.
+    /// Task `task` is in state `flags` (TSK_* bits) from `now` on. A report dated before the
+    /// task's previous one (another thread acting on it, e.g. kswapd's OOM kill of a process
+    /// whose slice ran ahead) takes effect at that previous report: a task's states stay in
+    /// order.
     #[inline]
     pub fn set(&mut self, task: usize, now: Time, flags: u8) {
         if self.reported[task] == flags {
             return;
         }
+        let now = now.max(self.reported_at[task]);
         self.reported[task] = flags;
+        self.reported_at[task] = now;
         self.seq += 1;
         self.pending.push(Reverse((now, self.seq, task as u32, flags)));
     }

@@ -129,3 +129,19 @@ fn groups_see_their_own_tasks_and_changes_apply_in_time_order() {
     // Root: CPU 0 stalled [0, 1 s), CPU 1 stalled [0.5 s, 3 s); both busy throughout.
     assert_eq!(root.total_us[0], (S + 5 * S / 2) / 2 / 1000);
 }
+
+#[test]
+fn a_report_dated_before_the_tasks_last_takes_effect_after_it() {
+    // A process's slice ran ahead to 3 s (running); kswapd, at 1 s, kills it: the kill lands
+    // at 3 s, so the task is not left running for ever, and task 1's stall at [4 s, 5 s) on
+    // the same CPU is `full` (no productive task left), not `some` only.
+    let mut p = Psi::new(1, 1, vec![vec![0], vec![0]]);
+    p.set(0, 0, TSK_RUNNING);
+    p.set(0, 2 * S, STALLED);
+    p.set(0, 3 * S, TSK_RUNNING);
+    p.set(0, S, 0);
+    p.set(1, 4 * S, STALLED);
+    p.set(1, 5 * S, 0);
+    p.advance(3 * PSI_PERIOD_NS);
+    assert_eq!(p.pressure(0, 3 * PSI_PERIOD_NS).total_us, [2_000_000, 2_000_000]);
+}
