@@ -147,7 +147,6 @@ impl Scheduler {
                     return;
                 }
                 self.procs[pi].state = ProcState::Running;
-                mm.psi_set(pi, t, TSK_RUNNING);
                 self.end_phase_at(mm, pi, self.procs[pi].phase, t, "completed");
                 self.procs[pi].phase += 1;
             }
