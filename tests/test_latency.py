@@ -140,3 +140,22 @@ def test_psi_in_the_series(tmp_path: Path) -> None:
     # Sampling reads only: the result is the one of an unsampled run.
     plain = reclaimlab.run(str(f))
     assert plain.counters == r.counters and plain.latency == r.latency
+
+
+def test_run_and_compare_show_the_latency_block(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from reclaimlab.cli import app
+
+    f = tmp_path / "c.toml"
+    f.write_text(SCENARIO.replace("{high}", "12MiB"))
+    cli = CliRunner()
+    r = cli.invoke(app, ["compare", str(f), "--vary", "cgroups.groups.w.memory.high=12MiB,20MiB", "--no-progress", "--all"])
+    assert r.exit_code == 0, r.output
+    for label in ("fault p50", "fault p99", "fault max", "high p99", "psi some avg10", "psi full total", "memory.high p999"):
+        assert label in r.output, label
+    r = cli.invoke(app, ["run", str(f), "--no-progress"])
+    assert r.exit_code == 0, r.output
+    assert "psi some total" in r.output and "latency (docs/model/latency.md)" not in r.output  # the table is behind --all
+    r = cli.invoke(app, ["run", str(f), "--no-progress", "--all"])
+    assert "latency (docs/model/latency.md)" in r.output and "w/access" in r.output

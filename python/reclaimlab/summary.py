@@ -241,14 +241,17 @@ LATENCY_STATS = ("p50_ns", "p90_ns", "p99_ns", "p999_ns", "max_ns")
 
 
 def latency_stat(kind: str, stat: str, scope: str = "all") -> Callable[[RunResult], Any]:
-    """A latency statistic in seconds (``stat``: p50_ns ... max_ns) of ``kind`` over ``scope``
-    (``all``, a process, or ``<process>/<phase>``); None when it has no sample."""
+    """A latency statistic in seconds (``stat``: p50_ns ... max_ns, sum_ns; ``count`` as a
+    number) of ``kind`` over ``scope`` (``all``, a process, or ``<process>/<phase>``); None
+    when it has no sample."""
 
     def get(r: RunResult) -> Any:
         for name, kinds in r.latency_tables():
             if name == scope:
                 st = kinds.get(kind)
-                return None if st is None else int(st[stat]) / 1e9
+                if st is None:
+                    return None
+                return int(st[stat]) if stat == "count" else int(st[stat]) / 1e9
         return None
 
     return get

@@ -278,11 +278,50 @@ def compare_view(
     if note is not None:
         parts.append(note)
     if show_all or patterns or per is not None:
+        lat = latency_compare_table(result, bi, headers) if show_all else None
+        if lat is not None:
+            parts.append(lat)
         parts.append(full_table(result, bi, headers, patterns, show_all, per))
     else:
         parts.append(Text("--all: every counter (--per access|second to normalise); --counters GLOB: a subset", style="dim"))
     parts.extend(ranking(result, bi, repeated))
     return CompareView(parts)
+
+
+def latency_compare_table(result: CompareResult, bi: int, headers: Sequence[str]) -> Table | None:
+    """``compare --all``: every latency kind and percentile over the whole run (and per
+    process when there are several), configurations as columns, change against the baseline."""
+    results = [r for _, r in result.configs]
+    scopes: dict[str, None] = {"all": None}
+    for r in results:
+        procs = [str(p["process"]) for p in r.latency.get("processes", [])]
+        if len(procs) > 1:
+            scopes.update(dict.fromkeys(procs))
+    table = Table(title=Text(f"{result.scenario}: latency (docs/model/latency.md)"), title_justify="left")
+    table.add_column("")
+    for i, head in enumerate(headers):
+        table.add_column(Text(head, style="bold" if i == bi else ""), justify="right")
+    rows = 0
+    for scope in scopes:
+        section = True
+        for kind, label in summary.LATENCY_KINDS.items():
+            for stat in ("count", *summary.LATENCY_STATS):
+                get = summary.latency_stat(kind, stat, scope)
+                values = [get(r) for r in results]
+                if all(v is None for v in values):
+                    continue
+                if section:
+                    table.add_section()
+                    section = False
+                cells = [Text(f"{'' if scope == 'all' else scope + ' '}{label} {stat.removesuffix('_ns')}")]
+                for i, v in enumerate(values):
+                    text = "-" if v is None else summary.fmt_count(v) if stat == "count" else summary.fmt_seconds(v)
+                    if i != bi:
+                        text += _delta(v, values[bi])
+                    cells.append(Text(text))
+                table.add_row(*cells)
+                rows += 1
+    return table if rows else None
 
 
 def full_table(
