@@ -38,11 +38,19 @@ def test_plot_page_has_the_series_bars_and_tables(real_core: Any, write: Any, tm
     r = runner.invoke(app, ["plot", str(_compare_json(write, tmp_path)), str(ROOT / "results/validation/swap-only.json"), "-o", str(out)])
     assert r.exit_code == 0, r.output
     text = out.read_text(encoding="utf-8")
-    for title in ("zswap pool size", "pages stored in zswap", "major faults per second", "pages reclaimed per second", "per configuration"):
+    for title in (
+        "zswap pool size",
+        "pages stored in zswap",
+        "major faults per second",
+        "pages reclaimed per second",
+        "memory pressure: pressure.memory.some",
+        "memory pressure: pressure.memory.full",
+        "per configuration",
+    ):
         assert title in text, title
     assert "Validation: swap-only" in text
     assert "<script src=" not in text  # self-contained: plotly.js inline, nothing fetched
-    assert text.count("Plotly.newPlot") == 6
+    assert text.count("Plotly.newPlot") == 8
 
 
 def test_plot_rejects_other_json(tmp_path: Path) -> None:
@@ -76,7 +84,7 @@ def test_the_browser_draws_every_plot(real_core: Any, write: Any, tmp_path: Path
     assert proc.returncode == 0, proc.stderr[-2000:]
     dom = proc.stdout
     figures = page.read_text(encoding="utf-8").count("Plotly.newPlot")
-    assert figures == 6  # bars + pool, stored pages, faults/s, reclaim/s, writeback/s
+    assert figures == 8  # bars + pool, stored pages, faults/s, reclaim/s, writeback/s, PSI some and full
     # plotly replaced each placeholder div by an SVG drawing (two SVG layers per plot)
     assert dom.count('class="main-svg"') >= 2 * figures
     # every time series has a drawn line per configuration (plotly joins collinear points, so

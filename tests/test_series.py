@@ -89,7 +89,7 @@ def test_compare_csv_and_parquet_are_tidy(real_core: Any, write: Any, tmp_path: 
     assert list(b.columns) == list(a.columns)
     assert set(a["config"]) == {"on", "off"}
     assert set(b["kernel.zswap.enabled"]) == {True, False}  # the override's value, not "k=v"
-    assert set(a["kind"]) == {"counter", "phase", "series"}
+    assert set(a["kind"]) == {"counter", "phase", "latency", "series"}
     pool = b[(b["kind"] == "series") & (b["metric"] == "zswap.pool_total_size") & (b["config"] == "on")]
     assert len(pool) >= 3 and pool["t_s"].is_monotonic_increasing
 

@@ -3,6 +3,9 @@
     python tools/results_digest.py write DIR     # run every scenario under scenarios/ (and each
                                                  # [compare] configuration) into DIR/<name>.json
     python tools/results_digest.py compare A B   # which results differ between two such dirs
+    python tools/results_digest.py compare A B --added-ok   # B may add keys (a new counter,
+                                                 # a new result section); every value A has is
+                                                 # unchanged
 
 `write` uses the checkout's CLI (`.venv/bin/reclaimlab`, after `make build`) with the result
 cache off; `compare` looks at counters, phases and stats and ignores provenance, the lowered
@@ -48,25 +51,38 @@ def _strip(d: Any) -> Any:
     return d
 
 
-def compare(a: Path, b: Path) -> int:
+def _changed(a: Any, b: Any, path: str = "") -> list[str]:
+    """Where ``b`` does not hold ``a``'s values: keys of ``a`` missing or different in ``b``
+    (keys only ``b`` has are not changes)."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        return [p for k, v in a.items() for p in (_changed(v, b[k], f"{path}/{k}") if k in b else [f"{path}/{k} missing"])]
+    if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+        return [p for i, (x, y) in enumerate(zip(a, b, strict=True)) for p in _changed(x, y, f"{path}[{i}]")]
+    return [] if a == b else [path or "/"]
+
+
+def compare(a: Path, b: Path, added_ok: bool = False) -> int:
     differ = 0
     for f in sorted(a.glob("*.json")):
         g = b / f.name
         if not g.exists():
             print(f"MISSING {f.name}")
             differ += 1
-        elif _strip(json.loads(f.read_text())) != _strip(json.loads(g.read_text())):
-            print(f"DIFF {f.name}")
+            continue
+        old, new = _strip(json.loads(f.read_text())), _strip(json.loads(g.read_text()))
+        changed = _changed(old, new) if added_ok else ([] if old == new else ["/"])
+        if changed:
+            print(f"DIFF {f.name}" + (f": {', '.join(changed[:5])}" if added_ok else ""))
             differ += 1
-    print("identical" if not differ else f"{differ} differ")
+    print(("identical" + (" (keys added only)" if added_ok else "")) if not differ else f"{differ} differ")
     return 1 if differ else 0
 
 
 def main(argv: list[str]) -> int:
     if len(argv) == 2 and argv[0] == "write":
         return write(Path(argv[1]))
-    if len(argv) == 3 and argv[0] == "compare":
-        return compare(Path(argv[1]), Path(argv[2]))
+    if len(argv) in (3, 4) and argv[0] == "compare" and argv[3:] in ([], ["--added-ok"]):
+        return compare(Path(argv[1]), Path(argv[2]), added_ok=argv[3:] == ["--added-ok"])
     print(__doc__, file=sys.stderr)
     return 2
 

@@ -14,6 +14,8 @@ __all__ = [
     "distinct_variants",
     "estimate",
     "knobs",
+    "latency_quantiles",
+    "latency_relative_error",
     "limits",
     "page_bytes",
     "preset_switches",
@@ -77,6 +79,13 @@ def codecs() -> list[str]:
 
 def version() -> str:
     """The native module's version (its crate version)."""
+
+def latency_quantiles(values: list[int], quantiles_ppm: list[int]) -> list[int]:
+    """The core's latency histogram over ``values`` (ns): the nearest-rank quantiles at
+    ``quantiles_ppm`` (parts per million, 1 to 1000000), as run results report them."""
+
+def latency_relative_error() -> float:
+    """The histogram's stated bound on a reported quantile's relative error."""
 
 def page_bytes(content: str, seed: int, region_id: int, variant: int) -> bytes:
     """The exact bytes of one page of a content class (region_id = (process << 16) | region)."""

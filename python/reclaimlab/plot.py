@@ -5,7 +5,8 @@ The page has, when the results have them:
 
 * time series per configuration (``--interval`` in the simulator; the lab always samples):
   zswap pool size, pages stored in zswap, major faults per second, pages reclaimed per second,
-  and PSI where a result carries it;
+  and memory pressure (PSI some/full, system and per cgroup: the share of time stalled between
+  samples) where a result carries it;
 * bars per configuration: the headline's figures (accesses/s of the deciding phase, major
   faults per 1000 accesses, pages swapped out, pool size);
 * the seed table (``--seeds``: mean and 95% interval per configuration) and validation tables
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import html
 import json
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,8 +39,9 @@ SERIES: tuple[tuple[str, str, str, str], ...] = (
     ("pages reclaimed per second", "vmstat.pgsteal_anon", "rate", "pages/s"),
     ("zswap writeback per second", "vmstat.zswpwb", "rate", "pages/s"),
 )
-#: PSI keys (``psi.memory.some.total`` ...), drawn as stall time per second where present.
-PSI_PREFIX = "psi."
+#: Memory PSI totals (``pressure.memory.some.total``, ``memcg[/a].memory.pressure.full.total``,
+#: µs since the start), drawn as the share of time stalled between samples where present.
+PSI_TOTAL = re.compile(r"^(?:pressure\.memory|memcg\[[^\]]*\]\.memory\.pressure)\.(?:some|full)\.total$")
 
 
 @dataclass
@@ -97,8 +100,8 @@ def _series_figures(page: Page) -> list[Any]:
     if not sampled:
         return []
     keys = [(title, key, how, unit) for title, key, how, unit in SERIES if any(key in r.series.get("values", {}) for _, r in sampled)]
-    psi = sorted({k for _, r in sampled for k in r.series.get("values", {}) if k.startswith(PSI_PREFIX)})
-    keys += [(f"PSI {k.removeprefix(PSI_PREFIX)} (stall µs per second)", k, "rate", "µs/s") for k in psi]
+    psi = sorted({k for _, r in sampled for k in r.series.get("values", {}) if PSI_TOTAL.match(k)})
+    keys += [(f"memory pressure: {k.removesuffix('.total')} (share of time stalled)", k, "psi", "%") for k in psi]
     for title, key, how, unit in keys:
         fig = go.Figure()
         for name, r in sampled:
@@ -107,6 +110,9 @@ def _series_figures(page: Page) -> list[Any]:
             if col is None:
                 continue
             xs, ys = (t, col) if how == "level" else _rate(t, col)
+            if how == "psi":
+                # µs stalled per second of time → percent
+                ys = [None if y is None else y / 1e4 for y in ys]
             fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines", name=name))
         fig.update_layout(title=title, xaxis_title="simulated time (s)" if sampled[0][1].backend == "sim" else "time (s)", yaxis_title=unit)
         figs.append(fig)

@@ -107,6 +107,10 @@ class RunResult:
     #: Counters over time (``--interval``; the kernel backend always samples): ``{"interval_s",
     #: "t": [seconds], "values": {key: [value per t]}}`` in lab/record.py's Series format.
     series: dict[str, Any] = field(default_factory=dict)
+    #: Latency distributions (the simulator's; docs/model/latency.md): ``{"all": {kind: stats},
+    #: "processes": [{"process", "kinds": {kind: stats}}], "phases": [{"process", "phase",
+    #: "kinds"}]}``, stats = count, sum_ns, p50_ns, p90_ns, p99_ns, p999_ns, max_ns.
+    latency: dict[str, Any] = field(default_factory=dict)
 
     @property
     def series_frame(self) -> pd.DataFrame:
@@ -119,18 +123,32 @@ class RunResult:
 
     def tidy(self) -> pd.DataFrame:
         """Everything as one long table, one value per row: columns kind ("counter", "phase",
-        "series"), metric (a counter key, or ``phase:<process>/<phase>.<field>``), t_s (the
-        sample time for series rows, else empty) and value."""
+        "latency", "series"), metric (a counter key, ``phase:<process>/<phase>.<field>``, or
+        ``latency:<scope>.<kind>.<stat>`` with scope ``all``, ``<process>`` or
+        ``<process>/<phase>``), t_s (the sample time for series rows, else empty) and value."""
         import pandas as pd
 
         rows: list[tuple[str, str, float | None, float]] = [("counter", k, None, float(v)) for k, v in sorted(self.counters.items())]
         for p in self.phase_records:
             for f in ("elapsed_s", "accesses", "accesses_per_s"):
                 rows.append(("phase", f"phase:{p['process']}/{p['phase']}.{f}", None, float(p[f])))
+        for name, kinds in self.latency_tables():
+            for k, st in sorted(kinds.items()):
+                rows += [("latency", f"latency:{name}.{k}.{f}", None, float(v)) for f, v in sorted(st.items())]
         t = self.series.get("t", [])
         for k, col in sorted(self.series.get("values", {}).items()):
             rows += [("series", k, float(ts), float(v)) for ts, v in zip(t, col, strict=False) if v is not None]
         return pd.DataFrame(rows, columns=["kind", "metric", "t_s", "value"]).astype({"t_s": "float64", "value": "float64"})
+
+    def latency_tables(self) -> list[tuple[str, dict[str, dict[str, int]]]]:
+        """(scope, {kind: stats}) for the whole run (``all``), each process and each phase
+        (``<process>/<phase>``), in that order; empty without latency results."""
+        if not self.latency:
+            return []
+        out: list[tuple[str, dict[str, dict[str, int]]]] = [("all", dict(self.latency.get("all", {})))]
+        out += [(str(p["process"]), dict(p["kinds"])) for p in self.latency.get("processes", [])]
+        out += [(f"{p['process']}/{p['phase']}", dict(p["kinds"])) for p in self.latency.get("phases", [])]
+        return out
 
     @property
     def phases(self) -> pd.DataFrame:
@@ -152,6 +170,7 @@ class RunResult:
             phase_records=[_phase_record(p) for p in raw.get("phases", [])],
             stats=dict(raw.get("stats", {})),
             provenance={**scenario_provenance(scenario, profile), "native_version": native.native_version()},
+            latency=dict(raw.get("latency", {})),
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -166,6 +185,7 @@ class RunResult:
             "provenance": dict(self.provenance),
             # only when sampled: a result without --interval is as before, byte for byte
             **({"series": self.series} if self.series else {}),
+            **({"latency": self.latency} if self.latency else {}),
         }
 
     def to_json(self, indent: int | None = 2) -> str:
@@ -184,6 +204,7 @@ class RunResult:
             stats=dict(d.get("stats", {})),
             provenance=dict(d.get("provenance", {})),
             series=dict(d.get("series", {})),
+            latency=dict(d.get("latency", {})),
         )
 
     @classmethod

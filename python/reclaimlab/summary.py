@@ -29,6 +29,8 @@ __all__ = [
     "fmt_seconds",
     "fmt_value",
     "headline",
+    "latency_headline",
+    "latency_stat",
     "normalise",
     "primary_metric",
     "rank",
@@ -36,7 +38,7 @@ __all__ = [
     "total_accesses",
 ]
 
-Unit = Literal["s", "/s", "count", "bytes", "ratio", "text"]
+Unit = Literal["s", "/s", "count", "bytes", "ratio", "pct", "text"]
 Better = Literal["higher", "lower"] | None
 
 
@@ -87,6 +89,8 @@ def fmt_value(v: Any, unit: Unit) -> str:
         return fmt_count(float(v)) + "/s"
     if unit == "bytes":
         return fmt_bytes(float(v))
+    if unit == "pct":
+        return f"{float(v):.2f}%"
     return fmt_count(float(v))
 
 
@@ -213,7 +217,49 @@ LEGEND = {
     "zswpwb": "pages written back from zswap to the swap device (vmstat.zswpwb)",
     "pool": "zswap pool size at the end (zswap.pool_total_size)",
     "oom kills": "OOM kills (vmstat.oom_kill, memcg memory.events oom_kill)",
+    "fault p50/p99/max": "page-fault latency over all processes, entry to return (docs/model/latency.md)",
+    "stall p99/max": "allocation stall: per allocation or charge that entered reclaim, its time to return",
+    "high p99/max": "per return to user space over memory.high: its reclaim and penalty (mem_cgroup_handle_over_high)",
+    "throttled p99/max": "each throttling sleep: memory.high penalty, balance_dirty_pages, reclaim_throttle",
+    "psi some/full avg10": "/proc/pressure/memory avg10 at the end, % (some: a task stalled; full: all non-idle tasks)",
+    "psi some/full total": "/proc/pressure/memory total: stall time over the run",
 }
+
+#: Latency kinds in display order with a short label (docs/model/latency.md has what each
+#: measures); the headline shows fault and alloc_stall, ``--all`` every kind.
+LATENCY_KINDS = {
+    "fault": "fault",
+    "fault_minor": "minor fault",
+    "fault_major": "major fault",
+    "fault_zswap": "zswap fault",
+    "io_wait": "swap-in IO wait",
+    "alloc_stall": "alloc stall",
+    "high_reclaim": "memory.high",
+    "throttle": "throttled",
+}
+LATENCY_STATS = ("p50_ns", "p90_ns", "p99_ns", "p999_ns", "max_ns")
+
+
+def latency_stat(kind: str, stat: str, scope: str = "all") -> Callable[[RunResult], Any]:
+    """A latency statistic in seconds (``stat``: p50_ns ... max_ns, sum_ns; ``count`` as a
+    number) of ``kind`` over ``scope`` (``all``, a process, or ``<process>/<phase>``); None
+    when it has no sample."""
+
+    def get(r: RunResult) -> Any:
+        for name, kinds in r.latency_tables():
+            if name == scope:
+                st = kinds.get(kind)
+                if st is None:
+                    return None
+                return int(st[stat]) if stat == "count" else int(st[stat]) / 1e9
+        return None
+
+    return get
+
+
+def _psi(which: str, field: str, scale: float) -> Callable[[RunResult], Any]:
+    key = f"pressure.memory.{which}.{field}"
+    return lambda r: None if key not in r.counters else r.counters[key] * scale
 
 
 def _phase_field(proc: str, phase: str, field: str) -> Callable[[RunResult], Any]:
@@ -264,6 +310,27 @@ def headline(results: Sequence[RunResult]) -> list[Headline]:
         if key in present:
             rows.append(Headline(key, label, unit, "lower", _counter(key)))  # type: ignore[arg-type]
     rows.append(Headline("oom_kills", "oom kills", "count", "lower", oom_kills))
+    rows.extend(latency_headline(results))
+    return rows
+
+
+def latency_headline(results: Sequence[RunResult]) -> list[Headline]:
+    """The latency block: fault p50/p99/max; p99/max of allocation stalls, memory.high handling
+    and throttling sleeps (each when any run has one); PSI some/full avg10 and total (when the
+    runs have them)."""
+    rows: list[Headline] = []
+    if any(latency_stat("fault", "max_ns")(r) is not None for r in results):
+        for stat in ("p50", "p99", "max"):
+            rows.append(Headline(f"latency:all.fault.{stat}_ns", f"fault {stat}", "s", "lower", latency_stat("fault", f"{stat}_ns")))
+    for kind, label in (("alloc_stall", "stall"), ("high_reclaim", "high"), ("throttle", "throttled")):
+        if any(latency_stat(kind, "max_ns")(r) is not None for r in results):
+            for stat in ("p99", "max"):
+                rows.append(Headline(f"latency:all.{kind}.{stat}_ns", f"{label} {stat}", "s", "lower", latency_stat(kind, f"{stat}_ns")))
+    if any("pressure.memory.some.total" in r.counters for r in results):
+        for which in ("some", "full"):
+            rows.append(Headline(f"pressure.memory.{which}.avg10", f"psi {which} avg10", "pct", "lower", _psi(which, "avg10", 0.01)))
+        for which in ("some", "full"):
+            rows.append(Headline(f"pressure.memory.{which}.total", f"psi {which} total", "s", "lower", _psi(which, "total", 1e-6)))
     return rows
 
 

@@ -66,7 +66,15 @@ def _legend(labels: Sequence[str]) -> Text:
             parts.append(f"{label}: {meaning}")
         elif label == "pswpin / pswpout" and ("pswpin" in shown or "pswpout" in shown):
             parts.append(f"{label}: {meaning}")
+        elif any(_alternatives(label, i) & shown for i, word in enumerate(label.split(" ")) if "/" in word and word != "/"):
+            parts.append(f"{label}: {meaning}")
     return Text("legend: " + "; ".join(parts), style="dim")
+
+
+def _alternatives(label: str, i: int) -> set[str]:
+    """``fault p50/p99/max`` with word ``i`` split: {"fault p50", "fault p99", "fault max"}."""
+    words = label.split(" ")
+    return {" ".join([*words[:i], alt, *words[i + 1 :]]) for alt in words[i].split("/")}
 
 
 def _banner_text(name: str | None, r: RunResult) -> list[Text]:
@@ -119,6 +127,9 @@ def run_view(result: RunResult, patterns: Sequence[str], show_all: bool) -> list
     note = _time_bounded_note([result.scenario], [result])
     if note is not None:
         out.append(note)
+    lat = latency_table(result) if show_all else None
+    if lat is not None:
+        out.append(lat)
     if show_all or patterns:
         out.append(counters_table(result, patterns))
     else:
@@ -144,6 +155,30 @@ def phases_table(result: RunResult) -> Table:
             o = str(r.get("outcome") or "")
             cells.append(Text(o, style="" if o == "completed" else "bold red"))
         table.add_row(*cells)
+    return table
+
+
+def latency_table(result: RunResult) -> Table | None:
+    """Every latency kind per process and phase: count, p50, p90, p99, p999, max."""
+    scopes = result.latency_tables()
+    if not scopes:
+        return None
+    table = Table(title=Text(f"{result.scenario}: latency (docs/model/latency.md)"), title_justify="left")
+    columns = [("scope", "left"), ("kind", "left"), ("count", "right")] + [(s.removesuffix("_ns"), "right") for s in summary.LATENCY_STATS]
+    for col, justify in columns:
+        table.add_column(col, justify=justify)  # type: ignore[arg-type]
+    for scope, kinds in scopes:
+        first = True
+        for kind, label in summary.LATENCY_KINDS.items():
+            st = kinds.get(kind)
+            if st is None:
+                continue
+            if first:
+                table.add_section()
+            cells = [Text(scope if first else ""), Text(label), Text(summary.fmt_count(int(st["count"])))]
+            cells += [Text(summary.fmt_seconds(int(st[f]) / 1e9)) for f in summary.LATENCY_STATS]
+            table.add_row(*cells)
+            first = False
     return table
 
 
@@ -244,11 +279,50 @@ def compare_view(
     if note is not None:
         parts.append(note)
     if show_all or patterns or per is not None:
+        lat = latency_compare_table(result, bi, headers) if show_all else None
+        if lat is not None:
+            parts.append(lat)
         parts.append(full_table(result, bi, headers, patterns, show_all, per))
     else:
         parts.append(Text("--all: every counter (--per access|second to normalise); --counters GLOB: a subset", style="dim"))
     parts.extend(ranking(result, bi, repeated))
     return CompareView(parts)
+
+
+def latency_compare_table(result: CompareResult, bi: int, headers: Sequence[str]) -> Table | None:
+    """``compare --all``: every latency kind and percentile over the whole run (and per
+    process when there are several), configurations as columns, change against the baseline."""
+    results = [r for _, r in result.configs]
+    scopes: dict[str, None] = {"all": None}
+    for r in results:
+        procs = [str(p["process"]) for p in r.latency.get("processes", [])]
+        if len(procs) > 1:
+            scopes.update(dict.fromkeys(procs))
+    table = Table(title=Text(f"{result.scenario}: latency (docs/model/latency.md)"), title_justify="left")
+    table.add_column("")
+    for i, head in enumerate(headers):
+        table.add_column(Text(head, style="bold" if i == bi else ""), justify="right")
+    rows = 0
+    for scope in scopes:
+        section = True
+        for kind, label in summary.LATENCY_KINDS.items():
+            for stat in ("count", *summary.LATENCY_STATS):
+                get = summary.latency_stat(kind, stat, scope)
+                values = [get(r) for r in results]
+                if all(v is None for v in values):
+                    continue
+                if section:
+                    table.add_section()
+                    section = False
+                cells = [Text(f"{'' if scope == 'all' else scope + ' '}{label} {stat.removesuffix('_ns')}")]
+                for i, v in enumerate(values):
+                    text = "-" if v is None else summary.fmt_count(v) if stat == "count" else summary.fmt_seconds(v)
+                    if i != bi:
+                        text += _delta(v, values[bi])
+                    cells.append(Text(text))
+                table.add_row(*cells)
+                rows += 1
+    return table if rows else None
 
 
 def full_table(

@@ -15,7 +15,7 @@ import reclaimlab
 from lab.labutil import FAKE_RUNNER
 from reclaimlab.lab import host
 from reclaimlab.lab.errors import LabTimeout, RunnerFailed
-from reclaimlab.lab.record import EVENT, GAUGE, Series, Sources, counters, kind, sim_counter_keys, snapshot
+from reclaimlab.lab.record import EVENT, GAUGE, PRESSURE_MEMORY, Series, Sources, counters, kind, pressure, sim_counter_keys, snapshot
 from reclaimlab.lab.runner import Runner, RunnerSet
 
 
@@ -50,6 +50,10 @@ from reclaimlab.lab.runner import Runner, RunnerSet
         ("meminfo.SwapFree", GAUGE),
         ("zram0.mm_stat.compr_data_size", GAUGE),
         ("zram0.mm_stat.pages_compacted", EVENT),
+        ("pressure.memory.some.total", EVENT),
+        ("pressure.memory.full.avg10", GAUGE),
+        ("memcg[/a].memory.pressure.full.total", EVENT),
+        ("memcg[/a].memory.pressure.some.avg300", GAUGE),
     ],
 )
 def test_classification(key: str, want: str) -> None:
@@ -74,6 +78,42 @@ def test_series_columns() -> None:
 def test_snapshot_of_the_global_sources_needs_no_root() -> None:
     snap = snapshot(Sources())
     assert snap["vmstat.pgfault"] > 0 and "meminfo.MemTotal" in snap
+
+
+def test_pressure_file_under_the_simulators_keys(tmp_path: Path) -> None:
+    text = "some avg10=1.23 avg60=0.05 avg300=10.00 total=324837845\nfull avg10=0.00 avg60=0.13 avg300=0.15 total=168055405\n"
+    assert pressure(text, "pressure.memory.") == {
+        "pressure.memory.some.avg10": 123,
+        "pressure.memory.some.avg60": 5,
+        "pressure.memory.some.avg300": 1000,
+        "pressure.memory.some.total": 324837845,
+        "pressure.memory.full.avg10": 0,
+        "pressure.memory.full.avg60": 13,
+        "pressure.memory.full.avg300": 15,
+        "pressure.memory.full.total": 168055405,
+    }
+    # A copy of a v2 guest's files (the VM lab's snapshot): the system's and a cgroup's.
+    (tmp_path / "proc/pressure").mkdir(parents=True)
+    (tmp_path / "proc/pressure/memory").write_text(text)
+    for f in ("proc/vmstat", "proc/meminfo"):
+        (tmp_path / f).write_text("pgfault 1\n" if f.endswith("vmstat") else "MemTotal: 100 kB\n")
+    cg = tmp_path / "cg"
+    cg.mkdir()
+    (cg / "memory.stat").write_text("anon 0\n")
+    (cg / "memory.pressure").write_text(text)
+    snap = snapshot(Sources(cgroup_version=2, cgroups={"/a": cg}, root=tmp_path))
+    assert snap["pressure.memory.some.total"] == 324837845
+    assert snap["memcg[/a].memory.pressure.full.avg300"] == 15
+    # Without PSI the keys are absent, not 0.
+    (tmp_path / "proc/pressure/memory").unlink()
+    assert not any("pressure" in k and not k.startswith("memcg") for k in snapshot(Sources(root=tmp_path)))
+
+
+def test_this_hosts_pressure_is_read_when_it_has_psi() -> None:
+    snap = snapshot(Sources())
+    if not PRESSURE_MEMORY.exists():
+        pytest.skip("this kernel has no /proc/pressure (CONFIG_PSI off or psi=0)")
+    assert snap["pressure.memory.some.total"] >= snap["pressure.memory.full.total"]
 
 
 @pytest.mark.native

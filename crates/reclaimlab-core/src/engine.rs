@@ -12,6 +12,8 @@ use serde::Serialize;
 use crate::config::SimConfig;
 use crate::error::Result;
 use crate::limits::TIME_HORIZON_NS;
+use crate::latency::{PhaseLatency, ProcessLatency};
+use crate::mm::pressure::running_flags;
 use crate::mm::{Actor, Ctx, Mm};
 pub use crate::sched::PhaseRecord;
 use crate::sched::Scheduler;
@@ -32,6 +34,17 @@ pub struct SimResult {
     pub counters: Vec<(String, u64)>,
     pub phases: Vec<PhaseRecord>,
     pub stats: SimStats,
+    pub latency: LatencyResult,
+}
+
+/// Latency distributions (crate::latency): per process over the run, and per phase (in the
+/// order of the phase records).
+#[derive(Clone, Debug, Serialize)]
+pub struct LatencyResult {
+    /// Every process's latencies merged (exact: bucket-wise sums).
+    pub all: std::collections::BTreeMap<&'static str, crate::latency::Summary>,
+    pub processes: Vec<ProcessLatency>,
+    pub phases: Vec<PhaseLatency>,
 }
 
 pub struct Simulation {
@@ -119,7 +132,7 @@ impl Simulation {
             if let Some(limit) = self.max_time {
                 if t > limit {
                     self.now = limit;
-                    self.sched.stop_at_time_limit(self.now);
+                    self.sched.stop_at_time_limit(&mut self.mm, self.now);
                     self.stopped_at_limit = true;
                     self.finish();
                     break;
@@ -127,6 +140,8 @@ impl Simulation {
             }
             self.now = self.now.max(t);
             self.events += 1;
+            // No event from here on reports a PSI state change before its own time.
+            self.mm.psi.advance(t);
             self.mm.flush_memcg_stats_until(t);
             self.mm.zswap.cpus_saturated = self.sched.runnable_processes(self.now) >= self.cpus;
             match ev {
@@ -134,7 +149,14 @@ impl Simulation {
                 EventKind::Kswapd => {
                     let mut ctx = Ctx::new(t.max(self.mm.kswapd.clock), Actor::Kswapd, self.slowdown());
                     ctx.memalloc = true;
+                    // balance_pgdat runs inside psi_memstall_enter: kswapd on a CPU in memstall.
+                    ctx.memstall = true;
+                    let kswapd_task = self.sched.len();
+                    self.mm.psi_set(kswapd_task, ctx.now, running_flags(true));
                     self.mm.kswapd_step(&mut ctx);
+                    if !self.mm.kswapd.running {
+                        self.mm.psi_set(kswapd_task, ctx.now, 0);
+                    }
                     if std::mem::take(&mut self.mm.lru_gen.oom) {
                         self.sched.oom_kill_badness(&mut self.mm, ctx.now);
                         if self.sched.all_done() {
@@ -169,6 +191,11 @@ impl Simulation {
                 }
             }
         }
+        // Stopped before `until` with every event left after it: no state change before
+        // `until` is still to come, so PSI (and the counters read now) can cover up to it.
+        if !self.finished && until != Time::MAX && self.mm.queue.peek_time().is_some_and(|t| t > until) {
+            self.mm.psi.advance(until);
+        }
         self.finished
     }
 
@@ -184,6 +211,11 @@ impl Simulation {
         SimResult {
             counters,
             phases: self.sched.records.clone(),
+            latency: LatencyResult {
+                all: self.mm.lat.all().summaries(),
+                processes: self.sched.process_latencies(&self.mm),
+                phases: self.mm.lat.phases.clone(),
+            },
             stats: SimStats {
                 events: self.events,
                 // The end of the work, not the start of the last event; a run stopped at
@@ -210,6 +242,8 @@ impl Simulation {
         if self.finished {
             return;
         }
+        // PSI up to the end of the work (the last slice may have run past the last event).
+        self.mm.psi.advance(self.now.max(self.sched.ended_at));
         self.snapshot = Some(self.counters());
         self.sched.exit_finished(&mut self.mm);
         self.finished = true;

@@ -9,6 +9,7 @@ use serde::Serialize;
 use crate::config::SimConfig;
 use crate::error::{ConfigError, Result};
 use crate::mm::{Actor, Ctx, Mm, Oom, PAGE_SIZE};
+use crate::psi::TSK_RUNNING;
 use crate::sim::{later, EventKind, Time};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -149,11 +150,13 @@ impl Scheduler {
                     return;
                 }
                 self.procs[pi].state = ProcState::Running;
-                self.end_phase_at(pi, self.procs[pi].phase, t, "completed");
+                self.end_phase_at(mm, pi, self.procs[pi].phase, t, "completed");
                 self.procs[pi].phase += 1;
             }
             _ => return,
         }
+        // On a CPU from the slice's start (a no-op if it already was).
+        mm.psi_set(pi, t, TSK_RUNNING);
         loop {
             if self.procs[pi].gen.is_none() && !self.start_phase(mm, pi, &mut ctx) {
                 return;
@@ -226,7 +229,7 @@ impl Scheduler {
                 }
             }
             if phase_done {
-                self.end_phase_at(pi, self.procs[pi].phase, ctx.now, "completed");
+                self.end_phase_at(mm, pi, self.procs[pi].phase, ctx.now, "completed");
                 self.procs[pi].gen = None;
                 self.procs[pi].phase += 1;
                 continue;
@@ -242,6 +245,7 @@ impl Scheduler {
         let proc = &mut self.procs[pi];
         if proc.phase >= proc.phases.len() {
             proc.state = ProcState::Finished;
+            mm.psi_set(pi, ctx.now, 0);
             self.maybe_finish(ctx.now);
             return false;
         }
@@ -250,6 +254,7 @@ impl Scheduler {
         match proc.phases[proc.phase].1.clone() {
             Phase::Sleep { duration_ns } => {
                 proc.state = ProcState::Sleeping;
+                mm.psi_set(pi, ctx.now, 0);
                 proc.wake_at = later(ctx.now, duration_ns);
                 let wake = proc.wake_at;
                 mm.queue.push(wake, EventKind::Process(pi as u32));
@@ -257,8 +262,9 @@ impl Scheduler {
             }
             Phase::Exit => {
                 let idx = proc.phase;
-                self.end_phase_at(pi, idx, ctx.now, "completed");
+                self.end_phase_at(mm, pi, idx, ctx.now, "completed");
                 mm.exit_process(pi as u32);
+                mm.psi_set(pi, ctx.now, 0);
                 self.procs[pi].state = ProcState::Exited;
                 self.maybe_finish(ctx.now);
                 false
@@ -271,8 +277,9 @@ impl Scheduler {
         }
     }
 
-    fn end_phase_at(&mut self, pi: usize, idx: usize, now: Time, outcome: &'static str) {
+    fn end_phase_at(&mut self, mm: &mut Mm, pi: usize, idx: usize, now: Time, outcome: &'static str) {
         let proc = &self.procs[pi];
+        mm.lat.end_phase(pi, &proc.name, &proc.phases[idx].0);
         self.records.push(PhaseRecord {
             process: proc.name.clone(),
             phase: proc.phases[idx].0.clone(),
@@ -288,9 +295,10 @@ impl Scheduler {
         let _ = oom;
         mm.vm.oom_kill += 1;
         if self.procs[pi].phase < self.procs[pi].phases.len() {
-            self.end_phase_at(pi, self.procs[pi].phase, now, "oom_killed");
+            self.end_phase_at(mm, pi, self.procs[pi].phase, now, "oom_killed");
         }
         mm.exit_process(pi as u32);
+        mm.psi_set(pi, now, 0);
         self.procs[pi].state = ProcState::OomKilled;
         self.procs[pi].gen = None;
         self.maybe_finish(now);
@@ -333,13 +341,26 @@ impl Scheduler {
     }
 
     /// The time limit: every phase still running ends at `now` ("time_limit").
-    pub(crate) fn stop_at_time_limit(&mut self, now: Time) {
+    pub(crate) fn stop_at_time_limit(&mut self, mm: &mut Mm, now: Time) {
         for pi in 0..self.procs.len() {
             if matches!(self.procs[pi].state, ProcState::Running | ProcState::Sleeping) && self.procs[pi].phase < self.procs[pi].phases.len() {
-                self.end_phase_at(pi, self.procs[pi].phase, now, "time_limit");
+                self.end_phase_at(mm, pi, self.procs[pi].phase, now, "time_limit");
                 self.procs[pi].state = ProcState::Finished;
             }
         }
+    }
+
+    /// Each process's latencies over its phases so far, the running one included.
+    pub(crate) fn process_latencies(&self, mm: &Mm) -> Vec<crate::latency::ProcessLatency> {
+        self.procs
+            .iter()
+            .enumerate()
+            .map(|(pi, p)| {
+                let mut all = mm.lat.total[pi].clone();
+                all.merge(&mm.lat.current[pi]);
+                crate::latency::ProcessLatency { process: p.name.clone(), kinds: all.summaries() }
+            })
+            .collect()
     }
 
     /// Share of the workload done, for progress bars (phases weighted equally per process).

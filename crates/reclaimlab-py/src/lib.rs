@@ -69,7 +69,7 @@ impl Simulation {
     fn result_json(&self) -> String {
         let r = self.inner.result();
         let counters: BTreeMap<&str, u64> = r.counters.iter().map(|(k, v)| (k.as_str(), *v)).collect();
-        serde_json::json!({ "counters": counters, "phases": r.phases, "stats": r.stats }).to_string()
+        serde_json::json!({ "counters": counters, "phases": r.phases, "stats": r.stats, "latency": r.latency }).to_string()
     }
 }
 
@@ -294,6 +294,26 @@ fn estimate<'py>(py: Python<'py>, config_json: &str) -> PyResult<Bound<'py, PyDi
     Ok(d)
 }
 
+/// The core's latency histogram over `values` (ns): the nearest-rank quantiles at
+/// `quantiles_ppm` (parts per million), as run results report them.
+#[pyfunction]
+fn latency_quantiles(values: Vec<u64>, quantiles_ppm: Vec<u64>) -> PyResult<Vec<u64>> {
+    if let Some(q) = quantiles_ppm.iter().find(|&&q| q == 0 || q > 1_000_000) {
+        return Err(pyo3::exceptions::PyValueError::new_err(format!("quantile {q} ppm: expected 1 to 1000000")));
+    }
+    let mut h = reclaimlab_core::latency::Histogram::default();
+    for v in values {
+        h.record(v);
+    }
+    Ok(quantiles_ppm.into_iter().map(|q| h.quantile_ppm(q)).collect())
+}
+
+/// The histogram's stated relative error bound of a reported quantile.
+#[pyfunction]
+fn latency_relative_error() -> f64 {
+    reclaimlab_core::latency::hist::RELATIVE_ERROR
+}
+
 #[pyfunction]
 fn version() -> &'static str {
     env!("CARGO_PKG_VERSION")
@@ -316,6 +336,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(knobs, m)?)?;
     m.add_function(wrap_pyfunction!(limits, m)?)?;
     m.add_function(wrap_pyfunction!(estimate, m)?)?;
+    m.add_function(wrap_pyfunction!(latency_quantiles, m)?)?;
+    m.add_function(wrap_pyfunction!(latency_relative_error, m)?)?;
     errors::register(m)?;
     Ok(())
 }

@@ -247,6 +247,12 @@ def _drive(
 
     probe_before = speed.probe_ns()
     before = snapshot(src)
+    if "pressure.memory.some.total" not in before:
+        print(
+            "reclaimlab: this kernel reports no memory PSI (no readable /proc/pressure/memory: CONFIG_PSI off or psi=0); "
+            "pressure keys are not recorded",
+            file=sys.stderr,
+        )
     wanted = set(keys) | {k for k in before if k.startswith("zram")}
     # Every field of the loop devices' stats in the series (sectors written over time); in
     # counters only those the simulator has.

@@ -192,6 +192,8 @@ class _Sampler:
             nxt = self.sim.next_event_ns()
             # Nothing left before the sample time: the counters now are those at that time.
             while nxt is not None and nxt > self.next_ns and (self.limit_ns is None or self.next_ns <= self.limit_ns):
+                # runs no event; brings memory pressure (PSI) up to the sample time
+                self.sim.step_until(0, self.next_ns)
                 self.samples.append((self.next_ns / 1e9, json.loads(self.sim.counters_json())))
                 self.next_ns += self.interval_ns
         return done

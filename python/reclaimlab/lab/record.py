@@ -38,11 +38,13 @@ __all__ = [
     "CLASSIFICATION",
     "EVENT",
     "GAUGE",
+    "PRESSURE_MEMORY",
     "ZRAM_MM_STAT",
     "Series",
     "Sources",
     "counters",
     "kind",
+    "pressure",
     "sim_counter_keys",
     "snapshot",
 ]
@@ -112,6 +114,12 @@ CLASSIFICATION: tuple[tuple[str, str], ...] = (
     # swap max, fail events.
     ("memcg.memory.events.*", EVENT),
     ("memcg.memory.swap.events.*", EVENT),
+    # memory.pressure (v2) and /proc/pressure/memory: `total` is stall time since boot (µs),
+    # the avg10/60/300 are decaying averages now.
+    ("memcg.memory.pressure.*.total", EVENT),
+    ("memcg.memory.pressure.*", GAUGE),
+    ("pressure.memory.*.total", EVENT),
+    ("pressure.memory.*", GAUGE),
     # memory.current, memory.swap.current, memory.zswap.current (v2), memory.usage_in_bytes
     # (v1): bytes charged now.
     ("memcg.memory.*", GAUGE),
@@ -210,6 +218,40 @@ def _int_or_none(path: Path) -> int | None:
         return None
 
 
+#: /proc/pressure/memory (the system's memory PSI); absent when the kernel runs without PSI
+#: (CONFIG_PSI off, or psi=0: the file is missing or reading it fails).
+PRESSURE_MEMORY = Path("/proc/pressure/memory")
+
+
+def pressure(text: str, prefix: str) -> dict[str, int]:
+    """A PSI file (``some avg10=1.23 avg60=0.50 avg300=0.10 total=12345``, then ``full ...``)
+    under the simulator's keys: ``<prefix>some.total`` in µs as shown, the averages in
+    hundredths of a percent (``avg10=1.23`` -> 123)."""
+    out: dict[str, int] = {}
+    for line in text.splitlines():
+        which, *fields = line.split()
+        if which not in ("some", "full"):
+            continue
+        for f in fields:
+            name, _, value = f.partition("=")
+            try:
+                if name == "total":
+                    out[f"{prefix}{which}.total"] = int(value)
+                elif name in ("avg10", "avg60", "avg300"):
+                    whole, _, frac = value.partition(".")
+                    out[f"{prefix}{which}.{name}"] = int(whole) * 100 + int((frac + "00")[:2])
+            except ValueError:
+                continue
+    return out
+
+
+def _pressure_file(path: Path, prefix: str) -> dict[str, int]:
+    try:
+        return pressure(host.read_text(path), prefix)
+    except OSError:
+        return {}
+
+
 def snapshot(src: Sources) -> dict[str, int]:
     """Every counter the sources offer, now, under its simulator key."""
     out: dict[str, int] = {}
@@ -241,11 +283,13 @@ def snapshot(src: Sources) -> dict[str, int]:
                         out[f"{pre}{keyed_file}.{k}"] = v
                 except OSError:
                     pass
+            out.update(_pressure_file(d / "memory.pressure", f"{pre}memory.pressure."))
         for name in names:
             value = _int_or_none(d / name)
             if value is not None:
                 out[f"{pre}{name}"] = value
     out.update(_meminfo(src.root))
+    out.update(_pressure_file(src.root / PRESSURE_MEMORY.relative_to("/"), "pressure.memory."))
     for key, zid in src.zram:
         try:
             fields = host.read_text(src.root / f"sys/block/zram{zid}/mm_stat").split()

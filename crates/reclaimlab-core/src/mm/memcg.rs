@@ -359,50 +359,75 @@ impl Mm {
         // reclaim "progresses" without ever making room (e.g. v2 pages going to zswap as-is,
         // each charging back a full page) would spin forever, so bound the total.
         let mut guard = 64 * MAX_RECLAIM_RETRIES;
+        // When the charge first entered reclaim: its stall latency runs from there.
+        let mut stalled: Option<crate::sim::Time> = None;
+        let r = self.try_charge_slow(ctx, m, nr, &mut batch, &mut retries, &mut drained, &mut guard, &mut stalled);
+        if let Some(start) = stalled {
+            self.latency(ctx, crate::latency::Kind::AllocStall, ctx.now - start);
+        }
+        r?;
+        self.memcgs[m as usize].stock += batch - nr;
+        if self.cgroup_v2 {
+            self.note_over_high(ctx, m, batch);
+        }
+        Ok(())
+    }
+
+    /// try_charge_memcg's retry loop (after the stock): charge, or reclaim and retry.
+    #[allow(clippy::too_many_arguments)]
+    fn try_charge_slow(
+        &mut self,
+        ctx: &mut Ctx,
+        m: u16,
+        nr: u64,
+        batch: &mut u64,
+        retries: &mut u32,
+        drained: &mut bool,
+        guard: &mut u32,
+        stalled: &mut Option<crate::sim::Time>,
+    ) -> Result<(), Oom> {
         loop {
-            match self.page_counter_try_charge(m, batch) {
-                Ok(()) => break,
-                Err(_) if batch > nr => batch = nr,
+            match self.page_counter_try_charge(m, *batch) {
+                Ok(()) => return Ok(()),
+                Err(_) if *batch > nr => *batch = nr,
                 Err(over) => {
                     if ctx.memalloc {
                         // The force path raises MEMCG_MAX too (6.12 try_charge_memcg: "if
                         // (!raised_max_event)"): a charge inside reclaim at the limit counts.
                         self.memcgs[over as usize].events.max_events += 1;
-                        self.page_counter_charge_force(m, batch);
-                        break;
+                        self.page_counter_charge_force(m, *batch);
+                        return Ok(());
                     }
                     self.memcgs[over as usize].events.max_events += 1;
+                    stalled.get_or_insert(ctx.now);
+                    let memstall = self.psi_memstall_enter(ctx);
                     let reclaimed = self.try_to_free_mem_cgroup_pages(ctx, over, nr);
+                    self.psi_memstall_leave(ctx, memstall);
                     if self.memcg_margin(over) >= nr {
                         continue;
                     }
-                    if !drained {
-                        drained = true;
+                    if !*drained {
+                        *drained = true;
                         for c in over..self.memcgs[over as usize].subtree_end {
                             self.drain_stock(c);
                         }
                         continue;
                     }
-                    guard -= 1;
-                    if reclaimed > 0 && guard > 0 {
+                    *guard -= 1;
+                    if reclaimed > 0 && *guard > 0 {
                         continue;
                     }
-                    if retries == 0 || guard == 0 {
+                    if *retries == 0 || *guard == 0 {
                         // mem_cgroup_oom counts MEMCG_OOM, then the kill counts MEMCG_OOM_KILL:
                         // the model's OOM killer always finds a victim (the charging task).
                         self.memcgs[over as usize].events.oom_events += 1;
                         self.memcgs[over as usize].events.oom_kill += 1;
                         return Err(Oom { memcg: Some(over) });
                     }
-                    retries -= 1;
+                    *retries -= 1;
                 }
             }
         }
-        self.memcgs[m as usize].stock += batch - nr;
-        if self.cgroup_v2 {
-            self.note_over_high(ctx, m, batch);
-        }
-        Ok(())
     }
 
     /// Smallest margin below the limit along the ancestry, pages.
@@ -467,6 +492,12 @@ impl Mm {
         if nr_pages == 0 {
             return;
         }
+        let start = ctx.now;
+        self.handle_over_high(ctx, m, nr_pages);
+        self.latency(ctx, crate::latency::Kind::HighReclaim, ctx.now - start);
+    }
+
+    fn handle_over_high(&mut self, ctx: &mut Ctx, m: u16, nr_pages: u64) {
         let mut retries = MAX_RECLAIM_RETRIES;
         let mut in_retry = false;
         loop {
@@ -479,7 +510,9 @@ impl Mm {
                     continue;
                 }
                 self.memcgs[c as usize].events.high_events += 1;
+                let memstall = self.psi_memstall_enter(ctx);
                 nr_reclaimed += self.try_to_free_mem_cgroup_pages(ctx, c, goal);
+                self.psi_memstall_leave(ctx, memstall);
             }
             let max_overage = self
                 .memcg_ancestry(m)
@@ -512,7 +545,10 @@ impl Mm {
                 t.high_penalty.jiffies += penalty;
             }
             let t = ctx.now + penalty * JIFFY_NS;
-            ctx.wait_until(t);
+            let (start, memstall) = (ctx.now, self.psi_memstall_enter(ctx));
+            self.psi_sleep(ctx, t);
+            self.psi_memstall_leave(ctx, memstall);
+            self.latency(ctx, crate::latency::Kind::Throttle, ctx.now - start);
             return;
         }
     }

@@ -10,6 +10,7 @@
 use super::page::{pg, NONE};
 use super::swap::swapin_nr_pages;
 use super::{Ctx, Mm, Oom};
+use crate::latency::Kind;
 use crate::sim::Time;
 
 /// SWAP_RA_ORDER_CEILING.
@@ -31,8 +32,11 @@ impl Mm {
                 p.flags |= pg::YOUNG;
                 self.vm.pgfault += 1;
                 self.memcgs[m as usize].events.pgfault += 1;
+                let start = ctx.now;
                 ctx.cpu(self.costs.fault_ns);
                 self.fault_dirty_shared_page(ctx, i);
+                self.latency(ctx, Kind::Fault, ctx.now - start);
+                self.latency(ctx, Kind::FaultMinor, ctx.now - start);
                 ctx.cpu(self.costs.access_ns);
                 return Ok(true);
             }
@@ -48,9 +52,21 @@ impl Mm {
         // handle_mm_fault sets current->in_lru_fault (lru_gen_enter_fault): folios it adds
         // start in the youngest generation of the multi-gen LRU.
         self.lru_gen.in_fault = true;
+        let (start, majfault, zswpin) = (ctx.now, self.vm.pgmajfault, self.vm.zswpin);
         let r = self.handle_mm_fault(ctx, i, write);
         self.lru_gen.in_fault = false;
         r?;
+        // Fault latency: handle_mm_fault's entry to its return (docs/model/latency.md).
+        let took = ctx.now - start;
+        self.latency(ctx, Kind::Fault, took);
+        if self.vm.pgmajfault == majfault {
+            self.latency(ctx, Kind::FaultMinor, took);
+        } else {
+            self.latency(ctx, Kind::FaultMajor, took);
+            if self.vm.zswpin != zswpin {
+                self.latency(ctx, Kind::FaultZswap, took);
+            }
+        }
         ctx.cpu(self.costs.access_ns);
         Ok(true)
     }
@@ -201,8 +217,7 @@ impl Mm {
         } else {
             self.cluster_ra_window(i)
         };
-        let ready = self.swapin_window(ctx, i, window)?;
-        ctx.wait_until(ready);
+        self.swapin_window(ctx, i, window)?;
         self.map_swapped_in(i, write);
         Ok(())
     }
@@ -213,6 +228,9 @@ impl Mm {
         // swap_cluster_readahead and swap_vma_readahead read the window under a plug, so reads
         // of consecutive slots merge into one request (crate::block).
         self.blk_start_plug();
+        // A workingset refault's read and wait is a memory stall (swap_read_folio and
+        // folio_wait_bit_common's thrashing case): read_swap_cache_async enters it.
+        let memstall = ctx.memstall;
         let mut mine: Result<Option<Time>, Oom> = Ok(Some(ctx.now));
         for j in window {
             if j == i {
@@ -226,13 +244,29 @@ impl Mm {
             }
         }
         let plugged_reads = self.blk_finish_plug(ctx);
+        if mine.is_err() {
+            self.psi_memstall_leave(ctx, memstall);
+        }
         // A read that waited in the plug completes with the request it joined (the last read
         // of the page, if it was read twice).
         let mut ready = mine?.or_else(|| plugged_reads.iter().rev().find(|r| r.0 == i).map(|r| r.1)).unwrap_or(ctx.now);
         if !self.pages[i as usize].has(pg::RESIDENT) {
             // Unplugged now: issued at once.
-            ready = self.read_swap_cache_async(ctx, i, false)?.unwrap_or(ctx.now);
+            ready = match self.read_swap_cache_async(ctx, i, false) {
+                Ok(r) => r.unwrap_or(ctx.now),
+                Err(e) => {
+                    self.psi_memstall_leave(ctx, memstall);
+                    return Err(e);
+                }
+            };
         }
+        // The fault (or shmem swap-in) sleeps until the data is there: I/O wait, and a memory
+        // stall for PSI while it is a workingset refault.
+        if ready > ctx.now {
+            self.latency(ctx, Kind::IoWait, ready - ctx.now);
+        }
+        self.psi_sleep(ctx, ready);
+        self.psi_memstall_leave(ctx, memstall);
         Ok(ready)
     }
 
@@ -259,6 +293,11 @@ impl Mm {
         self.nr_resident += 1;
         if self.pages[j as usize].has(pg::SHADOW) {
             self.workingset_refault(j);
+        }
+        if !readahead && self.pages[j as usize].has(pg::WORKINGSET) {
+            // swap_read_folio: psi_memstall_enter for a workingset folio; do_swap_page leaves
+            // after the wait.
+            self.psi_memstall_enter(ctx);
         }
         // Read before the LRU add: a zswap entry's links must be released first (one set of
         // links serves both LRUs).

@@ -10,6 +10,7 @@ pub mod memory;
 pub mod page;
 pub mod page_io;
 pub mod page_writeback;
+pub mod pressure;
 pub mod region;
 pub mod shmem;
 pub mod swap;
@@ -122,6 +123,10 @@ pub struct Mm {
     pub(crate) pgdat: vmscan::PgdatFlags,
     /// Tracepoint counts, when the run asks for them (crate::stats::trace).
     pub(crate) trace: Option<Box<crate::stats::trace::Trace>>,
+    /// Memory PSI (crate::psi): one group per memcg, tasks = processes then kswapd.
+    pub(crate) psi: crate::psi::Psi,
+    /// Latency histograms per process and phase (crate::latency).
+    pub(crate) lat: crate::latency::LatencyLog,
 }
 
 /// What code outside the crate (bindings, benches, tests) may see, and what tests that set
@@ -186,6 +191,22 @@ impl Mm {
         let tmpfs = shmem::Tmpfs::from_config(&cfg.machine.filesystems, totalram)?;
         let (regions, pages) = region::from_config(cfg, memcgs.len(), &codecs)?;
         let nmemcg = memcgs.len();
+        // PSI tasks: each process counts in its memcg and every ancestor (cgroup v2; v1 has
+        // no per-cgroup pressure, only the system's), kswapd in the root.
+        let mut psi_tasks: Vec<Vec<u16>> = cfg
+            .processes
+            .iter()
+            .map(|p| {
+                let chain = std::iter::successors(Some(p.cgroup as u16), |&c| memcgs.get(c as usize).and_then(|m| m.parent));
+                if cgroup_v2 {
+                    chain.collect()
+                } else {
+                    vec![0]
+                }
+            })
+            .collect();
+        psi_tasks.push(vec![0]);
+        let psi = crate::psi::Psi::new(nmemcg, cfg.machine.cpus as usize, psi_tasks);
         Ok(Mm {
             pages,
             regions,
@@ -227,6 +248,8 @@ impl Mm {
             dirty: page_writeback::DirtyState::new(cfg.processes.len()),
             pgdat: vmscan::PgdatFlags { cgroup_congested: vec![false; nmemcg], ..Default::default() },
             trace: crate::stats::trace::Trace::from_groups(&cfg.trace)?,
+            psi,
+            lat: crate::latency::LatencyLog::new(cfg.processes.len()),
         })
     }
 
@@ -380,6 +403,7 @@ impl Mm {
         if let Some(t) = &self.trace {
             t.export(out);
         }
+        self.export_psi(out);
         out.sort();
     }
 }

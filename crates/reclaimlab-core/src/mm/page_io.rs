@@ -219,17 +219,23 @@ impl Mm {
 
     /// Sleep until `t`, flushing the plug first.
     pub fn io_schedule_until(&mut self, ctx: &mut Ctx, t: Time) {
+        let start = ctx.now;
         let mut devs = MmDevs { swap: &mut self.swap.devs, fs: &mut self.fs };
         let mut io = BlockIo { devs: &mut devs, queue: &mut self.queue };
         self.plug.io_schedule_until(ctx, t, &mut io);
+        self.psi_slept(ctx, start);
     }
 
     /// submit_bio for page `page` at offset `off` of block device `dev` (swap devices first,
     /// then filesystems).
     pub fn submit_bio(&mut self, ctx: &mut Ctx, dev: usize, dir: Dir, off: u32, page: u32) -> Option<Time> {
+        let start = ctx.now;
         let mut devs = MmDevs { swap: &mut self.swap.devs, fs: &mut self.fs };
         let mut io = BlockIo { devs: &mut devs, queue: &mut self.queue };
-        self.plug.submit_bio(ctx, &mut io, (dev, dir, off, page))
+        let done = self.plug.submit_bio(ctx, &mut io, (dev, dir, off, page));
+        // A sleep for a request tag (blk_get_tag): from the submission to the last wake-up.
+        self.psi_slept(ctx, start);
+        done
     }
 }
 

@@ -310,7 +310,9 @@ impl Mm {
         };
         // trace_balance_dirty_pages: one per sleep.
         self.dirty.throttled += 1;
+        let start = ctx.now;
         self.io_schedule_until(ctx, until);
+        self.latency(ctx, crate::latency::Kind::Throttle, ctx.now - start);
         self.complete_io_until(ctx.now);
     }
 
@@ -496,7 +498,7 @@ impl Mm {
         self.blk_flush_plug(ctx.now);
         while self.pages[i as usize].has(pg::WRITEBACK) {
             let Some((done, page)) = self.fs[fs].bdev.inflight.pop_front() else { break };
-            ctx.wait_until(done);
+            self.psi_sleep(ctx, done);
             self.end_file_writeback(page);
         }
     }
@@ -524,7 +526,7 @@ impl Mm {
         self.blk_flush_plug(ctx.now);
         while self.inode(region).nr_writeback > 0 {
             let Some((done, page)) = self.fs[fs].bdev.inflight.pop_front() else { break };
-            ctx.wait_until(done);
+            self.psi_sleep(ctx, done);
             self.end_file_writeback(page);
         }
     }

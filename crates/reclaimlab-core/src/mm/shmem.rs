@@ -166,8 +166,8 @@ impl Mm {
                 self.memcgs[m as usize].events.pgmajfault += 1;
             }
             let window = self.cluster_ra_window(i);
-            let ready = self.swapin_window(ctx, i, window)?;
-            ctx.wait_until(ready);
+            // Sleeps until the page's data is there (I/O wait, PSI), as do_swap_page.
+            self.swapin_window(ctx, i, window)?;
         }
         if self.pages[i as usize].has(pg::WRITEBACK) {
             self.wait_on_writeback(ctx, i);

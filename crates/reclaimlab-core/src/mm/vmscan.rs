@@ -22,6 +22,7 @@ use super::page::{list, pg, NONE};
 use super::{Actor, Ctx, Mm, MAX_RECLAIM_RETRIES, SWAP_CLUSTER_MAX};
 use crate::mm::page_io::Writeout;
 use crate::config::VmSysctls;
+use crate::latency::Kind;
 use crate::policy::{KswapdFileWriteback, WritebackThrottle};
 use crate::sim::EventKind;
 use crate::stats::trace::{prio, Shrinker};
@@ -775,7 +776,9 @@ impl Mm {
                 Throttle::Congested => t.reclaim.throttled_congested += 1,
             }
         }
+        let start = ctx.now;
         self.io_schedule_until(ctx, until);
+        self.latency(ctx, Kind::Throttle, ctx.now - start);
         self.complete_io_until(ctx.now);
     }
 
@@ -1127,6 +1130,16 @@ impl Mm {
         if ctx.memalloc || ctx.actor == Actor::Kswapd {
             return false;
         }
+        // __alloc_pages_direct_reclaim: a memory stall (psi_memstall_enter) from the first
+        // reclaim to the allocation's return; its length is the allocation's stall latency.
+        let (start, memstall) = (ctx.now, self.psi_memstall_enter(ctx));
+        let got = self.alloc_frame_direct_reclaim(ctx);
+        self.psi_memstall_leave(ctx, memstall);
+        self.latency(ctx, Kind::AllocStall, ctx.now - start);
+        got
+    }
+
+    fn alloc_frame_direct_reclaim(&mut self, ctx: &mut Ctx) -> bool {
         let mut no_progress = 0;
         // The kernel retries without bound while reclaim reports progress; progress that never
         // frees a page (pages stored as-is in zswap cost a pool page each) would spin forever.
@@ -1163,7 +1176,7 @@ impl Mm {
         let d = self.swap.dev_of(slot);
         self.blk_flush_plug(ctx.now);
         while let Some((done, page)) = self.swap.devs[d].bdev.inflight.pop_front() {
-            ctx.wait_until(done);
+            self.psi_sleep(ctx, done);
             self.end_swap_writeback(page);
             if page == i {
                 break;

@@ -78,11 +78,13 @@ pub struct Ctx {
     pub slowdown: u64,
     /// When the thread last stopped waiting (off CPU): if that is `now`, it is blocked.
     pub waited_until: Time,
+    /// current->in_memstall: inside a psi_memstall_enter/leave section (crate::psi).
+    pub memstall: bool,
 }
 
 impl Ctx {
     pub fn new(now: Time, actor: Actor, slowdown: u64) -> Ctx {
-        Ctx { now, actor, memalloc: false, slowdown, waited_until: 0 }
+        Ctx { now, actor, memalloc: false, slowdown, waited_until: 0, memstall: false }
     }
 
     #[inline]

@@ -14,5 +14,6 @@ mod switches;
 mod zswap_limits;
 mod page_tables;
 mod protection;
+mod psi;
 mod stats_flush;
 mod shmem;
