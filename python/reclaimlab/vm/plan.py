@@ -136,7 +136,9 @@ def make_plan(config: dict[str, Any], runid: str, sample_interval_s: float) -> P
     for path in sorted(plan.cgroup_dirs):
         d = plan.cgroup_dirs[path]
         names = (
-            ["memory.stat", *cgroup_files.READ_V1] if version == 1 else ["memory.stat", *cgroup_files.READ_V2_KEYED, *cgroup_files.READ_V2, "memory.pressure"]
+            ["memory.stat", *cgroup_files.READ_V1]
+            if version == 1
+            else ["memory.stat", *cgroup_files.READ_V2_KEYED, *cgroup_files.READ_V2, "memory.pressure"]
         )
         snap_files += [f"{d}/{n}" for n in names]
     snap_files += [f"/sys/block/zram{zid}/mm_stat" for _, zid in plan.zram]
