@@ -22,7 +22,7 @@ from typing import Any
 from reclaimlab import native
 from reclaimlab.errors import Path as KeyPath
 from reclaimlab.errors import Problem
-from reclaimlab.lab import filesystems, host, knobs
+from reclaimlab.lab import filesystems, host, knobs, tracing
 from reclaimlab.lab.journal import state_dir
 from reclaimlab.native import Knob
 
@@ -88,6 +88,8 @@ class Probe:
     tools: dict[str, str | None] = field(default_factory=dict)
     #: Other declared knobs' files (neither zswap parameters nor sysctls) this kernel has.
     knob_files: dict[str, str] = field(default_factory=dict)
+    #: tracefs is in /proc/filesystems (``--trace``; the lab mounts it when it is not mounted).
+    tracefs_supported: bool = False
 
     @property
     def compressors(self) -> tuple[str, ...]:
@@ -304,6 +306,7 @@ def probe() -> Probe:
         sysctls=sysctls,
         tools=tools,
         knob_files=knob_files,
+        tracefs_supported="tracefs" in filesystems.split(),
     )
 
 
@@ -505,27 +508,17 @@ def check(config: dict[str, Any], p: Probe) -> list[Problem]:
     problems += _check_knobs(config, p)
     problems += _check_memory(config, p)
     problems += [Problem(path, message) for path, message in filesystems.check_filesystems(config, state_dir())]
-    problems += _check_trace(config)
+    problems += _check_trace(config, p)
     return problems
 
 
-#: Where tracefs is mounted when it is (the kernel's own mount point since 4.1).
-TRACEFS = Path("/sys/kernel/tracing")
-
-
-def _check_trace(config: dict[str, Any]) -> list[Problem]:
-    """--trace: the host lab counts no tracepoints (the VM lab does, docs/vmlab.md#tracing).
-    Mounting tracefs and installing hist triggers on the host would be more host state to
-    journal and restore; the guest is thrown away instead."""
+def _check_trace(config: dict[str, Any], p: Probe) -> list[Problem]:
+    """--trace: the host lab reads the events from tracefs (lab.tracing), which it mounts if
+    needed; it refuses a kernel without tracefs and a tracefs someone else is using."""
     if not config.get("trace"):
         return []
-    mounted = (TRACEFS / "events").is_dir()
-    why = (
-        "tracefs is mounted here, but the host lab does not install trace triggers"
-        if mounted
-        else f"this host has no tracefs mounted at {TRACEFS}, and the host lab does not mount one"
-    )
-    return [Problem(("trace",), f"--trace needs the VM lab (--backend vm): {why}")]
+    why = tracing.check(p.tracefs_supported)
+    return [Problem(("trace",), f"--trace on the host: {why}; the VM lab (--backend vm) traces in its guest")] if why else []
 
 
 def _cpus(n: int) -> str:
