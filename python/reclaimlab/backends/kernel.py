@@ -289,6 +289,8 @@ def _drive(
         missing = [k for k in missing if k not in traced]
         stats["trace_dropped"] = dropped
         stats["trace_other"] = trace.other
+        stats["trace_events"] = trace.lines
+        stats["trace_reader_cpu_s"] = round(trace.reader_cpu_s, 3)
     stats["missing_keys"] = sorted(missing)
     return KernelRunResult(
         scenario=scenario.name or "scenario",

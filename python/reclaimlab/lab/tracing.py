@@ -19,7 +19,8 @@ entries; ``reclaimlab lab restore`` undoes them, also after SIGKILL):
 
 The events are host-wide. Only those fired by the run's runners (their threads' pids) and by
 kswapd count; the others (another process's reclaim, a shrinker run by a kernel thread) are
-``stats.trace_other``.
+``stats.trace_other``. ``stats.trace_events`` is every event read, ``stats.trace_reader_cpu_s``
+the reader thread's CPU time (the cost: it competes with the runners for the CPUs).
 """
 
 from __future__ import annotations
@@ -145,7 +146,8 @@ class HostTrace:
     groups: list[str]
     counts: dict[str, int] = field(default_factory=dict)
     other: int = 0  # events of other tasks (not counted)
-    lines: int = 0
+    lines: int = 0  # events read (all tasks)
+    reader_cpu_s: float = 0.0  # CPU time of the reader thread (its cost, one of the CPUs)
     overrun_before: int = 0
     _pids: set[int] = field(default_factory=set)
     _thread: threading.Thread | None = None
@@ -227,6 +229,8 @@ class HostTrace:
                 self._count(tail.decode("utf-8", "replace"))
         except BaseException as err:  # raised again by stop()
             self._error = err
+        finally:
+            self.reader_cpu_s = time.thread_time()
 
     def _count(self, line: str) -> None:
         parsed = parse_line(line)
