@@ -78,6 +78,9 @@ def parse_line(line: str) -> tuple[int, str, dict[str, str]] | None:
         fields = s.groupdict()
     else:
         fields = dict(_PAIR.findall(body))
+        e = _EVENTS.get(event)
+        if e is not None and any(k not in fields for k in (*e.split, *e.vals)):
+            return None  # not the default output (e.g. options/raw): reported by HostTrace
     return int(m.group("pid")), event, fields
 
 
@@ -147,6 +150,7 @@ class HostTrace:
     counts: dict[str, int] = field(default_factory=dict)
     other: int = 0  # events of other tasks (not counted)
     lines: int = 0  # events read (all tasks)
+    unparsed: list[str] = field(default_factory=list)  # lines of our events the parser did not read
     reader_cpu_s: float = 0.0  # CPU time of the reader thread (its cost, one of the CPUs)
     overrun_before: int = 0
     _pids: set[int] = field(default_factory=set)
@@ -235,6 +239,8 @@ class HostTrace:
     def _count(self, line: str) -> None:
         parsed = parse_line(line)
         if parsed is None:
+            if any(f" {event}: " in line for event in _EVENTS) and len(self.unparsed) < 3:
+                self.unparsed.append(line)
             return
         pid, event, fields = parsed
         self.lines += 1
@@ -254,6 +260,9 @@ class HostTrace:
         self.close()
         if self._error is not None:
             raise LabError(f"reading {TRACEFS}/trace_pipe failed: {self._error}")
+        if self.unparsed:
+            # A changed output format (trace_options such as raw, hex, bin) would lose events silently.
+            raise LabError(f"{TRACEFS}/trace_pipe printed events in a form the lab cannot read (trace options changed?): {self.unparsed}")
         out: dict[str, int] = {}
         for e in _events_of(self.groups):
             vmtrace.empty_counters(e, out)
