@@ -95,10 +95,6 @@ def add_line(out: dict[str, int], event: str, fields: dict[str, str], groups: li
     return True
 
 
-def _events_of(groups: list[str]) -> list[vmtrace.HistEvent]:
-    return vmtrace.selected(groups)
-
-
 def check(tracefs_supported: bool) -> str | None:
     """Why the host lab cannot trace here (None: it can)."""
     if not tracefs_supported:
@@ -163,7 +159,7 @@ class HostTrace:
         if not _tracefs_mounted():
             journal.record("mount", path=str(TRACEFS), fstype="tracefs", created_dir=False)
             host.run_tool(["mount", "-t", "tracefs", "tracefs", str(TRACEFS)])
-        events = _events_of(self.groups)
+        events = vmtrace.selected(self.groups)
         files = {str(TRACEFS / "tracing_on"): host.read_text(TRACEFS / "tracing_on").strip()}
         for e in events:
             enable = TRACEFS / "events" / e.system / e.event / "enable"
@@ -264,7 +260,7 @@ class HostTrace:
             # A changed output format (trace_options such as raw, hex, bin) would lose events silently.
             raise LabError(f"{TRACEFS}/trace_pipe printed events in a form the lab cannot read (trace options changed?): {self.unparsed}")
         out: dict[str, int] = {}
-        for e in _events_of(self.groups):
+        for e in vmtrace.selected(self.groups):
             vmtrace.empty_counters(e, out)
         out.update(self.counts)
         return out, self.overrun() - self.overrun_before
