@@ -142,6 +142,7 @@ class Probe:
             ("  loadable (modprobe)", ", ".join(self.zswap_compressors_loadable) or "none"),
             ("debugfs", self.debugfs_mount or ("not mounted (the lab mounts it privately)" if self.debugfs_supported else "not supported")),
             ("zswap debugfs", self.zswap_debugfs or "absent (created when zswap is first enabled)"),
+            ("tracefs (--trace)", "supported (mounted for a traced run if not mounted)" if self.tracefs_supported else "not supported"),
             ("zram", "loaded" if self.zram_loaded else ("loadable" if self.zram_loadable else "no")),
             ("  hot_add", yn(self.zram_hot_add)),
             ("  devices", zram_devs),
