@@ -193,7 +193,7 @@ def test_notes_name_what_differs_but_does_not_block() -> None:
 
 def test_machine_state_reads_without_root() -> None:
     s = machine_state()
-    assert set(s) == {"swaps", "zswap", "sysctls", "cgroups", "zram", "debugfs_mounts"}
+    assert set(s) == {"swaps", "zswap", "sysctls", "cgroups", "zram", "debugfs_mounts", "tracefs"}
     assert s["swaps"].startswith("Filename")
 
 

@@ -1,5 +1,6 @@
 """--trace: the guest's hist triggers and their parsing (no guest needed), the simulator's own
-counts under the same keys, and the host lab's refusal."""
+counts under the same keys, and the host lab's refusal where the kernel has no tracefs (the host
+lab's own parsing: tests/lab/test_lab_tracing.py)."""
 
 from __future__ import annotations
 
@@ -128,11 +129,16 @@ def test_bad_trace_group_names_the_key() -> None:
         reclaimlab.load(TINY, ['trace=["bogus"]'])
 
 
-def test_host_lab_refuses_trace() -> None:
+def test_host_lab_refuses_trace_without_tracefs() -> None:
+    from dataclasses import replace
+
+    from reclaimlab.lab.probe import probe
+
     config = lower(reclaimlab.load(TINY, ['trace=["vmscan"]']))
-    problems = _check_trace(config)
-    assert len(problems) == 1 and "--backend vm" in str(problems[0].message) and "tracefs" in str(problems[0].message)
-    assert _check_trace(lower(reclaimlab.load(TINY))) == []
+    p = replace(probe(), tracefs_supported=False)
+    problems = _check_trace(config, p)
+    assert len(problems) == 1 and "--backend vm" in str(problems[0].message) and "no tracefs" in str(problems[0].message)
+    assert _check_trace(lower(reclaimlab.load(TINY)), p) == []
 
 
 def test_cli_trace_option(tmp_path: Path) -> None:

@@ -7,10 +7,11 @@
 2. find the workload runner; take the lab lock; refuse if swap is already active or an earlier
    run left a journal;
 3. journal + apply: debugfs, sysctls, cgroups, swap devices, zswap parameters, filesystems
-   (image, loop device, mkfs, mount: ``lab.filesystems``);
+   (image, loop device, mkfs, mount: ``lab.filesystems``); with ``trace`` (``--trace``),
+   tracefs and its events (``lab.tracing``);
 4. start one runner per process (journaled; each writes its files before it is ready); with
    filesystems, sync and drop the page cache; move each runner into its cgroup once it is ready,
-   snapshot the counters, say ``go``, sample every ``sample_interval_s``;
+   snapshot the counters, start the trace reader, say ``go``, sample every ``sample_interval_s``;
 5. when every runner has finished its phases (memory still held): the "after" snapshot;
    tell the runners to exit;
 6. always (success, error, SIGINT/SIGTERM, timeout): kill our runners, restore every journaled
@@ -42,10 +43,12 @@ from reclaimlab.lab.record import Series, Sources, counters, sim_counter_keys, s
 from reclaimlab.lab.result import KernelRunResult, phase_record
 from reclaimlab.lab.runner import READY_TIMEOUT_S, Runner, RunnerSet, build_runner, locate_runner, runner_command, runner_version
 from reclaimlab.lab.session import session
+from reclaimlab.lab.tracing import HostTrace
 from reclaimlab.lower import lower
 from reclaimlab.profile import Profile, active_profile
 from reclaimlab.result import scenario_provenance
 from reclaimlab.scenario import Scenario
+from reclaimlab.vm import trace as vmtrace
 
 __all__ = ["DEFAULT_SAMPLE_INTERVAL_S", "default_timeout", "run"]
 
@@ -197,6 +200,11 @@ def run(
             lab.journal(runid=runid, scenario=name, scenario_sha256=scenario.sha256) as journal,
         ):
             applied = apply(journal, p, config, runid, lab.state)
+            trace: HostTrace | None = None
+            if config.get("trace"):
+                trace = HostTrace(list(config["trace"]))
+                lab.before_restore(trace.close)
+                trace.setup(journal)
             for n in applied.notes:
                 note(f"note: {n}")
             cfg_path = Path(tmp, "lowered.json")
@@ -212,7 +220,7 @@ def run(
                 cmd, cfg_path, config, lambda r: journal.record("runner", pid=r.pid, start_time=r.start_time, process=r.name), fs_args
             )
             lab.before_restore(runners.close)
-            result = _drive(scenario, config, applied, runners, keys, timeout, sample_interval_s)
+            result = _drive(scenario, config, applied, runners, keys, timeout, sample_interval_s, trace)
 
     result.provenance = _provenance(scenario, profile, p, cmd, applied, key_source)
     return result
@@ -226,6 +234,7 @@ def _drive(
     keys: set[str],
     timeout: float,
     interval: float,
+    trace: HostTrace | None = None,
 ) -> KernelRunResult:
     groups = config["cgroups"]["groups"]
     src = Sources(
@@ -257,6 +266,9 @@ def _drive(
     # Every field of the loop devices' stats in the series (sectors written over time); in
     # counters only those the simulator has.
     series = Series(keys=sorted(k for k in wanted | {k for k in before if k.startswith("block[")} if k in before), interval_s=interval)
+    if trace is not None:
+        # Counted from here to the "after" snapshot, the window the other counters cover.
+        trace.start([r.pid for r in runners.runners])
     t0 = time.monotonic()
     series.add(0.0, before, before)
     runners.go()
@@ -266,6 +278,7 @@ def _drive(
 
     runners.run(t0 + timeout, tick, interval)
     after = snapshot(src)
+    traced, dropped = trace.stop() if trace is not None else ({}, 0)
     elapsed = time.monotonic() - t0
     series.add(elapsed, before, after)
     runners.finish()
@@ -275,19 +288,32 @@ def _drive(
         ((r.index, int(ev.get("index", i)), phase_record(ev)) for r in runners.runners for i, ev in enumerate(r.phases)),
         key=lambda x: (x[0], x[1]),
     )
+    result_counters = counters(before, after, wanted)
+    missing = [k for k in keys if k not in after]
+    stats: dict[str, Any] = {
+        "elapsed_s": round(elapsed, 3),
+        # The CPU's speed before and after (lab/speed.py): validate compares at it.
+        "speed_probe_ns": [round(probe_before), round(speed.probe_ns())],
+        "samples": len(series.t),
+    }
+    if trace is not None:
+        groups = trace.groups
+        # A simulator key of a traced event that no event line had: no such event (as vm).
+        traced |= {k: 0 for k in missing if vmtrace.event_of(k) in vmtrace.traced_events(groups) and k not in traced}
+        result_counters.update(traced)
+        missing = [k for k in missing if k not in traced]
+        stats["trace_dropped"] = dropped
+        stats["trace_other"] = trace.other
+        stats["trace_events"] = trace.lines
+        stats["trace_reader_cpu_s"] = round(trace.reader_cpu_s, 3)
+    stats["missing_keys"] = sorted(missing)
     return KernelRunResult(
         scenario=scenario.name or "scenario",
         backend="kernel",
         config=config,
-        counters=counters(before, after, wanted),
+        counters=result_counters,
         phase_records=[rec for _, _, rec in phases],
-        stats={
-            "elapsed_s": round(elapsed, 3),
-            # The CPU's speed before and after (lab/speed.py): validate compares at it.
-            "speed_probe_ns": [round(probe_before), round(speed.probe_ns())],
-            "samples": len(series.t),
-            "missing_keys": sorted(k for k in keys if k not in after),
-        },
+        stats=stats,
         series=series.to_dict(),
         raw={"before": before, "after": after},
     )

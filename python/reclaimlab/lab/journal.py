@@ -29,6 +29,9 @@ op                 fields                              undo
 ``knob``           name (scenario key), path, old      write old back if the value differs
 ``zswap_param``    name, path, old                     (journals of older versions) as ``knob``
 ``runner``         pid, start_time, process            SIGKILL if pid still has that start time
+``tracefs``        root, files (path -> old value),    (--trace, lab.tracing) if tracefs is mounted:
+                   buffer_size_kb                      write files back, clear the ring buffer, write
+                                                       buffer_size_kb back
 =================  ==================================  =============================================
 
 The locks: ``flock(LOCK_EX)`` on the host-wide ``/run/lock/reclaimlab-lab.lock`` and on
@@ -54,7 +57,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from reclaimlab.lab import host
+from reclaimlab.lab import host, tracing
 from reclaimlab.lab.errors import LabBusy, LabError, LabLeftovers
 
 __all__ = [
@@ -449,6 +452,8 @@ def _undo(e: dict[str, Any], completed_tokens: set[str]) -> str | None:
         return f"removed filesystem image {path}"
     if op == "dirty_limit":
         return _dirty_limit_back(e)
+    if op == "tracefs":
+        return tracing.undo(e)
     raise LabError(f"unknown journal entry {op!r}: {e}")
 
 

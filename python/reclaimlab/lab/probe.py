@@ -22,7 +22,7 @@ from typing import Any
 from reclaimlab import native
 from reclaimlab.errors import Path as KeyPath
 from reclaimlab.errors import Problem
-from reclaimlab.lab import filesystems, host, knobs
+from reclaimlab.lab import filesystems, host, knobs, tracing
 from reclaimlab.lab.journal import state_dir
 from reclaimlab.native import Knob
 from reclaimlab.scenario import cgroup_files
@@ -89,6 +89,8 @@ class Probe:
     tools: dict[str, str | None] = field(default_factory=dict)
     #: Other declared knobs' files (neither zswap parameters nor sysctls) this kernel has.
     knob_files: dict[str, str] = field(default_factory=dict)
+    #: tracefs is in /proc/filesystems (``--trace``; the lab mounts it when it is not mounted).
+    tracefs_supported: bool = False
 
     @property
     def compressors(self) -> tuple[str, ...]:
@@ -141,6 +143,7 @@ class Probe:
             ("  loadable (modprobe)", ", ".join(self.zswap_compressors_loadable) or "none"),
             ("debugfs", self.debugfs_mount or ("not mounted (the lab mounts it privately)" if self.debugfs_supported else "not supported")),
             ("zswap debugfs", self.zswap_debugfs or "absent (created when zswap is first enabled)"),
+            ("tracefs (--trace)", "supported (mounted for a traced run if not mounted)" if self.tracefs_supported else "not supported"),
             ("zram", "loaded" if self.zram_loaded else ("loadable" if self.zram_loadable else "no")),
             ("  hot_add", yn(self.zram_hot_add)),
             ("  devices", zram_devs),
@@ -305,6 +308,7 @@ def probe() -> Probe:
         sysctls=sysctls,
         tools=tools,
         knob_files=knob_files,
+        tracefs_supported="tracefs" in filesystems.split(),
     )
 
 
@@ -497,28 +501,18 @@ def check(config: dict[str, Any], p: Probe) -> list[Problem]:
     problems += _check_knobs(config, p)
     problems += _check_memory(config, p)
     problems += [Problem(path, message) for path, message in filesystems.check_filesystems(config, state_dir())]
-    problems += _check_trace(config)
+    problems += _check_trace(config, p)
     problems += _check_create_files(config)
     return problems
 
 
-#: Where tracefs is mounted when it is (the kernel's own mount point since 4.1).
-TRACEFS = Path("/sys/kernel/tracing")
-
-
-def _check_trace(config: dict[str, Any]) -> list[Problem]:
-    """--trace: the host lab counts no tracepoints (the VM lab does, docs/vmlab.md#tracing).
-    Mounting tracefs and installing hist triggers on the host would be more host state to
-    journal and restore; the guest is thrown away instead."""
+def _check_trace(config: dict[str, Any], p: Probe) -> list[Problem]:
+    """--trace: the host lab reads the events from tracefs (lab.tracing), which it mounts if
+    needed; it refuses a kernel without tracefs and a tracefs someone else is using."""
     if not config.get("trace"):
         return []
-    mounted = (TRACEFS / "events").is_dir()
-    why = (
-        "tracefs is mounted here, but the host lab does not install trace triggers"
-        if mounted
-        else f"this host has no tracefs mounted at {TRACEFS}, and the host lab does not mount one"
-    )
-    return [Problem(("trace",), f"--trace needs the VM lab (--backend vm): {why}")]
+    why = tracing.check(p.tracefs_supported)
+    return [Problem(("trace",), f"--trace on the host: {why}; the VM lab (--backend vm) traces in its guest")] if why else []
 
 
 def _check_create_files(config: dict[str, Any]) -> list[Problem]:

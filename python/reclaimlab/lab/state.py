@@ -25,7 +25,8 @@ def _reclaimlab_cgroups() -> list[str]:
 
 def machine_state(state_dir: Path | None = None) -> dict[str, Any]:
     """/proc/swaps, every knob file the lab may write (zswap parameters; sysctls and others by key), reclaimlab* cgroups
-    (v1 memory and v2 roots), zram devices and their disksizes, debugfs mounts, and (given the
+    (v1 memory and v2 roots), zram devices and their disksizes, debugfs mounts, tracefs (mounts; the
+    state --trace changes when mounted), and (given the
     lab's state dir) the swap files, filesystem images, mount points and mounts in it and the
     loop devices backed by a file in it."""
     zswap: dict[str, str | None] = {}
@@ -49,6 +50,7 @@ def machine_state(state_dir: Path | None = None) -> dict[str, Any]:
         "cgroups": _reclaimlab_cgroups(),
         "zram": zram,
         "debugfs_mounts": sorted(m.point for m in host.mounts() if m.fstype == "debugfs"),
+        "tracefs": _tracefs(),
     }
     if state_dir is not None:
         swap = state_dir / "swap"
@@ -60,6 +62,25 @@ def machine_state(state_dir: Path | None = None) -> dict[str, Any]:
         state["mounts"] = sorted(m.point for m in host.mounts() if Path(m.point).is_relative_to(state_dir))
         state["loop_devices"] = sorted(_loops_in(state_dir))
     return state
+
+
+def _tracefs() -> dict[str, Any]:
+    """Where tracefs is mounted and, when it is, what --trace changes there (lab.tracing):
+    tracing_on, the events enabled, the per-CPU buffer size, the events in the buffer."""
+    points = sorted(m.point for m in host.mounts() if m.fstype == "tracefs")
+    out: dict[str, Any] = {"mounts": points}
+    root = Path(points[0]) if points else None
+    if root is not None and (root / "events").is_dir():
+        out["tracing_on"] = host.read_text(root / "tracing_on").strip()
+        out["set_event"] = host.read_text(root / "set_event").split()
+        out["buffer_size_kb"] = host.read_text(root / "buffer_size_kb").split()[0]  # "7 (expanded: 1408)": 7
+        entries = 0
+        for stats in root.glob("per_cpu/cpu*/stats"):
+            for line in host.read_text(stats).splitlines():
+                if line.startswith("entries:"):
+                    entries += int(line.split()[1])
+        out["entries"] = entries
+    return out
 
 
 def _loops_in(state_dir: Path) -> list[str]:

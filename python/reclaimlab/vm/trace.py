@@ -23,7 +23,21 @@ import re
 import shlex
 from dataclasses import dataclass
 
-__all__ = ["EVENTS", "GROUPS", "TRACEFS", "HistEvent", "counters", "event_of", "hist_files", "parse_hist", "setup_lines", "traced_events"]
+__all__ = [
+    "EVENTS",
+    "GROUPS",
+    "TRACEFS",
+    "HistEvent",
+    "add_row",
+    "counters",
+    "empty_counters",
+    "event_of",
+    "hist_files",
+    "parse_hist",
+    "selected",
+    "setup_lines",
+    "traced_events",
+]
 
 TRACEFS = "/sys/kernel/tracing"
 #: The groups ``--trace`` accepts (the scenario's ``trace`` list; stats/trace.rs GROUPS).
@@ -79,14 +93,15 @@ EVENTS = (
 ZSWAP_SHRINKER = "zswap_shrinker_scan"
 
 
-def _selected(groups: list[str]) -> list[HistEvent]:
+def selected(groups: list[str]) -> list[HistEvent]:
+    """The events ``groups`` counts, in EVENTS order."""
     shrink = "shrinker" in groups or "zswap" in groups
     return [e for e in EVENTS if (e.group == "vmscan" and "vmscan" in groups) or (e.group == "shrinker" and shrink)]
 
 
 def traced_events(groups: list[str]) -> set[str]:
     """The events ``groups`` installs triggers on."""
-    return {e.event for e in _selected(groups)}
+    return {e.event for e in selected(groups)}
 
 
 def event_of(key: str) -> str | None:
@@ -96,13 +111,13 @@ def event_of(key: str) -> str | None:
 
 
 def hist_files(groups: list[str]) -> list[str]:
-    return [f"{e.path}/hist" for e in _selected(groups)]
+    return [f"{e.path}/hist" for e in selected(groups)]
 
 
 def setup_lines(groups: list[str]) -> list[str]:
     """The body of the plan's ``plan_trace`` (init.sh's helpers: die, info)."""
     lines = [f"    [ -d {TRACEFS}/events ] || mount -t tracefs tracefs {TRACEFS} || die 'cannot mount tracefs on {TRACEFS}'"]
-    for e in _selected(groups):
+    for e in selected(groups):
         lines.append(f"    [ -d {e.path} ] || die {shlex.quote(f'this kernel has no tracepoint {e.system}:{e.event} (--trace {e.group})')}")
         lines.append(
             f"    echo {shlex.quote(e.trigger())} > {e.path}/trigger || die {shlex.quote(f'cannot set a hist trigger on {e.event}')}"
@@ -142,10 +157,37 @@ def parse_hist(text: str) -> tuple[list[tuple[dict[str, str], dict[str, int]]], 
 
 def _key_part(name: str, value: str) -> str:
     if name == "reason":
-        return THROTTLE_REASONS.get(int(value), f"reason_{value}")
+        # A hist row has the number; the host's trace_pipe text prints the flag's name.
+        return THROTTLE_REASONS.get(int(value), f"reason_{value}") if value.isdigit() else value
     if name == "shrink":
         return value or "unknown"
     return f"{name}.{value}"
+
+
+def empty_counters(e: HistEvent, out: dict[str, int]) -> None:
+    """Stable keys: an unsplit event that never fired still reports its counters as 0."""
+    if not e.split:
+        base = f"trace.{e.event}."
+        if e.calls:
+            out.setdefault(base + "calls", 0)
+        for v in e.vals:
+            out.setdefault(base + v, 0)
+
+
+def add_row(out: dict[str, int], e: HistEvent, keys: dict[str, str], vals: dict[str, int], groups: list[str]) -> None:
+    """Add one row of event ``e`` to ``out``: the one place an event and its fields become
+    ``trace.*`` keys, for the guest's hist rows (``counters``) and the host's trace_pipe lines
+    (lab.tracing, one event per row with ``hitcount`` 1). ``keys``: the split fields' values
+    as the kernel printed them; ``vals``: the summed fields and ``hitcount``."""
+    only_zswap = "zswap" in groups and "shrinker" not in groups
+    if only_zswap and "shrink" in e.split and keys.get("shrink") != ZSWAP_SHRINKER:
+        return
+    parts = [_key_part(k, keys.get(k, "")) for k in e.split]
+    base = ".".join(["trace", e.event, *parts]) + "."
+    if e.calls:
+        out[base + "calls"] = out.get(base + "calls", 0) + vals.get("hitcount", 0)
+    for v in e.vals:
+        out[base + v] = out.get(base + v, 0) + vals.get(v, 0)
 
 
 def counters(files: dict[str, str], groups: list[str]) -> tuple[dict[str, int], int]:
@@ -153,27 +195,13 @@ def counters(files: dict[str, str], groups: list[str]) -> tuple[dict[str, int], 
     histogram; then the counts are short)."""
     out: dict[str, int] = {}
     dropped = 0
-    only_zswap = "zswap" in groups and "shrinker" not in groups
-    for e in _selected(groups):
+    for e in selected(groups):
         text = files.get(f"{e.path}/hist")
         if text is None:
             continue
         rows, d = parse_hist(text)
         dropped += d
-        # Stable keys: an event that never fired still reports its unsplit counters as 0.
-        if not e.split:
-            base = f"trace.{e.event}."
-            if e.calls:
-                out.setdefault(base + "calls", 0)
-            for v in e.vals:
-                out.setdefault(base + v, 0)
+        empty_counters(e, out)
         for keys, vals in rows:
-            if only_zswap and "shrink" in e.split and keys.get("shrink") != ZSWAP_SHRINKER:
-                continue
-            parts = [_key_part(k, keys.get(k, "")) for k in e.split]
-            base = ".".join(["trace", e.event, *parts]) + "."
-            if e.calls:
-                out[base + "calls"] = out.get(base + "calls", 0) + vals.get("hitcount", 0)
-            for v in e.vals:
-                out[base + v] = out.get(base + v, 0) + vals.get(v, 0)
+            add_row(out, e, keys, vals, groups)
     return out, dropped
