@@ -20,6 +20,7 @@ from reclaimlab.devices import ZRAM_DEVICE, DeviceModel
 from reclaimlab.profile import Profile, active_profile, device_presets, effective_costs
 from reclaimlab.scenario import (
     Cgroups,
+    CgroupWritePhase,
     ExitPhase,
     FillPhase,
     HotCold,
@@ -29,6 +30,7 @@ from reclaimlab.scenario import (
     Process,
     RandomPhase,
     ReadPhase,
+    ReclaimPhase,
     Scenario,
     SequentialPhase,
     SleepPhase,
@@ -188,6 +190,10 @@ def _phase(ph: Any, regions: dict[str, int]) -> dict[str, Any]:
         return {"kind": ph.kind, "region": regions[ph.file], "passes": ph.passes, "fsync_bytes": ph.fsync_every}
     if isinstance(ph, SleepPhase):
         return {"kind": "sleep", "duration_ns": ph.duration}
+    if isinstance(ph, ReclaimPhase):
+        return {"kind": "reclaim", "amount": ph.lowered_amount(), "swappiness": ph.swappiness}
+    if isinstance(ph, CgroupWritePhase):
+        return {"kind": "cgroup_write", "file": ph.file, "value": ph.lowered_value()}
     assert isinstance(ph, ExitPhase)
     return {"kind": "exit"}
 

@@ -133,6 +133,10 @@ pub struct Switches {
     /// writeback ends; off: it goes back to the inactive list unmarked.
     pub immediate_reclaim: bool,
     pub writeback_throttle: WritebackThrottle,
+    /// memory.reclaim takes the `swappiness=N` argument (6.12+, Dan Schatzberg, "mm: add
+    /// swappiness= arg to memory.reclaim"; read in 6.12.117's memory_reclaim). Before, a
+    /// write with the argument fails with -EINVAL.
+    pub reclaim_swappiness: bool,
 }
 
 /// Kernel versions with a preset.
@@ -191,6 +195,7 @@ impl Switches {
             kswapd_file_writeback: KswapdFileWriteback::PgdatDirty,
             immediate_reclaim: true,
             writeback_throttle: WritebackThrottle::ReclaimThrottle,
+            reclaim_swappiness: false,
         };
         // 6.1 (Debian bookworm's kernel): zswap is a frontswap backend with one LRU for all
         // entries (kept by zbud/z3fold/zsmalloc and walked by zpool_shrink; no memory-pressure
@@ -203,6 +208,7 @@ impl Switches {
             shrink_worker: ShrinkWorker::Fixed,
             shrinker_protection: ShrinkerProtection::Referenced,
             zpools: 1,
+            reclaim_swappiness: true,
             ..v6_10.clone()
         };
         match version {
@@ -241,6 +247,7 @@ impl Switches {
         m.insert("vmscan.kswapd_file_writeback", Value::from(name_of(KSWAPD_FILE_WRITEBACK, self.kswapd_file_writeback)));
         m.insert("vmscan.immediate_reclaim", Value::from(self.immediate_reclaim));
         m.insert("vmscan.writeback_throttle", Value::from(name_of(WRITEBACK_THROTTLE, self.writeback_throttle)));
+        m.insert("memcg.reclaim_swappiness", Value::from(self.reclaim_swappiness));
         m
     }
 
@@ -264,6 +271,7 @@ impl Switches {
                 "vmscan.kswapd_file_writeback" => s.kswapd_file_writeback = choice(k, v, KSWAPD_FILE_WRITEBACK)?,
                 "vmscan.immediate_reclaim" => s.immediate_reclaim = boolean()?,
                 "vmscan.writeback_throttle" => s.writeback_throttle = choice(k, v, WRITEBACK_THROTTLE)?,
+                "memcg.reclaim_swappiness" => s.reclaim_swappiness = boolean()?,
                 "zswap.zpools" => {
                     s.zpools = match v.as_u64() {
                         Some(n @ (1 | 32)) => n as u32,

@@ -217,7 +217,7 @@ impl Plan {
                         }
                     }
                 }
-                Phase::Read { .. } | Phase::Mmap { .. } | Phase::Write { .. } | Phase::Sleep { .. } | Phase::Exit => {}
+                Phase::Read { .. } | Phase::Mmap { .. } | Phase::Write { .. } | Phase::Sleep { .. } | Phase::Exit | Phase::Reclaim { .. } | Phase::CgroupWrite { .. } => {}
             }
         }
         need

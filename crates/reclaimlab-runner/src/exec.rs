@@ -14,6 +14,7 @@ use std::io;
 
 use reclaimlab_workload::{Access, AccessGen, Phase};
 
+use crate::cgroup::{self, WriteOutcome};
 use crate::config::Plan;
 use crate::sys::{self, Faults, Sched};
 
@@ -30,12 +31,19 @@ pub trait Memory {
     fn filled(&mut self, region: u32);
     /// Exit: unmap everything.
     fn release(&mut self);
+    /// The cgroup v2 directory the cgroup phases write to (the process's own); None: they
+    /// write nothing (`--dry-run`).
+    fn cgroup_dir(&self) -> io::Result<Option<std::path::PathBuf>> {
+        Ok(None)
+    }
 }
 
 /// One phase's measurements. Times are `CLOCK_MONOTONIC` nanoseconds (absolute; the reporter
 /// makes them relative to the runner's start).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PhaseReport {
+    /// What a cgroup phase (reclaim, cgroup_write) did; default for the others.
+    pub write: WriteOutcome,
     pub index: usize,
     pub start_ns: u64,
     pub end_ns: u64,
@@ -71,7 +79,7 @@ pub fn run_phases<M: Memory, S: Sink>(plan: &Plan, mem: &mut M, sink: &mut S, tr
         // phase's clock starts; the simulator charges it no time either.
         let mut gen = match p.phase {
             Phase::Fill { .. } | Phase::Sequential { .. } | Phase::Random { .. } => Some(plan.access_gen(index, &region_pages)),
-            Phase::Sleep { .. } | Phase::Exit => None,
+            Phase::Sleep { .. } | Phase::Exit | Phase::Reclaim { .. } | Phase::CgroupWrite { .. } => None,
             // Plan::from_config refuses file regions, and these phases need one.
             Phase::Read { .. } | Phase::Mmap { .. } | Phase::Write { .. } => {
                 return Err(io::Error::other(format!("phase {}: file phases cannot run on the real kernel yet", p.name)))
@@ -80,6 +88,7 @@ pub fn run_phases<M: Memory, S: Sink>(plan: &Plan, mem: &mut M, sink: &mut S, tr
         let faults_before = sys::faults();
         let sched_before = sys::sched();
         let start_ns = sys::now_ns();
+        let mut write = WriteOutcome::default();
         let accesses = match (&p.phase, gen.as_mut()) {
             (Phase::Fill { region }, Some(g)) => {
                 let n = drive::<M, S, true>(g, mem, None, trace, sink)?;
@@ -99,6 +108,18 @@ pub fn run_phases<M: Memory, S: Sink>(plan: &Plan, mem: &mut M, sink: &mut S, tr
                 mem.release();
                 0
             }
+            (Phase::Reclaim { amount, swappiness }, _) => {
+                if let Some(dir) = mem.cgroup_dir()? {
+                    write = cgroup::reclaim(&dir, *amount, *swappiness)?;
+                }
+                0
+            }
+            (Phase::CgroupWrite { file, value }, _) => {
+                if let Some(dir) = mem.cgroup_dir()? {
+                    write = cgroup::cgroup_write(&dir, *file, *value)?;
+                }
+                0
+            }
             _ => unreachable!("every access phase has a generator"),
         };
         let end_ns = sys::now_ns();
@@ -107,6 +128,7 @@ pub fn run_phases<M: Memory, S: Sink>(plan: &Plan, mem: &mut M, sink: &mut S, tr
         sink.phase(
             plan,
             &PhaseReport {
+                write,
                 index,
                 start_ns,
                 end_ns,

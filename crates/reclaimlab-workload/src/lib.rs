@@ -9,5 +9,5 @@ pub mod pattern;
 pub mod rng;
 
 pub use content::{Content, PAGE_SIZE};
-pub use pattern::{Access, AccessGen, Dist, Phase};
+pub use pattern::{Access, AccessGen, CgroupCounter, CgroupFile, CgroupValue, Dist, Phase};
 pub use rng::{SplitMix64, Stream};
