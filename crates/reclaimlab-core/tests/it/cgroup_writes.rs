@@ -67,7 +67,7 @@ fn zswap_max_counts_whole_pages() {
     // entry of 4 KiB, not of 6 KiB.
     let r = run(&nested(json!({}), json!({"zswap_max_bytes": 6 * 1024}), true, &[]));
     let current = counter(&r, "memcg[/a/b].memory.zswap.current");
-    assert!(current >= 4096 && current < 4096 + 1100, "zswap.current {current}");
+    assert!((4096..4096 + 1100).contains(&current), "zswap.current {current}");
 }
 
 #[test]
