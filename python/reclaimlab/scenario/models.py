@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 
-from pydantic import AfterValidator, BeforeValidator, Field, PrivateAttr, WithJsonSchema, create_model, model_validator
+from pydantic import AfterValidator, BeforeValidator, Discriminator, Field, PrivateAttr, Tag, WithJsonSchema, create_model, model_validator
 from pydantic_core import PydanticCustomError
 
 from reclaimlab import native
@@ -107,7 +107,7 @@ class Filesystem(StrictModel):
 
     name: str
     type: Literal["ext4", "xfs", "btrfs"] = "ext4"
-    device: Annotated[Device, BeforeValidator(_device_shortcut)]
+    device: Annotated[Device, BeforeValidator(_device_shortcut, json_schema_input_type=str | Device)]
 
 
 class Machine(StrictModel):
@@ -399,6 +399,12 @@ class CounterTimes(StrictModel):
         return {"kind": "of", "of": self.of, "times": self.times, "minus": self.minus}
 
 
+def _counter_or_plain(v: Any) -> str:
+    """A table is a value of a counter, anything else a plain value: one error, not one per
+    alternative."""
+    return "counter" if isinstance(v, dict | CounterTimes) else "plain"
+
+
 class CgroupWritePhase(_Phase):
     """A write to an interface file of the process's cgroup during the run: the files writable
     at runtime that the core models (CgroupFile in reclaimlab-workload; its serde names are
@@ -406,7 +412,10 @@ class CgroupWritePhase(_Phase):
 
     kind: Literal["cgroup_write"]
     file: Literal["memory.high", "memory.max", "memory.zswap.max", "memory.zswap.writeback"]
-    value: CounterTimes | bool | int | str
+    value: Annotated[
+        Annotated[CounterTimes, Tag("counter")] | Annotated[bool | int | str, Tag("plain")],
+        Discriminator(_counter_or_plain),
+    ]
 
     @model_validator(mode="after")
     def _value_fits_file(self) -> CgroupWritePhase:
@@ -447,7 +456,10 @@ class ReclaimPhase(_Phase):
     ``{ of = COUNTER, times = X, minus = SIZE }``."""
 
     kind: Literal["reclaim"]
-    amount: CounterTimes | PositiveSize
+    amount: Annotated[
+        Annotated[CounterTimes, Tag("counter")] | Annotated[PositiveSize, Tag("plain")],
+        Discriminator(_counter_or_plain),
+    ]
     swappiness: IntRange(0, 200) | None = None  # type: ignore[valid-type]
 
     def lowered_amount(self) -> dict[str, Any]:
