@@ -143,7 +143,7 @@ pub struct PhaseRecord {
     /// A `reclaim` or `cgroup_write` phase whose write failed: the errno's name ("EAGAIN").
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<&'static str>,
-    /// A `cgroup_write` phase: what it wrote ("max" or the number).
+    /// A `reclaim` or `cgroup_write` phase: the number it wrote (bytes; "max").
     #[serde(skip_serializing_if = "Option::is_none")]
     pub written: Option<String>,
 }
