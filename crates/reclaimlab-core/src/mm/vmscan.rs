@@ -819,6 +819,12 @@ impl Mm {
         if self.lru_gen_enabled() && !sc.cgroup_reclaim() {
             return self.lru_gen_shrink_node(ctx, sc);
         }
+        if self.switches.reclaim_stats_flush {
+            // 6.1 shrink_node: mem_cgroup_flush_stats() "so that we read accurate per-memcg
+            // lruvec stats for heuristics" (the whole tree, taken as having enough updates
+            // pending under reclaim); later kernels rate-limit it (see the switch).
+            self.flush_memcg_subtree(0);
+        }
         self.prepare_scan_control(sc);
         let start = sc.target;
         let end = self.memcgs[start as usize].subtree_end;
