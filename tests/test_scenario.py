@@ -174,7 +174,7 @@ def test_phase_kind(write: Write) -> None:
     msg = one(write, MINIMAL.replace('kind = "fill"', 'kind = "fil"'))
     assert (
         msg
-        == "processes[0].phases[0].kind: expected one of 'fill', 'sequential', 'random', 'trace', 'read', 'mmap', 'write', 'create_files', 'sleep', 'exit'; got 'fil'"
+        == "processes[0].phases[0].kind: expected one of 'fill', 'sequential', 'random', 'trace', 'read', 'mmap', 'write', 'create_files', 'sleep', 'reclaim', 'cgroup_write', 'exit'; got 'fil'"
     )
 
 
@@ -182,7 +182,7 @@ def test_phase_kind_missing(write: Write) -> None:
     msg = one(write, MINIMAL.replace('kind = "fill"\n', ""))
     assert (
         msg
-        == "processes[0].phases[0].kind: required key is missing; expected one of 'fill', 'sequential', 'random', 'trace', 'read', 'mmap', 'write', 'create_files', 'sleep', 'exit'"
+        == "processes[0].phases[0].kind: required key is missing; expected one of 'fill', 'sequential', 'random', 'trace', 'read', 'mmap', 'write', 'create_files', 'sleep', 'reclaim', 'cgroup_write', 'exit'"
     )
 
 
@@ -439,9 +439,63 @@ def test_odd_types(write: Write) -> None:
         == "cgroups.cgroup_version: expected 1 or 2; got 3"
     )
     assert one(write, MINIMAL.replace('kind = "fill"', "kind = 5")) == (
-        "processes[0].phases[0].kind: expected one of 'fill', 'sequential', 'random', 'trace', 'read', 'mmap', 'write', 'create_files', 'sleep', 'exit'; got 5"
+        "processes[0].phases[0].kind: expected one of 'fill', 'sequential', 'random', 'trace', 'read', 'mmap', 'write', 'create_files', 'sleep', 'reclaim', 'cgroup_write', 'exit'; got 5"
     )
     assert one(write, MINIMAL.replace('device = "ssd"', "device = 5")) == "machine.swap[0].device: expected a table; got 5"
     assert one(write, "compare = 5\n" + MINIMAL) == "compare: expected a table; got 5"
     text = MINIMAL.replace('region = "a"', 'region = "a"\ndist = 5').replace('kind = "fill"', 'kind = "random"\ncount = 1')
     assert one(write, text) == "processes[0].phases[0].dist: expected a table; got 5"
+
+
+# --- cgroup phases: reclaim, cgroup_write -----------------------------------------------------
+
+V2_PROC = MINIMAL.replace(
+    '[[processes]]\nname = "p"', '[cgroups]\ncgroup_version = 2\n[cgroups.groups.w]\n[[processes]]\nname = "p"\ncgroup = "w"'
+)
+
+
+def _with_phase(phase: str, base: str = V2_PROC) -> str:
+    return base + "[[processes.phases]]\n" + phase
+
+
+def test_cgroup_phases_load_and_lower() -> None:
+    text = _with_phase('kind = "reclaim"\namount = "4MiB"\nswappiness = 0\n')
+    text += '[[processes.phases]]\nkind = "reclaim"\namount = { of = "memory.current", minus = "30MiB" }\n'
+    text += '[[processes.phases]]\nkind = "cgroup_write"\nfile = "memory.zswap.max"\nvalue = { of = "memory.zswap.current", times = 0.5 }\n'
+    text += '[[processes.phases]]\nkind = "cgroup_write"\nfile = "memory.high"\nvalue = "max"\n'
+    text += '[[processes.phases]]\nkind = "cgroup_write"\nfile = "memory.max"\nvalue = "2G"\n'
+    text += '[[processes.phases]]\nkind = "cgroup_write"\nfile = "memory.zswap.writeback"\nvalue = false\n'
+    phases = [p["phase"] for p in reclaimlab.lower(load(text))["processes"][0]["phases"]]
+    assert phases[1:] == [
+        {"kind": "reclaim", "amount": {"kind": "value", "value": 4 << 20}, "swappiness": 0},
+        {"kind": "reclaim", "amount": {"kind": "of", "of": "memory.current", "times": 1.0, "minus": 30 << 20}, "swappiness": None},
+        {
+            "kind": "cgroup_write",
+            "file": "memory.zswap.max",
+            "value": {"kind": "of", "of": "memory.zswap.current", "times": 0.5, "minus": 0},
+        },
+        {"kind": "cgroup_write", "file": "memory.high", "value": {"kind": "max"}},
+        {"kind": "cgroup_write", "file": "memory.max", "value": {"kind": "value", "value": 2 << 30}},
+        {"kind": "cgroup_write", "file": "memory.zswap.writeback", "value": {"kind": "value", "value": 0}},
+    ]
+
+
+def test_cgroup_phase_errors_name_the_key(write: Write) -> None:
+    assert one(write, _with_phase('kind = "reclaim"\namount = "4MiB"\n', MINIMAL)) == (
+        "processes[0].phases[1].kind: a reclaim phase writes memory.reclaim, a cgroup v2 file; cgroup_version is 1"
+    )
+    assert one(
+        write, _with_phase('kind = "cgroup_write"\nfile = "memory.high"\nvalue = "1G"\n', V2_PROC.replace('cgroup = "w"\n', ""))
+    ) == ("processes[0].phases[1].file: the root cgroup has no memory.high; put process 'p' in a cgroup of [cgroups.groups]")
+    msg = one(write, _with_phase('kind = "cgroup_write"\nfile = "memory.swappiness"\nvalue = 10\n'))
+    assert msg.startswith(
+        "processes[0].phases[1].file: expected one of 'memory.high', 'memory.max', 'memory.zswap.max', 'memory.zswap.writeback'"
+    )
+    msg = one(write, _with_phase('kind = "cgroup_write"\nfile = "memory.zswap.writeback"\nvalue = 2\n'))
+    assert msg.startswith("processes[0].phases[1]") and "memory.zswap.writeback takes 0 or 1" in msg, msg
+    msg = one(write, _with_phase('kind = "cgroup_write"\nfile = "memory.high"\nvalue = "lots"\n'))
+    assert "expected a size (like '1GiB', int bytes) or 'max'" in msg, msg
+    msg = one(write, _with_phase('kind = "reclaim"\namount = { of = "memory.peak" }\n'))
+    assert msg.startswith("processes[0].phases[1].amount"), msg
+    msg = one(write, _with_phase('kind = "reclaim"\namount = "4MiB"\nswappiness = 201\n'))
+    assert msg.startswith("processes[0].phases[1].swappiness"), msg

@@ -14,7 +14,8 @@ from typer.testing import CliRunner
 from reclaimlab.cli import app
 
 ROOT = Path(__file__).resolve().parents[1]
-SCENARIOS = sorted((ROOT / "scenarios").rglob("*.toml"))
+# The bundled scenarios and the conformance scenarios (the latter use files and cgroup phases).
+SCENARIOS = sorted([*(ROOT / "scenarios").rglob("*.toml"), *(ROOT / "tests/conformance").glob("*.toml")])
 
 
 @pytest.fixture(scope="module")

@@ -132,3 +132,26 @@ def test_per_option_normalises_the_counter_table() -> None:
     text = _render(compare_view(_compare(slow, fast), None, ("vmstat.pgmajfault",), False, per="access"))
     row = next(line for line in text.splitlines() if line.startswith("│ vmstat.pgmajfault"))
     assert "60 " in row and "(=)" in row
+
+
+def test_cgroup_phase_writes_are_shown_and_kept() -> None:
+    # A reclaim phase's record says what the write did; run shows it in a "write" column, and
+    # the JSON keeps it.
+    r = _result(1000, 1.0, 0)
+    r.phase_records.append(
+        {
+            "process": "agent",
+            "phase": "reclaim0",
+            "elapsed_s": 0.01,
+            "accesses": 0,
+            "accesses_per_s": 0.0,
+            "outcome": "completed",
+            "reclaimed_bytes": 3 << 20,
+            "written": "4194304",
+            "error": "EAGAIN",
+        }
+    )
+    text = _render(run_view(r, [], False))
+    assert "failed: EAGAIN, reclaimed 3 MiB, wrote 4194304" in text
+    back = RunResult.from_json(r.to_json())
+    assert back.phase_records[-1]["error"] == "EAGAIN" and back.phase_records[-1]["reclaimed_bytes"] == 3 << 20

@@ -25,6 +25,7 @@ from reclaimlab.profile import Profile, active_profile, device_presets, effectiv
 from reclaimlab.scenario import (
     Cgroups,
     CreateFilesPhase,
+    CgroupWritePhase,
     ExitPhase,
     Filesystem,
     FillPhase,
@@ -35,6 +36,7 @@ from reclaimlab.scenario import (
     Process,
     RandomPhase,
     ReadPhase,
+    ReclaimPhase,
     Scenario,
     SequentialPhase,
     SleepPhase,
@@ -232,6 +234,10 @@ def _phase(ph: Any, name: str, regions: dict[str, int]) -> dict[str, Any]:
         return {"kind": ph.kind, "regions": [regions[f] for f in ph.file_names(name)], "fsync": ph.sync == "fsync"}
     if isinstance(ph, SleepPhase):
         return {"kind": "sleep", "duration_ns": ph.duration}
+    if isinstance(ph, ReclaimPhase):
+        return {"kind": "reclaim", "amount": ph.lowered_amount(), "swappiness": ph.swappiness}
+    if isinstance(ph, CgroupWritePhase):
+        return {"kind": "cgroup_write", "file": ph.file, "value": ph.lowered_value()}
     assert isinstance(ph, ExitPhase)
     return {"kind": "exit"}
 

@@ -66,7 +66,11 @@ def _phase_record(p: dict[str, Any]) -> dict[str, Any]:
     elapsed_ns = int(p["end_ns"]) - int(p["start_ns"])
     accesses = int(p["accesses"])
     elapsed_s = elapsed_ns / 1e9
+    # What a cgroup phase's write did (reclaim: reclaimed_bytes and error "EAGAIN" when it fell
+    # short; cgroup_write: the value written): present on those phases only.
+    extra: dict[str, Any] = {k: p[k] for k in ("reclaimed_bytes", "error", "written") if p.get(k) is not None}
     return {
+        **extra,
         "process": str(p["process"]),
         "phase": str(p["phase"]),
         "elapsed_s": elapsed_s,

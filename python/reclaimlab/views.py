@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from rich.console import Group, RenderableType
 from rich.table import Table
@@ -140,8 +140,10 @@ def run_view(result: RunResult, patterns: Sequence[str], show_all: bool) -> list
 def phases_table(result: RunResult) -> Table:
     table = Table(title=Text(f"{result.scenario}: phases"), title_justify="left")
     outcomes = any(r.get("outcome") not in (None, "completed") for r in result.phase_records)
+    writes = any(write_result(r) for r in result.phase_records)
     columns = [("process", "left"), ("phase", "left"), ("elapsed", "right"), ("accesses", "right"), ("accesses/s", "right")]
-    for col, justify in columns + ([("outcome", "left")] if outcomes else []):
+    extra = ([("outcome", "left")] if outcomes else []) + ([("write", "left")] if writes else [])
+    for col, justify in columns + extra:
         table.add_column(col, justify=justify)  # type: ignore[arg-type]
     for r in result.phase_records:
         cells = [
@@ -154,6 +156,8 @@ def phases_table(result: RunResult) -> Table:
         if outcomes:
             o = str(r.get("outcome") or "")
             cells.append(Text(o, style="" if o == "completed" else "bold red"))
+        if writes:
+            cells.append(Text(write_result(r), style="bold red" if r.get("error") else ""))
         table.add_row(*cells)
     return table
 
@@ -180,6 +184,18 @@ def latency_table(result: RunResult) -> Table | None:
             table.add_row(*cells)
             first = False
     return table
+
+
+def write_result(r: dict[str, Any]) -> str:
+    """What a reclaim or cgroup_write phase's write did, in words ("" for other phases)."""
+    parts = []
+    if r.get("error"):
+        parts.append(f"failed: {r['error']}")
+    if r.get("reclaimed_bytes") is not None:
+        parts.append(f"reclaimed {summary.fmt_bytes(float(r['reclaimed_bytes']))}")
+    if r.get("written") is not None:
+        parts.append(f"wrote {r['written']}")
+    return ", ".join(parts)
 
 
 def counters_table(result: RunResult, patterns: Sequence[str] = ()) -> Table:

@@ -1,7 +1,7 @@
 """The kernel's tools/testing/selftests/cgroup/test_memcontrol.c (as of v6.12), run in the
 simulator, for the tests whose setup the scenario format can express: anonymous memory and
 page cache in v2 cgroups under memory.high, memory.max, memory.min, memory.low and
-memory.swap.max, with memory.peak and memory.swap.peak. memory.reclaim, the per-fd peak
+memory.swap.max, with memory.peak and memory.swap.peak, and memory.reclaim. The per-fd peak
 resets, memory.oom.group, sockets and inotify are not modelled; the table in
 docs/conformance.md lists every selftest and what each lacks.
 """
@@ -155,3 +155,18 @@ def test_memcg_low__v6_12(tmp_path: Path) -> None:
         assert cg(r, child, "memory.events.oom") == 0
         low = cg(r, child, "memory.events.low")
         assert low > 0 if i <= 1 else low == 0, (child, low)
+
+
+def test_memcg_reclaim__v6_12() -> None:
+    # 50 MiB of page cache and 50 MiB of anon in memcg_test, swap on: memory.current within
+    # 10% of 100 MiB; then memory.reclaim of memory.current - 30M succeeds and leaves
+    # memory.current below 30M or within 3% of it (reclaim_until's checks; a second write is
+    # never needed, so the selftest's retries on -EAGAIN do not come into play).
+    r = run("memcg_reclaim__v6_12")
+    assert all(p["outcome"] == "completed" for p in r.phase_records)
+    (rec,) = [p for p in r.phase_records if p["phase"] == "reclaim"]
+    goal = 30 * MiB
+    assert values_close(int(rec["written"]) + goal, 100 * MiB, 10), "failed to allocate 100M for memcg reclaim test"
+    assert rec.get("error") is None
+    current = cg(r, G, "memory.current")
+    assert current < goal or values_close(current, goal, 3)

@@ -49,63 +49,52 @@ PARENT = "zswap_writeback_test"
 CHILD = f"{PARENT}/zswap_writeback_test_child"
 
 
-def _measure_zswap_usage(group: str) -> int:
-    """The selftest's step 3: memory.zswap.current once the pages have been pushed out (here:
-    at the end of the write pass, the read pass replaced by a short sleep), zswap.max = max."""
-    r = run(
-        "zswap_writeback__v6_12",
-        [
-            f"processes.attempt_writeback.cgroup={group}",
-            "processes.attempt_writeback.phases.read.kind=sleep",
-            "processes.attempt_writeback.phases.read.duration=1ms",
-        ],
-    )
-    assert outcomes(r, "attempt_writeback") == ["completed", "completed"]
-    usage = cg(r, group, "memory.zswap.current")
-    assert usage > 0, "no material zswap usage: the setup does not test writeback"
-    return usage
-
-
-def _writeback_round(group: str, parent_wb: int) -> tuple[int, list[str]]:
-    """The selftest's steps 4-6 in `group`: memory.zswap.max = half the measured usage, the
-    pages read back in and pushed out again. Returns (memory.stat zswpwb, phase outcomes)."""
-    half = _measure_zswap_usage(group) // 2
+def _attempt_writeback(group: str, parent_wb: int) -> tuple[int, dict[str, dict[str, Any]]]:
+    """test_zswap_writeback_one: attempt_writeback run in `group` (the parent, or the child with
+    writeback 1 under it) with the parent's memory.zswap.writeback = parent_wb. Returns memory.stat
+    zswpwb of the group and the phase records by name."""
     r = run(
         "zswap_writeback__v6_12",
         [
             f"processes.attempt_writeback.cgroup={group}",
             f'cgroups.groups.{PARENT}."memory.zswap.writeback"={parent_wb}',
-            f'cgroups.groups."{group}"."memory.zswap.max"={half}',
         ],
     )
-    return cg(r, group, "memory.stat.zswpwb"), outcomes(r, "attempt_writeback")
+    phases = {p["phase"]: p for p in r.phase_records if p["process"] == "attempt_writeback"}
+    assert [p["outcome"] for p in phases.values()] == ["completed"] * 5
+    # attempt_writeback's set-up checks: the first memory.reclaim of 4 MiB succeeds, and zswap
+    # holds material usage whose half is written to memory.zswap.max
+    assert phases["reclaim"].get("error") is None, "Failed to reclaim all of the requested memory"
+    assert int(phases["set_zswap_max"]["written"]) > 0
+    return cg(r, group, "memory.stat.zswpwb"), phases
 
 
 @pytest.mark.xfail(
     strict=True,
-    reason="with the 2026-11-24 machine profile (faster CPU costs; scan_page_ns at its 150 ns "
-    "default) the 1 MiB charge's reclaim retries end before the swap writes they started "
-    "complete, and the simulator OOM-kills; it passes with the built-in costs, the 2026-11-22 "
-    "profile, or scan_page_ns >= 1000. The kernel's retries span those writes' completion: "
-    "the time its memcg reclaim takes per retry is not modelled closely enough (branch time, "
-    "docs/model/time.md 'What misses')",
+    reason="the second memory.reclaim ends in -EAGAIN: after its second pass the ~517 pages "
+    "it wrote to disk are active and under writeback, and the next 15 passes find nothing to "
+    "scan (the inactive list is empty; inactive_is_low reads statistics flushed before the "
+    "pages moved) and cost no simulated time, so the retries run out 0.56 ms before the writes "
+    "complete and rotate the pages back. The kernel's passes there cost the fixed overhead of "
+    "13 shrink_node iterations each, which the model does not charge; the 6.12 guest (TCG, a "
+    "slow CPU) passes. See docs/conformance.md",
 )
 @pytest.mark.parametrize("group", [PARENT, CHILD], ids=["parent", "child"])
 def test_zswap_writeback_enabled__v6_12(group: str) -> None:
-    # writeback = 1 (the child: 1 under a parent with 1): zswpwb > 0, and the reclaim works.
-    zswpwb, phases = _writeback_round(group, parent_wb=1)
-    assert phases == ["completed", "completed"]
+    # writeback = 1 (the child: 1 under a parent with 1): the second memory.reclaim succeeds,
+    # and zswpwb > 0.
+    zswpwb, phases = _attempt_writeback(group, parent_wb=1)
     assert zswpwb > 0
+    assert phases["reclaim_again"].get("error") is None
 
 
 @pytest.mark.parametrize("group", [PARENT, CHILD], ids=["parent", "child"])
 def test_zswap_writeback_disabled__v6_12(group: str) -> None:
-    # writeback = 0 on the parent (the child's own 1 does not override it): zswpwb == 0, and
-    # the reclaim cannot make room (the selftest: memory.reclaim fails with -EAGAIN; here the
-    # limit reclaim fails, so the charge ends in the OOM kill).
-    zswpwb, phases = _writeback_round(group, parent_wb=0)
+    # writeback = 0 on the parent (the child's own 1 does not override it): the second
+    # memory.reclaim fails with -EAGAIN and zswpwb == 0.
+    zswpwb, phases = _attempt_writeback(group, parent_wb=0)
+    assert phases["reclaim_again"].get("error") == "EAGAIN"
     assert zswpwb == 0
-    assert phases[-1] == "oom_killed"
 
 
 def test_no_invasive_cgroup_shrink__v6_12() -> None:

@@ -219,3 +219,25 @@ def test_filesystem_images_are_sized_from_their_files_and_checked(tmp_path: Path
     assert "this kernel has no xfs" in xfs or "mkfs.xfs is not installed" in xfs
     assert ("machine", "filesystems", 0, "type") not in problems
     assert fs.check_filesystems({"machine": {}, "processes": []}, tmp_path) == []
+
+
+def test_cgroup_phases_are_refused_on_a_v1_host() -> None:
+    # cgroup v1 has no memory.reclaim: the host lab names the phase and the file.
+    text = (
+        BASE.replace("cgroup_version = 1", "cgroup_version = 2").replace('"memory.limit_in_bytes" = "24MiB"', '"memory.max" = "24MiB"')
+        + '\n[[processes.phases]]\nname = "senpai"\nkind = "reclaim"\namount = "1MiB"\n'
+        + '\n[[processes.phases]]\nkind = "cgroup_write"\nfile = "memory.high"\nvalue = "max"\n'
+    )
+    problems = _render(_config(text))
+    assert problems[1:] == [
+        "s.toml: processes[0].phases[1].kind: phase 'senpai' writes memory.reclaim, a cgroup v2 file; this host has the cgroup v1 "
+        "memory controller only, and cgroup v1 has no memory.reclaim",
+        "s.toml: processes[0].phases[2].kind: phase 'cgroup_write2' writes memory.high, a cgroup v2 file; this host has the cgroup v1 "
+        "memory controller only",
+    ]
+    assert problems[0].startswith("s.toml: cgroups.cgroup_version: the scenario needs cgroup v2")
+    # A v2 kernel without memory.reclaim (before 5.19) is named too.
+    v2 = replace(V1_HOST, cgroup_v2_memory=True, cgroup_v2_memory_enabled=True, cgroup_v2_files=("memory.max", "memory.high"))
+    assert _render(_config(text), v2) == [
+        "s.toml: processes[0].phases[1].kind: phase 'senpai' writes memory.reclaim; this kernel (6.18.44-fc-v657) has no such file"
+    ]

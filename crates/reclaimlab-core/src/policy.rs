@@ -139,6 +139,15 @@ pub struct Switches {
     /// writeback ends; off: it goes back to the inactive list unmarked.
     pub immediate_reclaim: bool,
     pub writeback_throttle: WritebackThrottle,
+    /// memory.reclaim takes the `swappiness=N` argument (6.12+, Dan Schatzberg, "mm: add
+    /// swappiness= arg to memory.reclaim"; read in 6.12.117's memory_reclaim). Before, a
+    /// write with the argument fails with -EINVAL.
+    pub reclaim_swappiness: bool,
+    /// Every shrink_node of the classic LRU flushes the memcg statistics first (6.1:
+    /// mem_cgroup_flush_stats in shrink_node), so inactive_is_low and the refault checks read
+    /// current sizes; off: they read what the last periodic flush or reader left (6.12, 6.18:
+    /// mem_cgroup_flush_stats_ratelimited in prepare_scan_control, docs/model/memcg.md).
+    pub reclaim_stats_flush: bool,
 }
 
 /// Kernel versions with a preset.
@@ -198,19 +207,28 @@ impl Switches {
             kswapd_file_writeback: KswapdFileWriteback::PgdatDirty,
             immediate_reclaim: true,
             writeback_throttle: WritebackThrottle::ReclaimThrottle,
+            reclaim_swappiness: false,
+            reclaim_stats_flush: false,
         };
         // 6.1 (Debian bookworm's kernel): zswap is a frontswap backend with one LRU for all
         // entries (kept by zbud/z3fold/zsmalloc and walked by zpool_shrink; no memory-pressure
         // shrinker, no per-memcg LRU), non-exclusive loads, same-filled pages kept in zswap,
         // incompressible pages rejected, one zpool per pool (32 came with 6.5). Its default
         // allocator, zbud, is the zpool knob's default for this version (crate::zpool).
-        let v6_1 = Switches { lru: ZswapLru::Global, zpools: 1, load: ZswapLoad::NonExclusive, ..v6_10.clone() };
+        let v6_1 = Switches {
+            lru: ZswapLru::Global,
+            zpools: 1,
+            load: ZswapLoad::NonExclusive,
+            reclaim_stats_flush: true,
+            ..v6_10.clone()
+        };
         let v6_12 = Switches {
             incompressible: Incompressible::RejectFail,
             same_filled: SameFilled::Zeromap,
             shrink_worker: ShrinkWorker::Fixed,
             shrinker_protection: ShrinkerProtection::Referenced,
             zpools: 1,
+            reclaim_swappiness: true,
             ..v6_10.clone()
         };
         match version {
@@ -249,6 +267,8 @@ impl Switches {
         m.insert("vmscan.kswapd_file_writeback", Value::from(name_of(KSWAPD_FILE_WRITEBACK, self.kswapd_file_writeback)));
         m.insert("vmscan.immediate_reclaim", Value::from(self.immediate_reclaim));
         m.insert("vmscan.writeback_throttle", Value::from(name_of(WRITEBACK_THROTTLE, self.writeback_throttle)));
+        m.insert("memcg.reclaim_swappiness", Value::from(self.reclaim_swappiness));
+        m.insert("memcg.reclaim_stats_flush", Value::from(self.reclaim_stats_flush));
         m
     }
 
@@ -272,6 +292,8 @@ impl Switches {
                 "vmscan.kswapd_file_writeback" => s.kswapd_file_writeback = choice(k, v, KSWAPD_FILE_WRITEBACK)?,
                 "vmscan.immediate_reclaim" => s.immediate_reclaim = boolean()?,
                 "vmscan.writeback_throttle" => s.writeback_throttle = choice(k, v, WRITEBACK_THROTTLE)?,
+                "memcg.reclaim_swappiness" => s.reclaim_swappiness = boolean()?,
+                "memcg.reclaim_stats_flush" => s.reclaim_stats_flush = boolean()?,
                 "zswap.zpools" => {
                     s.zpools = match v.as_u64() {
                         Some(n @ (1 | 32)) => n as u32,

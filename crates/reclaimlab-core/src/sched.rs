@@ -3,11 +3,12 @@
 //! the run (counters are read when every process has finished its phases, before they exit, as
 //! the lab reads them on the real machine).
 
-use reclaimlab_workload::{AccessGen, Phase, Stream};
+use reclaimlab_workload::{AccessGen, CgroupCounter, CgroupFile, CgroupValue, Phase, Stream};
 use serde::Serialize;
 
 use crate::config::SimConfig;
 use crate::error::{ConfigError, Result};
+use crate::mm::memcg::MemoryReclaim;
 use crate::mm::{Actor, Ctx, Mm, Oom, PAGE_SIZE};
 use crate::psi::TSK_RUNNING;
 use crate::sim::{later, EventKind, Time};
@@ -37,6 +38,8 @@ pub(crate) struct Proc {
     pub(crate) state: ProcState,
     /// The process ended its last slice waiting until then: not runnable before it.
     pub(crate) blocked_until: Time,
+    /// A write to memory.reclaim in progress (a `reclaim` phase).
+    pub(crate) reclaim: Option<MemoryReclaim>,
 }
 
 impl Proc {
@@ -62,8 +65,32 @@ impl Proc {
                         regions.iter().find(|&&r| is_file(r)).map(|&r| (r, "anonymous regions"))
                     }
                     Phase::CreateFiles { regions, .. } => regions.iter().find(|&&r| !is_file(r)).map(|&r| (r, "file regions")),
-                    Phase::Sleep { .. } | Phase::Exit => None,
+                    Phase::Sleep { .. } | Phase::Exit | Phase::Reclaim { .. } | Phase::CgroupWrite { .. } => None,
                 };
+                // The files a phase writes: memory.reclaim is a v2 file (on every cgroup, the
+                // root included); the others are v2 files that the root does not have
+                // (CFTYPE_NOT_ON_ROOT).
+                let file = match &np.phase {
+                    Phase::Reclaim { .. } => Some(("memory.reclaim", true)),
+                    Phase::CgroupWrite { file, .. } => Some((file.name(), false)),
+                    _ => None,
+                };
+                if let Some((file, on_root)) = file {
+                    if cfg.cgroups.version != 2 {
+                        return Err(ConfigError::invalid(at(), format!("phase {:?} writes {file}, a cgroup v2 file; cgroups.version is {}", np.name, cfg.cgroups.version)));
+                    }
+                    if p.cgroup == 0 && !on_root {
+                        return Err(ConfigError::invalid(at(), format!("phase {:?} writes {file}, which the root cgroup does not have; put the process in a cgroup", np.name)));
+                    }
+                }
+                if let Phase::Reclaim { swappiness: Some(_), .. } = np.phase {
+                    if !crate::policy::Switches::with_overrides(&cfg.kernel.version, &cfg.kernel.switches)?.reclaim_swappiness {
+                        return Err(ConfigError::invalid(
+                            at(),
+                            format!("phase {:?}: memory.reclaim takes swappiness= from 6.12 (switch memcg.reclaim_swappiness); kernel.version is {}", np.name, cfg.kernel.version),
+                        ));
+                    }
+                }
                 if let Some((r, want)) = wrong {
                     let name = &p.regions[r as usize].name;
                     return Err(ConfigError::invalid(at(), format!("phase {:?} needs {want}; {name:?} is not one", np.name)));
@@ -83,11 +110,25 @@ impl Proc {
                 wake_at: 0,
                 state: ProcState::Running,
                 blocked_until: 0,
+                reclaim: None,
             });
             next_region += n;
         }
         Ok(procs)
     }
+}
+
+/// The number a cgroup phase writes (None: "max"), its counter read from memcg `m` now.
+fn cgroup_value(mm: &mut Mm, m: u16, value: CgroupValue) -> Option<u64> {
+    if let CgroupValue::Of { of: CgroupCounter::MemoryZswapCurrent, .. } = value {
+        // zswap_current_read flushes the memcg's statistics first.
+        mm.flush_memcg_subtree(m);
+    }
+    value.resolve(|c| match c {
+        CgroupCounter::MemoryCurrent => mm.memcgs[m as usize].usage * PAGE_SIZE,
+        CgroupCounter::MemorySwapCurrent => mm.swap_current_bytes(m),
+        CgroupCounter::MemoryZswapCurrent => mm.zswap_tree(m).0,
+    })
 }
 
 /// One phase of one process, as it ran.
@@ -100,6 +141,15 @@ pub struct PhaseRecord {
     pub accesses: u64,
     /// "completed", "oom_killed" or "time_limit".
     pub outcome: &'static str,
+    /// A `reclaim` phase: the pages memory.reclaim reclaimed, in bytes (also when it failed).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reclaimed_bytes: Option<u64>,
+    /// A `reclaim` or `cgroup_write` phase whose write failed: the errno's name ("EAGAIN").
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<&'static str>,
+    /// A `reclaim` or `cgroup_write` phase: the number it wrote (bytes; "max").
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub written: Option<String>,
 }
 
 /// The processes and what they did. Works on the machine (`Mm`) it is handed; the engine asks
@@ -161,8 +211,40 @@ impl Scheduler {
             if self.procs[pi].gen.is_none() && !self.start_phase(mm, pi, &mut ctx) {
                 return;
             }
+            let memcg = self.procs[pi].memcg;
+            if let Some(mut st) = self.procs[pi].reclaim.take() {
+                // memory.reclaim: passes until the write returns, yielding at the quantum.
+                let mut done = false;
+                while !done && ctx.now < quantum_end {
+                    done = mm.memory_reclaim_pass(&mut ctx, memcg, &mut st);
+                }
+                if !done {
+                    self.procs[pi].reclaim = Some(st);
+                    self.procs[pi].blocked_until = if ctx.blocked() { ctx.now } else { 0 };
+                    mm.queue.push(ctx.now, EventKind::Process(p));
+                    return;
+                }
+                self.end_phase_at(mm, pi, self.procs[pi].phase, ctx.now, "completed");
+                let rec = self.records.last_mut().expect("just pushed");
+                rec.reclaimed_bytes = Some(st.nr_reclaimed * PAGE_SIZE);
+                rec.written = Some(st.bytes.to_string());
+                rec.error = st.eagain.then_some("EAGAIN");
+                self.procs[pi].gen = None;
+                self.procs[pi].phase += 1;
+                continue;
+            }
+            if let Phase::CgroupWrite { file, value } = self.procs[pi].phases[self.procs[pi].phase].1 {
+                let written = self.cgroup_write(mm, pi, &mut ctx, file, value);
+                if self.procs[pi].state == ProcState::OomKilled {
+                    return;
+                }
+                self.end_phase_at(mm, pi, self.procs[pi].phase, ctx.now, "completed");
+                self.records.last_mut().expect("just pushed").written = Some(written);
+                self.procs[pi].gen = None;
+                self.procs[pi].phase += 1;
+                continue;
+            }
             let proc = &self.procs[pi];
-            let memcg = proc.memcg;
             let duration_end = match proc.phases[proc.phase].1 {
                 Phase::Random { duration_ns: Some(d), .. } => later(proc.phase_start, d),
                 _ => Time::MAX,
@@ -269,6 +351,14 @@ impl Scheduler {
                 self.maybe_finish(ctx.now);
                 false
             }
+            Phase::Reclaim { amount, swappiness } => {
+                let m = proc.memcg;
+                let bytes = cgroup_value(mm, m, amount).unwrap_or(0);
+                let proc = &mut self.procs[pi];
+                proc.reclaim = Some(MemoryReclaim::new(bytes, swappiness.map(u64::from)));
+                proc.gen = Some(AccessGen::new(&Phase::Exit, &[], reclaimlab_workload::SplitMix64::new(0)));
+                true
+            }
             phase => {
                 let rng = reclaimlab_workload::rng::stream(mm.seed, Stream::Access, pi as u64, proc.phase as u64);
                 proc.gen = Some(AccessGen::new(&phase, &proc.region_pages, rng));
@@ -287,7 +377,47 @@ impl Scheduler {
             end_ns: now,
             accesses: proc.accesses,
             outcome,
+            reclaimed_bytes: None,
+            error: None,
+            written: None,
         });
+    }
+
+    /// A write to the process's cgroup file `file` (memory_high_write, memory_max_write,
+    /// zswap_max_write, zswap_writeback_write in 6.12's mm/memcontrol.c); returns the text
+    /// written. Sizes are rounded down to pages, as page_counter_memparse does.
+    fn cgroup_write(&mut self, mm: &mut Mm, pi: usize, ctx: &mut Ctx, file: CgroupFile, value: CgroupValue) -> String {
+        let m = self.procs[pi].memcg;
+        let v = cgroup_value(mm, m, value);
+        let pages = v.map_or(u64::MAX, |b| b / PAGE_SIZE);
+        match file {
+            CgroupFile::MemoryHigh => mm.memory_high_write(ctx, m, pages),
+            CgroupFile::MemoryMax => mm.memory_max_write(ctx, m, pages, &mut |mm, now| self.oom_kill_memcg(mm, m, now)),
+            CgroupFile::MemoryZswapMax => mm.memcgs[m as usize].zswap_max = pages,
+            CgroupFile::MemoryZswapWriteback => mm.memcgs[m as usize].zswap_writeback = v == Some(1),
+        }
+        CgroupValue::text(v)
+    }
+
+    /// mem_cgroup_out_of_memory for memcg `m` (from a memory.max write): kill the live process
+    /// of its subtree with the highest oom_badness (the first on a tie), counting
+    /// MEMCG_OOM_KILL on the victim's memcg. False if the subtree has no process to kill.
+    fn oom_kill_memcg(&mut self, mm: &mut Mm, m: u16, now: Time) -> bool {
+        let end = mm.memcgs[m as usize].subtree_end;
+        let mut best: Option<(u64, usize)> = None;
+        for (pi, proc) in self.procs.iter().enumerate() {
+            if matches!(proc.state, ProcState::Exited | ProcState::OomKilled) || !(m..end).contains(&proc.memcg) {
+                continue;
+            }
+            let badness: u64 = proc.regions.iter().map(|&r| mm.oom_badness_of_region(r as usize)).sum();
+            if best.is_none_or(|(b, _)| badness > b) {
+                best = Some((badness, pi));
+            }
+        }
+        let Some((_, pi)) = best else { return false };
+        mm.memcgs[self.procs[pi].memcg as usize].events.oom_kill += 1;
+        self.oom_kill(mm, pi, now, Oom { memcg: Some(m) });
+        true
     }
 
     fn oom_kill(&mut self, mm: &mut Mm, pi: usize, now: Time, oom: Oom) {

@@ -17,6 +17,7 @@ use std::io;
 
 use reclaimlab_workload::{Access, AccessGen, Phase};
 
+use crate::cgroup::{self, WriteOutcome};
 use crate::config::Plan;
 use crate::sys::{self, Faults, Sched};
 
@@ -41,12 +42,19 @@ pub trait Memory {
     fn file_write(&mut self, region: u32, page: u64, fsync_bytes: Option<u64>) -> io::Result<()>;
     /// A Write phase over `region` starts (its byte count for `fsync_bytes` restarts).
     fn start_write_phase(&mut self, region: u32);
+    /// The cgroup v2 directory the cgroup phases write to (the process's own); None: they
+    /// write nothing (`--dry-run`).
+    fn cgroup_dir(&self) -> io::Result<Option<std::path::PathBuf>> {
+        Ok(None)
+    }
 }
 
 /// One phase's measurements. Times are `CLOCK_MONOTONIC` nanoseconds (absolute; the reporter
 /// makes them relative to the runner's start).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PhaseReport {
+    /// What a cgroup phase (reclaim, cgroup_write) did; default for the others.
+    pub write: WriteOutcome,
     pub index: usize,
     pub start_ns: u64,
     pub end_ns: u64,
@@ -81,7 +89,7 @@ pub fn run_phases<M: Memory, S: Sink>(plan: &Plan, mem: &mut M, sink: &mut S, tr
         // Generator set-up (a small allocation for Sequential and Random) happens before the
         // phase's clock starts; the simulator charges it no time either.
         let mut gen = match p.phase {
-            Phase::Sleep { .. } | Phase::Exit => None,
+            Phase::Sleep { .. } | Phase::Exit | Phase::Reclaim { .. } | Phase::CgroupWrite { .. } => None,
             // The runner writes every file before `ready`; creating files during the run is not built.
             Phase::CreateFiles { .. } => {
                 return Err(io::Error::other(format!(
@@ -97,6 +105,7 @@ pub fn run_phases<M: Memory, S: Sink>(plan: &Plan, mem: &mut M, sink: &mut S, tr
         let faults_before = sys::faults();
         let sched_before = sys::sched();
         let start_ns = sys::now_ns();
+        let mut write = WriteOutcome::default();
         let accesses = match (&p.phase, gen.as_mut()) {
             (Phase::Fill { region }, Some(g)) => {
                 let n = drive::<M, S, true>(g, mem, None, trace, sink)?;
@@ -118,6 +127,18 @@ pub fn run_phases<M: Memory, S: Sink>(plan: &Plan, mem: &mut M, sink: &mut S, tr
                 mem.release();
                 0
             }
+            (Phase::Reclaim { amount, swappiness }, _) => {
+                if let Some(dir) = mem.cgroup_dir()? {
+                    write = cgroup::reclaim(&dir, *amount, *swappiness)?;
+                }
+                0
+            }
+            (Phase::CgroupWrite { file, value }, _) => {
+                if let Some(dir) = mem.cgroup_dir()? {
+                    write = cgroup::cgroup_write(&dir, *file, *value)?;
+                }
+                0
+            }
             _ => unreachable!("every access phase has a generator"),
         };
         let end_ns = sys::now_ns();
@@ -126,6 +147,7 @@ pub fn run_phases<M: Memory, S: Sink>(plan: &Plan, mem: &mut M, sink: &mut S, tr
         sink.phase(
             plan,
             &PhaseReport {
+                write,
                 index,
                 start_ns,
                 end_ns,

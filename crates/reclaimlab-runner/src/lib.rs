@@ -12,12 +12,14 @@
 //!   a shared mapping after `go`.
 //! * [`exec`]: the phase loop, generic over the memory (real or, for `--dry-run`, none) and over
 //!   where reports go.
+//! * [`cgroup`]: the cgroup phases (memory.reclaim, interface file writes).
 //! * [`report`]: the JSON lines on stdout.
 //! * [`sys`]: clocks, sleeping, `getrusage`, signals.
 //!
 //! See `docs/runner.md` for the protocol and for how (and how far) the runner mirrors the
 //! simulator.
 
+pub mod cgroup;
 pub mod config;
 pub mod exec;
 pub mod file;

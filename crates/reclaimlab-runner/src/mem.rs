@@ -404,6 +404,10 @@ impl RealMemory {
 }
 
 impl Memory for RealMemory {
+    fn cgroup_dir(&self) -> io::Result<Option<std::path::PathBuf>> {
+        crate::cgroup::own_cgroup_dir().map(Some)
+    }
+
     #[inline]
     fn fill(&mut self, region: u32, page: u64) {
         match &mut self.regions[region as usize] {

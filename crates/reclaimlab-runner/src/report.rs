@@ -5,6 +5,7 @@
 //! {"event":"access","region":0,"page":17,"write":true}        (traced accesses only)
 //! {"event":"phase","process":"p","phase":"fill0","index":0,"start_ns":12,"end_ns":345,"accesses":64,"minflt":64,"majflt":0,
 //!  "cpu_ns":300,"run_delay_ns":20}                           (cpu_ns, run_delay_ns: with schedstat)
+//!  (reclaim phases add "reclaimed_bytes", cgroup_write phases "written"; a failed write "error":"EAGAIN")
 //! {"event":"phases_done"}
 //! {"event":"error","message":"..."}
 //! ```
@@ -37,6 +38,15 @@ enum Event<'a> {
         cpu_ns: Option<u64>,
         #[serde(skip_serializing_if = "Option::is_none")]
         run_delay_ns: Option<u64>,
+        /// reclaim: memory.stat pgsteal over the write, bytes.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        reclaimed_bytes: Option<u64>,
+        /// A cgroup phase's write failed: the errno's name ("EAGAIN").
+        #[serde(skip_serializing_if = "Option::is_none")]
+        error: Option<&'static str>,
+        /// cgroup_write: what was written ("max" or the number).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        written: Option<String>,
     },
     PhasesDone,
     Error {
@@ -106,6 +116,9 @@ impl<W: Write> Sink for Reporter<W> {
             majflt: r.faults.majflt,
             cpu_ns: r.sched.map(|s| s.cpu_ns),
             run_delay_ns: r.sched.map(|s| s.run_delay_ns),
+            reclaimed_bytes: r.write.reclaimed_bytes,
+            error: r.write.errno.map(|e| if e == libc::EAGAIN { "EAGAIN" } else { "error" }),
+            written: r.write.written.map(reclaimlab_workload::CgroupValue::text),
         };
         self.emit(&e)
     }
@@ -136,6 +149,7 @@ mod tests {
         r.phase(
             &plan,
             &PhaseReport {
+                write: Default::default(),
                 index: 0,
                 start_ns: 1010,
                 end_ns: 2000,
@@ -148,6 +162,7 @@ mod tests {
         r.phase(
             &plan,
             &PhaseReport {
+                write: Default::default(),
                 index: 0,
                 start_ns: 1010,
                 end_ns: 2000,

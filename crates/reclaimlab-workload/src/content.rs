@@ -25,10 +25,13 @@ pub enum Content {
     Mix { random_bytes: u16 },
     Text,
     Same { byte: u8 },
+    /// The bytes 0, 1, .., 255 repeated for the first `bytes` bytes, then zeros: the page the
+    /// kernel's test_zswap.c writes ("half of each page with increasing data") with K = 2048.
+    Ramp { bytes: u16 },
 }
 
 const CONTENT_FORMS: &str =
-    "expected one of `zero`, `random`, `mixK` (K = 0..=4096), `text`, `same:BYTE` (BYTE = 0..=255 decimal or 0x00..=0xff)";
+    "expected one of `zero`, `random`, `mixK` (K = 0..=4096), `rampK` (K = 0..=4096), `text`, `same:BYTE` (BYTE = 0..=255 decimal or 0x00..=0xff)";
 
 impl FromStr for Content {
     type Err = String;
@@ -44,6 +47,13 @@ impl FromStr for Content {
         if let Some(k) = s.strip_prefix("mix") {
             return match parse_digits(k, 10) {
                 Some(k) if k <= PAGE_SIZE as u64 => Ok(Content::Mix { random_bytes: k as u16 }),
+                Some(_) => bad("K is larger than a page"),
+                None => bad("K must be a decimal number"),
+            };
+        }
+        if let Some(k) = s.strip_prefix("ramp") {
+            return match parse_digits(k, 10) {
+                Some(k) if k <= PAGE_SIZE as u64 => Ok(Content::Ramp { bytes: k as u16 }),
                 Some(_) => bad("K is larger than a page"),
                 None => bad("K must be a decimal number"),
             };
@@ -83,6 +93,7 @@ impl fmt::Display for Content {
             Content::Mix { random_bytes } => write!(f, "mix{random_bytes}"),
             Content::Text => f.write_str("text"),
             Content::Same { byte } => write!(f, "same:{byte:#04x}"),
+            Content::Ramp { bytes } => write!(f, "ramp{bytes}"),
         }
     }
 }
@@ -129,7 +140,7 @@ pub fn variant_of(seed: u64, region_id: u32, page_index: u64, variants: u32) -> 
 /// holds: classes whose bytes do not depend on the variant have one. `variants == 0` counts as 1.
 pub fn distinct_variants(content: Content, variants: u32) -> u32 {
     match content {
-        Content::Zero | Content::Same { .. } | Content::Mix { random_bytes: 0 } => 1,
+        Content::Zero | Content::Same { .. } | Content::Mix { random_bytes: 0 } | Content::Ramp { .. } => 1,
         Content::Random | Content::Text | Content::Mix { .. } => variants.max(1),
     }
 }
@@ -142,6 +153,7 @@ pub fn distinct_variants(content: Content, variants: u32) -> u32 {
 /// * `mixK`: the first K bytes of the `random` page of the same (seed, region, variant), then
 ///   zeros.
 /// * `same:B`: all B.
+/// * `rampK`: byte i is `i mod 256` for i < K, then zeros (the same for every variant).
 /// * `text`: phrases of consecutive [`TEXT_WORDS`] entries, every word followed by one space,
 ///   cut at 4096 bytes (the last word or its space may be truncated). With `r` the same stream
 ///   as `random` and `N = TEXT_WORDS.len()`, each phrase draws, in this order:
@@ -165,6 +177,13 @@ pub fn fill_page(content: Content, seed: u64, region_id: u32, variant: u32, out:
             out[k..].fill(0);
         }
         Content::Text => fill_text(seed, region_id, variant, out),
+        Content::Ramp { bytes } => {
+            let k = usize::from(bytes).min(PAGE_SIZE);
+            for (i, b) in out[..k].iter_mut().enumerate() {
+                *b = i as u8;
+            }
+            out[k..].fill(0);
+        }
     }
 }
 
@@ -431,6 +450,18 @@ mod tests {
         assert!(p.iter().all(|&b| b == 0x5a));
         assert_eq!(same_filled_word(&p), Some(0x5a5a_5a5a_5a5a_5a5a));
         assert!(!is_zero_page(&p));
+    }
+
+    #[test]
+    fn ramp_is_counting_bytes_then_zeros() {
+        let p = page(Content::Ramp { bytes: 2048 }, 1, 2, 3);
+        assert!(p[..2048].iter().enumerate().all(|(i, &b)| b == i as u8));
+        assert!(p[2048..].iter().all(|&b| b == 0));
+        assert_eq!(p, page(Content::Ramp { bytes: 2048 }, 9, 8, 7));
+        assert_eq!("ramp2048".parse(), Ok(Content::Ramp { bytes: 2048 }));
+        assert!("ramp4097".parse::<Content>().is_err());
+        assert_eq!(Content::Ramp { bytes: 7 }.to_string(), "ramp7");
+        assert_eq!(distinct_variants(Content::Ramp { bytes: 2048 }, 10), 1);
     }
 
     #[test]

@@ -101,8 +101,109 @@ pub enum Phase {
         regions: Vec<u32>,
         fsync: bool,
     },
+    /// A write of `amount` bytes to the process's cgroup's `memory.reclaim` (cgroup v2):
+    /// proactive reclaim, optionally with the `swappiness=` argument.
+    Reclaim {
+        amount: CgroupValue,
+        #[serde(default)]
+        swappiness: Option<u8>,
+    },
+    /// A write of `value` to the interface file `file` of the process's cgroup.
+    CgroupWrite {
+        file: CgroupFile,
+        value: CgroupValue,
+    },
     /// The process exits: all its memory, swap slots and zswap entries are freed.
     Exit,
+}
+
+/// The cgroup v2 interface files a `CgroupWrite` phase may write: those writable at runtime
+/// that the simulator models. Spelled as the kernel's files.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum CgroupFile {
+    #[serde(rename = "memory.high")]
+    MemoryHigh,
+    #[serde(rename = "memory.max")]
+    MemoryMax,
+    #[serde(rename = "memory.zswap.max")]
+    MemoryZswapMax,
+    #[serde(rename = "memory.zswap.writeback")]
+    MemoryZswapWriteback,
+}
+
+impl CgroupFile {
+    /// The file's name in the cgroup directory.
+    pub fn name(self) -> &'static str {
+        match self {
+            CgroupFile::MemoryHigh => "memory.high",
+            CgroupFile::MemoryMax => "memory.max",
+            CgroupFile::MemoryZswapMax => "memory.zswap.max",
+            CgroupFile::MemoryZswapWriteback => "memory.zswap.writeback",
+        }
+    }
+
+    /// A size file (bytes or `max`); memory.zswap.writeback takes 0 or 1.
+    pub fn is_size(self) -> bool {
+        self != CgroupFile::MemoryZswapWriteback
+    }
+}
+
+/// The cgroup counters a `CgroupValue::Of` may be computed from (read from the same cgroup,
+/// in bytes, when the phase runs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum CgroupCounter {
+    #[serde(rename = "memory.current")]
+    MemoryCurrent,
+    #[serde(rename = "memory.swap.current")]
+    MemorySwapCurrent,
+    #[serde(rename = "memory.zswap.current")]
+    MemoryZswapCurrent,
+}
+
+impl CgroupCounter {
+    pub fn name(self) -> &'static str {
+        match self {
+            CgroupCounter::MemoryCurrent => "memory.current",
+            CgroupCounter::MemorySwapCurrent => "memory.swap.current",
+            CgroupCounter::MemoryZswapCurrent => "memory.zswap.current",
+        }
+    }
+}
+
+/// What a `CgroupWrite` phase writes.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum CgroupValue {
+    /// `max`: no limit (size files only).
+    Max,
+    /// A number: bytes for a size file, 0 or 1 for memory.zswap.writeback.
+    Value { value: u64 },
+    /// `floor(counter × times) − minus` bytes (0 if negative), the counter read from the same
+    /// cgroup when the phase runs (test_zswap's "memory.zswap.max = half of
+    /// memory.zswap.current", test_memcontrol's "reclaim memory.current − 30M").
+    Of {
+        of: CgroupCounter,
+        times: f64,
+        #[serde(default)]
+        minus: u64,
+    },
+}
+
+impl CgroupValue {
+    /// The number written, given the counter's current value (None: `max`).
+    pub fn resolve(&self, counter: impl FnOnce(CgroupCounter) -> u64) -> Option<u64> {
+        match *self {
+            CgroupValue::Max => None,
+            CgroupValue::Value { value } => Some(value),
+            // f64 multiplication is exact IEEE arithmetic: the same on every machine.
+            CgroupValue::Of { of, times, minus } => Some(((counter(of) as f64 * times).floor() as u64).saturating_sub(minus)),
+        }
+    }
+
+    /// The text written to the file.
+    pub fn text(v: Option<u64>) -> String {
+        v.map_or_else(|| "max".to_string(), |n| n.to_string())
+    }
 }
 
 /// The longest phase duration (random `duration`, `sleep`): 10^6 s, in ns. Far above any real
@@ -186,8 +287,27 @@ impl Phase {
             Phase::Sleep { duration_ns } if *duration_ns > MAX_DURATION_NS => {
                 Err(format!("duration must be at most {MAX_DURATION_NS} ns (10^6 s), got {duration_ns} ns"))
             }
-            Phase::Sleep { .. } | Phase::Exit => Ok(()),
+            Phase::Reclaim { amount: CgroupValue::Max, .. } => Err("a reclaim amount is a size, not max".into()),
+            Phase::Reclaim { amount: CgroupValue::Value { value: 0 }, .. } => Err("a reclaim amount must be at least 1 byte".into()),
+            Phase::Reclaim { swappiness: Some(s), .. } if *s > 200 => Err(format!("swappiness must be 0..200, got {s}")),
+            Phase::Reclaim { amount: CgroupValue::Of { times, .. }, .. } if !(times.is_finite() && *times >= 0.0) => {
+                Err(format!("times must be finite and >= 0, got {times}"))
+            }
+            Phase::CgroupWrite { file, value } => match (file.is_size(), value) {
+                (false, CgroupValue::Value { value: 0 | 1 }) => Ok(()),
+                (false, _) => Err(format!("{} takes 0 or 1", file.name())),
+                (true, CgroupValue::Of { times, .. }) if !(times.is_finite() && *times >= 0.0) => {
+                    Err(format!("times must be finite and >= 0, got {times}"))
+                }
+                (true, _) => Ok(()),
+            },
+            Phase::Sleep { .. } | Phase::Exit | Phase::Reclaim { .. } => Ok(()),
         }
+    }
+
+    /// A phase that writes a cgroup file instead of accessing memory.
+    pub fn is_cgroup_write(&self) -> bool {
+        matches!(self, Phase::Reclaim { .. } | Phase::CgroupWrite { .. })
     }
 }
 
@@ -408,7 +528,7 @@ impl AccessGen {
                 };
                 (state, WriteMode::Always)
             }
-            Phase::Sleep { .. } | Phase::Exit => (State::Done, WriteMode::Never),
+            Phase::Sleep { .. } | Phase::Exit | Phase::Reclaim { .. } | Phase::CgroupWrite { .. } => (State::Done, WriteMode::Never),
         };
         AccessGen {
             rng,

@@ -27,6 +27,7 @@ import copy
 import hashlib
 import json
 import os
+import re
 import sys
 import time
 from collections.abc import Callable
@@ -117,6 +118,16 @@ def _check(scenario: Scenario, config: dict[str, Any], k: InstalledKernel) -> No
                 "use cgroup_version = 2 or another kernel",
             )
         )
+    release = tuple(int(x) for x in re.findall(r"\d+", k.release)[:2])
+    for i, proc in enumerate(config["processes"]):
+        for j, ph in enumerate(proc["phases"]):
+            if ph["phase"]["kind"] == "reclaim" and ph["phase"].get("swappiness") is not None and release < (6, 12):
+                problems.append(
+                    Problem(
+                        ("processes", i, "phases", j, "swappiness"),
+                        f"memory.reclaim takes swappiness= from 6.12; the VM kernel {k.name} is {k.release}",
+                    )
+                )
     zsw = config["kernel"]["zswap"]
     if zsw["enabled"]:
         opt = {"lz4": "CONFIG_CRYPTO_LZ4", "zstd": "CONFIG_CRYPTO_ZSTD", "deflate": "CONFIG_CRYPTO_DEFLATE", "lzo": "CONFIG_CRYPTO_LZO"}

@@ -331,6 +331,27 @@ def _v2_files_used(g: dict[str, Any]) -> list[str]:
     return [f.name for f in cgroup_files.written(2) if f.text(g.get(f.lowered)) is not None]
 
 
+def _check_cgroup_phases(config: dict[str, Any], p: Probe) -> list[Problem]:
+    """reclaim and cgroup_write phases write a cgroup v2 file of the process's cgroup while it
+    runs: memory.reclaim, memory.high, ... A host without the v2 memory controller has none of
+    them (cgroup v1 has no memory.reclaim), and a v2 kernel may lack one."""
+    problems: list[Problem] = []
+    for i, proc in enumerate(config["processes"]):
+        for j, ph in enumerate(proc["phases"]):
+            kind = ph["phase"]["kind"]
+            if kind not in ("reclaim", "cgroup_write"):
+                continue
+            file = "memory.reclaim" if kind == "reclaim" else str(ph["phase"]["file"])
+            where: tuple[str | int, ...] = ("processes", i, "phases", j, "kind")
+            if not p.cgroup_v2_memory:
+                have = "the cgroup v1 memory controller only" if p.cgroup_v1_memory else "no memory cgroup controller"
+                v1 = ", and cgroup v1 has no memory.reclaim" if kind == "reclaim" else ""
+                problems.append(Problem(where, f"phase {ph['name']!r} writes {file}, a cgroup v2 file; this host has {have}{v1}"))
+            elif p.cgroup_v2_files and file not in p.cgroup_v2_files:
+                problems.append(Problem(where, f"phase {ph['name']!r} writes {file}; this kernel ({p.kernel_release}) has no such file"))
+    return problems
+
+
 def _check_cgroups(config: dict[str, Any], p: Probe) -> list[Problem]:
     problems: list[Problem] = []
     cg = config["cgroups"]
@@ -496,6 +517,7 @@ def check(config: dict[str, Any], p: Probe) -> list[Problem]:
     """
     problems: list[Problem] = []
     problems += _check_cgroups(config, p)
+    problems += _check_cgroup_phases(config, p)
     problems += _check_zswap(config, p)
     problems += _check_swap(config, p)
     problems += _check_knobs(config, p)

@@ -16,6 +16,7 @@ from reclaimlab.scenario.models import (
     V2_FILES,
     Cgroups,
     CreateFilesPhase,
+    CgroupWritePhase,
     Device,
     FillPhase,
     Kernel,
@@ -25,6 +26,7 @@ from reclaimlab.scenario.models import (
     Process,
     RandomPhase,
     ReadPhase,
+    ReclaimPhase,
     Report,
     Scenario,
     WritePhase,
@@ -346,6 +348,19 @@ def _check_processes(s: Scenario, procs: list[Process]) -> list[Problem]:
                             (*pw, "file"),
                             f"expected the name of a file of process {proc.name!r} (one of {_quoted(files)}); got {ph.file!r}",
                         )
+                    )
+            elif isinstance(ph, ReclaimPhase | CgroupWritePhase):
+                file = "memory.reclaim" if isinstance(ph, ReclaimPhase) else ph.file
+                if s.cgroups.cgroup_version != 2:
+                    p.append(
+                        Problem(
+                            (*pw, "kind"),
+                            f"a {ph.kind} phase writes {file}, a cgroup v2 file; cgroup_version is {s.cgroups.cgroup_version}",
+                        )
+                    )
+                elif isinstance(ph, CgroupWritePhase) and proc.cgroup_path() == "/":
+                    p.append(
+                        Problem((*pw, "file"), f"the root cgroup has no {file}; put process {proc.name!r} in a cgroup of [cgroups.groups]")
                     )
             else:
                 p += _check_phase(ph, pw, proc.name, regions)

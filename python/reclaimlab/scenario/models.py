@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 
-from pydantic import AfterValidator, BeforeValidator, Field, PrivateAttr, WithJsonSchema, create_model
+from pydantic import AfterValidator, BeforeValidator, Discriminator, Field, PrivateAttr, Tag, WithJsonSchema, create_model, model_validator
 from pydantic_core import PydanticCustomError
 
 from reclaimlab import native
@@ -33,6 +33,7 @@ from reclaimlab.scenario.types import (
     SwitchValue,
     V1Limit,
     ZeroOne,
+    _max_or_size,
     check_schema_version,
     parse_cpus,
     parse_memory,
@@ -453,8 +454,100 @@ class ExitPhase(_Phase):
     kind: Literal["exit"]
 
 
+class CounterTimes(StrictModel):
+    """``{ of = "memory.zswap.current", times = 0.5 }``: floor(counter * times) - minus bytes (0
+    if negative), the counter read from the process's cgroup when the phase runs."""
+
+    of: Literal["memory.current", "memory.swap.current", "memory.zswap.current"]
+    times: Annotated[float, AfterValidator(_theta)] = 1.0
+    minus: Size = 0
+
+    def lowered(self) -> dict[str, Any]:
+        return {"kind": "of", "of": self.of, "times": self.times, "minus": self.minus}
+
+
+def _counter_or_plain(v: Any) -> str:
+    """A table is a value of a counter, anything else a plain value: one error, not one per
+    alternative."""
+    return "counter" if isinstance(v, dict | CounterTimes) else "plain"
+
+
+class CgroupWritePhase(_Phase):
+    """A write to an interface file of the process's cgroup during the run: the files writable
+    at runtime that the core models (CgroupFile in reclaimlab-workload; its serde names are
+    checked against these by the tests)."""
+
+    kind: Literal["cgroup_write"]
+    file: Literal["memory.high", "memory.max", "memory.zswap.max", "memory.zswap.writeback"]
+    value: Annotated[
+        Annotated[CounterTimes, Tag("counter")] | Annotated[bool | int | str, Tag("plain")],
+        Discriminator(_counter_or_plain),
+    ]
+
+    @model_validator(mode="after")
+    def _value_fits_file(self) -> CgroupWritePhase:
+        v = self.value
+        if self.file == "memory.zswap.writeback":
+            if isinstance(v, CounterTimes) or v not in (0, 1):
+                raise PydanticCustomError(
+                    "cgroup_value", "value: memory.zswap.writeback takes 0 or 1 (or a bool); got {got}", {"got": repr(v)}
+                )
+            self.value = int(v)
+        elif isinstance(v, bool):
+            raise PydanticCustomError(
+                "cgroup_value",
+                "value: {file} takes a size, 'max' or {{ of = COUNTER, times = X }}; got {got}",
+                {"file": self.file, "got": repr(v)},
+            )
+        elif not isinstance(v, CounterTimes):
+            try:
+                _max_or_size(v)
+            except ValueError as e:
+                raise PydanticCustomError("cgroup_value", "value: {msg} (or {{ of = COUNTER, times = X }})", {"msg": str(e)}) from None
+        return self
+
+    def lowered_value(self) -> dict[str, Any]:
+        """The serde form of reclaimlab_workload::CgroupValue."""
+        v = self.value
+        if isinstance(v, CounterTimes):
+            return v.lowered()
+        if isinstance(v, int) and not isinstance(v, bool) and self.file == "memory.zswap.writeback":
+            return {"kind": "value", "value": v}
+        size = _max_or_size(v)
+        return {"kind": "max"} if size is None else {"kind": "value", "value": size}
+
+
+class ReclaimPhase(_Phase):
+    """A write of ``amount`` to the process's cgroup's ``memory.reclaim`` (cgroup v2; proactive
+    reclaim), with ``swappiness=`` when given (kernels 6.12 and later). ``amount`` is a size or
+    ``{ of = COUNTER, times = X, minus = SIZE }``."""
+
+    kind: Literal["reclaim"]
+    amount: Annotated[
+        Annotated[CounterTimes, Tag("counter")] | Annotated[PositiveSize, Tag("plain")],
+        Discriminator(_counter_or_plain),
+    ]
+    swappiness: IntRange(0, 200) | None = None  # type: ignore[valid-type]
+
+    def lowered_amount(self) -> dict[str, Any]:
+        """The serde form of reclaimlab_workload::CgroupValue."""
+        a = self.amount
+        return a.lowered() if isinstance(a, CounterTimes) else {"kind": "value", "value": a}
+
+
 Phase = Annotated[
-    FillPhase | SequentialPhase | RandomPhase | TracePhase | ReadPhase | MmapPhase | WritePhase | CreateFilesPhase | SleepPhase | ExitPhase,
+    FillPhase
+    | SequentialPhase
+    | RandomPhase
+    | TracePhase
+    | ReadPhase
+    | MmapPhase
+    | WritePhase
+    | CreateFilesPhase
+    | SleepPhase
+    | ReclaimPhase
+    | CgroupWritePhase
+    | ExitPhase,
     Field(discriminator="kind"),
 ]
 

@@ -29,7 +29,7 @@ pub struct CodecCost {
 }
 
 /// How many of a page's 4096 bytes are of each kind ([`BYTE_KINDS`] order), for a content
-/// class. `mixK` is K random bytes then zeros; zero and same-filled pages are one run (they
+/// class. `mixK` is K random bytes then zeros, `rampK` 256 literal bytes then matches; zero and same-filled pages are one run (they
 /// reach a codec only where no same-filled shortcut applies, e.g. `same:B` in 6.12+ zswap).
 pub fn page_mix(content: reclaimlab_workload::Content) -> [u64; 3] {
     use reclaimlab_workload::Content;
@@ -39,6 +39,12 @@ pub fn page_mix(content: reclaimlab_workload::Content) -> [u64; 3] {
         Content::Random => [0, page, 0],
         Content::Mix { random_bytes } => [0, u64::from(random_bytes), page - u64::from(random_bytes)],
         Content::Zero | Content::Same { .. } => [0, 0, page],
+        // rampK: its first 256 bytes have no earlier match (coded as literals, like random
+        // bytes); the rest repeats them or is zero, long matches like a run.
+        Content::Ramp { bytes } => {
+            let literals = u64::from(bytes).min(256);
+            [0, literals, page - literals]
+        }
     }
 }
 

@@ -512,7 +512,7 @@ impl Mm {
         if !sc.may_swap || self.mem_cgroup_get_nr_swap_pages(m) < MIN_LRU_BATCH {
             return 0;
         }
-        self.swappiness_of(m)
+        self.sc_swappiness(sc, m)
     }
 
     /// get_tier_idx: the highest tier whose refault rate stays within twice the first tier's.

@@ -31,7 +31,9 @@ pub struct Memcg {
     pub limit: u64,
     /// v2 memory.high, pages.
     pub high: u64,
-    pub zswap_max_bytes: u64,
+    /// v2 memory.zswap.max in pages (as zswap_max_write stores it: page_counter_memparse
+    /// rounds bytes down to pages); u64::MAX = max.
+    pub zswap_max: u64,
     pub zswap_writeback: bool,
     pub swappiness: u32,
     /// v2 memory.min and memory.low, pages (0 = none).
@@ -100,7 +102,7 @@ impl Memcg {
             subtree_end: 0,
             limit: u64::MAX,
             high: u64::MAX,
-            zswap_max_bytes: u64::MAX,
+            zswap_max: u64::MAX,
             zswap_writeback: true,
             swappiness: 60,
             min: 0,
@@ -171,7 +173,7 @@ impl Memcg {
             let mut m = Memcg::new(g.path.clone(), g.parent.map(|p| p as u16));
             m.limit = g.limit_bytes.map_or(u64::MAX, |b| b / PAGE_SIZE);
             m.high = g.high_bytes.map_or(u64::MAX, |b| b / PAGE_SIZE);
-            m.zswap_max_bytes = g.zswap_max_bytes.unwrap_or(u64::MAX);
+            m.zswap_max = g.zswap_max_bytes.map_or(u64::MAX, |b| b / PAGE_SIZE);
             m.zswap_writeback = g.zswap_writeback;
             let v2_only = [("min_bytes", g.min_bytes), ("low_bytes", g.low_bytes), ("swap_max_bytes", g.swap_max_bytes)];
             if let (false, Some((key, _))) = (v2, v2_only.iter().find(|(_, v)| v.is_some())) {
@@ -280,20 +282,44 @@ impl Mm {
             return;
         }
         for m in 0..self.memcgs.len() as u16 {
-            let lru = [1u8, 2, 3, 4].map(|l| self.lru_size_tree(m, l));
-            let activate = self.workingset_activate_tree(m);
-            let activate_file = self.workingset_activate_file_tree(m);
-            let mc = &mut self.memcgs[m as usize];
-            mc.flushed_lru = lru;
-            mc.flushed_workingset_activate = activate;
-            mc.flushed_workingset_activate_file = activate_file;
+            self.flush_memcg_stats_one(m);
         }
         self.next_stats_flush = (t / self.stats_flush_ns + 1) * self.stats_flush_ns;
+    }
+
+    /// do_flush_stats(memcg) → cgroup_rstat_flush: the statistics of `m` and its descendants
+    /// are brought up to date now (the periodic flush keeps its schedule). 6.12 does this in
+    /// obj_cgroup_may_zswap, for every memcg with a memory.zswap.max it checks, and when
+    /// memory.zswap.current is read (zswap_current_read → mem_cgroup_flush_stats, taken as
+    /// having enough updates pending, as for memory.stat reads).
+    pub fn flush_memcg_subtree(&mut self, m: u16) {
+        if self.stats_flush_ns == 0 {
+            return;
+        }
+        for c in m..self.memcgs[m as usize].subtree_end {
+            self.flush_memcg_stats_one(c);
+        }
+    }
+
+    fn flush_memcg_stats_one(&mut self, m: u16) {
+        let lru = [1u8, 2, 3, 4].map(|l| self.lru_size_tree(m, l));
+        let activate = self.workingset_activate_tree(m);
+        let activate_file = self.workingset_activate_file_tree(m);
+        let mc = &mut self.memcgs[m as usize];
+        mc.flushed_lru = lru;
+        mc.flushed_workingset_activate = activate;
+        mc.flushed_workingset_activate_file = activate_file;
     }
 
     pub fn zswap_tree(&self, m: u16) -> (u64, u64) {
         let end = self.memcgs[m as usize].subtree_end;
         (m..end).fold((0, 0), |(b, n), c| (b + self.memcgs[c as usize].zswap_bytes, n + self.memcgs[c as usize].zswapped))
+    }
+
+    /// memory.swap.current in bytes: the subtree's pages holding a swap slot.
+    pub fn swap_current_bytes(&self, m: u16) -> u64 {
+        let end = self.memcgs[m as usize].subtree_end;
+        (m..end).map(|c| self.memcgs[c as usize].swap_pages).sum::<u64>() * PAGE_SIZE
     }
 
     /// The workingset clock advances in the lruvec and all its ancestors.
@@ -408,9 +434,7 @@ impl Mm {
                     }
                     if !*drained {
                         *drained = true;
-                        for c in over..self.memcgs[over as usize].subtree_end {
-                            self.drain_stock(c);
-                        }
+                        self.drain_all_stock(over);
                         continue;
                     }
                     *guard -= 1;
@@ -620,24 +644,152 @@ impl Mm {
         }
     }
 
-    /// obj_cgroup_may_zswap: false if this memcg or an ancestor below root is at memory.zswap.max.
-    pub fn memcg_may_zswap(&self, m: u16) -> bool {
+    /// obj_cgroup_may_zswap (mm/memcontrol.c, 6.12): walking from this memcg up to (not
+    /// including) the root, false at the first memory.zswap.max that is 0 or that the
+    /// subtree's zswap usage, in whole pages (MEMCG_ZSWAP_B / PAGE_SIZE, flushed), has
+    /// reached. Always true on v1.
+    pub fn memcg_may_zswap(&mut self, m: u16) -> bool {
         if !self.cgroup_v2 {
             return true;
         }
-        self.memcg_ancestry(m).filter(|&c| c != 0).all(|c| {
-            let mc = &self.memcgs[c as usize];
-            if mc.zswap_max_bytes == u64::MAX {
-                return true;
+        let mut c = m;
+        while c != 0 {
+            let max = self.memcgs[c as usize].zswap_max;
+            if max != u64::MAX {
+                if max == 0 {
+                    return false;
+                }
+                // "Force flush to get accurate stats for charging": the whole subtree's
+                // statistics, LRU sizes included, are flushed here.
+                self.flush_memcg_subtree(c);
+                let (bytes, _) = self.zswap_tree(c);
+                if bytes / PAGE_SIZE >= max {
+                    return false;
+                }
             }
-            let (bytes, _) = self.zswap_tree(c);
-            bytes < mc.zswap_max_bytes
-        })
+            match self.memcgs[c as usize].parent {
+                Some(p) => c = p,
+                None => break,
+            }
+        }
+        true
     }
 
-    /// mem_cgroup_zswap_writeback_enabled: hierarchical (v2 only; always true on v1).
+    /// mem_cgroup_zswap_writeback_enabled (6.12): true while zswap is disabled ("do not block
+    /// pages going to the swapping device"); else only if this memcg and every ancestor, the
+    /// root included, has memory.zswap.writeback = 1. Always true on v1.
     pub fn zswap_writeback_enabled(&self, m: u16) -> bool {
-        !self.cgroup_v2 || self.memcg_ancestry(m).all(|c| self.memcgs[c as usize].zswap_writeback)
+        !self.cgroup_v2 || !self.zswap.enabled || self.memcg_ancestry(m).all(|c| self.memcgs[c as usize].zswap_writeback)
+    }
+
+    /// One pass of memory_reclaim's loop (mm/memcontrol.c, 6.12): reclaim a quarter of what is
+    /// left (try_to_free_mem_cgroup_pages raises it to SWAP_CLUSTER_MAX) with
+    /// MEMCG_RECLAIM_PROACTIVE; a pass that reclaims nothing uses up one of
+    /// MAX_RECLAIM_RETRIES, and one more ends the write with -EAGAIN. Returns true when the
+    /// write returns (`st.eagain` says how). The caller runs passes until then, yielding the
+    /// CPU between them (the kernel checks for signals there). Simplified: the final pass's
+    /// lru_add_drain_all has nothing to drain (no per-CPU LRU caches in the model).
+    pub fn memory_reclaim_pass(&mut self, ctx: &mut Ctx, m: u16, st: &mut MemoryReclaim) -> bool {
+        if st.nr_reclaimed >= st.nr_to_reclaim {
+            return true;
+        }
+        let batch = (st.nr_to_reclaim - st.nr_reclaimed) / 4;
+        let reclaimed = self.try_to_free_mem_cgroup_pages_proactive(ctx, m, batch, st.swappiness);
+        if reclaimed == 0 {
+            if st.nr_retries == 0 {
+                st.eagain = true;
+                return true;
+            }
+            st.nr_retries -= 1;
+        }
+        st.nr_reclaimed += reclaimed;
+        st.nr_reclaimed >= st.nr_to_reclaim
+    }
+
+    /// memory_high_write (6.12): set memory.high, then reclaim the excess: drain the stocks
+    /// once, then try_to_free_mem_cgroup_pages(usage − high) until usage ≤ high or
+    /// MAX_RECLAIM_RETRIES passes reclaimed nothing. Never OOM-kills.
+    pub fn memory_high_write(&mut self, ctx: &mut Ctx, m: u16, high: u64) {
+        self.memcgs[m as usize].high = high;
+        let mut nr_retries = MAX_RECLAIM_RETRIES;
+        let mut drained = false;
+        loop {
+            let usage = self.memcgs[m as usize].usage;
+            if usage <= high {
+                return;
+            }
+            if !drained {
+                self.drain_all_stock(m);
+                drained = true;
+                continue;
+            }
+            let reclaimed = self.try_to_free_mem_cgroup_pages(ctx, m, usage - high);
+            if reclaimed == 0 {
+                if nr_retries == 0 {
+                    return;
+                }
+                nr_retries -= 1;
+            }
+        }
+    }
+
+    /// memory_max_write (6.12): set memory.max, drain the stocks once, reclaim the excess with
+    /// up to MAX_RECLAIM_RETRIES passes that reclaim nothing, then count MEMCG_OOM and ask
+    /// `oom` to kill a task of the memcg (mem_cgroup_out_of_memory); stop when usage ≤ max
+    /// or no task could be killed.
+    pub fn memory_max_write(&mut self, ctx: &mut Ctx, m: u16, max: u64, oom: &mut dyn FnMut(&mut Mm, u64) -> bool) {
+        self.memcgs[m as usize].limit = max;
+        let mut nr_reclaims = MAX_RECLAIM_RETRIES;
+        let mut drained = false;
+        loop {
+            let usage = self.memcgs[m as usize].usage;
+            if usage <= max {
+                return;
+            }
+            if !drained {
+                self.drain_all_stock(m);
+                drained = true;
+                continue;
+            }
+            if nr_reclaims > 0 {
+                if self.try_to_free_mem_cgroup_pages(ctx, m, usage - max) == 0 {
+                    nr_reclaims -= 1;
+                }
+                continue;
+            }
+            self.memcgs[m as usize].events.oom_events += 1;
+            if !oom(self, ctx.now) {
+                return;
+            }
+        }
+    }
+
+    /// drain_all_stock(memcg): the charge stocks of the memcg's subtree go back to the counter.
+    fn drain_all_stock(&mut self, m: u16) {
+        for c in m..self.memcgs[m as usize].subtree_end {
+            self.drain_stock(c);
+        }
+    }
+}
+
+/// The state of one write to memory.reclaim (memory_reclaim's locals), kept across the
+/// writer's CPU slices.
+#[derive(Clone, Debug)]
+pub struct MemoryReclaim {
+    /// The number written (bytes).
+    pub bytes: u64,
+    pub nr_to_reclaim: u64,
+    pub nr_reclaimed: u64,
+    pub nr_retries: u32,
+    pub swappiness: Option<u64>,
+    /// The write failed with -EAGAIN (reclaim fell short).
+    pub eagain: bool,
+}
+
+impl MemoryReclaim {
+    /// A write of `bytes` (memparse(buf) / PAGE_SIZE pages).
+    pub fn new(bytes: u64, swappiness: Option<u64>) -> MemoryReclaim {
+        MemoryReclaim { bytes, nr_to_reclaim: bytes / PAGE_SIZE, nr_reclaimed: 0, nr_retries: MAX_RECLAIM_RETRIES, swappiness, eagain: false }
     }
 }
 

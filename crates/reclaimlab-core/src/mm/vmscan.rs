@@ -66,6 +66,8 @@ pub struct ScanControl {
     pub memcg_low_reclaim: bool,
     /// sc->memcg_low_skipped: a memcg was spared for its memory.low.
     pub memcg_low_skipped: bool,
+    /// sc->proactive_swappiness: memory.reclaim's `swappiness=` argument (sc_swappiness).
+    pub proactive_swappiness: Option<u64>,
 }
 
 /// struct reclaim_stat of shrink_folio_list, summed into sc->nr over a shrink_node pass.
@@ -121,6 +123,7 @@ impl ScanControl {
             nr: ReclaimStat::default(),
             memcg_low_reclaim: false,
             memcg_low_skipped: false,
+            proactive_swappiness: None,
         }
     }
 
@@ -227,6 +230,11 @@ impl Mm {
         }
     }
 
+    /// sc_swappiness (6.12): memory.reclaim's `swappiness=` if given, else the memcg's.
+    pub(super) fn sc_swappiness(&self, sc: &ScanControl, m: u16) -> u64 {
+        sc.proactive_swappiness.unwrap_or_else(|| self.swappiness_of(m))
+    }
+
     /// prepare_scan_control.
     fn prepare_scan_control(&self, sc: &mut ScanControl) {
         let t = &self.memcgs[sc.target as usize];
@@ -260,7 +268,7 @@ impl Mm {
             File,
             Anon,
         }
-        let swappiness = self.swappiness_of(m);
+        let swappiness = self.sc_swappiness(sc, m);
         let mut fraction = [0u64; 2];
         let mut denominator = 1u64;
         let balance = if !sc.may_swap || !self.can_reclaim_anon(m) || (sc.cgroup_reclaim() && swappiness == 0) {
@@ -824,7 +832,21 @@ impl Mm {
 
     /// Memcg limit / memory.high reclaim (try_to_free_mem_cgroup_pages).
     pub fn try_to_free_mem_cgroup_pages(&mut self, ctx: &mut Ctx, m: u16, nr_pages: u64) -> u64 {
+        self.try_to_free_mem_cgroup_pages_sc(ctx, m, nr_pages, None)
+    }
+
+    /// try_to_free_mem_cgroup_pages with MEMCG_RECLAIM_PROACTIVE (memory.reclaim) and its
+    /// optional swappiness. In 6.12 `sc->proactive` changes only what the model does not have
+    /// (vmpressure, demotion, MGLRU's mm-walk allocation); the counters go, as for limit
+    /// reclaim, under pgscan_direct/pgsteal_direct (reclaimer_offset; the `_proactive`
+    /// counters came after 6.12).
+    pub fn try_to_free_mem_cgroup_pages_proactive(&mut self, ctx: &mut Ctx, m: u16, nr_pages: u64, swappiness: Option<u64>) -> u64 {
+        self.try_to_free_mem_cgroup_pages_sc(ctx, m, nr_pages, swappiness)
+    }
+
+    fn try_to_free_mem_cgroup_pages_sc(&mut self, ctx: &mut Ctx, m: u16, nr_pages: u64, swappiness: Option<u64>) -> u64 {
         let mut sc = ScanControl::new(Reclaimer::Memcg, m, nr_pages.max(SWAP_CLUSTER_MAX));
+        sc.proactive_swappiness = swappiness;
         // PF_MEMALLOC: folios added while reclaiming are not "in fault" (folio_add_lru).
         let saved = (ctx.memalloc, std::mem::take(&mut self.lru_gen.in_fault));
         ctx.memalloc = true;
@@ -890,6 +912,12 @@ impl Mm {
         sc.nr = ReclaimStat::default();
         if self.lru_gen_enabled() && !sc.cgroup_reclaim() {
             return self.lru_gen_shrink_node(ctx, sc);
+        }
+        if self.switches.reclaim_stats_flush {
+            // 6.1 shrink_node: mem_cgroup_flush_stats() "so that we read accurate per-memcg
+            // lruvec stats for heuristics" (the whole tree, taken as having enough updates
+            // pending under reclaim); later kernels rate-limit it (see the switch).
+            self.flush_memcg_subtree(0);
         }
         self.prepare_scan_control(sc);
         let start = sc.target;

@@ -4,6 +4,7 @@
 mod allocators;
 mod block_device;
 mod bounds;
+mod cgroup_writes;
 mod common;
 mod determinism;
 mod filemap;
