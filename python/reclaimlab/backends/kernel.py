@@ -32,7 +32,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from reclaimlab import trace
+from reclaimlab import trace as trace_phase
 from reclaimlab.errors import ScenarioError
 from reclaimlab.lab import filesystems, host, speed
 from reclaimlab.lab import probe as probing
@@ -211,9 +211,9 @@ def run(
             # Trace phases: their compact files go next to the lowered JSON, so the runner reads
             # a private copy that no cache cleanup can remove mid-run.
             on_disk = copy.deepcopy(config)
-            for fname, src in trace.trace_files(config).items():
+            for fname, src in trace_phase.trace_files(config).items():
                 shutil.copyfile(src, Path(tmp, fname))
-            trace.relocate(on_disk, tmp)
+            trace_phase.relocate(on_disk, tmp)
             cfg_path.write_text(json.dumps(on_disk, sort_keys=True), encoding="utf-8")
             fs_args = [a for m in applied.filesystems for a in ("--fs-dir", str(m.point))]
             runners = RunnerSet(
