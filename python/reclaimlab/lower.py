@@ -24,8 +24,8 @@ from reclaimlab.errors import ScenarioError
 from reclaimlab.profile import Profile, active_profile, device_presets, effective_costs
 from reclaimlab.scenario import (
     Cgroups,
-    CreateFilesPhase,
     CgroupWritePhase,
+    CreateFilesPhase,
     ExitPhase,
     Filesystem,
     FillPhase,
