@@ -226,17 +226,18 @@ impl Plug {
     /// known when the plug is flushed; reads are reported by `finish`). A bio that needs a new
     /// request may first sleep for a tag (`blk_get_tag`).
     ///
-    /// `same_bio`: the page is added to the bio of the page submitted just before it (the
-    /// filesystem's readahead builds one bio of consecutive folios, bio_add_folio) rather than
-    /// being a bio of its own: it joins the plug's last request without a merge; where that
-    /// request has max_sectors_kb, the bio is split there (bio_split_to_limits) and the rest
-    /// starts a new request.
+    /// `bio_pages`: the page starts a bio of that many consecutive pages (1 for swap IO; the
+    /// filesystem's readahead and writeback build bios of consecutive folios, bio_add_folio),
+    /// which back-merges into the plug's last request only if the whole bio fits within
+    /// max_sectors_kb (ll_back_merge_fn); 0: the page continues the bio of the page submitted
+    /// just before it, joining that request without a merge, and where the request is full the
+    /// bio is split there (bio_split_to_limits) and the rest starts a new request.
     pub fn submit_bio<D: BlockDevices + ?Sized>(
         &mut self,
         ctx: &mut Ctx,
         io: &mut BlockIo<'_, D>,
         bio: (usize, Dir, u32, u32),
-        same_bio: bool,
+        bio_pages: usize,
     ) -> Option<Time> {
         let (dev, dir, off, page) = bio;
         let max_pages = io.devs.bdev(dev).max_request_pages();
@@ -248,9 +249,9 @@ impl Plug {
         let held = self.reqs.len();
         if let Some(last) = self.reqs.last_mut() {
             // blk_attempt_plug_merge: only the plug's last request is tried.
-            if last.dev == dev && last.dir == dir && last.off + last.pages.len() as u32 == off && last.pages.len() < max_pages {
+            if last.dev == dev && last.dir == dir && last.off + last.pages.len() as u32 == off && last.pages.len() + bio_pages.max(1) <= max_pages {
                 last.pages.push(page);
-                last.bios += u64::from(!same_bio);
+                last.bios += u64::from(bio_pages > 0);
                 return None;
             }
             // blk_add_rq_to_plug.

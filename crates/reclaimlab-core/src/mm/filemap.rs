@@ -352,12 +352,15 @@ impl Mm {
                 self.pages[j as usize].set(pg::READAHEAD);
             }
             self.vm.pgpgin += PAGE_SIZE / 1024;
-            let same_bio = prev.is_some_and(|p| p + 1 == x);
-            if !same_bio {
+            let bio_pages = if prev.is_some_and(|p| p + 1 == x) {
+                0
+            } else {
                 ctx.cpu(self.costs.bio_submit_ns);
-            }
+                // The new bio: this page and the uncached ones after it in the window.
+                1 + (x + 1..end).take_while(|&y| !self.pages[(base + y as u32) as usize].has(pg::RESIDENT)).count()
+            };
             prev = Some(x);
-            if let Some(done) = self.submit_bio_page(ctx, dev, Dir::Read, (dev_off + x) as u32, j, same_bio) {
+            if let Some(done) = self.submit_bio_page(ctx, dev, Dir::Read, (dev_off + x) as u32, j, bio_pages) {
                 issued.push((j, done));
             }
         }
