@@ -357,6 +357,9 @@ def test_device_model_takes_the_request_rate_at_depth_and_the_queue_figures() ->
         "read_bytes_per_s": 1_024_000_000,
         "write_bytes_per_s": 2_048_000_000,
     }
+    # The queue's read_ahead_kb is taken as it is, 0 (no readahead) included.
+    assert cal.device_model({**raw, "read_ahead_kb": 4096})["read_ahead_kb"] == 4096
+    assert cal.device_model({**raw, "read_ahead_kb": 0})["read_ahead_kb"] == 0
 
 
 @pytest.mark.parametrize(

@@ -46,12 +46,21 @@ def test_figures_absent_lower_as_before() -> None:
     for name, preset in DEVICE_PRESETS.items():
         if name != "cloud-disk":
             assert (preset.iops, preset.max_sectors_kb, preset.nr_requests) == (None, None, None), name
+        assert preset.read_ahead_kb is None, name
 
 
 def test_figures_on_a_preset() -> None:
     d = device_of(with_device('{ preset = "ssd", iops = 500, max_sectors_kb = 512, nr_requests = 64 }'))
     assert (d["iops"], d["max_sectors_kb"], d["nr_requests"]) == (500, 512, 64)
     assert d["read_latency_ns"] == 100_000
+    assert "read_ahead_kb" not in d
+
+
+def test_read_ahead_kb_lowers_and_0_is_no_readahead() -> None:
+    assert device_of(with_device('{ preset = "ssd", read_ahead_kb = 2560 }'))["read_ahead_kb"] == 2560
+    assert device_of(with_device('{ preset = "ssd", read_ahead_kb = 0 }'))["read_ahead_kb"] == 0
+    p = parse_profile("[devices.ssd]\nread_ahead_kb = 0\n", "prof.toml")
+    assert p.devices["ssd"].read_ahead_kb == 0
 
 
 def test_figures_without_a_preset_are_optional() -> None:
@@ -90,6 +99,7 @@ def test_set_override_reaches_the_figures() -> None:
         ('{ preset = "ssd", iops = -5 }', "machine.swap[0].device.iops: expected an integer in 1..4294967295; got -5"),
         ('{ preset = "ssd", max_sectors_kb = 2 }', "machine.swap[0].device.max_sectors_kb: expected an integer in 4..4294967295; got 2"),
         ('{ preset = "ssd", nr_requests = 0 }', "machine.swap[0].device.nr_requests: expected an integer in 1..4294967295; got 0"),
+        ('{ preset = "ssd", read_ahead_kb = -1 }', "machine.swap[0].device.read_ahead_kb: expected an integer in 0..4294967295; got -1"),
     ],
 )
 def test_figure_ranges(write: Write, table: str, message: str) -> None:
@@ -134,4 +144,4 @@ def test_profile_device_figure_errors() -> None:
 
 
 def test_optional_figures_are_listed() -> None:
-    assert Device.OPTIONAL_FIGURES == ("iops", "max_sectors_kb", "nr_requests")
+    assert Device.OPTIONAL_FIGURES == ("iops", "max_sectors_kb", "nr_requests", "read_ahead_kb")

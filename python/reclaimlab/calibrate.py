@@ -200,8 +200,8 @@ def device_model(raw: Mapping[str, Any]) -> dict[str, Any]:
     as long as N measured ones (the slow tail counts; a phase's time is a sum of IOs).
     With the request rate at depth measured (``rand_write_4k_qd_ios_per_s``): ``iops``, and the
     latency is the mean minus the larger of transfer and 1/iops (the model's idle completion is
-    latency + max(transfer, 1/iops)); the queue's ``max_sectors_kb`` and ``nr_requests`` are
-    the disk's own (sysfs). Integers in the simulator's units (ns, bytes/s) plus ``rotational``."""
+    latency + max(transfer, 1/iops)); the queue's ``max_sectors_kb``, ``nr_requests`` and
+    ``read_ahead_kb`` are the disk's own (sysfs). Integers in the simulator's units (ns, bytes/s) plus ``rotational``."""
     out: dict[str, Any] = {"rotational": bool(raw["rotational"])}
     # The device's request rate at depth (4 KiB writes from WRITERS threads): every request
     # occupies the device at least 1/iops, so a read queued behind writeback waits for the
@@ -213,6 +213,9 @@ def device_model(raw: Mapping[str, Any]) -> dict[str, Any]:
     for key in ("max_sectors_kb", "nr_requests"):
         if raw.get(key):
             out[key] = int(raw[key])
+    # read_ahead_kb 0 is a real setting (no readahead), not a missing figure.
+    if raw.get("read_ahead_kb") is not None:
+        out["read_ahead_kb"] = int(raw["read_ahead_kb"])
     for d in ("read", "write"):
         bw = float(raw[f"seq_{d}_bytes_per_s"])
         if not bw > 0:
@@ -503,6 +506,8 @@ def backing_device(path: Path) -> dict[str, Any]:
         # Request merging and the tag limit of the disk's queue (the model's request figures).
         info["max_sectors_kb"] = host.read_int_file(disk / "queue" / "max_sectors_kb")
         info["nr_requests"] = host.read_int_file(disk / "queue" / "nr_requests")
+        # The largest file readahead window on the disk (the model's read_ahead_kb).
+        info["read_ahead_kb"] = host.read_int_file(disk / "queue" / "read_ahead_kb")
     best = None
     resolved = str(path.resolve())
     for m in host.mounts():
@@ -610,7 +615,7 @@ def measure_device(
         "fstype": dev["fstype"],
         "mount": dev["mount"],
         "rotational": bool(dev["rotational"]) if dev["rotational"] is not None else True,
-        **{k: dev[k] for k in ("max_sectors_kb", "nr_requests") if dev.get(k) is not None},
+        **{k: dev[k] for k in ("max_sectors_kb", "nr_requests", "read_ahead_kb") if dev.get(k) is not None},
         "file_bytes": size,
         "seq_chunk_bytes": chunk,
         "seq_read_bytes_per_s": round(seq_read),
@@ -1171,7 +1176,7 @@ def calibrate(args: Options, note: _Note) -> tuple[str, dict[str, Any]]:
             "write_latency": format_duration(model["write_latency_ns"]),
             "read_bandwidth": format_bandwidth(model["read_bytes_per_s"]),
             "write_bandwidth": format_bandwidth(model["write_bytes_per_s"]),
-            **{k: model[k] for k in ("iops", "max_sectors_kb", "nr_requests") if k in model},
+            **{k: model[k] for k in ("iops", "max_sectors_kb", "nr_requests", "read_ahead_kb") if k in model},
         }
         measurements["device"] = raw
         codec_rounds(1)

@@ -17,7 +17,9 @@ class DeviceModel:
     """A block device as the simulator models it (config.rs DeviceModel). ``iops`` (a cap on
     requests per second), ``max_sectors_kb`` (request merging under a plug) and
     ``nr_requests`` (requests in flight at once) are optional: None is no cap, no merging and
-    no limit, the model of the devices without them."""
+    no limit, the model of the devices without them. ``read_ahead_kb`` (the queue's readahead
+    size, the largest window of file readahead) is optional too: None is the kernel's default
+    of 128 KiB (VM_READAHEAD_PAGES)."""
 
     rotational: bool
     read_latency_ns: int
@@ -27,6 +29,7 @@ class DeviceModel:
     iops: int | None = None
     max_sectors_kb: int | None = None
     nr_requests: int | None = None
+    read_ahead_kb: int | None = None
 
 
 #: Device presets. First estimates; a machine profile (reclaimlab/profiles/, written by
@@ -59,12 +62,13 @@ _FIELDS = {
     "iops": "iops",
     "max_sectors_kb": "max_sectors_kb",
     "nr_requests": "nr_requests",
+    "read_ahead_kb": "read_ahead_kb",
 }
 #: The figures a device without a preset must give.
 FIGURES: tuple[str, ...] = ("rotational", "read_latency", "write_latency", "read_bandwidth", "write_bandwidth")
-#: Figures that may be left out (no IOPS cap, no request merging, no queue limit) unless a
-#: preset sets them.
-OPTIONAL_FIGURES: tuple[str, ...] = ("iops", "max_sectors_kb", "nr_requests")
+#: Figures that may be left out (no IOPS cap, no request merging, no queue limit, the default
+#: readahead size) unless a preset sets them.
+OPTIONAL_FIGURES: tuple[str, ...] = ("iops", "max_sectors_kb", "nr_requests", "read_ahead_kb")
 
 
 def overlay(base: DeviceModel | None, figures: Mapping[str, Any]) -> DeviceModel:

@@ -93,6 +93,8 @@ def _device(d: DeviceModel) -> dict[str, Any]:
         out["max_sectors_kb"] = d.max_sectors_kb
     if d.nr_requests is not None:
         out["nr_requests"] = d.nr_requests
+    if d.read_ahead_kb is not None:
+        out["read_ahead_kb"] = d.read_ahead_kb
     return out
 
 

@@ -214,7 +214,8 @@ def _profile_device(name: str, table: Any) -> tuple[DeviceModel | None, list[Pro
             elif key in ("read_bandwidth", "write_bandwidth"):
                 figures[key] = parse_bandwidth(value)
             elif key in OPTIONAL_FIGURES:
-                lo = 4 if key == "max_sectors_kb" else 1
+                # read_ahead_kb 0 is valid: the kernel then reads only what is asked for.
+                lo = {"max_sectors_kb": 4, "read_ahead_kb": 0}.get(key, 1)
                 if not isinstance(value, int) or isinstance(value, bool) or not lo <= value < 2**32:
                     raise ValueError(f"expected an integer in {lo}..{2**32 - 1}; got {describe(value)}")
                 figures[key] = value

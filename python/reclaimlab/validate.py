@@ -359,8 +359,8 @@ class KernelResultsError(ValueError):
 
 
 def _workload_config(config: dict[str, Any]) -> dict[str, Any]:
-    """``config`` without what only the simulator uses: its time costs, its swap devices'
-    latency/bandwidth models (the kernel ran on the real devices) and its memcg stats flush
+    """``config`` without what only the simulator uses: its time costs, its swap devices' and
+    filesystems' device models (the kernel ran on the real devices) and its memcg stats flush
     interval (the kernel has its own flusher). What remains is what the kernel runs must share
     with the simulator's run: workload, cgroups, kernel settings, sizes. Trace phases are
     compared by their file's sha256, not by where a machine keeps the file."""
@@ -372,11 +372,14 @@ def _workload_config(config: dict[str, Any]) -> dict[str, Any]:
     if isinstance(cgroups, dict):
         out["cgroups"] = {k: v for k, v in cgroups.items() if k != "stats_flush_ns"}
     machine = out.get("machine")
-    if isinstance(machine, dict) and isinstance(machine.get("swap"), list):
-        out["machine"] = {
-            **machine,
-            "swap": [{k: v for k, v in sw.items() if k != "device"} if isinstance(sw, dict) else sw for sw in machine["swap"]],
-        }
+    if isinstance(machine, dict):
+        # The kernel ran on the real devices: the models of swap devices and of the block
+        # devices under filesystems are the simulator's own.
+        machine = dict(machine)
+        for key in ("swap", "filesystems"):
+            if isinstance(machine.get(key), list):
+                machine[key] = [{k: v for k, v in d.items() if k != "device"} if isinstance(d, dict) else d for d in machine[key]]
+        out["machine"] = machine
     return out
 
 

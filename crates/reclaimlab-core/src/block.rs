@@ -63,7 +63,7 @@ pub enum Dir {
     Write,
 }
 
-/// A request being built in the plug: consecutive offsets of one device, one page per bio.
+/// A request being built in the plug: consecutive offsets of one device.
 #[derive(Debug)]
 struct Request {
     dev: usize,
@@ -71,6 +71,8 @@ struct Request {
     /// Device offset of the first page.
     off: u32,
     pages: Vec<u32>,
+    /// Bios in it: one per page for swap IO; a filesystem's read bio holds many pages.
+    bios: u64,
 }
 
 /// The running task's plug (current->plug). Plugs never outlive an event: the thread that
@@ -127,6 +129,11 @@ impl BlockDevice {
     /// (every page of a request completes with it). One page and no `iops`: exactly the
     /// per-page model of earlier versions.
     pub fn issue(&mut self, now: Time, dir: Dir, pages: &[u32]) -> Time {
+        self.issue_request(now, dir, pages, pages.len() as u64)
+    }
+
+    /// [`BlockDevice::issue`] for a request built from `bios` bios (its merges: bios − 1).
+    pub fn issue_request(&mut self, now: Time, dir: Dir, pages: &[u32], bios: u64) -> Time {
         let n = pages.len() as u64;
         debug_assert!(n > 0);
         let (bytes_per_s, latency) = match dir {
@@ -143,11 +150,11 @@ impl BlockDevice {
         match dir {
             Dir::Read => {
                 self.stat.read_ios += 1;
-                self.stat.read_merges += n - 1;
+                self.stat.read_merges += bios.max(1) - 1;
             }
             Dir::Write => {
                 self.stat.write_ios += 1;
-                self.stat.write_merges += n - 1;
+                self.stat.write_merges += bios.max(1) - 1;
                 done = done.max(self.inflight.back().map_or(0, |b| b.0));
                 self.inflight.extend(pages.iter().map(|&p| (done, p)));
             }
@@ -204,7 +211,7 @@ impl Plug {
     /// were taken when they were created).
     pub fn flush<D: BlockDevices + ?Sized>(&mut self, now: Time, io: &mut BlockIo<'_, D>) {
         for r in std::mem::take(&mut self.reqs) {
-            self.issue(now, io, r.dev, r.dir, &r.pages);
+            self.issue(now, io, r.dev, r.dir, &r.pages, r.bios);
         }
     }
 
@@ -218,24 +225,33 @@ impl Plug {
     /// completion if it was issued at once, None if it waits in the plug (its completion is
     /// known when the plug is flushed; reads are reported by `finish`). A bio that needs a new
     /// request may first sleep for a tag (`blk_get_tag`).
+    ///
+    /// `bio_pages`: the page starts a bio of that many consecutive pages (1 for swap IO; the
+    /// filesystem's readahead and writeback build bios of consecutive folios, bio_add_folio),
+    /// which back-merges into the plug's last request only if the whole bio fits within
+    /// max_sectors_kb (ll_back_merge_fn); 0: the page continues the bio of the page submitted
+    /// just before it, joining that request without a merge, and where the request is full the
+    /// bio is split there (bio_split_to_limits) and the rest starts a new request.
     pub fn submit_bio<D: BlockDevices + ?Sized>(
         &mut self,
         ctx: &mut Ctx,
         io: &mut BlockIo<'_, D>,
         bio: (usize, Dir, u32, u32),
+        bio_pages: usize,
     ) -> Option<Time> {
         let (dev, dir, off, page) = bio;
         let max_pages = io.devs.bdev(dev).max_request_pages();
         if max_pages.is_none() || self.depth == 0 {
             self.get_tag(ctx, io, dev);
-            return Some(self.issue(ctx.now, io, dev, dir, &[page]));
+            return Some(self.issue(ctx.now, io, dev, dir, &[page], 1));
         }
         let max_pages = max_pages.unwrap_or(1);
         let held = self.reqs.len();
         if let Some(last) = self.reqs.last_mut() {
             // blk_attempt_plug_merge: only the plug's last request is tried.
-            if last.dev == dev && last.dir == dir && last.off + last.pages.len() as u32 == off && last.pages.len() < max_pages {
+            if last.dev == dev && last.dir == dir && last.off + last.pages.len() as u32 == off && last.pages.len() + bio_pages.max(1) <= max_pages {
                 last.pages.push(page);
+                last.bios += u64::from(bio_pages > 0);
                 return None;
             }
             // blk_add_rq_to_plug.
@@ -244,7 +260,7 @@ impl Plug {
             }
         }
         self.get_tag(ctx, io, dev);
-        self.reqs.push(Request { dev, dir, off, pages: vec![page] });
+        self.reqs.push(Request { dev, dir, off, pages: vec![page], bios: 1 });
         None
     }
 
@@ -276,9 +292,9 @@ impl Plug {
     /// Hand one request to the device. A write's pages complete through DeviceDone events
     /// (armed here when none is pending); a read's completion is returned, and remembered for
     /// the plug's owner when it came from a plug.
-    fn issue<D: BlockDevices + ?Sized>(&mut self, now: Time, io: &mut BlockIo<'_, D>, dev: usize, dir: Dir, pages: &[u32]) -> Time {
+    fn issue<D: BlockDevices + ?Sized>(&mut self, now: Time, io: &mut BlockIo<'_, D>, dev: usize, dir: Dir, pages: &[u32], bios: u64) -> Time {
         let d = io.devs.bdev(dev);
-        let done = d.issue(now, dir, pages);
+        let done = d.issue_request(now, dir, pages, bios);
         match dir {
             Dir::Write => {
                 if d.scheduled.is_none() {

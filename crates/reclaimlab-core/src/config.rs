@@ -108,6 +108,12 @@ pub struct DeviceModel {
     /// limit, submitters never wait.
     #[serde(default)]
     pub nr_requests: Option<u32>,
+    /// /sys/block/<dev>/queue/read_ahead_kb: the block device's bdi->ra_pages, which a file
+    /// opened on it starts with (file_ra_state_init), the largest readahead window of
+    /// ondemand readahead (mm/filemap.rs). None: VM_READAHEAD_PAGES (128 KiB), the kernel's
+    /// default. Swap readahead does not use it (page-cluster).
+    #[serde(default)]
+    pub read_ahead_kb: Option<u32>,
 }
 
 #[cfg(test)]
@@ -124,6 +130,7 @@ impl DeviceModel {
             iops: None,
             max_sectors_kb: None,
             nr_requests: None,
+            read_ahead_kb: None,
         }
     }
 }

@@ -82,7 +82,8 @@ costs! {
     lru_gen_young_pte_ns = 50,
     /// Swap slot allocation and swap cache insertion at swap-out.
     swap_alloc_ns = 250,
-    /// Submitting one swap write or read bio (CPU side only).
+    /// Submitting one bio (CPU side only): one per page for swap IO, one per run of
+    /// consecutive pages for file readahead and writeback.
     bio_submit_ns = 1_000,
     /// A swap write to a block device, besides submitting it: its completion
     /// (end_swap_bio_write, folio_end_writeback, folio_rotate_reclaimable). Not charged for

@@ -47,11 +47,13 @@ MaxSectorsKb = IntRange(4, 2**32 - 1)
 #: /sys/block/<dev>/queue/nr_requests; and a device's IOPS cap.
 NrRequests = IntRange(1, 2**32 - 1)
 Iops = IntRange(1, 2**32 - 1)
+#: /sys/block/<dev>/queue/read_ahead_kb: 0 (no readahead) up to what the kernel's u32 holds.
+ReadAheadKb = IntRange(0, 2**32 - 1)
 
 
 class Device(StrictModel):
     """A preset name, or a table: a preset with some figures replaced, or all five figures
-    (``iops``, ``max_sectors_kb`` and ``nr_requests`` are optional either way)."""
+    (``iops``, ``max_sectors_kb``, ``nr_requests`` and ``read_ahead_kb`` are optional either way)."""
 
     scalar_shortcut: ClassVar[str] = "preset"
 
@@ -64,6 +66,7 @@ class Device(StrictModel):
     iops: Iops | None = None  # type: ignore[valid-type]
     max_sectors_kb: MaxSectorsKb | None = None  # type: ignore[valid-type]
     nr_requests: NrRequests | None = None  # type: ignore[valid-type]
+    read_ahead_kb: ReadAheadKb | None = None  # type: ignore[valid-type]
 
     #: The figures a device without a preset must give, and those it may leave out.
     FIGURES: ClassVar[tuple[str, ...]] = FIGURES

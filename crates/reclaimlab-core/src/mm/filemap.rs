@@ -11,8 +11,12 @@
 //! cache folios while RESIDENT, on the memcg's file LRUs, charged to the process's memcg;
 //! they stay cached (and charged) after the process exits, as the kernel's do.
 //!
-//! Simplified: one open file per file region (one `file_ra_state`), ra_pages = 32 (the 128 KiB
-//! default of VM_READAHEAD_PAGES); no large folios (order 0 only); no mmap_miss accounting
+//! ra_pages is the file's device's `read_ahead_kb` (file_ra_state_init copies the bdi's
+//! ra_pages, which is the queue's read_ahead_kb), VM_READAHEAD_PAGES (128 KiB) when the device
+//! model leaves it out; a read window larger than the device's max_sectors_kb is split into
+//! requests by the block layer (crate::block).
+//!
+//! Simplified: one open file per file region (one `file_ra_state`); no large folios (order 0 only); no mmap_miss accounting
 //! (MMAP_LOTSAMISS never stops read-around); no context readahead for interleaved streams;
 //! readahead allocations reclaim like any page cache allocation (the kernel's
 //! readahead_gfp_mask adds __GFP_NORETRY) and a readahead page that cannot be had ends the
@@ -26,8 +30,8 @@ use crate::config::Filesystem as FsConfig;
 use crate::error::{ConfigError, Result};
 use crate::sim::Time;
 
-/// file->f_ra->ra_pages: VM_READAHEAD_PAGES (128 KiB), the default of every block device's
-/// read_ahead_kb.
+/// VM_READAHEAD_PAGES (128 KiB): the default read_ahead_kb of a block device, file->f_ra->
+/// ra_pages of a file on a device whose model does not give its own.
 pub const RA_PAGES: u64 = (128 * 1024) / PAGE_SIZE;
 /// fault_around_bytes (64 KiB): a read fault maps the cached pages of this aligned window.
 pub const FAULT_AROUND_PAGES: u64 = (64 * 1024) / PAGE_SIZE;
@@ -163,6 +167,13 @@ impl Mm {
         (region, (i - self.regions[region].base) as u64)
     }
 
+    /// file->f_ra->ra_pages of file region `region`: its device's read_ahead_kb in pages
+    /// (0: no readahead, each miss reads its page alone).
+    fn ra_pages(&self, region: usize) -> u64 {
+        let fs = self.regions[region].file.as_ref().expect("a file region").fs as usize;
+        self.fs[fs].bdev.model.read_ahead_kb.map_or(RA_PAGES, |kb| kb as u64 * 1024 / PAGE_SIZE)
+    }
+
     fn file_state(&mut self, region: usize) -> &mut FileState {
         self.regions[region].file.as_mut().expect("a file region")
     }
@@ -216,13 +227,14 @@ impl Mm {
             self.vm.pgmajfault += 1;
             self.memcgs[m as usize].events.pgmajfault += 1;
             // do_sync_mmap_readahead, read-around: ra_pages centred on the fault, the last
-            // quarter asynchronous.
-            let start = index.saturating_sub(RA_PAGES / 2);
+            // quarter asynchronous (none without ra_pages: the page alone, below).
+            let ra_pages = self.ra_pages(region);
+            let start = index.saturating_sub(ra_pages / 2);
             let st = self.file_state(region);
             st.ra_start = start;
-            st.ra_size = RA_PAGES;
-            st.ra_async = RA_PAGES / 4;
-            self.do_page_cache_ra(ctx, region, start, RA_PAGES, RA_PAGES / 4)?;
+            st.ra_size = ra_pages;
+            st.ra_async = ra_pages / 4;
+            self.do_page_cache_ra(ctx, region, start, ra_pages, ra_pages / 4)?;
             if !self.pages[i as usize].has(pg::RESIDENT) {
                 self.do_page_cache_ra(ctx, region, index, 1, 0)?;
             }
@@ -287,7 +299,7 @@ impl Mm {
             let _ = self.do_page_cache_ra(ctx, region, index, 1, 0);
             return;
         }
-        let size = get_init_ra_size(1, RA_PAGES);
+        let size = get_init_ra_size(1, self.ra_pages(region));
         let async_size = if size > 1 { size - 1 } else { size };
         let st = self.file_state(region);
         st.ra_start = index;
@@ -302,6 +314,7 @@ impl Mm {
     /// the next size.
     fn page_cache_async_ra(&mut self, ctx: &mut Ctx, region: usize, index: u64, i: u32) {
         self.pages[i as usize].clear(pg::READAHEAD);
+        let ra_pages = self.ra_pages(region);
         let st = self.file_state(region);
         let expected = st.ra_start + st.ra_size - st.ra_async;
         if index == expected {
@@ -309,7 +322,7 @@ impl Mm {
         } else {
             st.ra_start = index + 1;
         }
-        st.ra_size = get_next_ra_size(st.ra_size.max(1), RA_PAGES);
+        st.ra_size = get_next_ra_size(st.ra_size.max(1), ra_pages);
         st.ra_async = st.ra_size;
         let (start, size) = (st.ra_start, st.ra_size);
         let _ = self.do_page_cache_ra(ctx, region, start, size, size);
@@ -332,6 +345,12 @@ impl Mm {
         self.blk_start_plug();
         let mut result = Ok(());
         let mut issued: Vec<(u32, Time)> = Vec::new();
+        // read_pages → the filesystem's readahead (ext4_mpage_readpages, mpage_readahead):
+        // consecutive new folios go into one bio, submitted when a cached page breaks the run
+        // (or at the end); bio_submit_ns is charged per bio. Simplified: no BIO_MAX_VECS
+        // limit (256 folios: with the kernel's large page cache folios a window is far below
+        // it; with order-0 folios it would cut bios at 1 MiB).
+        let mut prev: Option<u64> = None;
         for x in start..end {
             let j = base + x as u32;
             if self.pages[j as usize].has(pg::RESIDENT) {
@@ -347,8 +366,15 @@ impl Mm {
                 self.pages[j as usize].set(pg::READAHEAD);
             }
             self.vm.pgpgin += PAGE_SIZE / 1024;
-            ctx.cpu(self.costs.bio_submit_ns);
-            if let Some(done) = self.submit_bio(ctx, dev, Dir::Read, (dev_off + x) as u32, j) {
+            let bio_pages = if prev.is_some_and(|p| p + 1 == x) {
+                0
+            } else {
+                ctx.cpu(self.costs.bio_submit_ns);
+                // The new bio: this page and the uncached ones after it in the window.
+                1 + (x + 1..end).take_while(|&y| !self.pages[(base + y as u32) as usize].has(pg::RESIDENT)).count()
+            };
+            prev = Some(x);
+            if let Some(done) = self.submit_bio_page(ctx, dev, Dir::Read, (dev_off + x) as u32, j, bio_pages) {
                 issued.push((j, done));
             }
         }
@@ -434,5 +460,18 @@ mod tests {
         assert_eq!(sizes, [4, 8, 16, 32, 32]);
         assert_eq!(get_init_ra_size(32, RA_PAGES), 32);
         assert_eq!(get_init_ra_size(4, RA_PAGES), 8);
+    }
+
+    #[test]
+    fn readahead_window_ramps_to_a_larger_read_ahead_kb() {
+        // read_ahead_kb 2560 (the lab's loop device): 4, 16, 64 (×4 below max/16 = 40), then
+        // doubling to 640 pages.
+        let max = 2560 * 1024 / PAGE_SIZE;
+        assert_eq!(get_init_ra_size(1, max), 4);
+        let mut sizes = vec![4];
+        for _ in 0..6 {
+            sizes.push(get_next_ra_size(*sizes.last().unwrap(), max));
+        }
+        assert_eq!(sizes, [4, 16, 64, 128, 256, 512, 640]);
     }
 }

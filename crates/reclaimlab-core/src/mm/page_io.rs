@@ -227,12 +227,19 @@ impl Mm {
     }
 
     /// submit_bio for page `page` at offset `off` of block device `dev` (swap devices first,
-    /// then filesystems).
+    /// then filesystems): a bio of its own.
     pub fn submit_bio(&mut self, ctx: &mut Ctx, dev: usize, dir: Dir, off: u32, page: u32) -> Option<Time> {
+        self.submit_bio_page(ctx, dev, dir, off, page, 1)
+    }
+
+    /// submit_bio of page `page` as the first of a bio of `bio_pages` consecutive pages, or
+    /// with 0 added to the bio of the page submitted just before it
+    /// (crate::block::Plug::submit_bio).
+    pub fn submit_bio_page(&mut self, ctx: &mut Ctx, dev: usize, dir: Dir, off: u32, page: u32, bio_pages: usize) -> Option<Time> {
         let start = ctx.now;
         let mut devs = MmDevs { swap: &mut self.swap.devs, fs: &mut self.fs };
         let mut io = BlockIo { devs: &mut devs, queue: &mut self.queue };
-        let done = self.plug.submit_bio(ctx, &mut io, (dev, dir, off, page));
+        let done = self.plug.submit_bio(ctx, &mut io, (dev, dir, off, page), bio_pages);
         // A sleep for a request tag (blk_get_tag): from the submission to the last wake-up.
         self.psi_slept(ctx, start);
         done

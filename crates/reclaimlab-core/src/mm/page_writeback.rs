@@ -39,6 +39,8 @@ use crate::sim::{later, EventKind, Time, JIFFY_NS, NSEC_PER_MSEC, NSEC_PER_SEC};
 
 /// MIN_WRITEBACK_PAGES: the flusher's write chunk (4 MiB).
 pub const MIN_WRITEBACK_PAGES: u64 = (4096 * 1024) / PAGE_SIZE;
+/// BIO_MAX_VECS (include/linux/bio.h): bio_vecs a bio holds, one per order-0 folio.
+const BIO_MAX_VECS: usize = 256;
 /// MAX_PAUSE: the longest balance_dirty_pages sleep (HZ / 5).
 const MAX_PAUSE_NS: u64 = NSEC_PER_SEC / 5;
 /// A filesystem's bdi_writeback: its flusher's state.
@@ -317,9 +319,12 @@ impl Mm {
     }
 
     /// folio_clear_dirty_for_io + __folio_start_writeback + submit: the folio leaves the
-    /// dirty tag, its PTEs are write-protected (a store faults again), and one bio for it goes
-    /// to the filesystem's device at the page's file offset.
-    pub(crate) fn writeback_file_folio(&mut self, ctx: &mut Ctx, i: u32) {
+    /// dirty tag, its PTEs are write-protected (a store faults again), and it goes to the
+    /// filesystem's device at the page's file offset: as the first of a bio of `bio_pages`
+    /// folios, or with 0 added to the bio of the folio written just before it
+    /// (ext4_bio_write_folio, iomap: consecutive folios of one writepages call share a bio;
+    /// `bio_submit_ns` once per bio).
+    pub(crate) fn writeback_file_folio(&mut self, ctx: &mut Ctx, i: u32, bio_pages: usize) {
         let region = self.pages[i as usize].region as usize;
         let (fs, dev_off, base) = {
             let r = &self.regions[region];
@@ -339,9 +344,11 @@ impl Mm {
             inode.dirtied_when = None;
         }
         self.vm.pgpgout += PAGE_SIZE / 1024;
-        ctx.cpu(self.costs.bio_submit_ns);
+        if bio_pages > 0 {
+            ctx.cpu(self.costs.bio_submit_ns);
+        }
         let dev = self.fs_dev(fs);
-        self.submit_bio(ctx, dev, Dir::Write, (dev_off + (i - base) as u64) as u32, i);
+        self.submit_bio_page(ctx, dev, Dir::Write, (dev_off + (i - base) as u64) as u32, i, bio_pages);
     }
 
     /// writeback_sb_inodes → do_writepages → write_cache_pages for one inode (WB_SYNC_NONE,
@@ -366,8 +373,21 @@ impl Mm {
                 }
             }
         }
-        for &j in &picked {
-            self.writeback_file_folio(ctx, j);
+        // One bio per run of consecutive folios, at most BIO_MAX_VECS of them (order-0 folios:
+        // one bio_vec each).
+        let mut left = 0;
+        for (k, &j) in picked.iter().enumerate() {
+            let same_bio = left > 0 && picked[k - 1] + 1 == j;
+            let bio_pages = if same_bio {
+                0
+            } else {
+                // The new bio: this folio and the consecutive ones after it, at most BIO_MAX_VECS.
+                let n = 1 + picked[k..].windows(2).take_while(|w| w[0] + 1 == w[1]).count();
+                left = n.min(BIO_MAX_VECS);
+                left
+            };
+            left -= 1;
+            self.writeback_file_folio(ctx, j, bio_pages);
         }
         if let Some(&last) = picked.last() {
             let next = if last + 1 >= end { base } else { last + 1 };

@@ -748,7 +748,7 @@ impl Mm {
         *nr_pageout += 1;
         if self.fs[fs].fstype.writepage_from_reclaim(sc.kind == Reclaimer::Kswapd) {
             self.pages[i as usize].set(pg::RECLAIM);
-            self.writeback_file_folio(ctx, i);
+            self.writeback_file_folio(ctx, i, 1);
         }
         Fate::Keep
     }

@@ -147,3 +147,31 @@ fn Simulation_new_err(cfg: &reclaimlab_core::SimConfig) -> reclaimlab_core::Conf
         Err(e) => e,
     }
 }
+
+/// The readahead window follows the device's read_ahead_kb, each window is one bio (no
+/// merges), and a bio larger than max_sectors_kb is split into requests of that size.
+#[test]
+fn readahead_windows_follow_read_ahead_kb_and_split_at_max_sectors_kb() {
+    // 6400 pages read once, nothing reclaimed.
+    let requests = |read_ahead_kb: Option<u64>, max_sectors_kb: u64| {
+        let mut v = file_scenario(6400, 100_000, &[read(1)]);
+        let dev = &mut v["machine"]["filesystems"][0]["device"];
+        dev["max_sectors_kb"] = json!(max_sectors_kb);
+        if let Some(kb) = read_ahead_kb {
+            dev["read_ahead_kb"] = json!(kb);
+        }
+        let r = run(&v);
+        assert_eq!(counter(&r, "vmstat.pgpgin"), 6400 * 4);
+        assert_eq!(counter(&r, "block[data].stat.read_merges"), 0);
+        counter(&r, "block[data].stat.read_ios")
+    };
+    // Default (128 KiB): windows of 4, 8, 16, then 199 of 32 and the last 4 pages.
+    assert_eq!(requests(None, 512), 3 + 199 + 1);
+    assert_eq!(requests(Some(128), 512), 3 + 199 + 1);
+    // 2560 KiB (the lab's loop device): 4, 16, 64, 128, 256, 512, then 8 windows of 640
+    // pages and the last 300 pages; the 512 and 640-page windows are split at 1280 KiB (320
+    // pages) into two requests each.
+    assert_eq!(requests(Some(2560), 1280), 5 + 2 + 8 * 2 + 1);
+    // Without readahead every page is read alone.
+    assert_eq!(requests(Some(0), 1280), 6400);
+}

@@ -55,6 +55,10 @@ fn without_fsync_dirty_pages_wait_for_the_flusher() {
     assert_eq!(counter(&r, "meminfo.Dirty"), 1000 * 4);
     let r = run(&write_scenario(512, 1000, 100_000, "ext4", &[write(None), sleep(36_000)]));
     assert_eq!((counter(&r, "vmstat.nr_dirty"), counter(&r, "vmstat.nr_written")), (0, 1000));
+    // One writepages call: bios of 256, 256, 256 and 232 consecutive pages (BIO_MAX_VECS),
+    // each split at max_sectors_kb 512 (128 pages) into two requests; no bio merges into a
+    // request it does not fit whole.
+    assert_eq!((counter(&r, "block[data].stat.write_ios"), counter(&r, "block[data].stat.write_merges")), (8, 0));
     let mut v = write_scenario(512, 1000, 100_000, "ext4", &[write(None), sleep(36_000)]);
     v["kernel"]["vm"]["dirty_writeback_centisecs"] = json!(0);
     let r = run(&v);
