@@ -7,6 +7,7 @@ mod bounds;
 mod cgroup_writes;
 mod common;
 mod determinism;
+mod faults;
 mod filemap;
 mod writeback;
 mod identities;
