@@ -12,6 +12,7 @@ mod filemap;
 mod writeback;
 mod identities;
 mod lru_gen;
+mod memcg_v1;
 mod switches;
 mod zswap_limits;
 mod page_tables;
