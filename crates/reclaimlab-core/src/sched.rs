@@ -308,7 +308,17 @@ impl Scheduler {
                     // Every fault counts pgfault, a major one also pgmajfault (do_swap_page,
                     // filemap_fault, shmem_fault): their deltas are this access's faults.
                     let (flt, maj) = (mm.vm.pgfault, mm.vm.pgmajfault);
-                    let r = mm.access(&mut ctx, page, a.write);
+                    // An `rw` phase's store is a load, then the store (AccessGen::rw): a page
+                    // that is not mapped takes a read fault first. The store then finds the
+                    // page mapped writable (do_anonymous_page's zero page aside, which
+                    // do_wp_page copies: a second fault, as in the kernel), so it only
+                    // dirties it. Each half is charged `access_ns`.
+                    let rw = a.write && proc.gen.as_ref().is_some_and(|g| g.rw());
+                    let r = if rw {
+                        mm.access(&mut ctx, page, false).and_then(|f| Ok(mm.access(&mut ctx, page, true)? || f))
+                    } else {
+                        mm.access(&mut ctx, page, a.write)
+                    };
                     if r.is_ok() {
                         let proc = &mut self.procs[pi];
                         proc.majflt += mm.vm.pgmajfault - maj;
