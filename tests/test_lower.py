@@ -33,9 +33,20 @@ region = "a"
 kind = "sequential"
 region = "a"
 [[processes.phases]]
+kind = "sequential"
+region = "a"
+write_percent = 100
+rw = true
+[[processes.phases]]
 kind = "random"
 regions = ["a"]
 count = 5
+[[processes.phases]]
+kind = "random"
+regions = ["a"]
+count = 5
+write_percent = 30
+rw = true
 [[processes.phases]]
 kind = "random"
 regions = ["a"]
@@ -303,11 +314,14 @@ def test_phase_names_and_region_indices() -> None:
     ).replace(
         '[[processes.phases]]\nkind = "fill"\nregion = "a"',
         '[[processes.phases]]\nkind = "fill"\nregion = "b"\n[[processes.phases]]\nkind = "sequential"\nregions = ["b", "a"]\npasses = 3\nwrite_percent = 50\n'
+        '[[processes.phases]]\nkind = "sequential"\nregion = "a"\nwrite_percent = 50\nrw = true\n'
         '[[processes.phases]]\nname = "nap"\nkind = "sleep"\nduration = "5ms"',
     )
     phases = lower(load(text))["processes"][0]["phases"]
     assert phases == [
         {"name": "fill0", "phase": {"kind": "fill", "region": 1}},
         {"name": "sequential1", "phase": {"kind": "sequential", "regions": [1, 0], "passes": 3, "write_percent": 50}},
+        # rw only where set: the lowered form of every other phase is as before.
+        {"name": "sequential2", "phase": {"kind": "sequential", "regions": [0], "passes": 1, "write_percent": 50, "rw": True}},
         {"name": "nap", "phase": {"kind": "sleep", "duration_ns": 5_000_000}},
     ]

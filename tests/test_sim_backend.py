@@ -37,7 +37,7 @@ def test_run_returns_counters_and_phases(fake_core: Any) -> None:
     assert r.scenario == "three-regions"
     # The stand-in core: what the backend does with a core's output, not what the model says.
     assert r.counters and list(r.counters) == sorted(r.counters)
-    assert list(r.phases.columns) == ["process", "phase", "elapsed_s", "accesses", "accesses_per_s", "outcome"]
+    assert list(r.phases.columns) == ["process", "phase", "elapsed_s", "accesses", "accesses_per_s", "outcome", "minflt", "majflt"]
     assert set(r.phases["outcome"]) == {"completed"}
     assert list(r.phases["phase"]) == ["fill0", "fill1", "fill2", "access"]
     assert r.phases["accesses"].dtype == "int64"
@@ -143,6 +143,9 @@ def test_native_tiny_scenario_is_deterministic(real_core: Any) -> None:
     assert read["accesses"] == 1000
     assert all(isinstance(v, int) for v in a.counters.values())
     assert "vmstat.pgfault" in a.counters
+    # Per-phase faults as getrusage counts them: one process, so they add up to vmstat's.
+    assert sum(p["minflt"] + p["majflt"] for p in a.phase_records) == a.counters["vmstat.pgfault"]
+    assert sum(p["majflt"] for p in a.phase_records) == a.counters["vmstat.pgmajfault"]
 
 
 @pytest.mark.native

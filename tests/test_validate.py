@@ -88,6 +88,24 @@ def test_rows() -> None:
     assert [r.metric for r in rows(KERNEL, SIM)][-2:] == ["p/fill0 accesses/s", "p/fill0 elapsed_s"]
 
 
+def _with_faults(r: RunResult, minflt: int, majflt: int) -> RunResult:
+    from dataclasses import replace
+
+    return replace(r, phase_records=[{**p, "minflt": minflt, "majflt": majflt} for p in r.phase_records])
+
+
+def test_rows_compare_phase_faults_where_the_kernel_has_them() -> None:
+    kernel = [_with_faults(r, m, M) for r, m, M in zip(KERNEL, (10, 12, 14), (3, 5, 4), strict=True)]
+    by = {r.metric: r for r in rows(kernel, _with_faults(SIM, 12, 6))}
+    assert by["p/fill0 minflt"] == Row("p/fill0 minflt", "phase", Stat(12.0, 10.0, 14.0, 3), 12, 0.0, True)
+    assert by["p/fill0 majflt"].rel_error == pytest.approx(0.5) and by["p/fill0 majflt"].inside is False
+    # Kernel runs without the counts (recorded before they existed): no fault rows at all.
+    assert not any("flt" in r.metric for r in rows(KERNEL, _with_faults(SIM, 12, 6)))
+    # A simulator result without them: the kernel's spread, no simulator value.
+    no_sim = {r.metric: r for r in rows(kernel, SIM)}["p/fill0 minflt"]
+    assert no_sim.kernel == Stat(12.0, 10.0, 14.0, 3) and no_sim.sim is None and no_sim.rel_error is None
+
+
 def test_select_hides_rows_zero_on_both_sides() -> None:
     all_rows = rows(KERNEL, SIM)
     shown = [r.metric for r in select(all_rows)]

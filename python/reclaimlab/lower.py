@@ -216,6 +216,8 @@ def _phase(ph: Any, name: str, regions: dict[str, int]) -> dict[str, Any]:
             "regions": [regions[r] for r in ph.region_names()],
             "passes": ph.passes,
             "write_percent": ph.write_percent,
+            # Only when set: configs of phases without it stay as they were.
+            **({"rw": True} if ph.rw else {}),
         }
     if isinstance(ph, RandomPhase):
         return {
@@ -225,6 +227,7 @@ def _phase(ph: Any, name: str, regions: dict[str, int]) -> dict[str, Any]:
             "count": ph.count,
             "duration_ns": ph.duration,
             "write_percent": ph.write_percent,
+            **({"rw": True} if ph.rw else {}),
         }
     if isinstance(ph, ReadPhase):
         return {"kind": ph.kind, "region": regions[ph.file], "passes": ph.passes}

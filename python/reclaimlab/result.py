@@ -19,10 +19,14 @@ from reclaimlab.version import __version__
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["PHASE_COLUMNS", "RESULT_SCHEMA_VERSION", "RunResult", "counter_sort_key", "split_counter"]
+__all__ = ["FAULT_COLUMNS", "PHASE_COLUMNS", "RESULT_SCHEMA_VERSION", "RunResult", "counter_sort_key", "split_counter"]
 
 RESULT_SCHEMA_VERSION = 1
-PHASE_COLUMNS = ("process", "phase", "elapsed_s", "accesses", "accesses_per_s", "outcome")
+#: minflt, majflt: the process's page faults in the phase as getrusage counts them (the lab
+#: runner reports getrusage's deltas; the simulator counts the same faults, sched.rs PhaseRecord).
+PHASE_COLUMNS = ("process", "phase", "elapsed_s", "accesses", "accesses_per_s", "outcome", "minflt", "majflt")
+#: The phase record's fault counts (absent from results recorded before they existed).
+FAULT_COLUMNS = ("minflt", "majflt")
 
 # Counter sources in the order tables show them; others follow alphabetically.
 _SOURCE_ORDER = {"vmstat": 0, "zswap": 1, "memcg": 2, "meminfo": 3}
@@ -69,6 +73,7 @@ def _phase_record(p: dict[str, Any]) -> dict[str, Any]:
     # What a cgroup phase's write did (reclaim: reclaimed_bytes and error "EAGAIN" when it fell
     # short; cgroup_write: the value written): present on those phases only.
     extra: dict[str, Any] = {k: p[k] for k in ("reclaimed_bytes", "error", "written") if p.get(k) is not None}
+    extra.update({k: int(p[k]) for k in FAULT_COLUMNS if p.get(k) is not None})
     return {
         **extra,
         "process": str(p["process"]),
@@ -92,6 +97,7 @@ def _phases_frame(records: list[dict[str, Any]]) -> pd.DataFrame:
             "accesses": pd.Series([r["accesses"] for r in records], dtype="int64"),
             "accesses_per_s": pd.Series([r["accesses_per_s"] for r in records], dtype="float64"),
             "outcome": pd.Series([r.get("outcome") for r in records], dtype=object),
+            **{c: pd.Series([r.get(c) for r in records], dtype="Int64") for c in FAULT_COLUMNS},
         },
         columns=list(PHASE_COLUMNS),
     )
@@ -156,7 +162,8 @@ class RunResult:
 
     @property
     def phases(self) -> pd.DataFrame:
-        """Columns: process, phase, elapsed_s, accesses, accesses_per_s, outcome."""
+        """Columns: process, phase, elapsed_s, accesses, accesses_per_s, outcome, minflt, majflt
+        (<NA> in results recorded before phase records had them)."""
         return _phases_frame(self.phase_records)
 
     @classmethod

@@ -1,7 +1,8 @@
 """Validation: the simulator against the real kernel, on one scenario.
 
 The kernel runs N times (default 3; each run restores the host before the next), the simulator
-once (it is deterministic). For every counter and, per phase, accesses/s and elapsed seconds:
+once (it is deterministic). For every counter and, per phase, accesses/s, elapsed seconds and
+the process's minor and major faults (where the kernel runs recorded them):
 
 * kernel median [min, max] over the runs that report it;
 * the simulator's value;
@@ -38,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from reclaimlab import native, trace
-from reclaimlab.result import RunResult, counter_sort_key, split_counter
+from reclaimlab.result import FAULT_COLUMNS, RunResult, counter_sort_key, split_counter
 from reclaimlab.scenario import Scenario
 
 __all__ = [
@@ -112,7 +113,7 @@ def format_value(v: Number | None) -> str:
 
 @dataclass(frozen=True)
 class Row:
-    metric: str  # a counter key, or "process/phase accesses/s" | "process/phase elapsed_s"
+    metric: str  # a counter key, or "process/phase accesses/s" | "... elapsed_s" | "... minflt" | "... majflt"
     source: str  # the counter's source (vmstat, memcg[/a], ...) or "phase"
     kernel: Stat | None
     sim: Number | None
@@ -142,7 +143,7 @@ def _row(metric: str, source: str, kernel_values: Sequence[Number], sim: Number 
 def _phase_value(r: RunResult, proc: str, phase: str, column: str) -> Number | None:
     for p in r.phase_records:
         if p["process"] == proc and p["phase"] == phase:
-            return p[column]  # type: ignore[no-any-return]
+            return p.get(column)
     return None
 
 
@@ -173,7 +174,8 @@ def _busy_free(kernel_runs: Sequence[RunResult], sim: RunResult) -> list[RunResu
 
 def rows(kernel_runs: Sequence[RunResult], sim: RunResult) -> list[Row]:
     """One row per counter (either side reports it; sorted like ``reclaimlab run``), then per
-    phase (in the simulator's order) accesses/s and elapsed_s. Kernel phase times without the
+    phase (in the simulator's order) accesses/s and elapsed_s, and minflt and majflt where the
+    kernel runs have them. Kernel phase times without the
     runners' CPU wait where the scenario's processes are no more than its CPUs (``_busy_free``)."""
     kernel_runs = _busy_free(kernel_runs, sim)
     keys: set[str] = set(sim.counters)
@@ -195,6 +197,12 @@ def rows(kernel_runs: Sequence[RunResult], sim: RunResult) -> list[Row]:
             measured: list[Number] = [v for v in (_phase_value(r, proc, phase, column) for r in kernel_runs) if v is not None]
             sim_value = _phase_value(sim, proc, phase, column) if absolute_times else None
             out.append(_row(f"{proc}/{phase} {label}", "phase", measured, sim_value))
+        # The process's faults in the phase (getrusage's minflt/majflt): counts, not times, so
+        # compared on every backend; only where the kernel runs recorded them.
+        for column in FAULT_COLUMNS:
+            faults: list[Number] = [v for v in (_phase_value(r, proc, phase, column) for r in kernel_runs) if v is not None]
+            if faults:
+                out.append(_row(f"{proc}/{phase} {column}", "phase", faults, _phase_value(sim, proc, phase, column)))
     # An OOM kill is a run's outcome (the killed process's phase ends "oom_killed"), counted
     # per process: 1 or 0 per run, so that the kernel's row reads as how many runs it killed.
     for proc in dict.fromkeys(p for p, _ in phases):

@@ -47,6 +47,8 @@ from reclaimlab.lab.runner import Runner, RunnerSet
         ("memcg[/a].memory.events.high", EVENT),
         ("memcg[/a].memory.current", GAUGE),
         ("memcg[/a].memory.usage_in_bytes", GAUGE),
+        ("memcg[/a].memory.max_usage_in_bytes", GAUGE),
+        ("memcg[/a].memory.failcnt", EVENT),
         ("meminfo.SwapFree", GAUGE),
         ("zram0.mm_stat.compr_data_size", GAUGE),
         ("zram0.mm_stat.pages_compacted", EVENT),

@@ -129,6 +129,7 @@ fn peer_phase() -> Phase {
         count: Some(PEER_ACCESSES),
         duration_ns: None,
         write_percent: 0,
+        rw: false,
     }
 }
 

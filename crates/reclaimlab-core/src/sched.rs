@@ -34,6 +34,9 @@ pub(crate) struct Proc {
     pub(crate) gen: Option<AccessGen>,
     pub(crate) phase_start: Time,
     pub(crate) accesses: u64,
+    /// Faults of the current phase as getrusage counts them (`min_flt`, `maj_flt`).
+    pub(crate) minflt: u64,
+    pub(crate) majflt: u64,
     pub(crate) wake_at: Time,
     pub(crate) state: ProcState,
     /// The process ended its last slice waiting until then: not runnable before it.
@@ -107,6 +110,8 @@ impl Proc {
                 gen: None,
                 phase_start: 0,
                 accesses: 0,
+                minflt: 0,
+                majflt: 0,
                 wake_at: 0,
                 state: ProcState::Running,
                 blocked_until: 0,
@@ -139,6 +144,12 @@ pub struct PhaseRecord {
     pub start_ns: u64,
     pub end_ns: u64,
     pub accesses: u64,
+    /// The process's page faults in the phase, as getrusage's `ru_minflt`/`ru_majflt` count
+    /// them (mm_account_fault in 6.12's mm/memory.c: a fault that returned VM_FAULT_MAJOR is
+    /// major, every other completed fault minor; a fault that ended in OOM counts in neither).
+    /// Simplified: no fault is retried (FAULT_FLAG_TRIED, which the kernel counts as major).
+    pub minflt: u64,
+    pub majflt: u64,
     /// "completed", "oom_killed" or "time_limit".
     pub outcome: &'static str,
     /// A `reclaim` phase: the pages memory.reclaim reclaimed, in bytes (also when it failed).
@@ -294,7 +305,26 @@ impl Scheduler {
                     }
                     r
                 } else {
-                    mm.access(&mut ctx, page, a.write)
+                    // Every fault counts pgfault, a major one also pgmajfault (do_swap_page,
+                    // filemap_fault, shmem_fault): their deltas are this access's faults.
+                    let (flt, maj) = (mm.vm.pgfault, mm.vm.pgmajfault);
+                    // An `rw` phase's store is a load, then the store (AccessGen::rw): a page
+                    // that is not mapped takes a read fault first. The store then finds the
+                    // page mapped writable (do_anonymous_page's zero page aside, which
+                    // do_wp_page copies: a second fault, as in the kernel), so it only
+                    // dirties it. Each half is charged `access_ns`.
+                    let rw = a.write && proc.gen.as_ref().is_some_and(|g| g.rw());
+                    let r = if rw {
+                        mm.access(&mut ctx, page, false).and_then(|f| Ok(mm.access(&mut ctx, page, true)? || f))
+                    } else {
+                        mm.access(&mut ctx, page, a.write)
+                    };
+                    if r.is_ok() {
+                        let proc = &mut self.procs[pi];
+                        proc.majflt += mm.vm.pgmajfault - maj;
+                        proc.minflt += (mm.vm.pgfault - flt) - (mm.vm.pgmajfault - maj);
+                    }
+                    r
                 };
                 match access {
                     Ok(false) => {}
@@ -333,6 +363,8 @@ impl Scheduler {
         }
         proc.phase_start = ctx.now;
         proc.accesses = 0;
+        proc.minflt = 0;
+        proc.majflt = 0;
         match proc.phases[proc.phase].1.clone() {
             Phase::Sleep { duration_ns } => {
                 proc.state = ProcState::Sleeping;
@@ -376,6 +408,8 @@ impl Scheduler {
             start_ns: proc.phase_start,
             end_ns: now,
             accesses: proc.accesses,
+            minflt: proc.minflt,
+            majflt: proc.majflt,
             outcome,
             reclaimed_bytes: None,
             error: None,

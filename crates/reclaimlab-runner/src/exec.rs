@@ -176,6 +176,7 @@ fn drive<M: Memory, S: Sink, const FILL: bool>(
     sink: &mut S,
 ) -> io::Result<u64> {
     let chunk = if deadline.is_some() { DURATION_CHECK_EVERY } else { u64::MAX };
+    let rw = gen.rw();
     let mut n = 0u64;
     loop {
         if let Some(d) = deadline {
@@ -186,13 +187,13 @@ fn drive<M: Memory, S: Sink, const FILL: bool>(
         let stop = n.saturating_add(chunk);
         while n < stop && n < trace {
             let Some(a) = gen.next() else { return Ok(n) };
-            apply::<M, FILL>(mem, a);
+            apply::<M, FILL>(mem, a, rw);
             sink.access(a)?;
             n += 1;
         }
         while n < stop {
             let Some(a) = gen.next() else { return Ok(n) };
-            apply::<M, FILL>(mem, a);
+            apply::<M, FILL>(mem, a, rw);
             n += 1;
         }
     }
@@ -226,11 +227,16 @@ fn drive_file<M: Memory, S: Sink>(
     Ok(n)
 }
 
+/// One access. In an `rw` phase (`AccessGen::rw`) a store is a volatile load of the byte, then
+/// the store: a page that is not mapped takes a read fault first, as in the simulator.
 #[inline(always)]
-fn apply<M: Memory, const FILL: bool>(mem: &mut M, a: Access) {
+fn apply<M: Memory, const FILL: bool>(mem: &mut M, a: Access, rw: bool) {
     if FILL {
         mem.fill(a.region, a.page);
     } else {
+        if rw && a.write {
+            mem.touch(a.region, a.page, false);
+        }
         mem.touch(a.region, a.page, a.write);
     }
 }
@@ -363,6 +369,22 @@ mod tests {
         assert!(Plan::parse(&bad, 0).unwrap_err().contains("region 0 (a) is anonymous; this phase needs a file"));
         let bad = text.replace(r#""kind": "read", "region": 1, "passes": 2"#, r#""kind": "fill", "region": 1"#);
         assert!(Plan::parse(&bad, 0).unwrap_err().contains("region 1 (f) is a file"));
+    }
+
+    #[test]
+    fn rw_phases_load_before_each_store() {
+        // The same accesses as without rw (the trace, the counts), but each store is preceded
+        // by a load of the same page; loads stay loads.
+        let phases = r#"{"name": "s", "phase": {"kind": "sequential", "regions": [0], "passes": 1, "write_percent": 100, "rw": true}},
+               {"name": "r", "phase": {"kind": "random", "regions": [0, 1], "dist": {"kind": "uniform"}, "count": 200, "duration_ns": null, "write_percent": 40, "rw": true}}"#;
+        let (mut mem, mut log) = (CountMem::default(), Log::default());
+        run_phases(&plan(phases), &mut mem, &mut log, u64::MAX).unwrap();
+        let (mut plain, mut plain_log) = (CountMem::default(), Log::default());
+        run_phases(&plan(&phases.replace(r#", "rw": true"#, "")), &mut plain, &mut plain_log, u64::MAX).unwrap();
+        assert_eq!(log.accesses, plain_log.accesses);
+        assert_eq!(mem.writes, plain.writes);
+        assert!(plain.writes > 10 && plain.reads > 0);
+        assert_eq!(mem.reads, plain.reads + plain.writes);
     }
 
     #[test]

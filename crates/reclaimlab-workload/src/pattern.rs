@@ -49,6 +49,10 @@ pub enum Phase {
         regions: Vec<u32>,
         passes: u32,
         write_percent: u8,
+        /// Each store is a load then a store to the same page (read-modify-write): see
+        /// [`AccessGen::rw`]. Absent (false) in configs written before it existed.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        rw: bool,
     },
     /// Random accesses over the concatenation of `regions`, until `count` accesses were made or
     /// `duration_ns` of (simulated or real) time has passed, whichever is set.
@@ -58,6 +62,9 @@ pub enum Phase {
         count: Option<u64>,
         duration_ns: Option<u64>,
         write_percent: u8,
+        /// As `Sequential`'s.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        rw: bool,
     },
     Sleep {
         duration_ns: u64,
@@ -338,6 +345,7 @@ pub struct AccessGen {
     done: u64,
     write: WriteMode,
     state: State,
+    rw: bool,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -425,6 +433,7 @@ impl AccessGen {
                 regions,
                 passes,
                 write_percent,
+                ..
             } => {
                 let regions: Box<[(u32, u64)]> = regions
                     .iter()
@@ -449,6 +458,7 @@ impl AccessGen {
                 count,
                 duration_ns: _,
                 write_percent,
+                ..
             } => {
                 let map = RegionMap::new(regions.iter().map(|&r| (r, pages_of(r))));
                 let state = if map.total == 0 || *count == Some(0) {
@@ -530,12 +540,22 @@ impl AccessGen {
             }
             Phase::Sleep { .. } | Phase::Exit | Phase::Reclaim { .. } | Phase::CgroupWrite { .. } => (State::Done, WriteMode::Never),
         };
+        let rw = matches!(phase, Phase::Sequential { rw: true, .. } | Phase::Random { rw: true, .. });
         AccessGen {
             rng,
             done: 0,
             write,
             state,
+            rw,
         }
+    }
+
+    /// Whether each store (`Access::write`) of this phase is a read-modify-write: a load of
+    /// the page, then a store to it (the phase's `rw`). Changes no draw and no access: the
+    /// simulator and the runner both carry out a write access as the load, then the store.
+    #[inline]
+    pub fn rw(&self) -> bool {
+        self.rw
     }
 
     /// The next access, or `None` when the phase has no more (a `Random` phase without
@@ -866,6 +886,7 @@ mod tests {
             count,
             duration_ns: None,
             write_percent,
+            rw: false,
         }
     }
 
@@ -898,6 +919,7 @@ mod tests {
             regions: vec![2, 0, 1],
             passes: 2,
             write_percent: 0,
+            rw: false,
         };
         let g = AccessGen::new(&phase, &[2, 0, 3], rng());
         let one_pass = [(2, 0), (2, 1), (2, 2), (0, 0), (0, 1)];
@@ -913,6 +935,7 @@ mod tests {
             regions,
             passes,
             write_percent: 100,
+            rw: false,
         };
         assert_eq!(AccessGen::new(&seq(vec![0], 0), &[5], rng()).next(), None);
         assert_eq!(AccessGen::new(&seq(vec![], 3), &[5], rng()).next(), None);
@@ -928,6 +951,7 @@ mod tests {
             regions: vec![0],
             passes: 1,
             write_percent: 30,
+            rw: false,
         };
         let got: Vec<bool> = AccessGen::new(&phase, &[1000], rng()).map(|a| a.write).collect();
         let mut r = rng();
@@ -954,7 +978,7 @@ mod tests {
         assert!(Phase::Write { region: 0, passes: 1, fsync_bytes: Some(0) }.check(1).is_err());
         // A mapping with stores draws one below(100) per access, exactly as a sequential pass.
         let mmap = Phase::Mmap { region: 0, passes: 1, write_percent: 30 };
-        let seq = Phase::Sequential { regions: vec![0], passes: 1, write_percent: 30 };
+        let seq = Phase::Sequential { regions: vec![0], passes: 1, write_percent: 30, rw: false };
         let a: Vec<bool> = AccessGen::new(&mmap, &[200], rng()).map(|a| a.write).collect();
         let b: Vec<bool> = AccessGen::new(&seq, &[200], rng()).map(|a| a.write).collect();
         assert_eq!(a, b);
@@ -962,6 +986,25 @@ mod tests {
         // Lowered configs without write_percent still load (loads only).
         let old: Phase = serde_json::from_str(r#"{"kind": "mmap", "region": 0, "passes": 1}"#).unwrap();
         assert_eq!(old, Phase::Mmap { region: 0, passes: 1, write_percent: 0 });
+    }
+
+    #[test]
+    fn rw_changes_no_access_and_is_absent_from_old_configs() {
+        let seq = |rw| Phase::Sequential { regions: vec![0], passes: 2, write_percent: 40, rw };
+        let plain: Vec<Access> = AccessGen::new(&seq(false), &[50], rng()).collect();
+        assert_eq!(AccessGen::new(&seq(true), &[50], rng()).collect::<Vec<_>>(), plain);
+        assert!(AccessGen::new(&seq(true), &[50], rng()).rw());
+        assert!(!AccessGen::new(&seq(false), &[50], rng()).rw());
+        let random: Phase = serde_json::from_str(
+            r#"{"kind": "random", "regions": [0], "dist": {"kind": "uniform"}, "count": 3, "duration_ns": null, "write_percent": 100, "rw": true}"#,
+        )
+        .unwrap();
+        assert!(AccessGen::new(&random, &[5], rng()).rw());
+        // Written only when set, read as false when absent: older lowered configs are unchanged.
+        let old: Phase = serde_json::from_str(r#"{"kind": "sequential", "regions": [0], "passes": 2, "write_percent": 40}"#).unwrap();
+        assert_eq!(old, seq(false));
+        assert!(!serde_json::to_string(&seq(false)).unwrap().contains("rw"));
+        assert!(serde_json::to_string(&seq(true)).unwrap().contains(r#""rw":true"#));
     }
 
     fn trace_phase(words: &[u32], regions: Vec<u32>, passes: u32, limit: Option<u64>) -> Phase {
@@ -1339,6 +1382,7 @@ mod tests {
                     regions: vec![0, 1],
                     passes: u32::MAX,
                     write_percent: 50,
+                    rw: false,
                 },
                 vec![1 << 20, 1 << 20],
             ),

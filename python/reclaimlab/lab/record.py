@@ -1,8 +1,8 @@
 """Reading the kernel's counters under the simulator's names, before/after and over time.
 
 A snapshot reads /proc/vmstat, every file in the zswap debugfs directory, each of the run's
-cgroups (memory.stat, plus v1 memory.usage_in_bytes; v2 memory.current, memory.events,
-memory.swap.current, memory.zswap.current), /proc/meminfo and the mm_stat of the run's zram
+cgroups (memory.stat, plus v1 memory.usage_in_bytes, max_usage_in_bytes and failcnt; v2
+memory.current, memory.events, memory.swap.current, memory.zswap.current), /proc/meminfo and the mm_stat of the run's zram
 devices, keyed exactly as ``Simulation::counters`` keys them (crates/reclaimlab-core/src/
 engine.rs):
 
@@ -120,8 +120,11 @@ CLASSIFICATION: tuple[tuple[str, str], ...] = (
     ("memcg.memory.pressure.*", GAUGE),
     ("pressure.memory.*.total", EVENT),
     ("pressure.memory.*", GAUGE),
-    # memory.current, memory.swap.current, memory.zswap.current (v2), memory.usage_in_bytes
-    # (v1): bytes charged now.
+    # v1 memory.failcnt: charges that failed at the cgroup's limit (since it was created) ...
+    ("memcg.memory.failcnt", EVENT),
+    # ... memory.current, memory.swap.current, memory.zswap.current (v2), memory.usage_in_bytes
+    # (v1): bytes charged now; memory.peak, memory.swap.peak (v2), memory.max_usage_in_bytes
+    # (v1): the most ever charged.
     ("memcg.memory.*", GAUGE),
     # /proc/meminfo: sizes now, in kB as shown (MemFree, SwapFree, Zswap, Zswapped ...).
     ("meminfo.*", GAUGE),

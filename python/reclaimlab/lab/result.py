@@ -2,8 +2,8 @@
 
 ``counters`` holds only keys the simulator also reports (for this scenario), with the same
 meaning; everything else the kernel showed is in ``raw`` (the full before/after snapshots), and
-the samples taken during the run are in ``series``. Phase records carry two more columns than
-the simulator's: ``minflt`` and ``majflt`` (the runner's page faults in that phase); and, where
+the samples taken during the run are in ``series``. Phase records carry the simulator's columns
+(``minflt`` and ``majflt`` are the runner's getrusage deltas) and, where
 the kernel has schedstat, ``cpu_s`` and ``run_delay_s``: the runner thread's time on a CPU and
 runnable but waiting for one (what a busy host adds to ``elapsed_s``; ``busy_host_free_s``).
 """
@@ -11,16 +11,11 @@ runnable but waiting for one (what a busy host adds to ``elapsed_s``; ``busy_hos
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from reclaimlab.result import PHASE_COLUMNS, RunResult
+from reclaimlab.result import RunResult
 
-if TYPE_CHECKING:
-    import pandas as pd
-
-__all__ = ["KERNEL_PHASE_COLUMNS", "KernelRunResult", "busy_host_free_s", "phase_record"]
-
-KERNEL_PHASE_COLUMNS = (*PHASE_COLUMNS, "minflt", "majflt")
+__all__ = ["KernelRunResult", "busy_host_free_s", "phase_record"]
 
 
 def phase_record(ev: dict[str, Any]) -> dict[str, Any]:
@@ -56,16 +51,6 @@ def busy_host_free_s(record: dict[str, Any]) -> float:
 @dataclass
 class KernelRunResult(RunResult):
     raw: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def phases(self) -> pd.DataFrame:
-        """The simulator's columns plus minflt and majflt."""
-        import pandas as pd
-
-        frame = super().phases
-        for col in ("minflt", "majflt"):
-            frame[col] = pd.Series([int(r.get(col, 0)) for r in self.phase_records], dtype="int64")
-        return frame[list(KERNEL_PHASE_COLUMNS)]
 
     def to_dict(self) -> dict[str, Any]:
         d = super().to_dict()

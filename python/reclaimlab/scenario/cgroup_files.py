@@ -99,8 +99,9 @@ WRITTEN: tuple[CgroupFile, ...] = (
     CgroupFile("memory.swappiness", 1, "swappiness", "swappiness", None, "inherited", "per-cgroup swappiness"),
 )
 
-#: Single-value files both labs read (bytes) and the simulator exports.
-READ_V1: tuple[str, ...] = ("memory.usage_in_bytes",)
+#: Single-value files both labs read and the simulator exports: bytes, but v1 memory.failcnt
+#: (the memory counter's failed charges; an event count, lab/record.py CLASSIFICATION).
+READ_V1: tuple[str, ...] = ("memory.usage_in_bytes", "memory.max_usage_in_bytes", "memory.failcnt")
 READ_V2: tuple[str, ...] = ("memory.current", "memory.peak", "memory.swap.current", "memory.swap.peak", "memory.zswap.current")
 #: ``key value`` files of v2 (besides memory.stat).
 READ_V2_KEYED: tuple[str, ...] = ("memory.events", "memory.swap.events")

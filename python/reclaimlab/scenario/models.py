@@ -374,6 +374,8 @@ class SequentialPhase(MultiRegionPhase):
     kind: Literal["sequential"]
     passes: IntRange(1, 2**32 - 1) = 1  # type: ignore[valid-type]
     write_percent: Percent = 0  # type: ignore[valid-type]
+    #: Each store is a load, then a store to the same page (docs/workload.md, "rw").
+    rw: bool = False
 
 
 class RandomPhase(MultiRegionPhase):
@@ -384,6 +386,8 @@ class RandomPhase(MultiRegionPhase):
     count: IntRange(1, 2**63 - 1) | None = None  # type: ignore[valid-type]
     duration: PositiveDuration | None = None
     write_percent: Percent = 0  # type: ignore[valid-type]
+    #: Each store is a load, then a store to the same page (docs/workload.md, "rw").
+    rw: bool = False
 
 
 class TracePhase(MultiRegionPhase):

@@ -5,7 +5,8 @@
 //! (obj_cgroup_charge_zswap); v2 protection (memory.min/low: mem_cgroup_calculate_protection
 //! and mm/page_counter.c's effective_protection, 6.12), the v2 swap counter (memory.swap.max:
 //! __mem_cgroup_try_charge_swap, mem_cgroup_get_nr_swap_pages) and the page counters'
-//! watermarks (memory.peak, memory.swap.peak). Simplifications: one CPU's charge stock per memcg
+//! watermarks (memory.peak, memory.swap.peak; v1 memory.max_usage_in_bytes) and the memory
+//! counter's failcnt (v1 memory.failcnt). Simplifications: one CPU's charge stock per memcg
 //! (the kernel has one per CPU), no memsw counter (v1 memory.memsw.*), no soft limits.
 
 use super::page::{list, pg, List, NONE};
@@ -52,6 +53,10 @@ pub struct Memcg {
     /// without a per-fd reset: the high-water mark since the cgroup was created).
     pub watermark: u64,
     pub swap_watermark: u64,
+    /// The memory page counter's failcnt (v1 memory.failcnt): charges that found this counter
+    /// at its limit (page_counter_try_charge, 6.12 mm/page_counter.c), every attempt counted,
+    /// a batch that failed before its single page included.
+    pub failcnt: u64,
     /// Page counter (memory.usage_in_bytes / memory.current in pages): charged folios, the
     /// charge stock, and (v2) zswap's compressed bytes rounded up to pages. Hierarchical.
     pub usage: u64,
@@ -113,6 +118,7 @@ impl Memcg {
             swap_usage: 0,
             watermark: 0,
             swap_watermark: 0,
+            failcnt: 0,
             usage: 0,
             stock: 0,
             zswap_bytes: 0,
@@ -331,13 +337,17 @@ impl Mm {
         }
     }
 
-    /// page_counter_try_charge up the hierarchy; on failure returns the memcg over its limit.
+    /// page_counter_try_charge up the hierarchy; on failure returns the memcg over its limit,
+    /// whose failcnt counts the attempt (the lowest counter over its limit, where the kernel's
+    /// walk from the child up stops).
     fn page_counter_try_charge(&mut self, m: u16, nr: u64) -> Result<(), u16> {
         // Two walks up the parent links (check, then charge): no list built per charge.
-        if let Some(c) = self.memcg_ancestry(m).find(|&c| {
+        let over = self.memcg_ancestry(m).find(|&c| {
             let mc = &self.memcgs[c as usize];
             mc.usage + nr > mc.limit
-        }) {
+        });
+        if let Some(c) = over {
+            self.memcgs[c as usize].failcnt += 1;
             return Err(c);
         }
         self.page_counter_charge_force(m, nr);
@@ -369,8 +379,11 @@ impl Mm {
     /// in the caller's context; inside reclaim (PF_MEMALLOC) the charge is forced.
     pub fn try_charge(&mut self, ctx: &mut Ctx, m: u16) -> Result<(), Oom> {
         if m == 0 {
-            // The root memcg has no page counter limit and no stock to manage.
-            self.memcgs[0].usage += 1;
+            // The root memcg has no page counter limit and no stock to manage. Its watermark
+            // follows: the lab's "/" is a cgroup of its own, whose max_usage_in_bytes does.
+            let root = &mut self.memcgs[0];
+            root.usage += 1;
+            root.watermark = root.watermark.max(root.usage);
             return Ok(());
         }
         let nr = 1;
@@ -1133,6 +1146,11 @@ impl Mm {
                 m.events.export_tagged("v1", &stat, out);
                 total.export_tagged("v1", &format!("{stat}total_"), out);
                 out.push((format!("{pre}memory.usage_in_bytes"), m.usage * PAGE_SIZE));
+                // mem_cgroup_read_u64 (6.12 mm/memcontrol-v1.c): RES_MAX_USAGE is the memory
+                // counter's watermark, RES_FAILCNT its failcnt (the memsw counter, not modelled,
+                // has its own).
+                out.push((format!("{pre}memory.max_usage_in_bytes"), m.watermark * PAGE_SIZE));
+                out.push((format!("{pre}memory.failcnt"), m.failcnt));
             }
         }
     }

@@ -1,0 +1,81 @@
+//! Per-phase page faults (`minflt`, `majflt` of the phase records): what getrusage reports
+//! for the process over the phase (mm_account_fault, 6.12 mm/memory.c).
+
+use serde_json::json;
+
+use crate::common::{counter, run, scenario};
+
+#[test]
+fn phase_faults_add_up_to_vmstat() {
+    // One process, 4096 pages in a v1 group limited to 1024: the fill takes one minor fault a
+    // page; the random reads swap pages back in (major) and hit swap-cache readahead (minor).
+    let v = scenario(&[("a", 4096, "mix1024")], 20_000, 1024, false, false);
+    let r = run(&v);
+    let fill = &r.phases[0];
+    assert_eq!((fill.minflt, fill.majflt), (4096, 0), "a fill: one minor fault per fresh page");
+    let measure = &r.phases[1];
+    assert!(measure.majflt > 0 && measure.minflt > 0, "measure: {} minor, {} major", measure.minflt, measure.majflt);
+    assert!(measure.minflt + measure.majflt <= measure.accesses);
+    // One process, no retried faults: the phases' faults are all of the machine's.
+    let (min, maj): (u64, u64) = r.phases.iter().fold((0, 0), |(a, b), p| (a + p.minflt, b + p.majflt));
+    assert_eq!(maj, counter(&r, "vmstat.pgmajfault"));
+    assert_eq!(min + maj, counter(&r, "vmstat.pgfault"));
+    // The record's JSON carries them under getrusage's short names, as the lab runner does.
+    let j = serde_json::to_value(&r.phases[1]).unwrap();
+    assert_eq!((j["minflt"].clone(), j["majflt"].clone()), (json!(measure.minflt), json!(measure.majflt)));
+}
+
+#[test]
+fn reads_of_fresh_memory_are_minor_faults_on_the_zero_page() {
+    // Reading a never-written region maps the shared zero page: one minor fault per page, no
+    // memory charged; nothing is major.
+    let mut v = scenario(&[("a", 512, "mix1024")], 0, 1024, false, false);
+    v["processes"][0]["phases"] = json!([{"name": "read", "phase": {"kind": "sequential", "regions": [0], "passes": 2, "write_percent": 0}}]);
+    let r = run(&v);
+    assert_eq!((r.phases[0].minflt, r.phases[0].majflt), (512, 0));
+}
+
+/// `scenario` with a fill, then `passes` over the region with `pass` (a sequential phase's
+/// extra keys), then a read pass that evicts what the first passes brought in.
+fn passes(pages: u64, pass: serde_json::Value) -> serde_json::Value {
+    let mut v = scenario(&[("a", pages, "mix1024")], 0, 1024, false, false);
+    let mut p = json!({"kind": "sequential", "regions": [0], "passes": 1, "write_percent": 0});
+    for (k, x) in pass.as_object().unwrap() {
+        p[k] = x.clone();
+    }
+    v["processes"][0]["phases"] = json!([
+        {"name": "fill", "phase": {"kind": "fill", "region": 0}},
+        {"name": "pass", "phase": p},
+        {"name": "again", "phase": {"kind": "sequential", "regions": [0], "passes": 1, "write_percent": 0}}]);
+    v
+}
+
+#[test]
+fn rw_takes_the_read_fault_and_dirties_the_page() {
+    let read = run(&passes(4096, json!({})));
+    let rw = run(&passes(4096, json!({"write_percent": 100, "rw": true})));
+    // As many faults as loads alone: the load faults the page in (do_swap_page maps an
+    // exclusive anonymous page writable), the store finds it mapped and takes none. (Which of
+    // them are major can differ by a page or two: the dirty pages change reclaim's timing.)
+    let faults = |r: &reclaimlab_core::SimResult| r.phases[1].minflt + r.phases[1].majflt;
+    assert_eq!(faults(&rw), faults(&read));
+    assert!(rw.phases[1].majflt > 0);
+    // ... but the page is dirty now: evicting it again writes it out, where the clean pages
+    // the loads brought in keep their swap copy and are dropped.
+    let out = |r: &reclaimlab_core::SimResult| counter(r, "vmstat.pswpout");
+    assert!(out(&rw) > out(&read) + 1000, "pswpout rw {} read {}", out(&rw), out(&read));
+}
+
+#[test]
+fn rw_on_fresh_memory_faults_twice() {
+    // Never-written pages: the load maps the shared zero page, the store copies it
+    // (do_wp_page): two minor faults a page, where a plain store takes one.
+    let mut v = scenario(&[("a", 256, "mix1024")], 0, 1024, false, false);
+    let seq = |rw: bool| json!([{"name": "s", "phase": {"kind": "sequential", "regions": [0], "passes": 1, "write_percent": 100, "rw": rw}}]);
+    v["processes"][0]["phases"] = seq(true);
+    let r = run(&v);
+    assert_eq!((r.phases[0].minflt, r.phases[0].majflt), (512, 0));
+    v["processes"][0]["phases"] = seq(false);
+    let r = run(&v);
+    assert_eq!((r.phases[0].minflt, r.phases[0].majflt), (256, 0));
+}
