@@ -27,8 +27,7 @@
 //! calc_load_n); reading the counters changes nothing (the kernel's psi_show collects, so its
 //! reads move the next sample's CPU weights).
 
-use std::cmp::Reverse;
-use std::collections::{BinaryHeap, VecDeque};
+use std::collections::VecDeque;
 
 use crate::sim::{Time, HZ, JIFFY_NS};
 
@@ -223,8 +222,8 @@ pub struct Psi {
     /// Per task, its reported changes not applied yet: (time, report number, state). A
     /// task's reports are in time order (`set`), so one queue per task, merged by (time,
     /// report number) when applied, orders them as one queue over all tasks would, at a
-    /// fraction of the cost (appending is constant time; the merge keeps only each task's
-    /// first change in a heap).
+    /// fraction of the cost (appending is constant time; the merge takes runs of one task's
+    /// changes at a time).
     pending: Vec<VecDeque<(Time, u64, u8)>>,
     npending: usize,
     seq: u64,
@@ -300,24 +299,38 @@ impl Psi {
     /// time order, with the averaging at every boundary up to it.
     fn apply(&mut self) {
         let until = std::mem::take(&mut self.deferred);
-        // Each task's first change before `until`, earliest (then first reported) on top.
-        let mut heads: BinaryHeap<Reverse<(Time, u64, usize)>> = BinaryHeap::new();
-        for (task, q) in self.pending.iter().enumerate() {
-            if let Some(&(t, seq, _)) = q.front().filter(|c| c.0 < until) {
-                heads.push(Reverse((t, seq, task)));
+        loop {
+            // The task whose first change comes first (by time, then report number), and the
+            // first change of any other task: the first task's changes before that one go
+            // in a row (a process's sleeps rarely interleave with kswapd's).
+            let (mut first, mut second): (Option<(Time, u64, usize)>, Option<(Time, u64)>) = (None, None);
+            for (task, q) in self.pending.iter().enumerate() {
+                let Some(&(t, seq, _)) = q.front().filter(|c| c.0 < until) else { continue };
+                match first {
+                    Some((ft, fseq, _)) if (ft, fseq) < (t, seq) => {
+                        if second.is_none_or(|s| (t, seq) < s) {
+                            second = Some((t, seq));
+                        }
+                    }
+                    _ => {
+                        second = first.map(|(ft, fseq, _)| (ft, fseq));
+                        first = Some((t, seq, task));
+                    }
+                }
             }
-        }
-        while let Some(Reverse((t, _, task))) = heads.pop() {
-            self.tick_until(t);
-            let (_, _, flags) = self.pending[task].pop_front().expect("a head is queued");
-            self.npending -= 1;
-            let (old, cpu) = (self.applied[task], self.task_cpu[task]);
-            for &g in &self.task_groups[task] {
-                self.groups[g as usize].change(cpu, t, old, flags);
-            }
-            self.applied[task] = flags;
-            if let Some(&(t, seq, _)) = self.pending[task].front().filter(|c| c.0 < until) {
-                heads.push(Reverse((t, seq, task)));
+            let Some((_, _, task)) = first else { break };
+            while let Some(&(t, seq, flags)) = self.pending[task].front() {
+                if t >= until || second.is_some_and(|s| s < (t, seq)) {
+                    break;
+                }
+                self.tick_until(t);
+                self.pending[task].pop_front();
+                self.npending -= 1;
+                let (old, cpu) = (self.applied[task], self.task_cpu[task]);
+                for &g in &self.task_groups[task] {
+                    self.groups[g as usize].change(cpu, t, old, flags);
+                }
+                self.applied[task] = flags;
             }
         }
         self.tick_until(until);

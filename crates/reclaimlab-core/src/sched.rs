@@ -38,6 +38,10 @@ pub(crate) struct Proc {
     /// into the cache before they are needed (see [`Proc::next_access`]). Emptied when a phase
     /// starts: what a phase drew ahead and did not run is dropped with its generator.
     pub(crate) ahead: VecDeque<Access>,
+    /// The current phase draws ahead: random and trace phases. Sequential ones (fill, passes,
+    /// file reads and writes) go through page records in order, which the CPU's own prefetcher
+    /// follows; drawing ahead would only add its bookkeeping.
+    pub(crate) lookahead: bool,
     pub(crate) phase_start: Time,
     pub(crate) accesses: u64,
     /// Faults of the current phase as getrusage counts them (`min_flt`, `maj_flt`).
@@ -76,6 +80,9 @@ impl Proc {
     #[inline]
     fn next_access(&mut self, mm: &Mm) -> Option<Access> {
         let gen = self.gen.as_mut()?;
+        if !self.lookahead {
+            return gen.next();
+        }
         while self.ahead.len() <= LOOKAHEAD {
             let Some(a) = gen.next() else { break };
             let region = self.regions[a.region as usize] as usize;
@@ -150,6 +157,7 @@ impl Proc {
                 phase: 0,
                 gen: None,
                 ahead: VecDeque::with_capacity(LOOKAHEAD + 1),
+                lookahead: false,
                 phase_start: 0,
                 accesses: 0,
                 minflt: 0,
@@ -405,6 +413,7 @@ impl Scheduler {
         }
         proc.phase_start = ctx.now;
         proc.ahead.clear();
+        proc.lookahead = matches!(proc.phases[proc.phase].1, Phase::Random { .. } | Phase::Trace { .. });
         proc.accesses = 0;
         proc.minflt = 0;
         proc.majflt = 0;
