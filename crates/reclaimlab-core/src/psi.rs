@@ -303,7 +303,8 @@ impl Psi {
             // The task whose first change comes first (by time, then report number), and the
             // first change of any other task: the first task's changes before that one go
             // in a row (a process's sleeps rarely interleave with kswapd's).
-            let (mut first, mut second): (Option<(Time, u64, usize)>, Option<(Time, u64)>) = (None, None);
+            let mut first: Option<(Time, u64, usize)> = None;
+            let mut second: Option<(Time, u64)> = None;
             for (task, q) in self.pending.iter().enumerate() {
                 let Some(&(t, seq, _)) = q.front().filter(|c| c.0 < until) else { continue };
                 match first {
