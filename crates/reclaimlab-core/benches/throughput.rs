@@ -168,6 +168,10 @@ fn case(name: &str) -> (&'static str, SimConfig) {
     let m = |memory, limit_pages, zswap| Machine { memory, limit_pages, zswap, max_pool_percent: 20, swap_pages: 3 * pages };
     match name {
         "resident" => ("3 x 256 MiB filled, 20 M uniform reads, no limit", config(m(4 * GIB, None, true), anon(&["text", "text", "random"], pages), fill_then_random(3, 20_000_000), vec![])),
+        "resident-8GiB" => (
+            "8 GiB filled, 20 M uniform reads, no limit: its 2 M page records (72 MiB) beyond the CPU caches",
+            config(m(16 * GIB, None, true), anon(&["text"], 8 * GIB / 4096), fill_then_random(1, 20_000_000), vec![]),
+        ),
         "swap-heavy-swap" => (
             "768 MiB working set 10% over its memcg limit, 3 M uniform reads, swap file only",
             config(m(4 * GIB, Some(3 * pages * 9 / 10), false), anon(&["text", "text", "random"], pages), fill_then_random(3, 3_000_000), vec![]),
@@ -221,8 +225,8 @@ fn case(name: &str) -> (&'static str, SimConfig) {
     }
 }
 
-const CASES: [&str; 10] =
-    ["resident", "swap-heavy-swap", "swap-heavy-zswap", "swap-heavy-mglru", "zswap-full", "file-stream", "file-heavy", "tmpfs-zswap", "64GiB-reclaim", "1TiB-reclaim"];
+const CASES: [&str; 11] =
+    ["resident", "resident-8GiB", "swap-heavy-swap", "swap-heavy-zswap", "swap-heavy-mglru", "zswap-full", "file-stream", "file-heavy", "tmpfs-zswap", "64GiB-reclaim", "1TiB-reclaim"];
 
 /// One run of a case, in this (child) process: one JSON line on stdout.
 fn child(name: &str) {
