@@ -175,7 +175,8 @@ pub struct PhaseRecord {
     /// Simplified: no fault is retried (FAULT_FLAG_TRIED, which the kernel counts as major).
     pub minflt: u64,
     pub majflt: u64,
-    /// "completed", "oom_killed" or "time_limit".
+    /// "completed", "oom_killed", "time_limit", or "oom_failed" (the process's charge found no
+    /// task the OOM killer may kill, every one at oom_score_adj -1000: it stops there).
     pub outcome: &'static str,
     /// A `reclaim` phase: the pages memory.reclaim reclaimed, in bytes (also when it failed).
     #[serde(skip_serializing_if = "Option::is_none")]

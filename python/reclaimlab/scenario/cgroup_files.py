@@ -98,7 +98,8 @@ WRITTEN: tuple[CgroupFile, ...] = (
         "zero_one",
         None,
         "`0`",
-        "an OOM kill of one task of the cgroup (or of a descendant) kills every task of the cgroup and its descendants, but those with `oom_score_adj` -1000 (`memory.events` `oom_group_kill`)",
+        "an OOM kill of a task of the cgroup or a descendant kills every task of the subtree "
+        "but those at `oom_score_adj` -1000 (`memory.events` `oom_group_kill`)",
         optional=True,
     ),
     CgroupFile("memory.zswap.max", 2, "zswap_max_bytes", "max_or_size", None, "`max`", "zswap pool limit of the cgroup"),
