@@ -30,13 +30,21 @@ def test_memcg_current_peak__v6_12() -> None:
     # The anonymous half of the selftest: 50 MiB written in a cgroup without limits; while
     # the memory is held, memory.current >= 50 MiB and within 3% of it, and memory.stat anon
     # within 3% of memory.current. (The snapshot is taken before the process exits.)
-    r = run("memcg_current_peak__v6_12")
+    # First, the reads of the new cgroup before anything ran: memory.current and memory.peak
+    # are 0. The run's series carries them: its first sample is at time 0, before any process
+    # ran (sampling only reads; the counters at the end are the same without it).
+    r = reclaimlab.run(HERE / "memcg_current_peak__v6_12.toml", interval_s=1.0)
+    t, values = r.series["t"], r.series["values"]
+    assert t[0] == 0.0
+    assert values[f"memcg[/{G}].memory.current"][0] == 0
+    assert values[f"memcg[/{G}].memory.peak"][0] == 0
     assert outcomes(r, "alloc_anon_50M_check") == ["completed"]
     size = 50 * MiB
     current = cg(r, G, "memory.current")
     assert current >= size
     assert values_close(size, current, 3)
     assert values_close(cg(r, G, "memory.stat.anon"), current, 3)
+    assert cg(r, G, "memory.peak") >= size
 
 
 def test_memcg_high__v6_12() -> None:
