@@ -373,6 +373,9 @@ mod tests {
             let e = err(&p, idx);
             assert!(e.contains(want), "{p}\n=> {e}\nwanted {want}");
         }
+        let adj = |v: i32| format!(r#"{{"seed": 1, "processes": [{{"name": "p", "oom_score_adj": {v}, "regions": [], "phases": []}}]}}"#);
+        assert_eq!(Plan::parse(&adj(-1000), 0).unwrap().oom_score_adj, Some(-1000));
+        assert!(Plan::parse(&adj(1001), 0).unwrap_err().contains("oom_score_adj: expected -1000..=1000, got 1001"));
         assert!(Plan::parse(r#"{"processes": []}"#, 0).unwrap_err().contains("missing field `seed`"));
         assert!(Plan::parse(r#"{"seed": 1, "processes": []}"#, 0).unwrap_err().contains("no processes"));
         assert!(Plan::parse("{", 0).unwrap_err().contains("not a lowered scenario"));
