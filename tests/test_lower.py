@@ -217,6 +217,22 @@ cgroup_version = 2
     assert out["processes"][0]["cgroup"] == 3
 
 
+def test_oom_group_and_oom_score_adj_only_when_set() -> None:
+    # Both lowered only when the scenario sets them: configs lowered before they existed stay
+    # as they were.
+    plain = lower(load(MINIMAL.replace("[[processes]]", "[cgroups]\ncgroup_version = 2\n[cgroups.groups.g]\n[[processes]]", 1)))
+    assert "oom_group" not in plain["cgroups"]["groups"][1]
+    assert "oom_score_adj" not in plain["processes"][0]
+    text = MINIMAL.replace(
+        "[[processes]]", '[cgroups]\ncgroup_version = 2\n[cgroups.groups.g]\n"memory.oom.group" = 1\n[[processes]]', 1
+    ).replace('name = "p"', 'name = "p"\ncgroup = "g"\noom_score_adj = -1000')
+    out = lower(load(text))
+    assert out["cgroups"]["groups"][1]["oom_group"] is True
+    assert out["processes"][0]["oom_score_adj"] == -1000
+    with pytest.raises(ScenarioError, match=r"oom_score_adj"):
+        load(text.replace("-1000", "1001"))
+
+
 def test_cgroup_v1() -> None:
     text = MINIMAL.replace(
         "[[processes]]",

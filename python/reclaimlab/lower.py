@@ -262,7 +262,10 @@ def _process(s: Scenario, pi: int, p: Process, cgroups: dict[str, int]) -> dict[
             created = {"pages": pages(ph.size), "content": ph.content, "variants": ph.variants, "file": fs_index[fs]}
             lowered.extend({"name": f, **created} for f in ph.file_names(phase_name(ph, j)))
     regions = {r["name"]: i for i, r in enumerate(lowered)}
+    # oom_score_adj only when set: configs lowered before it existed stay as they were.
+    adj = {"oom_score_adj": p.oom_score_adj} if p.oom_score_adj else {}
     return {
+        **adj,
         "name": p.name,
         "cgroup": cgroups[p.cgroup_path()],
         "regions": lowered,

@@ -157,7 +157,7 @@ def time_bounded_phases(r: RunResult) -> list[str]:
 class Banner:
     """A configuration that did not run as asked: killed, cut by the time limit."""
 
-    kind: Literal["oom_killed", "time_limit"]
+    kind: Literal["oom_killed", "oom_failed", "time_limit"]
     text: str
 
 
@@ -177,6 +177,10 @@ def banners(r: RunResult) -> list[Banner]:
         )
     if not killed and oom_kills(r):
         out.append(Banner("oom_killed", f"OOM: {oom_kills(r)} OOM kill(s) during the run"))
+    for p in r.phase_records:
+        if p.get("outcome") == "oom_failed":
+            text = f"OOM: {p['process']} stopped in phase {p['phase']}: no task the OOM killer may kill (all at oom_score_adj -1000)"
+            out.append(Banner("oom_failed", text))
     cut = [p for p in r.phase_records if p.get("outcome") == "time_limit"]
     if cut:
         names = ", ".join(f"{p['process']}/{p['phase']}" for p in cut)
@@ -188,6 +192,8 @@ def outcome(r: RunResult) -> str:
     b = banners(r)
     if any(x.kind == "oom_killed" for x in b):
         return "OOM-KILLED"
+    if any(x.kind == "oom_failed" for x in b):
+        return "OOM-FAILED"
     if b:
         return "TIME LIMIT"
     return "ok"

@@ -1,8 +1,8 @@
 """The kernel's tools/testing/selftests/cgroup/test_memcontrol.c (as of v6.12), run in the
 simulator, for the tests whose setup the scenario format can express: anonymous memory and
 page cache in v2 cgroups under memory.high, memory.max, memory.min, memory.low and
-memory.swap.max, with memory.peak and memory.swap.peak, and memory.reclaim. The per-fd peak
-resets, memory.oom.group, sockets and inotify are not modelled; the table in
+memory.swap.max, with memory.peak and memory.swap.peak, memory.reclaim, memory.oom.group and
+oom_score_adj. The per-fd peak resets, sockets and inotify are not modelled; the table in
 docs/conformance.md lists every selftest and what each lacks.
 """
 
@@ -30,13 +30,21 @@ def test_memcg_current_peak__v6_12() -> None:
     # The anonymous half of the selftest: 50 MiB written in a cgroup without limits; while
     # the memory is held, memory.current >= 50 MiB and within 3% of it, and memory.stat anon
     # within 3% of memory.current. (The snapshot is taken before the process exits.)
-    r = run("memcg_current_peak__v6_12")
+    # First, the reads of the new cgroup before anything ran: memory.current and memory.peak
+    # are 0. The run's series carries them: its first sample is at time 0, before any process
+    # ran (sampling only reads; the counters at the end are the same without it).
+    r = reclaimlab.run(HERE / "memcg_current_peak__v6_12.toml", interval_s=1.0)
+    t, values = r.series["t"], r.series["values"]
+    assert t[0] == 0.0
+    assert values[f"memcg[/{G}].memory.current"][0] == 0
+    assert values[f"memcg[/{G}].memory.peak"][0] == 0
     assert outcomes(r, "alloc_anon_50M_check") == ["completed"]
     size = 50 * MiB
     current = cg(r, G, "memory.current")
     assert current >= size
     assert values_close(size, current, 3)
     assert values_close(cg(r, G, "memory.stat.anon"), current, 3)
+    assert cg(r, G, "memory.peak") >= size
 
 
 def test_memcg_high__v6_12() -> None:
@@ -103,14 +111,18 @@ PROTECTION = {
 }
 
 
-def _protection(attribute: str, stage2: bool, tmp_path: Path) -> reclaimlab.RunResult:
+def _protection(attribute: str, until: str, tmp_path: Path) -> reclaimlab.RunResult:
     """memcg_protection__v6_12 with ``attribute`` (memory.min or memory.low) written as the
-    selftest writes it; without stage 2 (the 170 MiB allocation) the scenario ends after the
-    148 MiB one, where the selftest reads the children's memory.current the first time."""
+    selftest writes it, run until the selftest's reads of stage ``until``: "148M" ends the
+    scenario after the 148 MiB allocation, where the selftest reads the children's
+    memory.current the first time; "170M" after the 170 MiB one, where it reads memcg_test_1's;
+    "reclaim" after reclaim_until. (The counters are read at the end of a run: each stage's
+    reads need a run that ends there.)"""
     sets = [f'cgroups.groups."{g}"."{attribute}"={v}' for g, v in PROTECTION.items()]
     text = (HERE / "memcg_protection__v6_12.toml").read_text(encoding="utf-8")
-    if not stage2:
-        text = text[: text.index('[[processes]]\nname = "alloc_anon_170M"')]
+    cut = {"148M": "alloc_anon_170M", "170M": "reclaim_until", "reclaim": None}[until]
+    if cut is not None:
+        text = text[: text.index(f'[[processes]]\nname = "{cut}"')]
     path = tmp_path / "memcg_protection__v6_12.toml"
     path.write_text(text, encoding="utf-8")
     return reclaimlab.run(path, overrides=sets)
@@ -130,15 +142,32 @@ def _first_checks(r: reclaimlab.RunResult) -> None:
 
 @pytest.mark.parametrize("attribute", ["memory.min", "memory.low"])
 def test_memcg_protection_first_checks__v6_12(attribute: str, tmp_path: Path) -> None:
-    _first_checks(_protection(attribute, False, tmp_path))
+    _first_checks(_protection(attribute, "148M", tmp_path))
+
+
+def _reclaim_until(r: reclaimlab.RunResult, goal: int) -> None:
+    # reclaim_until(child_memcg0, 10M): memory.current was above the goal (not within 3%: the
+    # selftest's loop would stop at once and fail, nothing having been reclaimed), the write of
+    # memory.current - goal succeeded, and memory.current is then below the goal or within 3%
+    # of it. (memory.current at the end is the one after the write: nothing runs after it.)
+    (rec,) = [p for p in r.phase_records if p["process"] == "reclaim_until" and p["phase"] == "reclaim"]
+    assert rec["outcome"] == "completed"
+    before = int(rec["written"]) + goal
+    assert before > goal and not values_close(before, goal, 3), before
+    assert rec.get("error") is None
+    current = cg(r, f"{P1}/child_memcg0", "memory.current")
+    assert current < goal or values_close(current, goal, 3), current
 
 
 def test_memcg_min__v6_12(tmp_path: Path) -> None:
     # memory.min is hard: the 170 MiB allocation cannot take memcg_test_1 below its 50 MiB,
-    # so the child is OOM-killed, and memcg_test_1 still holds 50 MiB (3%).
-    r = _protection("memory.min", True, tmp_path)
+    # so the child is OOM-killed, and memcg_test_1 still holds 50 MiB (3%). Then
+    # reclaim_until takes child_memcg0 (emin ~29 MiB) down to 10 MiB: memory.reclaim ignores
+    # the protection of the memcg it is written to.
+    r = _protection("memory.min", "170M", tmp_path)
     assert outcomes(r, "alloc_anon_170M") == ["completed", "oom_killed"]
     assert values_close(cg(r, P1, "memory.current"), 50 * MiB, 3)
+    _reclaim_until(_protection("memory.min", "reclaim", tmp_path), 10 * MiB)
 
 
 def test_memcg_low__v6_12(tmp_path: Path) -> None:
@@ -147,9 +176,13 @@ def test_memcg_low__v6_12(tmp_path: Path) -> None:
     # child_memcg0 and 1 (reclaimed under their low) count memory.events low > 0, the others
     # none (v6.12's expectation, written for a mount without memory_recursiveprot: with it,
     # the kernel also counts low events in child_memcg2, docs/conformance.md).
-    r = _protection("memory.low", True, tmp_path)
+    # The selftest reads the events after reclaim_until(child_memcg0, 10M), which must
+    # succeed, as in test_memcg_min; a reclaim of child_memcg0 itself counts no low event.
+    r = _protection("memory.low", "170M", tmp_path)
     assert outcomes(r, "alloc_anon_170M") == ["completed", "completed"]
     assert values_close(cg(r, P1, "memory.current"), 30 * MiB, 3)
+    r = _protection("memory.low", "reclaim", tmp_path)
+    _reclaim_until(r, 10 * MiB)
     for i in range(4):
         child = f"{P1}/child_memcg{i}"
         assert cg(r, child, "memory.events.oom") == 0
@@ -170,3 +203,46 @@ def test_memcg_reclaim__v6_12() -> None:
     assert rec.get("error") is None
     current = cg(r, G, "memory.current")
     assert current < goal or values_close(current, goal, 3)
+
+
+def _killed(r: reclaimlab.RunResult, *processes: str) -> bool:
+    """cg_test_proc_killed: each process's last phase ended in an OOM kill."""
+    return all(outcomes(r, p)[-1:] == ["oom_killed"] for p in processes)
+
+
+def test_memcg_oom_group_leaf_events__v6_12() -> None:
+    # memory.oom.group on the child (memory.max 50M): the 100 MiB allocation is OOM-killed and
+    # takes the child's two 1 MiB processes with it; memory.events oom_kill > 0 in the child
+    # and, propagated (no memory_localevents), in the parent.
+    r = run("memcg_oom_group_leaf_events__v6_12")
+    assert outcomes(r, "alloc_anon_100M") == ["completed", "oom_killed"]
+    assert _killed(r, "alloc_anon_100M", "child_noexit_1M_a", "child_noexit_1M_b")
+    assert cg(r, "memcg_test_0/memcg_test_1", "memory.events.oom_kill") > 0
+    assert cg(r, "memcg_test_0", "memory.events.oom_kill") > 0
+    # Not the selftest's, the model's: the parent's process is outside the group and lives;
+    # one group kill; oom_kill counts the victim twice (kernel: oom_kill_memcg_member meets
+    # it again) and each other member once.
+    assert outcomes(r, "parent_noexit_60M") == ["completed", "completed"]
+    assert cg(r, "memcg_test_0/memcg_test_1", "memory.events.oom_group_kill") == 1
+    assert cg(r, "memcg_test_0/memcg_test_1", "memory.events.oom_kill") == 4
+    assert cg(r, "memcg_test_0", "memory.events.oom_kill") == 4
+
+
+def test_memcg_oom_group_parent_events__v6_12() -> None:
+    # memory.oom.group on the parent (memory.max 80M), the allocation in the child: the OOM is
+    # the parent's, and every process of both cgroups is killed.
+    r = run("memcg_oom_group_parent_events__v6_12")
+    assert outcomes(r, "alloc_anon_100M") == ["completed", "oom_killed"]
+    assert _killed(r, "alloc_anon_100M", "child_noexit_1M_a", "child_noexit_1M_b")
+    assert _killed(r, "parent_noexit_60M")
+
+
+def test_memcg_oom_group_score_events__v6_12() -> None:
+    # memory.oom.group with one process at oom_score_adj -1000: the 100 MiB allocation fails,
+    # memory.events oom_kill == 3 (the victim twice, the other 1 MiB process once), and the
+    # -1000 process is alive.
+    r = run("memcg_oom_group_score_events__v6_12")
+    assert outcomes(r, "alloc_anon_100M") == ["completed", "oom_killed"]
+    assert cg(r, "memcg_test_0", "memory.events.oom_kill") == 3
+    assert _killed(r, "noexit_1M")
+    assert outcomes(r, "safe_noexit_1M") == ["completed", "completed"]

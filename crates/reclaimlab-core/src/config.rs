@@ -177,6 +177,10 @@ pub struct Cgroup {
     /// v2 memory.swap.max (None = max).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub swap_max_bytes: Option<u64>,
+    /// v2 memory.oom.group (None = 0): an OOM kill of a task in this cgroup's subtree kills
+    /// every task of the subtree (mem_cgroup_get_oom_group).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub oom_group: Option<bool>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -187,6 +191,10 @@ pub struct Process {
     pub cgroup: u32,
     pub regions: Vec<Region>,
     pub phases: Vec<NamedPhase>,
+    /// /proc/<pid>/oom_score_adj, -1000..=1000 (None = 0): added to the OOM badness in
+    /// thousandths of the OOM domain's pages; -1000 (OOM_SCORE_ADJ_MIN) is never killed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub oom_score_adj: Option<i16>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]

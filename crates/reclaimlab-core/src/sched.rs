@@ -11,7 +11,7 @@ use serde::Serialize;
 use crate::config::SimConfig;
 use crate::error::{ConfigError, Result};
 use crate::mm::memcg::MemoryReclaim;
-use crate::mm::{Actor, Ctx, Mm, Oom, PAGE_SIZE};
+use crate::mm::{Actor, Ctx, Mm, PAGE_SIZE};
 use crate::psi::TSK_RUNNING;
 use crate::sim::{later, EventKind, Time};
 
@@ -53,6 +53,8 @@ pub(crate) struct Proc {
     pub(crate) blocked_until: Time,
     /// A write to memory.reclaim in progress (a `reclaim` phase).
     pub(crate) reclaim: Option<MemoryReclaim>,
+    /// /proc/<pid>/oom_score_adj (signal->oom_score_adj).
+    pub(crate) oom_score_adj: i16,
 }
 
 /// How many accesses a process draws ahead of the one it runs. A resident hit costs little
@@ -73,6 +75,13 @@ fn prefetch<T>(r: &T) {
     #[cfg(not(target_arch = "x86_64"))]
     let _ = r;
 }
+
+/// OOM_SCORE_ADJ_MIN and _MAX (include/uapi/linux/oom.h): a task at the minimum is never
+/// chosen or killed by the OOM killer.
+const OOM_SCORE_ADJ_MIN: i16 = -1000;
+const OOM_SCORE_ADJ_MAX: i16 = 1000;
+/// PAGE_COUNTER_MAX (include/linux/page_counter.h, 64-bit): "max" as the page counter holds it.
+const PAGE_COUNTER_MAX: u64 = (i64::MAX as u64) / PAGE_SIZE;
 
 impl Proc {
     /// The next access of the current phase (None: the phase has no more), drawing up to
@@ -147,6 +156,10 @@ impl Proc {
                     return Err(ConfigError::invalid(at(), format!("phase {:?} needs {want}; {name:?} is not one", np.name)));
                 }
             }
+            let adj = p.oom_score_adj.unwrap_or(0);
+            if !(OOM_SCORE_ADJ_MIN..=OOM_SCORE_ADJ_MAX).contains(&adj) {
+                return Err(ConfigError::invalid(format!("processes[{pi}].oom_score_adj"), format!("expected -1000..=1000, got {adj}")));
+            }
             let n = p.regions.len() as u32;
             procs.push(Proc {
                 name: p.name.clone(),
@@ -166,11 +179,23 @@ impl Proc {
                 state: ProcState::Running,
                 blocked_until: 0,
                 reclaim: None,
+                oom_score_adj: adj,
             });
             next_region += n;
         }
         Ok(procs)
     }
+}
+
+/// oom_badness (mm/oom_kill.c, 6.12): the task's resident and swapped pages and page tables
+/// (the model's oom_badness_of_region over its regions), plus oom_score_adj thousandths of
+/// `totalpages`; None (LONG_MIN) for a task at OOM_SCORE_ADJ_MIN.
+fn oom_badness(mm: &Mm, proc: &Proc, totalpages: u64) -> Option<i64> {
+    if proc.oom_score_adj == OOM_SCORE_ADJ_MIN {
+        return None;
+    }
+    let points: u64 = proc.regions.iter().map(|&r| mm.oom_badness_of_region(r as usize)).sum();
+    Some(points as i64 + i64::from(proc.oom_score_adj) * (totalpages / 1000) as i64)
 }
 
 /// The number a cgroup phase writes (None: "max"), its counter read from memcg `m` now.
@@ -200,7 +225,8 @@ pub struct PhaseRecord {
     /// Simplified: no fault is retried (FAULT_FLAG_TRIED, which the kernel counts as major).
     pub minflt: u64,
     pub majflt: u64,
-    /// "completed", "oom_killed" or "time_limit".
+    /// "completed", "oom_killed", "time_limit", or "oom_failed" (the process's charge found no
+    /// task the OOM killer may kill, every one at oom_score_adj -1000: it stops there).
     pub outcome: &'static str,
     /// A `reclaim` phase: the pages memory.reclaim reclaimed, in bytes (also when it failed).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -339,42 +365,56 @@ impl Scheduler {
                 // tmpfs files have their own file operations (mm/shmem.rs); fsync on them
                 // does nothing (noop_fsync).
                 let shmem = mm.regions[region].shmem.is_some();
-                let access = if buffered_read && shmem {
-                    mm.shmem_file_read(&mut ctx, page).map(|()| true)
-                } else if buffered_write && shmem {
-                    // fsync(2) on a tmpfs file is noop_fsync: nothing to do.
-                    mm.shmem_file_write(&mut ctx, page).map(|()| true)
-                } else if buffered_read {
-                    mm.filemap_read(&mut ctx, page).map(|()| true)
-                } else if buffered_write {
-                    let written = proc.accesses * PAGE_SIZE;
-                    let r = mm.generic_perform_write(&mut ctx, page).map(|()| true);
-                    let last_of_file = a.page + 1 == mm.regions[region].pages as u64;
-                    if r.is_ok() && (fsync_bytes.is_some_and(|n| written / n > (written - PAGE_SIZE) / n) || (fsync_at_close && last_of_file)) {
-                        mm.vfs_fsync(&mut ctx, region);
-                    }
-                    r
-                } else {
-                    // Every fault counts pgfault, a major one also pgmajfault (do_swap_page,
-                    // filemap_fault, shmem_fault): their deltas are this access's faults.
-                    let (flt, maj) = (mm.vm.pgfault, mm.vm.pgmajfault);
-                    // An `rw` phase's store is a load, then the store (AccessGen::rw): a page
-                    // that is not mapped takes a read fault first. The store then finds the
-                    // page mapped writable (do_anonymous_page's zero page aside, which
-                    // do_wp_page copies: a second fault, as in the kernel), so it only
-                    // dirties it. Each half is charged `access_ns`.
-                    let rw = a.write && proc.gen.as_ref().is_some_and(|g| g.rw());
-                    let r = if rw {
-                        mm.access(&mut ctx, page, false).and_then(|f| Ok(mm.access(&mut ctx, page, true)? || f))
+                // Again after the OOM killer took another task (the charge is retried).
+                let access = loop {
+                    let proc = &mut self.procs[pi];
+                    let r = if buffered_read && shmem {
+                        mm.shmem_file_read(&mut ctx, page).map(|()| true)
+                    } else if buffered_write && shmem {
+                        // fsync(2) on a tmpfs file is noop_fsync: nothing to do.
+                        mm.shmem_file_write(&mut ctx, page).map(|()| true)
+                    } else if buffered_read {
+                        mm.filemap_read(&mut ctx, page).map(|()| true)
+                    } else if buffered_write {
+                        let written = proc.accesses * PAGE_SIZE;
+                        let r = mm.generic_perform_write(&mut ctx, page).map(|()| true);
+                        let last_of_file = a.page + 1 == mm.regions[region].pages as u64;
+                        if r.is_ok() && (fsync_bytes.is_some_and(|n| written / n > (written - PAGE_SIZE) / n) || (fsync_at_close && last_of_file)) {
+                            mm.vfs_fsync(&mut ctx, region);
+                        }
+                        r
                     } else {
-                        mm.access(&mut ctx, page, a.write)
+                        // Every fault counts pgfault, a major one also pgmajfault (do_swap_page,
+                        // filemap_fault, shmem_fault): their deltas are this access's faults.
+                        let (flt, maj) = (mm.vm.pgfault, mm.vm.pgmajfault);
+                        // An `rw` phase's store is a load, then the store (AccessGen::rw): a page
+                        // that is not mapped takes a read fault first. The store then finds the
+                        // page mapped writable (do_anonymous_page's zero page aside, which
+                        // do_wp_page copies: a second fault, as in the kernel), so it only
+                        // dirties it. Each half is charged `access_ns`.
+                        let rw = a.write && proc.gen.as_ref().is_some_and(|g| g.rw());
+                        let r = if rw {
+                            mm.access(&mut ctx, page, false).and_then(|f| Ok(mm.access(&mut ctx, page, true)? || f))
+                        } else {
+                            mm.access(&mut ctx, page, a.write)
+                        };
+                        if r.is_ok() {
+                            let proc = &mut self.procs[pi];
+                            proc.majflt += mm.vm.pgmajfault - maj;
+                            proc.minflt += (mm.vm.pgfault - flt) - (mm.vm.pgmajfault - maj);
+                        }
+                        r
                     };
-                    if r.is_ok() {
-                        let proc = &mut self.procs[pi];
-                        proc.majflt += mm.vm.pgmajfault - maj;
-                        proc.minflt += (mm.vm.pgfault - flt) - (mm.vm.pgmajfault - maj);
+                    match r {
+                        // A charging task at OOM_SCORE_ADJ_MIN is never the victim: the kernel's
+                        // select_bad_process picks another task of the OOM domain; once it is
+                        // killed, the charge (here: the access) is tried again.
+                        Err(oom) if self.procs[pi].oom_score_adj == OOM_SCORE_ADJ_MIN => match self.select_bad_process(mm, oom.memcg) {
+                            Some(victim) => self.oom_kill_process(mm, victim, oom.memcg, ctx.now),
+                            None => break Err(oom),
+                        },
+                        r => break r,
                     }
-                    r
                 };
                 match access {
                     Ok(false) => {}
@@ -384,8 +424,23 @@ impl Scheduler {
                             mm.mem_cgroup_handle_over_high(&mut ctx, memcg);
                         }
                     }
+                    Err(_) if self.procs[pi].oom_score_adj == OOM_SCORE_ADJ_MIN => {
+                        // No task of the OOM domain can be killed: out_of_memory fails, the
+                        // charge returns -ENOMEM and the fault is retried for ever
+                        // (pagefault_out_of_memory). The model stops the process there: its
+                        // phase ends "oom_failed" and it holds its memory.
+                        self.end_phase_at(mm, pi, self.procs[pi].phase, ctx.now, "oom_failed");
+                        self.procs[pi].state = ProcState::Finished;
+                        self.procs[pi].gen = None;
+                        mm.psi_set(pi, ctx.now, 0);
+                        self.maybe_finish(ctx.now);
+                        return;
+                    }
                     Err(oom) => {
-                        self.oom_kill(mm, pi, ctx.now, oom);
+                        // The victim of a charge that failed is the charging task (the
+                        // kernel's select_bad_process picks the task of the OOM domain with the
+                        // highest oom_badness; the model takes the one that allocates).
+                        self.oom_kill_process(mm, pi, oom.memcg, ctx.now);
                         return;
                     }
                 }
@@ -485,32 +540,101 @@ impl Scheduler {
         CgroupValue::text(v)
     }
 
-    /// mem_cgroup_out_of_memory for memcg `m` (from a memory.max write): kill the live process
-    /// of its subtree with the highest oom_badness (the first on a tie), counting
-    /// MEMCG_OOM_KILL on the victim's memcg. False if the subtree has no process to kill.
+    /// mem_cgroup_out_of_memory for memcg `m` (from a memory.max write): select_bad_process
+    /// in its subtree, then oom_kill_process. False if the subtree has no task to kill.
     fn oom_kill_memcg(&mut self, mm: &mut Mm, m: u16, now: Time) -> bool {
-        let end = mm.memcgs[m as usize].subtree_end;
-        let mut best: Option<(u64, usize)> = None;
-        for (pi, proc) in self.procs.iter().enumerate() {
-            if matches!(proc.state, ProcState::Exited | ProcState::OomKilled) || !(m..end).contains(&proc.memcg) {
-                continue;
-            }
-            let badness: u64 = proc.regions.iter().map(|&r| mm.oom_badness_of_region(r as usize)).sum();
-            if best.is_none_or(|(b, _)| badness > b) {
-                best = Some((badness, pi));
-            }
-        }
-        let Some((_, pi)) = best else { return false };
-        mm.memcgs[self.procs[pi].memcg as usize].events.oom_kill += 1;
-        self.oom_kill(mm, pi, now, Oom { memcg: Some(m) });
+        let Some(victim) = self.select_bad_process(mm, Some(m)) else { return false };
+        self.oom_kill_process(mm, victim, Some(m), now);
         true
     }
 
-    fn oom_kill(&mut self, mm: &mut Mm, pi: usize, now: Time, oom: Oom) {
-        // The memcg's own oom_kill event was counted where the charge failed.
-        let _ = oom;
+    /// select_bad_process (mm/oom_kill.c, 6.12): the live task of the OOM domain (memcg
+    /// `domain`'s subtree, or every task) with the highest oom_badness, the first on a tie.
+    /// Finished processes still hold memory and count. None: no task can be killed (none, or
+    /// all at OOM_SCORE_ADJ_MIN). Simplified: no oom_task_origin, no wait for a victim that is
+    /// still exiting (the model's kills free the memory at once).
+    fn select_bad_process(&self, mm: &Mm, domain: Option<u16>) -> Option<usize> {
+        // oc->totalpages: mem_cgroup_get_max of the domain (memory.max, plus memory.swap.max
+        // capped by the swap space if the memcg may swap), or totalram + total_swap_pages.
+        let totalpages = match domain {
+            Some(m) => {
+                let mc = &mm.memcgs[m as usize];
+                let swap = if mc.swappiness > 0 { mc.swap_max.min(mm.swap.total_swap_pages) } else { 0 };
+                (mc.limit.min(PAGE_COUNTER_MAX) + swap).max(1)
+            }
+            None => mm.totalram + mm.swap.total_swap_pages,
+        };
+        let range = domain.map_or(0..u16::MAX, |m| m..mm.memcgs[m as usize].subtree_end);
+        let mut best: Option<(i64, usize)> = None;
+        for (pi, proc) in self.procs.iter().enumerate() {
+            if matches!(proc.state, ProcState::Exited | ProcState::OomKilled) || !range.contains(&proc.memcg) {
+                continue;
+            }
+            let Some(points) = oom_badness(mm, proc, totalpages) else { continue };
+            if best.is_none_or(|(b, _)| points > b) {
+                best = Some((points, pi));
+            }
+        }
+        best.map(|(_, pi)| pi)
+    }
+
+    /// mem_cgroup_get_oom_group (mm/memcontrol.c, 6.12): the highest memcg from the victim's
+    /// up to the OOM domain (or the root) with memory.oom.group set; none for a victim in the
+    /// root memcg (nor on cgroup v1, where no memcg has the file).
+    fn mem_cgroup_get_oom_group(&self, mm: &Mm, victim: usize, domain: Option<u16>) -> Option<u16> {
+        let memcg = self.procs[victim].memcg;
+        if memcg == 0 {
+            return None;
+        }
+        let mut group = None;
+        for c in mm.memcg_ancestry(memcg) {
+            if mm.memcgs[c as usize].oom_group {
+                group = Some(c);
+            }
+            if Some(c) == domain {
+                break;
+            }
+        }
+        group
+    }
+
+    /// oom_kill_process (mm/oom_kill.c, 6.12): kill `victim`; with memory.oom.group, count
+    /// MEMCG_OOM_GROUP_KILL on the group and kill every task of its subtree but those at
+    /// OOM_SCORE_ADJ_MIN (mem_cgroup_scan_tasks with oom_kill_memcg_member). That scan meets the
+    /// victim again and counts it again, as in the kernel: the victim still has its mm there
+    /// (the kill is a signal), so __oom_kill_process counts OOM_KILL and MEMCG_OOM_KILL a
+    /// second time. Tasks killed or exited before have no mm and are skipped
+    /// (find_lock_task_mm).
+    fn oom_kill_process(&mut self, mm: &mut Mm, victim: usize, domain: Option<u16>, now: Time) {
+        let group = self.mem_cgroup_get_oom_group(mm, victim, domain);
+        self.oom_kill_task(mm, victim, now);
+        let Some(g) = group else { return };
+        mm.memcgs[g as usize].events.oom_group_kill += 1;
+        // mem_cgroup_scan_tasks walks the subtree's memcgs in pre-order (mem_cgroup_iter).
+        for c in g..mm.memcgs[g as usize].subtree_end {
+            for pi in 0..self.procs.len() {
+                let p = &self.procs[pi];
+                if p.memcg != c || p.oom_score_adj == OOM_SCORE_ADJ_MIN {
+                    continue;
+                }
+                if pi == victim || !matches!(p.state, ProcState::Exited | ProcState::OomKilled) {
+                    self.oom_kill_task(mm, pi, now);
+                }
+            }
+        }
+    }
+
+    /// __oom_kill_process (mm/oom_kill.c, 6.12): count OOM_KILL and MEMCG_OOM_KILL (on the
+    /// task's memcg; memory.events shows it in every ancestor too, memcg_memory_event), then
+    /// the kill: the task's phase ends `oom_killed` and its memory is freed at once (no exit
+    /// latency, no oom_reaper). A task already killed is only counted.
+    fn oom_kill_task(&mut self, mm: &mut Mm, pi: usize, now: Time) {
         mm.vm.oom_kill += 1;
-        if self.procs[pi].phase < self.procs[pi].phases.len() {
+        mm.memcgs[self.procs[pi].memcg as usize].events.oom_kill += 1;
+        if self.procs[pi].state == ProcState::OomKilled {
+            return;
+        }
+        if self.procs[pi].phase < self.procs[pi].phases.len() && self.procs[pi].state != ProcState::Finished {
             self.end_phase_at(mm, pi, self.procs[pi].phase, now, "oom_killed");
         }
         mm.exit_process(pi as u32);
@@ -520,22 +644,11 @@ impl Scheduler {
         self.maybe_finish(now);
     }
 
-    /// out_of_memory from kswapd (the multi-gen LRU's min_ttl_ms, mm/lru_gen.rs): kill the
-    /// live process with the highest oom_badness (resident and swapped pages and page tables
-    /// of its regions; the first on a tie). Finished processes still hold memory and count.
+    /// out_of_memory from kswapd (the multi-gen LRU's min_ttl_ms, mm/lru_gen.rs): the
+    /// system-wide select_bad_process, then oom_kill_process.
     pub(crate) fn oom_kill_badness(&mut self, mm: &mut Mm, now: Time) {
-        let mut best: Option<(u64, usize)> = None;
-        for (pi, proc) in self.procs.iter().enumerate() {
-            if matches!(proc.state, ProcState::Exited | ProcState::OomKilled) {
-                continue;
-            }
-            let badness: u64 = proc.regions.iter().map(|&r| mm.oom_badness_of_region(r as usize)).sum();
-            if best.is_none_or(|(b, _)| badness > b) {
-                best = Some((badness, pi));
-            }
-        }
-        if let Some((_, pi)) = best {
-            self.oom_kill(mm, pi, now, Oom { memcg: None });
+        if let Some(pi) = self.select_bad_process(mm, None) {
+            self.oom_kill_process(mm, pi, None, now);
         }
     }
 

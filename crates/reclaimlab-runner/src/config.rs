@@ -29,6 +29,9 @@ struct RawProcess {
     name: String,
     regions: Vec<serde_json::Value>,
     phases: Vec<serde_json::Value>,
+    /// /proc/<pid>/oom_score_adj (absent: 0, left as inherited).
+    #[serde(default)]
+    oom_score_adj: Option<i16>,
 }
 
 #[derive(Deserialize)]
@@ -86,6 +89,8 @@ pub struct Plan {
     pub process_name: String,
     pub regions: Vec<RegionPlan>,
     pub phases: Vec<PhasePlan>,
+    /// The value the runner writes to /proc/self/oom_score_adj before `ready` (None: none).
+    pub oom_score_adj: Option<i16>,
 }
 
 /// `content::region_id` packs the process and region indices into 16 bits each.
@@ -134,6 +139,9 @@ impl Plan {
         let at = format!("processes[{process}]");
         let p = RawProcess::deserialize(value).map_err(|e| format!("{at}: {e}"))?;
         let at = format!("{at} ({})", p.name);
+        if let Some(adj) = p.oom_score_adj.filter(|a| !(-1000..=1000).contains(a)) {
+            return Err(format!("{at}.oom_score_adj: expected -1000..=1000, got {adj}"));
+        }
         if p.regions.len() > MAX_INDEX {
             return Err(format!("{at}: at most {MAX_INDEX} regions per process"));
         }
@@ -187,6 +195,7 @@ impl Plan {
             process_name: p.name,
             regions,
             phases,
+            oom_score_adj: p.oom_score_adj,
         })
     }
 
@@ -364,6 +373,9 @@ mod tests {
             let e = err(&p, idx);
             assert!(e.contains(want), "{p}\n=> {e}\nwanted {want}");
         }
+        let adj = |v: i32| format!(r#"{{"seed": 1, "processes": [{{"name": "p", "oom_score_adj": {v}, "regions": [], "phases": []}}]}}"#);
+        assert_eq!(Plan::parse(&adj(-1000), 0).unwrap().oom_score_adj, Some(-1000));
+        assert!(Plan::parse(&adj(1001), 0).unwrap_err().contains("oom_score_adj: expected -1000..=1000, got 1001"));
         assert!(Plan::parse(r#"{"processes": []}"#, 0).unwrap_err().contains("missing field `seed`"));
         assert!(Plan::parse(r#"{"seed": 1, "processes": []}"#, 0).unwrap_err().contains("no processes"));
         assert!(Plan::parse("{", 0).unwrap_err().contains("not a lowered scenario"));

@@ -186,6 +186,12 @@ fn run<W: Write>(out: &mut Reporter<W>) -> Result<(), Fail> {
         let mut prepared = Prepared::new(&plan);
         file::check_dirs(&plan, &args.fs_dirs).or_else(|e| fail(2, e.to_string()))?;
         prepared.create_files(&plan, &args.fs_dirs).or_else(|e| fail(1, e.to_string()))?;
+        if let Some(adj) = plan.oom_score_adj {
+            // The OOM killer's view of this process (oom_score_adj; lowering it needs
+            // CAP_SYS_RESOURCE, which the lab's root runner has).
+            std::fs::write("/proc/self/oom_score_adj", adj.to_string())
+                .or_else(|e| fail(1, format!("cannot write /proc/self/oom_score_adj = {adj}: {e}")))?;
+        }
         if let Err(e) = sys::lock_current() {
             eprintln!("reclaimlab-runner: note: mlockall(MCL_CURRENT) failed ({e}); the runner's own pages can be reclaimed");
         }

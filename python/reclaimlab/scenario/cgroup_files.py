@@ -91,6 +91,17 @@ WRITTEN: tuple[CgroupFile, ...] = (
         "swap limit of the cgroup (zswap entries count, as they hold a swap slot); at it, anonymous pages stay in memory",
         optional=True,
     ),
+    CgroupFile(
+        "memory.oom.group",
+        2,
+        "oom_group",
+        "zero_one",
+        None,
+        "`0`",
+        "an OOM kill of a task of the cgroup or a descendant kills every task of the subtree "
+        "but those at `oom_score_adj` -1000 (`memory.events` `oom_group_kill`)",
+        optional=True,
+    ),
     CgroupFile("memory.zswap.max", 2, "zswap_max_bytes", "max_or_size", None, "`max`", "zswap pool limit of the cgroup"),
     CgroupFile(
         "memory.zswap.writeback", 2, "zswap_writeback", "zero_one", True, "`1`", "whether zswap may write the cgroup's pages back to swap"

@@ -570,6 +570,9 @@ class Process(StrictModel):
     regions: list[Region] = Field(default_factory=list)
     files: list[File] = Field(default_factory=list)
     phases: list[Phase] = Field(default_factory=list)
+    #: /proc/<pid>/oom_score_adj: added to the OOM killer's badness in thousandths of the OOM
+    #: domain's pages; -1000 is never killed (docs/model/memcg.md, "OOM kills").
+    oom_score_adj: IntRange(-1000, 1000) = 0  # type: ignore[valid-type]
 
     def cgroup_path(self) -> str:
         parts = [p for p in self.cgroup.split("/") if p]

@@ -46,6 +46,8 @@ pub struct Memcg {
     pub elow: u64,
     /// v2 memory.swap.max, pages (u64::MAX = max).
     pub swap_max: u64,
+    /// v2 memory.oom.group (memcg->oom_group): an OOM kill in this subtree kills all of it.
+    pub oom_group: bool,
     /// The v2 swap page counter (memcg->swap): swap slots charged to this memcg and its
     /// descendants; the root's is not charged (mem_cgroup_is_root).
     pub swap_usage: u64,
@@ -115,6 +117,7 @@ impl Memcg {
             emin: 0,
             elow: 0,
             swap_max: u64::MAX,
+            oom_group: false,
             swap_usage: 0,
             watermark: 0,
             swap_watermark: 0,
@@ -181,13 +184,19 @@ impl Memcg {
             m.high = g.high_bytes.map_or(u64::MAX, |b| b / PAGE_SIZE);
             m.zswap_max = g.zswap_max_bytes.map_or(u64::MAX, |b| b / PAGE_SIZE);
             m.zswap_writeback = g.zswap_writeback;
-            let v2_only = [("min_bytes", g.min_bytes), ("low_bytes", g.low_bytes), ("swap_max_bytes", g.swap_max_bytes)];
+            let v2_only = [
+                ("min_bytes", g.min_bytes),
+                ("low_bytes", g.low_bytes),
+                ("swap_max_bytes", g.swap_max_bytes),
+                ("oom_group", g.oom_group.map(u64::from)),
+            ];
             if let (false, Some((key, _))) = (v2, v2_only.iter().find(|(_, v)| v.is_some())) {
                 return Err(ConfigError::invalid(format!("cgroups.groups[{idx}].{key}"), "is a cgroup v2 file; cgroups.version is 1"));
             }
             m.min = g.min_bytes.map_or(0, |b| b / PAGE_SIZE);
             m.low = g.low_bytes.map_or(0, |b| b / PAGE_SIZE);
             m.swap_max = g.swap_max_bytes.map_or(u64::MAX, |b| b / PAGE_SIZE);
+            m.oom_group = g.oom_group.unwrap_or(false);
             m.swappiness = match (g.swappiness, g.parent) {
                 (Some(s), _) => s,
                 (None, Some(p)) => memcgs[p as usize].swappiness,
@@ -455,10 +464,9 @@ impl Mm {
                         continue;
                     }
                     if *retries == 0 || *guard == 0 {
-                        // mem_cgroup_oom counts MEMCG_OOM, then the kill counts MEMCG_OOM_KILL:
-                        // the model's OOM killer always finds a victim (the charging task).
+                        // mem_cgroup_oom counts MEMCG_OOM; the caller picks the victim and
+                        // kills it (the scheduler's oom_kill_process counts MEMCG_OOM_KILL).
                         self.memcgs[over as usize].events.oom_events += 1;
-                        self.memcgs[over as usize].events.oom_kill += 1;
                         return Err(Oom { memcg: Some(over) });
                     }
                     *retries -= 1;
@@ -1104,8 +1112,11 @@ impl Mm {
                     out.push((format!("{pre}memory.swap.current"), sum(&|m| m.swap_pages) * PAGE_SIZE));
                     out.push((format!("{pre}memory.swap.peak"), m.swap_watermark * PAGE_SIZE));
                     out.push((format!("{pre}memory.zswap.current"), sum(&|m| m.zswap_bytes)));
-                    m.events.export_tagged("events", &format!("{pre}memory.events."), out);
-                    m.events.export_tagged("swap_events", &format!("{pre}memory.swap.events."), out);
+                    // memcg_memory_event (6.12 include/linux/memcontrol.h) counts an event in
+                    // the memcg and every ancestor below the root (on cgroup v2, without the
+                    // memory_localevents mount option): the file shows the subtree's sum.
+                    total.export_tagged("events", &format!("{pre}memory.events."), out);
+                    total.export_tagged("swap_events", &format!("{pre}memory.swap.events."), out);
                 }
             } else {
                 let i = idx as usize;

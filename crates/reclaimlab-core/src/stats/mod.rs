@@ -175,7 +175,8 @@ counters! {
         high_events as "high" [events]: "Times usage went over memory.high (memory.events high).",
         max_events as "max" [events]: "Times usage hit memory.max (memory.events max).",
         oom_events as "oom" [events]: "Times the cgroup's limit invoked the OOM killer (memory.events oom; mem_cgroup_oom).",
-        oom_kill [events]: "OOM kills in the cgroup (memory.events oom_kill).",
+        oom_kill [events]: "OOM kills of the cgroup's tasks (memory.events oom_kill; MEMCG_OOM_KILL, counted per __oom_kill_process call).",
+        oom_group_kill [events]: "Group OOM kills of the cgroup as memory.oom.group (memory.events oom_group_kill; MEMCG_OOM_GROUP_KILL).",
         swap_max_events as "max" [swap_events]: "Swap-outs refused at memory.swap.max (memory.swap.events max; MEMCG_SWAP_MAX).",
         swap_fail_events as "fail" [swap_events]: "Swap slot allocations that failed, for want of a free slot or at memory.swap.max (memory.swap.events fail; MEMCG_SWAP_FAIL).",
     }
@@ -217,7 +218,7 @@ mod tests {
         let mut out = Vec::new();
         a.export_tagged("events", "memory.events.", &mut out);
         let names: Vec<&str> = out.iter().map(|(k, _)| k.as_str()).collect();
-        assert_eq!(names, ["memory.events.low", "memory.events.high", "memory.events.max", "memory.events.oom", "memory.events.oom_kill"]);
+        assert_eq!(names, ["memory.events.low", "memory.events.high", "memory.events.max", "memory.events.oom", "memory.events.oom_kill", "memory.events.oom_group_kill"]);
         assert_eq!(out[1].1, 1);
         let mut out = Vec::new();
         a.export_tagged("v1", "", &mut out);

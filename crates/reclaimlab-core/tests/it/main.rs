@@ -13,6 +13,7 @@ mod writeback;
 mod identities;
 mod lru_gen;
 mod memcg_v1;
+mod oom_kill;
 mod switches;
 mod zswap_limits;
 mod page_tables;
