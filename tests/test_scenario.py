@@ -499,3 +499,54 @@ def test_cgroup_phase_errors_name_the_key(write: Write) -> None:
     assert msg.startswith("processes[0].phases[1].amount"), msg
     msg = one(write, _with_phase('kind = "reclaim"\namount = "4MiB"\nswappiness = 201\n'))
     assert msg.startswith("processes[0].phases[1].swappiness"), msg
+
+
+# --- after ---------------------------------------------------------------------------------
+
+_SECOND = """
+[[processes]]
+name = "q"
+{after}
+[[processes.regions]]
+name = "a"
+size = "1MiB"
+content = "text"
+[[processes.phases]]
+kind = "fill"
+region = "a"
+{phase_after}
+[[processes.phases]]
+name = "walk"
+kind = "sequential"
+region = "a"
+"""
+
+
+def _two(after: str = "", phase_after: str = "") -> str:
+    return MINIMAL + _SECOND.format(after=after, phase_after=phase_after)
+
+
+def test_after_lowers_to_indices() -> None:
+    from reclaimlab.lower import lower
+
+    s = load(_two(after='after = "p:fill0"'))
+    q = lower(s, None)["processes"][1]["phases"]
+    assert q[0]["after"] == {"process": 0, "phase": 0} and "after" not in q[1]
+    assert all("after" not in ph for ph in lower(load(_two()), None)["processes"][1]["phases"])
+    # A phase's own key, on a later phase.
+    s = load(_two(phase_after="").replace('name = "walk"', 'name = "walk"\nafter = "p:fill0"'))
+    q = lower(s, None)["processes"][1]["phases"]
+    assert "after" not in q[0] and q[1]["after"] == {"process": 0, "phase": 0}
+
+
+def test_after_references_are_checked(write: Write) -> None:
+    assert one(write, _two(after='after = "p"')) == "processes[1].after: expected '<process>:<phase>'; got 'p'"
+    assert one(write, _two(after='after = "x:fill0"')) == "processes[1].after: expected the name of another process (one of 'p'); got 'x'"
+    assert one(write, _two(after='after = "p:nope"')) == "processes[1].after: expected a phase of process 'p' (one of 'fill0'); got 'nope'"
+    assert "its own process 'q'" in one(write, _two(after='after = "q:walk"'))
+    assert "give one of the two" in one(write, _two(after='after = "p:fill0"', phase_after='after = "p:fill0"'))
+    # p's fill waits for q's walk, which comes after q's fill, which waits for p's fill.
+    text = _two(phase_after='after = "p:fill0"').replace(
+        'region = "a"\n\n[[processes]]', 'region = "a"\nafter = "q:walk"\n[[processes]]', 1
+    )
+    assert "waits, through `after`, on itself" in one(write, text)

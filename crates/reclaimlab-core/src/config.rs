@@ -209,4 +209,8 @@ pub struct Region {
 pub struct NamedPhase {
     pub name: String,
     pub phase: Phase,
+    /// Starts once another process's phase has ended (`after = "<process>:<phase>"`); absent
+    /// in configs of phases without it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after: Option<reclaimlab_workload::After>,
 }

@@ -342,6 +342,9 @@ Dist = Annotated[
 
 class _Phase(StrictModel):
     name: str | None = None
+    #: ``"<process>:<phase>"``: the phase starts once that phase of that other process has
+    #: ended (or the process stopped without ending it); docs/scenario.md, "after".
+    after: str | None = None
 
     def region_names(self) -> list[str]:
         return []
@@ -564,9 +567,17 @@ def phase_name(phase: Any, index: int) -> str:
     return phase.name if phase.name is not None else f"{phase.kind}{index}"
 
 
+def parse_after(text: str) -> tuple[str, str] | None:
+    """``"<process>:<phase>"`` as (process, phase); None if it is not of that form."""
+    proc, sep, phase = text.partition(":")
+    return (proc, phase) if sep and proc and phase else None
+
+
 class Process(StrictModel):
     name: str
     cgroup: str = "/"
+    #: ``"<process>:<phase>"``: the process's first phase starts once that phase has ended.
+    after: str | None = None
     regions: list[Region] = Field(default_factory=list)
     files: list[File] = Field(default_factory=list)
     phases: list[Phase] = Field(default_factory=list)
