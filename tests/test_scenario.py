@@ -124,7 +124,7 @@ def test_unknown_keys_everywhere(write: Write) -> None:
     assert any(f.startswith("machine.memroy: unknown key (did you mean 'memory'?); expected one of: memory, cpus, swap") for f in found)
     assert any(f.startswith("machine.swap[0].device.latency: unknown key") and "read_latency" in f for f in found)
     assert any(f.startswith("processes[0].regions[0].size_bytes: unknown key") for f in found)
-    assert "processes[0].phases[0].regions: unknown key (did you mean 'region'?); expected one of: name, kind, region" in found
+    assert "processes[0].phases[0].regions: unknown key (did you mean 'region'?); expected one of: name, after, kind, region" in found
     assert len(found) == 5
 
 
