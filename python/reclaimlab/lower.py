@@ -125,6 +125,8 @@ def _machine(m: Machine, presets: dict[str, DeviceModel]) -> dict[str, Any]:
         if sw.allocator is not None:  # optional in config.rs: absent lowers as before the key existed
             swaps[-1]["allocator"] = sw.allocator
     out: dict[str, Any] = {"memory_bytes": m.memory, "cpus": m.cpus, "swap": swaps}
+    if m.host_memcgs:  # optional in config.rs: a machine without them lowers as before
+        out["host_memcgs"] = m.host_memcgs
     # Optional in config.rs: a machine without filesystems lowers as before they existed.
     if m.filesystems:
         out["filesystems"] = [_filesystem(fs, presets) for fs in m.filesystems]

@@ -277,8 +277,7 @@ impl Scheduler {
                 self.end_phase_at(mm, pi, self.procs[pi].phase, t, "completed");
                 self.procs[pi].phase += 1;
             }
-            // Woken when the phase it waits for ended (wake_waiters); start_phase checks again.
-            ProcState::Waiting => self.procs[pi].state = ProcState::Running,
+            // Runs again only when wake_waiters makes it Running (with one event).
             _ => return,
         }
         // On a CPU from the slice's start (a no-op if it already was).
@@ -482,11 +481,15 @@ impl Scheduler {
         q.ended[a.phase as usize] || matches!(q.state, ProcState::Finished | ProcState::Exited | ProcState::OomKilled)
     }
 
-    /// Processes waiting on a phase that has now ended run from `now`, in process order.
+    /// Processes waiting on a phase that has now ended run from `now`, in process order: each
+    /// becomes Running with one event (wake_waiters runs several times as a phase and then its
+    /// process end; a second event would run the process twice as often).
     fn wake_waiters(&mut self, mm: &mut Mm, now: Time) {
         for qi in 0..self.procs.len() {
             let q = &self.procs[qi];
             if q.state == ProcState::Waiting && q.after[q.phase].is_some_and(|a| self.after_met(a)) {
+                self.procs[qi].state = ProcState::Running;
+                self.procs[qi].blocked_until = 0;
                 mm.queue.push(now, EventKind::Process(qi as u32));
             }
         }

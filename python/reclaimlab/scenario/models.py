@@ -36,6 +36,7 @@ from reclaimlab.scenario.types import (
     _max_or_size,
     check_schema_version,
     parse_cpus,
+    parse_host_memcgs,
     parse_memory,
     positive,
 )
@@ -125,6 +126,9 @@ class Machine(StrictModel):
     cpus: Annotated[IntRange(1, 4096), BeforeValidator(parse_cpus, json_schema_input_type=int | Literal["host"])] = 1  # type: ignore[valid-type]
     swap: list[Swap] = Field(default_factory=list)
     filesystems: list[Filesystem] = Field(default_factory=list)
+    #: The machine's other online memcgs, which zswap's shrink worker walks too
+    #: (docs/scenario.md): a number, or "host" (counted on this machine now).
+    host_memcgs: Annotated[IntRange(0, 65535), BeforeValidator(parse_host_memcgs, json_schema_input_type=int | Literal["host"])] = 0  # type: ignore[valid-type]
 
 
 # ---------------------------------------------------------------------------------------------

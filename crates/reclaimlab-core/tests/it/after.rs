@@ -86,3 +86,15 @@ fn bad_references_and_cycles_are_refused() {
     v["processes"][0]["phases"][1]["after"] = json!({"process": 1, "phase": 0});
     let _ = build(&v);
 }
+
+/// A process started by `after` runs at the speed of one started by a sleep of the same length
+/// (one event chain, not one per wake-up).
+#[test]
+fn a_woken_process_runs_at_its_own_speed() {
+    let mut v = two();
+    v["processes"][1]["phases"][0]["after"] = json!({"process": 0, "phase": 1});
+    let r = run(&v);
+    let (p0, p1) = span(&r, "p", "fill0");
+    let (q0, q1) = span(&r, "q", "fill0");
+    assert_eq!(q1 - q0, p1 - p0, "the same fill, alone on the machine, takes as long");
+}
