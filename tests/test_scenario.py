@@ -550,3 +550,35 @@ def test_after_references_are_checked(write: Write) -> None:
         'region = "a"\n\n[[processes]]', 'region = "a"\nafter = "q:walk"\n[[processes]]', 1
     )
     assert "waits, through `after`, on itself" in one(write, text)
+
+
+# --- host_memcgs ---------------------------------------------------------------------------
+
+
+def test_host_memcgs_counts_the_memory_hierarchy(tmp_path: Path) -> None:
+    from reclaimlab.scenario.types import count_host_memcgs
+
+    v1 = tmp_path / "v1"
+    for d in ("system.slice/a.service", "system.slice/b.service", "user.slice", "reclaimlab-123/workload"):
+        (v1 / d).mkdir(parents=True)
+    (v1 / "memory.usage_in_bytes").write_text("0\n")
+    # system.slice, its two services and user.slice; reclaimlab's own tree is not the host's.
+    assert count_host_memcgs(str(v1), str(tmp_path / "none")) == 4
+    # v2: only below a parent that enables the memory controller.
+    v2 = tmp_path / "v2"
+    for d in ("a/x", "a/y", "b/z"):
+        (v2 / d).mkdir(parents=True)
+    (v2 / "cgroup.subtree_control").write_text("cpu memory\n")
+    (v2 / "a" / "cgroup.subtree_control").write_text("memory\n")
+    (v2 / "b" / "cgroup.subtree_control").write_text("cpu\n")
+    assert count_host_memcgs(str(tmp_path / "nov1"), str(v2)) == 4  # a, b, a/x, a/y
+    with pytest.raises(ValueError, match="memory cgroup hierarchy"):
+        count_host_memcgs(str(tmp_path / "nov1"), str(tmp_path / "nov2"))
+
+
+def test_host_memcgs_lowers_only_when_set() -> None:
+    from reclaimlab.lower import lower
+
+    assert "host_memcgs" not in lower(load(MINIMAL), None)["machine"]
+    s = load(MINIMAL.replace('memory = "256MiB"', 'memory = "256MiB"\nhost_memcgs = 12'))
+    assert lower(s, None)["machine"]["host_memcgs"] == 12
