@@ -593,6 +593,12 @@ def notes(config: dict[str, Any], p: Probe) -> list[str]:
             f"scenario machine has {_gib(m['memory_bytes'])} and {_cpus(m['cpus'])}; this host has {_gib(p.mem_total_bytes)} and "
             f"{_cpus(p.cpus)}: the memcg limits still apply; global reclaim will differ"
         )
+    host_memcgs = m.get("host_memcgs", 0)
+    if config["kernel"]["zswap"]["enabled"] and p.host_memcgs is not None and host_memcgs != p.host_memcgs:
+        out.append(
+            f"the scenario states {host_memcgs} other memcgs (machine.host_memcgs); this host has {p.host_memcgs}: "
+            "zswap's shrink worker walks the host's"
+        )
     if config["kernel"]["zswap"]["enabled"] and p.debugfs_mount is None and not p.debugfs_supported:
         out.append("this kernel has no debugfs: the zswap.* counters (debugfs) will be missing")
     if config["kernel"]["version"] and not p.kernel_release.startswith(config["kernel"]["version"] + "."):
