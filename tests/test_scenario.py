@@ -124,7 +124,7 @@ def test_unknown_keys_everywhere(write: Write) -> None:
     assert any(f.startswith("machine.memroy: unknown key (did you mean 'memory'?); expected one of: memory, cpus, swap") for f in found)
     assert any(f.startswith("machine.swap[0].device.latency: unknown key") and "read_latency" in f for f in found)
     assert any(f.startswith("processes[0].regions[0].size_bytes: unknown key") for f in found)
-    assert "processes[0].phases[0].regions: unknown key (did you mean 'region'?); expected one of: name, kind, region" in found
+    assert "processes[0].phases[0].regions: unknown key (did you mean 'region'?); expected one of: name, after, kind, region" in found
     assert len(found) == 5
 
 
@@ -499,3 +499,86 @@ def test_cgroup_phase_errors_name_the_key(write: Write) -> None:
     assert msg.startswith("processes[0].phases[1].amount"), msg
     msg = one(write, _with_phase('kind = "reclaim"\namount = "4MiB"\nswappiness = 201\n'))
     assert msg.startswith("processes[0].phases[1].swappiness"), msg
+
+
+# --- after ---------------------------------------------------------------------------------
+
+_SECOND = """
+[[processes]]
+name = "q"
+{after}
+[[processes.regions]]
+name = "a"
+size = "1MiB"
+content = "text"
+[[processes.phases]]
+kind = "fill"
+region = "a"
+{phase_after}
+[[processes.phases]]
+name = "walk"
+kind = "sequential"
+region = "a"
+"""
+
+
+def _two(after: str = "", phase_after: str = "") -> str:
+    return MINIMAL + _SECOND.format(after=after, phase_after=phase_after)
+
+
+def test_after_lowers_to_indices() -> None:
+    from reclaimlab.lower import lower
+
+    s = load(_two(after='after = "p:fill0"'))
+    q = lower(s, None)["processes"][1]["phases"]
+    assert q[0]["after"] == {"process": 0, "phase": 0} and "after" not in q[1]
+    assert all("after" not in ph for ph in lower(load(_two()), None)["processes"][1]["phases"])
+    # A phase's own key, on a later phase.
+    s = load(_two(phase_after="").replace('name = "walk"', 'name = "walk"\nafter = "p:fill0"'))
+    q = lower(s, None)["processes"][1]["phases"]
+    assert "after" not in q[0] and q[1]["after"] == {"process": 0, "phase": 0}
+
+
+def test_after_references_are_checked(write: Write) -> None:
+    assert one(write, _two(after='after = "p"')) == "processes[1].after: expected '<process>:<phase>'; got 'p'"
+    assert one(write, _two(after='after = "x:fill0"')) == "processes[1].after: expected the name of another process (one of 'p'); got 'x'"
+    assert one(write, _two(after='after = "p:nope"')) == "processes[1].after: expected a phase of process 'p' (one of 'fill0'); got 'nope'"
+    assert "its own process 'q'" in one(write, _two(after='after = "q:walk"'))
+    assert "give one of the two" in one(write, _two(after='after = "p:fill0"', phase_after='after = "p:fill0"'))
+    # p's fill waits for q's walk, which comes after q's fill, which waits for p's fill.
+    text = _two(phase_after='after = "p:fill0"').replace(
+        'region = "a"\n\n[[processes]]', 'region = "a"\nafter = "q:walk"\n[[processes]]', 1
+    )
+    assert "waits, through `after`, on itself" in one(write, text)
+
+
+# --- host_memcgs ---------------------------------------------------------------------------
+
+
+def test_host_memcgs_counts_the_memory_hierarchy(tmp_path: Path) -> None:
+    from reclaimlab.scenario.types import count_host_memcgs
+
+    v1 = tmp_path / "v1"
+    for d in ("system.slice/a.service", "system.slice/b.service", "user.slice", "reclaimlab-123/workload"):
+        (v1 / d).mkdir(parents=True)
+    (v1 / "memory.usage_in_bytes").write_text("0\n")
+    # system.slice, its two services and user.slice; reclaimlab's own tree is not the host's.
+    assert count_host_memcgs(str(v1), str(tmp_path / "none")) == 4
+    # v2: only below a parent that enables the memory controller.
+    v2 = tmp_path / "v2"
+    for d in ("a/x", "a/y", "b/z"):
+        (v2 / d).mkdir(parents=True)
+    (v2 / "cgroup.subtree_control").write_text("cpu memory\n")
+    (v2 / "a" / "cgroup.subtree_control").write_text("memory\n")
+    (v2 / "b" / "cgroup.subtree_control").write_text("cpu\n")
+    assert count_host_memcgs(str(tmp_path / "nov1"), str(v2)) == 4  # a, b, a/x, a/y
+    with pytest.raises(ValueError, match="memory cgroup hierarchy"):
+        count_host_memcgs(str(tmp_path / "nov1"), str(tmp_path / "nov2"))
+
+
+def test_host_memcgs_lowers_only_when_set() -> None:
+    from reclaimlab.lower import lower
+
+    assert "host_memcgs" not in lower(load(MINIMAL), None)["machine"]
+    s = load(MINIMAL.replace('memory = "256MiB"', 'memory = "256MiB"\nhost_memcgs = 12'))
+    assert lower(s, None)["machine"]["host_memcgs"] == 12

@@ -47,6 +47,7 @@ from reclaimlab.scenario import (
     cgroup_files,
     phase_name,
 )
+from reclaimlab.scenario.checks import after_targets
 from reclaimlab.units import pages
 
 __all__ = ["lower"]
@@ -62,12 +63,13 @@ def lower(scenario: Scenario, profile: Profile | None = _ACTIVE) -> dict[str, An
     prof = active_profile() if profile is _ACTIVE else profile
     cgroups = _cgroups(scenario.cgroups)
     index = {g["path"]: i for i, g in enumerate(cgroups["groups"])}
+    after = after_targets(scenario.processes)
     out: dict[str, Any] = {
         "seed": scenario.seed,
         "machine": _machine(scenario.machine, device_presets(prof)),
         "kernel": _kernel(scenario.kernel),
         "cgroups": cgroups,
-        "processes": [_process(scenario, i, p, index) for i, p in enumerate(scenario.processes)],
+        "processes": [_process(scenario, i, p, index, after) for i, p in enumerate(scenario.processes)],
         "costs": effective_costs(scenario.costs, prof),
         "max_time_ns": scenario.max_time,
     }
@@ -123,6 +125,8 @@ def _machine(m: Machine, presets: dict[str, DeviceModel]) -> dict[str, Any]:
         if sw.allocator is not None:  # optional in config.rs: absent lowers as before the key existed
             swaps[-1]["allocator"] = sw.allocator
     out: dict[str, Any] = {"memory_bytes": m.memory, "cpus": m.cpus, "swap": swaps}
+    if m.host_memcgs:  # optional in config.rs: a machine without them lowers as before
+        out["host_memcgs"] = m.host_memcgs
     # Optional in config.rs: a machine without filesystems lowers as before they existed.
     if m.filesystems:
         out["filesystems"] = [_filesystem(fs, presets) for fs in m.filesystems]
@@ -247,7 +251,7 @@ def _phase(ph: Any, name: str, regions: dict[str, int]) -> dict[str, Any]:
     return {"kind": "exit"}
 
 
-def _process(s: Scenario, pi: int, p: Process, cgroups: dict[str, int]) -> dict[str, Any]:
+def _process(s: Scenario, pi: int, p: Process, cgroups: dict[str, int], after: dict[tuple[int, int], tuple[int, int]]) -> dict[str, Any]:
     m = s.machine
     # Files are regions after the anonymous ones, with the index of their filesystem.
     # The files create_files phases create come after the declared ones, in phase order.
@@ -275,6 +279,8 @@ def _process(s: Scenario, pi: int, p: Process, cgroups: dict[str, int]) -> dict[
                 "phase": _trace(s, ph, ("processes", pi, "phases", j), regions, [r["pages"] for r in lowered])
                 if isinstance(ph, TracePhase)
                 else _phase(ph, phase_name(ph, j), regions),
+                # Only when set: configs of phases without it stay as they were.
+                **({"after": {"process": after[(pi, j)][0], "phase": after[(pi, j)][1]}} if (pi, j) in after else {}),
             }
             for j, ph in enumerate(p.phases)
         ],

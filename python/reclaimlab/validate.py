@@ -369,7 +369,8 @@ class KernelResultsError(ValueError):
 def _workload_config(config: dict[str, Any]) -> dict[str, Any]:
     """``config`` without what only the simulator uses: its time costs, its swap devices' and
     filesystems' device models (the kernel ran on the real devices) and its memcg stats flush
-    interval (the kernel has its own flusher). What remains is what the kernel runs must share
+    interval (the kernel has its own flusher), and the host's other memcgs (``host_memcgs``: the
+    kernel had the real ones). What remains is what the kernel runs must share
     with the simulator's run: workload, cgroups, kernel settings, sizes. Trace phases are
     compared by their file's sha256, not by where a machine keeps the file."""
     out = {k: v for k, v in trace.without_paths(config).items() if k != "costs"}
@@ -387,6 +388,9 @@ def _workload_config(config: dict[str, Any]) -> dict[str, Any]:
         for key in ("swap", "filesystems"):
             if isinstance(machine.get(key), list):
                 machine[key] = [{k: v for k, v in d.items() if k != "device"} if isinstance(d, dict) else d for d in machine[key]]
+        # host_memcgs describes the host for the simulator; the lab sets nothing from it (the
+        # kernel walked the host's real memcgs).
+        machine.pop("host_memcgs", None)
         out["machine"] = machine
     return out
 

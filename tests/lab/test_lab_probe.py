@@ -185,6 +185,14 @@ def test_notes_name_what_differs_but_does_not_block() -> None:
     ]
     same = replace(V1_HOST, mem_total_bytes=2**30)
     assert notes(_config(), same) == []
+    # zswap is on in BASE: the host's other memcgs count for its shrink worker.
+    memcgs = replace(same, host_memcgs=12)
+    assert notes(_config(), memcgs) == [
+        "the scenario states 0 other memcgs (machine.host_memcgs); this host has 12: zswap's shrink worker walks the host's"
+    ]
+    stated = _config()
+    stated["machine"]["host_memcgs"] = 12
+    assert notes(stated, memcgs) == []
     old = replace(same, kernel_release="6.12.7")
     assert notes(_config(), old) == [
         "the scenario's kernel preset is 6.18; this host runs 6.12.7: the simulator models the preset, the lab measures this kernel"

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 import reclaimlab
-from lab.labutil import FAKE_RUNNER
+from lab.labutil import FAKE_RUNNER, REAL_RUNNER
 from reclaimlab.lab import host
 from reclaimlab.lab.errors import LabTimeout, RunnerFailed
 from reclaimlab.lab.record import EVENT, GAUGE, PRESSURE_MEMORY, Series, Sources, counters, kind, pressure, sim_counter_keys, snapshot
@@ -165,6 +165,49 @@ def test_protocol_with_the_fake_runner(tmp_path: Path) -> None:
         r = rs.runners[0]
         assert [p["phase"] for p in r.phases] == ["fill0", "nap"] and r.phases[0]["accesses"] == 16
         assert r.proc.returncode == 0
+    finally:
+        rs.close()
+
+
+@pytest.mark.skipif(not REAL_RUNNER.exists(), reason="the workload runner is not built (make build)")
+def test_after_waits_for_the_named_phase_of_another_runner(tmp_path: Path) -> None:
+    """The driver answers a runner's `waiting` with `continue` once the phase its `after` names
+    has ended: q's fill starts after p's 300 ms sleep (the real runner, --dry-run: no memory)."""
+    region = {"name": "r", "pages": 64, "content": "text", "variants": 4}
+    config = {
+        "seed": 3,
+        "processes": [
+            {
+                "name": "p",
+                "cgroup": 0,
+                "regions": [region],
+                "phases": [{"name": "nap", "phase": {"kind": "sleep", "duration_ns": 300_000_000}}],
+            },
+            {
+                "name": "q",
+                "cgroup": 0,
+                "regions": [region],
+                "phases": [
+                    {"name": "fill0", "phase": {"kind": "fill", "region": 0}, "after": {"process": 0, "phase": 0}},
+                    {"name": "nap", "phase": {"kind": "sleep", "duration_ns": 0}},
+                ],
+            },
+        ],
+    }
+    path = tmp_path / "lowered.json"
+    path.write_text(json.dumps(config))
+    rs = RunnerSet([str(REAL_RUNNER)], path, config, lambda r: None, ["--dry-run"])
+    try:
+        rs.start()
+        rs.wait_ready()
+        rs.go()
+        rs.run(time.monotonic() + 30, lambda: None, 1.0)
+        rs.finish()
+        p, q = rs.runners
+        # Each runner's times count from its own `go` (sent within microseconds of the other).
+        assert q.phases[0]["start_ns"] >= p.phases[0]["end_ns"] - 20_000_000
+        assert q.phases[0]["start_ns"] >= 250_000_000
+        assert [ph["phase"] for ph in q.phases] == ["fill0", "nap"]
     finally:
         rs.close()
 

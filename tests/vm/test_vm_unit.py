@@ -232,3 +232,45 @@ def test_time_ratios_between_configurations() -> None:
     (row,) = ratio_rows(ranking)
     assert (row.phase, row.config, row.baseline) == ("p/a", "other", "base")
     assert row.kernel == pytest.approx(2.0) and row.sim == pytest.approx(3.0)
+
+
+def test_plan_names_each_after_condition() -> None:
+    config = _config(nproc=2)
+    config["processes"][1]["phases"] = [
+        {"name": "f", "phase": {"kind": "sleep", "duration_ns": 0}},
+        {"name": "g", "phase": {"kind": "sleep", "duration_ns": 0}, "after": {"process": 0, "phase": 3}},
+    ]
+    script = make_plan(config, "r", 1.0).script
+    assert "AFTER_1_1='0 3'" in script.splitlines()
+    assert "AFTER_1_0" not in script and "AFTER_0_" not in script
+
+
+def test_guest_init_answers_waiting_runners(tmp_path: Path) -> None:
+    """init.sh's release_waiters, run by sh on made-up runner outputs: runner 1 waits for
+    phase 1 of runner 0 and gets one `continue` once that phase's line is there."""
+    sh = shutil.which("dash") or shutil.which("sh")
+    assert sh is not None
+    init = (Path(initramfs.__file__).parent / "guest" / "init.sh").read_text()
+    funcs = []
+    for name in ("alive() {", "release_waiters() {"):
+        start = init.index(name)
+        funcs.append(init[start : init.index("\n}\n", start) + 3])
+    done = next(line for line in init.splitlines() if line.startswith("done_phases()"))
+    out0, out1, in1 = tmp_path / "out0", tmp_path / "out1", tmp_path / "in1"
+    script = (
+        "\n".join([*funcs, done]).replace("/tmp/out", f"{tmp_path}/out")
+        + f"""
+NPROC=2; AFTER_1_0="0 1"; pid0=$$; pid1=$$
+exec 4>{in1}
+echo '{{"event":"phase","phase":"f","index":0,"start_ns":1}}' > {out0}
+echo '{{"event":"waiting","index":0}}' > {out1}
+release_waiters && echo waiting
+echo '{{"event":"phase","phase":"g","index":1,"start_ns":2}}' >> {out0}
+release_waiters || echo released
+release_waiters || echo nothing-left
+"""
+    )
+    r = subprocess.run([sh, "-c", script], capture_output=True, text=True, check=True)
+    assert r.stdout.split() == ["waiting", "released", "nothing-left"]
+    assert in1.read_text() == "continue\n"
+    assert out0.exists() and out1.exists()

@@ -39,6 +39,14 @@ pub struct Machine {
     /// anonymous memory only, and exports no file-page counters.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub filesystems: Vec<Filesystem>,
+    /// Online memcgs of the machine besides the root and the scenario's (`machine.host_memcgs`):
+    /// the zswap shrink worker walks them too (crate::mm::zswap). 0: none (configs without it).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub host_memcgs: u32,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 /// A filesystem holding the files of file regions: on its own block device, or a tmpfs
@@ -217,4 +225,8 @@ pub struct Region {
 pub struct NamedPhase {
     pub name: String,
     pub phase: Phase,
+    /// Starts once another process's phase has ended (`after = "<process>:<phase>"`); absent
+    /// in configs of phases without it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after: Option<reclaimlab_workload::After>,
 }

@@ -5,7 +5,7 @@
 
 use std::collections::VecDeque;
 
-use reclaimlab_workload::{Access, AccessGen, CgroupCounter, CgroupFile, CgroupValue, Phase, Stream};
+use reclaimlab_workload::{Access, AccessGen, After, CgroupCounter, CgroupFile, CgroupValue, Phase, Stream};
 use serde::Serialize;
 
 use crate::config::SimConfig;
@@ -19,6 +19,8 @@ use crate::sim::{later, EventKind, Time};
 pub(crate) enum ProcState {
     Running,
     Sleeping,
+    /// Its next phase waits for another process's phase to end (`after`).
+    Waiting,
     /// Phases done; holds its memory until every process is done.
     Finished,
     Exited,
@@ -32,6 +34,10 @@ pub(crate) struct Proc {
     pub(crate) regions: Vec<u32>,
     pub(crate) region_pages: Vec<u64>,
     pub(crate) phases: Vec<(String, Phase)>,
+    /// Each phase's start condition (`after`).
+    pub(crate) after: Vec<Option<After>>,
+    /// Which phases have ended (completed, or cut short by an OOM kill or the time limit).
+    pub(crate) ended: Vec<bool>,
     pub(crate) phase: usize,
     pub(crate) gen: Option<AccessGen>,
     /// The generator's next accesses, drawn ahead so that their page records are fetched
@@ -167,6 +173,8 @@ impl Proc {
                 regions: (next_region..next_region + n).collect(),
                 region_pages: p.regions.iter().map(|r| r.pages).collect(),
                 phases: p.phases.iter().map(|np| (np.name.clone(), np.phase.clone())).collect(),
+                after: p.phases.iter().map(|np| np.after).collect(),
+                ended: vec![false; p.phases.len()],
                 phase: 0,
                 gen: None,
                 ahead: VecDeque::with_capacity(LOOKAHEAD + 1),
@@ -183,6 +191,7 @@ impl Proc {
             });
             next_region += n;
         }
+        check_after(cfg)?;
         Ok(procs)
     }
 }
@@ -196,6 +205,60 @@ fn oom_badness(mm: &Mm, proc: &Proc, totalpages: u64) -> Option<i64> {
     }
     let points: u64 = proc.regions.iter().map(|&r| mm.oom_badness_of_region(r as usize)).sum();
     Some(points as i64 + i64::from(proc.oom_score_adj) * (totalpages / 1000) as i64)
+}
+
+/// The `after` conditions name an existing phase of another process, and no chain of them
+/// (with each process's own phase order) waits on itself: such a run could never end.
+fn check_after(cfg: &SimConfig) -> Result<()> {
+    let procs = &cfg.processes;
+    for (pi, p) in procs.iter().enumerate() {
+        for (k, np) in p.phases.iter().enumerate() {
+            let Some(a) = np.after else { continue };
+            let at = format!("processes[{pi}].phases[{k}].after");
+            let Some(q) = procs.get(a.process as usize) else {
+                return Err(ConfigError::invalid(at, format!("process {} does not exist ({} processes)", a.process, procs.len())));
+            };
+            if a.process as usize == pi {
+                return Err(ConfigError::invalid(at, "names a phase of its own process (its phases run in order already)"));
+            }
+            if a.phase as usize >= q.phases.len() {
+                return Err(ConfigError::invalid(at, format!("process {:?} has no phase {} ({} phases)", q.name, a.phase, q.phases.len())));
+            }
+        }
+    }
+    // Phase (p, k) ends after (p, k-1) ends and after its `after` phase ends: a depth-first
+    // walk of those edges finds a cycle (0 unvisited, 1 on the stack, 2 done).
+    let mut state: Vec<Vec<u8>> = procs.iter().map(|p| vec![0; p.phases.len()]).collect();
+    for pi in 0..procs.len() {
+        for k in 0..procs[pi].phases.len() {
+            let mut stack = vec![(pi, k, false)];
+            while let Some((p, j, leaving)) = stack.pop() {
+                if leaving {
+                    state[p][j] = 2;
+                    continue;
+                }
+                match state[p][j] {
+                    2 => continue,
+                    1 => {
+                        return Err(ConfigError::invalid(
+                            format!("processes[{p}].phases[{j}].after"),
+                            format!("phase {:?} of process {:?} waits, through `after`, on itself", procs[p].phases[j].name, procs[p].name),
+                        ))
+                    }
+                    _ => {}
+                }
+                state[p][j] = 1;
+                stack.push((p, j, true));
+                if j > 0 {
+                    stack.push((p, j - 1, false));
+                }
+                if let Some(a) = procs[p].phases[j].after {
+                    stack.push((a.process as usize, a.phase as usize, false));
+                }
+            }
+        }
+    }
+    Ok(())
 }
 
 /// The number a cgroup phase writes (None: "max"), its counter read from memcg `m` now.
@@ -290,6 +353,7 @@ impl Scheduler {
                 self.end_phase_at(mm, pi, self.procs[pi].phase, t, "completed");
                 self.procs[pi].phase += 1;
             }
+            // Runs again only when wake_waiters makes it Running (with one event).
             _ => return,
         }
         // On a CPU from the slice's start (a no-op if it already was).
@@ -464,8 +528,18 @@ impl Scheduler {
             proc.state = ProcState::Finished;
             mm.psi_set(pi, ctx.now, 0);
             self.maybe_finish(ctx.now);
+            self.wake_waiters(mm, ctx.now);
             return false;
         }
+        if let Some(a) = proc.after[proc.phase] {
+            if !self.after_met(a) {
+                let proc = &mut self.procs[pi];
+                proc.state = ProcState::Waiting;
+                mm.psi_set(pi, ctx.now, 0);
+                return false;
+            }
+        }
+        let proc = &mut self.procs[pi];
         proc.phase_start = ctx.now;
         proc.ahead.clear();
         proc.lookahead = matches!(proc.phases[proc.phase].1, Phase::Random { .. } | Phase::Trace { .. });
@@ -488,6 +562,7 @@ impl Scheduler {
                 mm.psi_set(pi, ctx.now, 0);
                 self.procs[pi].state = ProcState::Exited;
                 self.maybe_finish(ctx.now);
+                self.wake_waiters(mm, ctx.now);
                 false
             }
             Phase::Reclaim { amount, swappiness } => {
@@ -506,7 +581,30 @@ impl Scheduler {
         }
     }
 
+    /// Whether the phase an `after` names has ended, or can no longer end: its process was
+    /// killed, exited or stopped before it.
+    fn after_met(&self, a: After) -> bool {
+        let q = &self.procs[a.process as usize];
+        q.ended[a.phase as usize] || matches!(q.state, ProcState::Finished | ProcState::Exited | ProcState::OomKilled)
+    }
+
+    /// Processes waiting on a phase that has now ended run from `now`, in process order: each
+    /// becomes Running with one event (wake_waiters runs several times as a phase and then its
+    /// process end; a second event would run the process twice as often).
+    fn wake_waiters(&mut self, mm: &mut Mm, now: Time) {
+        for qi in 0..self.procs.len() {
+            let q = &self.procs[qi];
+            if q.state == ProcState::Waiting && q.after[q.phase].is_some_and(|a| self.after_met(a)) {
+                self.procs[qi].state = ProcState::Running;
+                self.procs[qi].blocked_until = 0;
+                mm.queue.push(now, EventKind::Process(qi as u32));
+            }
+        }
+    }
+
     fn end_phase_at(&mut self, mm: &mut Mm, pi: usize, idx: usize, now: Time, outcome: &'static str) {
+        self.procs[pi].ended[idx] = true;
+        self.wake_waiters(mm, now);
         let proc = &self.procs[pi];
         mm.lat.end_phase(pi, &proc.name, &proc.phases[idx].0);
         self.records.push(PhaseRecord {
@@ -642,6 +740,7 @@ impl Scheduler {
         self.procs[pi].state = ProcState::OomKilled;
         self.procs[pi].gen = None;
         self.maybe_finish(now);
+        self.wake_waiters(mm, now);
     }
 
     /// out_of_memory from kswapd (the multi-gen LRU's min_ttl_ms, mm/lru_gen.rs): the
@@ -677,6 +776,12 @@ impl Scheduler {
                 self.procs[pi].state = ProcState::Finished;
             }
         }
+        // A process still waiting on `after` never started its phase: it has no record.
+        for p in &mut self.procs {
+            if p.state == ProcState::Waiting {
+                p.state = ProcState::Finished;
+            }
+        }
     }
 
     /// Each process's latencies over its phases so far, the running one included.
@@ -698,7 +803,7 @@ impl Scheduler {
         for p in &self.procs {
             let n = p.phases.len().max(1) as f64;
             let done = match p.state {
-                ProcState::Running | ProcState::Sleeping => {
+                ProcState::Running | ProcState::Sleeping | ProcState::Waiting => {
                     let frac = match (p.phases.get(p.phase).map(|x| &x.1), &p.gen) {
                         (Some(Phase::Random { duration_ns: Some(d), .. }), Some(_)) => {
                             (now.saturating_sub(p.phase_start)) as f64 / (*d).max(1) as f64

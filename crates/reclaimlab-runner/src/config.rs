@@ -13,7 +13,7 @@
 use std::path::Path;
 
 use reclaimlab_workload::rng::{stream, Stream};
-use reclaimlab_workload::{content, AccessGen, Content, Phase, PAGE_SIZE};
+use reclaimlab_workload::{content, AccessGen, After, Content, Phase, PAGE_SIZE};
 use serde::Deserialize;
 
 #[derive(Deserialize)]
@@ -49,6 +49,8 @@ struct RawRegion {
 struct RawNamedPhase {
     name: String,
     phase: Phase,
+    #[serde(default)]
+    after: Option<After>,
 }
 
 /// One region of the process, resolved.
@@ -79,6 +81,8 @@ impl RegionPlan {
 pub struct PhasePlan {
     pub name: String,
     pub phase: Phase,
+    /// Waits before the phase until the driver says the named phase of another process ended.
+    pub after: Option<After>,
 }
 
 /// What process `process_index` of a lowered scenario does.
@@ -127,6 +131,8 @@ impl Plan {
     pub fn parse(text: &str, process: usize) -> Result<Plan, String> {
         let raw: RawConfig = serde_json::from_str(text).map_err(|e| format!("not a lowered scenario: {e}"))?;
         let n = raw.processes.len();
+        // Phase counts of every process, to check `after` against (the simulator's check_after).
+        let phase_counts: Vec<Option<usize>> = raw.processes.iter().map(|v| v.get("phases").and_then(|p| p.as_array()).map(Vec::len)).collect();
         let Some(value) = raw.processes.into_iter().nth(process) else {
             return Err(match n {
                 0 => format!("--process {process}: the config has no processes"),
@@ -183,9 +189,24 @@ impl Plan {
             check_region_kinds(&np.phase, &regions).map_err(|e| format!("{pat} ({}): {e}", np.name))?;
             let region_pages: Vec<u64> = regions.iter().map(|r| r.pages).collect();
             np.phase.check_sizes(&region_pages).map_err(|e| format!("{pat} ({}): {e}", np.name))?;
+            if let Some(a) = np.after {
+                let bad = if a.process as usize == process {
+                    Some("names a phase of its own process".to_string())
+                } else {
+                    match phase_counts.get(a.process as usize) {
+                        None => Some(format!("process {} does not exist ({n} processes)", a.process)),
+                        Some(c) if (a.phase as usize) >= c.unwrap_or(0) => Some(format!("process {} has no phase {}", a.process, a.phase)),
+                        Some(_) => None,
+                    }
+                };
+                if let Some(b) = bad {
+                    return Err(format!("{pat} ({}).after: {b}", np.name));
+                }
+            }
             phases.push(PhasePlan {
                 name: np.name,
                 phase: np.phase,
+                after: np.after,
             });
         }
 

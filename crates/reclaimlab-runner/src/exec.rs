@@ -71,6 +71,11 @@ pub trait Sink {
     fn access(&mut self, a: Access) -> io::Result<()>;
     /// A finished phase.
     fn phase(&mut self, plan: &Plan, report: &PhaseReport) -> io::Result<()>;
+    /// Phase `index` has an `after` condition: wait until the driver says it is met (true), or
+    /// told to exit (false). Without a driver (`--no-wait`, tests) it is met at once.
+    fn wait_after(&mut self, _index: usize) -> io::Result<bool> {
+        Ok(true)
+    }
 }
 
 /// How the phase list ended.
@@ -80,12 +85,17 @@ pub enum Ended {
     PhasesDone,
     /// An Exit phase ran; memory is released.
     Exited,
+    /// Told to exit while a phase waited on its `after` condition.
+    Told,
 }
 
 /// Runs the plan's phases in order; traces the first `trace` accesses of each phase.
 pub fn run_phases<M: Memory, S: Sink>(plan: &Plan, mem: &mut M, sink: &mut S, trace: u64) -> io::Result<Ended> {
     let region_pages = plan.region_pages();
     for (index, p) in plan.phases.iter().enumerate() {
+        if p.after.is_some() && !sink.wait_after(index)? {
+            return Ok(Ended::Told);
+        }
         // Generator set-up (a small allocation for Sequential and Random) happens before the
         // phase's clock starts; the simulator charges it no time either.
         let mut gen = match p.phase {
@@ -398,6 +408,45 @@ mod tests {
         assert_eq!(log.accesses.len(), 8);
         assert!(log.accesses[..4].iter().all(|a| a.region == 0));
         assert!(log.accesses[4..].iter().all(|a| a.region == 1));
+    }
+
+    /// Answers `after` waits from a list, and logs which phases asked.
+    struct Gate {
+        log: Log,
+        answers: Vec<bool>,
+        asked: Vec<usize>,
+    }
+
+    impl Sink for Gate {
+        fn access(&mut self, a: Access) -> io::Result<()> {
+            self.log.access(a)
+        }
+        fn phase(&mut self, plan: &Plan, r: &PhaseReport) -> io::Result<()> {
+            self.log.phase(plan, r)
+        }
+        fn wait_after(&mut self, index: usize) -> io::Result<bool> {
+            self.asked.push(index);
+            Ok(self.answers.remove(0))
+        }
+    }
+
+    #[test]
+    fn after_waits_before_its_phase_and_stops_when_told() {
+        let text = r#"{"seed": 5, "processes": [{"name": "o", "regions": [], "phases": [{"name": "x", "phase": {"kind": "exit"}}]},
+            {"name": "p", "regions": [{"name": "a", "pages": 10, "content": "text", "variants": 2}], "phases": [
+            {"name": "f", "phase": {"kind": "fill", "region": 0}},
+            {"name": "s", "phase": {"kind": "sequential", "regions": [0], "passes": 1, "write_percent": 0}, "after": {"process": 0, "phase": 0}},
+            {"name": "t", "phase": {"kind": "sequential", "regions": [0], "passes": 1, "write_percent": 0}, "after": {"process": 0, "phase": 0}}]}]}"#;
+        let plan = Plan::parse(text, 1).unwrap();
+        let mut gate = Gate { log: Log::default(), answers: vec![true, false], asked: vec![] };
+        assert_eq!(run_phases(&plan, &mut CountMem::default(), &mut gate, 0).unwrap(), Ended::Told);
+        assert_eq!(gate.asked, [1, 2]);
+        assert_eq!(gate.log.phases.len(), 2, "f and s ran; t was told to stop");
+        // A reference to a phase or process that does not exist, or to itself, is refused.
+        let bad = text.replace(r#""after": {"process": 0, "phase": 0}}]}]}"#, r#""after": {"process": 0, "phase": 3}}]}]}"#);
+        assert!(Plan::parse(&bad, 1).unwrap_err().contains("(t).after: process 0 has no phase 3"));
+        let bad = text.replace(r#""after": {"process": 0, "phase": 0}}]}]}"#, r#""after": {"process": 1, "phase": 0}}]}]}"#);
+        assert!(Plan::parse(&bad, 1).unwrap_err().contains("own process"));
     }
 
     #[test]

@@ -219,6 +219,34 @@ fn run<W: Write>(out: &mut Reporter<W>) -> Result<(), Fail> {
     }
 }
 
+/// The reporter, and the driver's commands for phases that wait on `after`.
+struct Driven<'a, W: Write, R: BufRead> {
+    out: &'a mut Reporter<W>,
+    stdin: &'a mut R,
+    no_wait: bool,
+}
+
+impl<W: Write, R: BufRead> reclaimlab_runner::Sink for Driven<'_, W, R> {
+    fn access(&mut self, a: reclaimlab_workload::Access) -> io::Result<()> {
+        self.out.access(a)
+    }
+    fn phase(&mut self, plan: &Plan, r: &reclaimlab_runner::PhaseReport) -> io::Result<()> {
+        self.out.phase(plan, r)
+    }
+    /// `{"event":"waiting"}`, then `continue` (run the phase) or `exit`/EOF (stop).
+    fn wait_after(&mut self, index: usize) -> io::Result<bool> {
+        if self.no_wait {
+            return Ok(true);
+        }
+        self.out.waiting(index)?;
+        match read_command(self.stdin).map_err(|f| io::Error::other(f.message))?.as_deref() {
+            Some("continue") => Ok(true),
+            Some("exit") | None => Ok(false),
+            Some(other) => Err(io::Error::other(format!("expected `continue` or `exit` on stdin, got {other:?}"))),
+        }
+    }
+}
+
 /// Runs the phases, then (unless they ended with Exit) holds the memory until `exit` or EOF.
 fn execute<M: Memory, W: Write>(
     plan: &Plan,
@@ -227,8 +255,11 @@ fn execute<M: Memory, W: Write>(
     args: &Args,
     stdin: &mut impl BufRead,
 ) -> Result<(), Fail> {
-    match run_phases(plan, mem, out, args.trace).map_err(lost)? {
-        Ended::Exited => Ok(()),
+    let mut driven = Driven { out, stdin, no_wait: args.no_wait };
+    let ended = run_phases(plan, mem, &mut driven, args.trace).map_err(lost)?;
+    let (out, stdin) = (driven.out, driven.stdin);
+    match ended {
+        Ended::Exited | Ended::Told => Ok(()),
         Ended::PhasesDone => {
             out.phases_done().map_err(lost)?;
             if args.no_wait {

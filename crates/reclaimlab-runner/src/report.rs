@@ -6,6 +6,7 @@
 //! {"event":"phase","process":"p","phase":"fill0","index":0,"start_ns":12,"end_ns":345,"accesses":64,"minflt":64,"majflt":0,
 //!  "cpu_ns":300,"run_delay_ns":20}                           (cpu_ns, run_delay_ns: with schedstat)
 //!  (reclaim phases add "reclaimed_bytes", cgroup_write phases "written"; a failed write "error":"EAGAIN")
+//! {"event":"waiting","index":2}                              (phase 2 waits on its `after`: the driver answers `continue`)
 //! {"event":"phases_done"}
 //! {"event":"error","message":"..."}
 //! ```
@@ -48,6 +49,9 @@ enum Event<'a> {
         #[serde(skip_serializing_if = "Option::is_none")]
         written: Option<String>,
     },
+    Waiting {
+        index: usize,
+    },
     PhasesDone,
     Error {
         message: &'a str,
@@ -78,6 +82,11 @@ impl<W: Write> Reporter<W> {
 
     pub fn ready(&mut self, pid: u32) -> io::Result<()> {
         self.emit(&Event::Ready { pid })
+    }
+
+    /// Phase `index` waits for its `after` condition.
+    pub fn waiting(&mut self, index: usize) -> io::Result<()> {
+        self.emit(&Event::Waiting { index })
     }
 
     pub fn phases_done(&mut self) -> io::Result<()> {

@@ -124,6 +124,17 @@ pub enum Phase {
     Exit,
 }
 
+/// A phase's start condition (the scenario's `after = "<process>:<phase>"`, docs/scenario.md):
+/// the phase starts once phase `phase` of process `process` (indices into the lowered config)
+/// has ended, or that process has stopped without ending it (OOM-killed, or exited before it).
+/// The simulator's scheduler and the lab's driver both wait on it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct After {
+    pub process: u32,
+    pub phase: u32,
+}
+
 /// The cgroup v2 interface files a `CgroupWrite` phase may write: those writable at runtime
 /// that the simulator models. Spelled as the kernel's files.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]

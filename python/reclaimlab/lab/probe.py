@@ -26,6 +26,7 @@ from reclaimlab.lab import filesystems, host, knobs, tracing
 from reclaimlab.lab.journal import state_dir
 from reclaimlab.native import Knob
 from reclaimlab.scenario import cgroup_files
+from reclaimlab.scenario.types import count_host_memcgs
 
 __all__ = ["ZRAM_ALLOCATOR", "Probe", "ZramDevice", "check", "notes", "parse_crypto", "probe"]
 
@@ -91,6 +92,9 @@ class Probe:
     knob_files: dict[str, str] = field(default_factory=dict)
     #: tracefs is in /proc/filesystems (``--trace``; the lab mounts it when it is not mounted).
     tracefs_supported: bool = False
+    #: Online memcgs besides the root and reclaimlab's (scenario key machine.host_memcgs: zswap's
+    #: shrink worker walks them); None if the memory hierarchy cannot be read.
+    host_memcgs: int | None = None
 
     @property
     def compressors(self) -> tuple[str, ...]:
@@ -124,6 +128,7 @@ class Probe:
             "zswap_compressors": list(self.compressors),
             "cgroup": "v1" if self.cgroup_v1_memory else ("v2" if self.cgroup_v2_memory_enabled else None),
             "zram": self.zram_loaded or self.zram_loadable,
+            "host_memcgs": self.host_memcgs,
         }
 
     def rows(self) -> list[tuple[str, str]]:
@@ -150,6 +155,7 @@ class Probe:
             ("  comp_algorithm", ", ".join(self.zram_comp_algorithms) or "unknown"),
             ("cgroup v1 memory", self.cgroup_v1_memory or "no"),
             ("cgroup v2", (self.cgroup_v2 or "no") + (" (memory controller)" if self.cgroup_v2_memory else " (no memory controller)")),
+            ("other memcgs", "unknown" if self.host_memcgs is None else f'{self.host_memcgs} (machine.host_memcgs = "host")'),
             ("active swap", ", ".join(self.swaps) or "none"),
             ("sysctls", ", ".join(f"{k}={v}" for k, v in self.sysctls.items())),
             ("tools", ", ".join(f"{k}={'yes' if v else 'MISSING'}" for k, v in self.tools.items())),
@@ -309,7 +315,15 @@ def probe() -> Probe:
         tools=tools,
         knob_files=knob_files,
         tracefs_supported="tracefs" in filesystems.split(),
+        host_memcgs=_host_memcgs(),
     )
+
+
+def _host_memcgs() -> int | None:
+    try:
+        return count_host_memcgs()
+    except (OSError, ValueError):
+        return None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -578,6 +592,12 @@ def notes(config: dict[str, Any], p: Probe) -> list[str]:
         out.append(
             f"scenario machine has {_gib(m['memory_bytes'])} and {_cpus(m['cpus'])}; this host has {_gib(p.mem_total_bytes)} and "
             f"{_cpus(p.cpus)}: the memcg limits still apply; global reclaim will differ"
+        )
+    host_memcgs = m.get("host_memcgs", 0)
+    if config["kernel"]["zswap"]["enabled"] and p.host_memcgs is not None and host_memcgs != p.host_memcgs:
+        out.append(
+            f"the scenario states {host_memcgs} other memcgs (machine.host_memcgs); this host has {p.host_memcgs}: "
+            "zswap's shrink worker walks the host's"
         )
     if config["kernel"]["zswap"]["enabled"] and p.debugfs_mount is None and not p.debugfs_supported:
         out.append("this kernel has no debugfs: the zswap.* counters (debugfs) will be missing")

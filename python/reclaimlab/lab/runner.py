@@ -7,6 +7,9 @@ prints JSON lines on stdout:
   into its cgroup in between, so that everything the workload allocates is charged there);
 * per phase ``{"event":"phase","process":..,"phase":..,"index":i,"start_ns":..,"end_ns":..,
   "accesses":..,"minflt":..,"majflt":..}``;
+* ``{"event":"waiting","index":i}`` before a phase with an ``after`` condition (the lowered
+  phase's ``after``: a phase of another process); the driver answers ``continue`` once that
+  phase has ended (its ``phase`` line came) or that runner stopped, and the phase starts then;
 * ``{"event":"phases_done"}``, then it waits for ``exit`` (or EOF) with its memory still mapped;
 * ``{"event":"error","message":..}`` and exit code 2 on failure.
 
@@ -163,6 +166,8 @@ class Runner:
     #: was the OOM killer (an outcome) or not (RunnerFailed with this message).
     killed_ns: int | None = None
     killed_error: str = ""
+    #: The phase index waiting for its ``after`` condition (``waiting`` seen, not yet answered).
+    waiting: int | None = None
 
     @property
     def pid(self) -> int:
@@ -323,6 +328,20 @@ class RunnerSet:
                 if line.strip():
                     self._event(r, line)
 
+    def _after_met(self, r: Runner) -> bool:
+        """Whether the phase runner ``r`` waits for has ended, or its runner has stopped
+        (the simulator's ``after_met``)."""
+        assert r.waiting is not None
+        a = self.config["processes"][r.index]["phases"][r.waiting]["after"]
+        q = self.runners[a["process"]]
+        return q.done or q.eof or any(ev.get("index") == a["phase"] for ev in q.phases)
+
+    def _release_waiters(self) -> None:
+        for r in self.runners:
+            if r.waiting is not None and self._after_met(r):
+                r.waiting = None
+                r.send("continue")
+
     def _event(self, r: Runner, line: bytes) -> None:
         try:
             ev = json.loads(line)
@@ -335,8 +354,13 @@ class RunnerSet:
                 raise RunnerFailed(f"{r.label()} says it is pid {r.ready_pid}")
         elif what == "phase":
             r.phases.append(ev)
+            self._release_waiters()
+        elif what == "waiting":
+            r.waiting = int(ev["index"])
+            self._release_waiters()
         elif what == "phases_done":
             r.done = True
+            self._release_waiters()
         elif what == "error":
             raise RunnerFailed(f"{r.label()} failed: {ev.get('message', '(no message)')}")
         else:
@@ -344,6 +368,7 @@ class RunnerSet:
 
     def _eof(self, r: Runner) -> None:
         r.eof = True
+        self._release_waiters()
         try:
             code = r.proc.wait(timeout=EXIT_TIMEOUT_S)
         except subprocess.TimeoutExpired:

@@ -30,12 +30,13 @@ from reclaimlab.scenario.models import (
     Report,
     Scenario,
     WritePhase,
+    parse_after,
     parse_metric,
     phase_name,
 )
 from reclaimlab.units import PAGE_SIZE, describe, pages
 
-__all__ = ["check"]
+__all__ = ["after_targets", "check"]
 
 
 def _quoted(names: Iterable[str]) -> str:
@@ -283,6 +284,7 @@ def _check_processes(s: Scenario, procs: list[Process]) -> list[Problem]:
     ):
         p.append(Problem(("processes",), "expected regions with a total size > 0; no process has a region or file"))
     p += _duplicates([proc.name for proc in procs], ("processes",), "name", "process")
+    p += _check_after(procs)
     p += _check_tmpfs_sizes(s, procs)
     cgroups = set(s.cgroups.all_paths())
     for i, proc in enumerate(procs):
@@ -364,6 +366,92 @@ def _check_processes(s: Scenario, procs: list[Process]) -> list[Problem]:
                     )
             else:
                 p += _check_phase(ph, pw, proc.name, regions)
+    return p
+
+
+def after_targets(procs: Sequence[Process]) -> dict[tuple[int, int], tuple[int, int]]:
+    """The ``after`` conditions of valid references: (process, phase) -> (process, phase), by
+    index. A process's ``after`` is its first phase's."""
+    index = {proc.name: i for i, proc in enumerate(procs)}
+    out: dict[tuple[int, int], tuple[int, int]] = {}
+    for i, proc in enumerate(procs):
+        for j, ph in enumerate(proc.phases):
+            text = proc.after if j == 0 and proc.after is not None else ph.after
+            ref = parse_after(text) if text is not None else None
+            if ref is None or ref[0] not in index or ref[0] == proc.name:
+                continue
+            q = index[ref[0]]
+            names = [phase_name(x, k) for k, x in enumerate(procs[q].phases)]
+            if ref[1] in names:
+                out[(i, j)] = (q, names.index(ref[1]))
+    return out
+
+
+def _check_after(procs: Sequence[Process]) -> list[Problem]:
+    """``after = "<process>:<phase>"`` names a phase of another process, and no chain of them
+    waits on itself."""
+    p: list[Problem] = []
+    names = [proc.name for proc in procs]
+    for i, proc in enumerate(procs):
+        refs: list[tuple[Path, str]] = []
+        if proc.after is not None:
+            refs.append((("processes", i, "after"), proc.after))
+            if not proc.phases:
+                p.append(Problem(("processes", i, "after"), f"process {proc.name!r} has no phases to start after {proc.after!r}"))
+            elif proc.phases[0].after is not None:
+                p.append(Problem(("processes", i, "phases", 0, "after"), "the process's `after` is its first phase's: give one of the two"))
+        refs += [(("processes", i, "phases", j, "after"), ph.after) for j, ph in enumerate(proc.phases) if ph.after is not None]
+        for where, text in refs:
+            ref = parse_after(text)
+            if ref is None:
+                p.append(Problem(where, f"expected '<process>:<phase>'; got {text!r}"))
+            elif ref[0] == proc.name:
+                p.append(Problem(where, f"names a phase of its own process {proc.name!r} (its phases run in order already)"))
+            elif ref[0] not in names:
+                p.append(
+                    Problem(
+                        where,
+                        f"expected the name of another process (one of {_quoted(n for n in names if n != proc.name)}); got {ref[0]!r}",
+                    )
+                )
+            else:
+                q = procs[names.index(ref[0])]
+                phases = [phase_name(x, k) for k, x in enumerate(q.phases)]
+                if ref[1] not in phases:
+                    p.append(Problem(where, f"expected a phase of process {q.name!r} (one of {_quoted(phases)}); got {ref[1]!r}"))
+    if p:
+        return p
+    # Phase (i, j) ends after (i, j-1) and after its `after` phase: a cycle never ends.
+    targets = after_targets(procs)
+    state: dict[tuple[int, int], int] = {}
+
+    def visit(node: tuple[int, int]) -> tuple[int, int] | None:
+        stack: list[tuple[tuple[int, int], bool]] = [(node, False)]
+        while stack:
+            n, leaving = stack.pop()
+            if leaving:
+                state[n] = 2
+                continue
+            if state.get(n) == 2:
+                continue
+            if state.get(n) == 1:
+                return n
+            state[n] = 1
+            stack.append((n, True))
+            if n[1] > 0:
+                stack.append(((n[0], n[1] - 1), False))
+            if n in targets:
+                stack.append((targets[n], False))
+        return None
+
+    for i, proc in enumerate(procs):
+        for j in range(len(proc.phases)):
+            loop = visit((i, j))
+            if loop is not None:
+                a, b = loop
+                key: Path = ("processes", a, "after") if b == 0 and procs[a].after is not None else ("processes", a, "phases", b, "after")
+                which = phase_name(procs[a].phases[b], b)
+                return [Problem(key, f"phase {which!r} of process {procs[a].name!r} waits, through `after`, on itself")]
     return p
 
 

@@ -36,6 +36,7 @@ from reclaimlab.scenario.types import (
     _max_or_size,
     check_schema_version,
     parse_cpus,
+    parse_host_memcgs,
     parse_memory,
     positive,
 )
@@ -125,6 +126,9 @@ class Machine(StrictModel):
     cpus: Annotated[IntRange(1, 4096), BeforeValidator(parse_cpus, json_schema_input_type=int | Literal["host"])] = 1  # type: ignore[valid-type]
     swap: list[Swap] = Field(default_factory=list)
     filesystems: list[Filesystem] = Field(default_factory=list)
+    #: The machine's other online memcgs, which zswap's shrink worker walks too
+    #: (docs/scenario.md): a number, or "host" (counted on this machine now).
+    host_memcgs: Annotated[IntRange(0, 65535), BeforeValidator(parse_host_memcgs, json_schema_input_type=int | Literal["host"])] = 0  # type: ignore[valid-type]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -342,6 +346,9 @@ Dist = Annotated[
 
 class _Phase(StrictModel):
     name: str | None = None
+    #: ``"<process>:<phase>"``: the phase starts once that phase of that other process has
+    #: ended (or the process stopped without ending it); docs/scenario.md, "after".
+    after: str | None = None
 
     def region_names(self) -> list[str]:
         return []
@@ -564,9 +571,17 @@ def phase_name(phase: Any, index: int) -> str:
     return phase.name if phase.name is not None else f"{phase.kind}{index}"
 
 
+def parse_after(text: str) -> tuple[str, str] | None:
+    """``"<process>:<phase>"`` as (process, phase); None if it is not of that form."""
+    proc, sep, phase = text.partition(":")
+    return (proc, phase) if sep and proc and phase else None
+
+
 class Process(StrictModel):
     name: str
     cgroup: str = "/"
+    #: ``"<process>:<phase>"``: the process's first phase starts once that phase has ended.
+    after: str | None = None
     regions: list[Region] = Field(default_factory=list)
     files: list[File] = Field(default_factory=list)
     phases: list[Phase] = Field(default_factory=list)

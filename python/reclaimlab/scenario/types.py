@@ -45,6 +45,44 @@ def parse_memory(v: Any) -> int:
     return _host_memory() if v == "host" else parse_size(v)
 
 
+#: Where the memory controller's hierarchy is mounted: cgroup v1's own, else the unified one.
+CGROUP_V1_MEMORY = "/sys/fs/cgroup/memory"
+CGROUP_V2 = "/sys/fs/cgroup"
+
+
+def count_host_memcgs(v1: str = CGROUP_V1_MEMORY, v2: str = CGROUP_V2) -> int:
+    """The machine's online memcgs besides the root and reclaimlab's own (``reclaimlab-*``):
+    every directory of the v1 memory hierarchy; on v2, every directory whose parent enables
+    the memory controller (cgroup.subtree_control). What zswap's shrink worker walks."""
+    v1_mounted = os.path.isfile(os.path.join(v1, "memory.usage_in_bytes"))
+    root = v1 if v1_mounted else v2
+    if not os.path.isdir(root):
+        raise ValueError(f"'host' needs the memory cgroup hierarchy at {v1} or {v2}, which does not exist")
+    n = 0
+    for d, subdirs, _files in os.walk(root):
+        if os.path.samefile(d, root):
+            subdirs[:] = [s for s in subdirs if not s.startswith("reclaimlab-")]
+        if not v1_mounted:
+            try:
+                with open(os.path.join(d, "cgroup.subtree_control"), encoding="ascii") as f:
+                    enabled = "memory" in f.read().split()
+            except OSError:
+                enabled = False
+            if not enabled:
+                subdirs[:] = []  # no memcgs below (a child cannot enable what its parent does not)
+                continue
+        n += len(subdirs)
+    return n
+
+
+def parse_host_memcgs(v: Any) -> Any:
+    if v == "host":
+        return count_host_memcgs()
+    if isinstance(v, str):
+        raise ValueError(f"expected an integer or 'host'; got {describe(v)}")
+    return v
+
+
 def parse_cpus(v: Any) -> Any:
     if v == "host":
         return os.cpu_count() or 1

@@ -18,7 +18,7 @@ With ``trace`` (``--trace``) it also defines ``plan_trace``, which mounts tracef
 the hist triggers of vm.trace; init.sh calls it just before "go" and sends TRACE_FILES after
 the last snapshot.
 
-It defines variables (NPROC, SAMPLE_CS, ZRAM_NUM, SNAP_FILES, TRACE_FILES, cg<i>) and
+It defines variables (NPROC, SAMPLE_CS, ZRAM_NUM, SNAP_FILES, TRACE_FILES, cg<i>, AFTER_<i>_<k>) and
 ``plan_apply``; the helpers it calls (setf, setp, waitdev, die) are init.sh's.
 """
 
@@ -154,5 +154,9 @@ def make_plan(config: dict[str, Any], runid: str, sample_interval_s: float) -> P
     ]
     for i, proc in enumerate(procs):
         head.append(f"cg{i}={_q(plan.cgroup_dirs[groups[proc['cgroup']]['path']])}")
+        # `after`: phase k of runner i waits for phase j of runner q (init.sh's release_waiters).
+        for pk, ph in enumerate(proc["phases"]):
+            if "after" in ph:
+                head.append(f"AFTER_{i}_{pk}={_q(str(ph['after']['process']) + ' ' + str(ph['after']['phase']))}")
     plan.script = "\n".join([*head, *lines]) + "\n"
     return plan

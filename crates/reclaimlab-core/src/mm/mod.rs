@@ -183,7 +183,8 @@ impl Mm {
         cfg.kernel.check_ranges()?;
         let (wmark_min, wmark_low, wmark_high) = vmscan::watermarks(&cfg.kernel.vm, totalram);
         let (memcgs, cgroup_v2) = Memcg::tree_from_config(&cfg.cgroups, cfg.kernel.vm.swappiness)?;
-        let zswap = Zswap::from_config(&cfg.kernel.zswap, &cfg.kernel.version, &switches, totalram)?;
+        let mut zswap = Zswap::from_config(&cfg.kernel.zswap, &cfg.kernel.version, &switches, totalram)?;
+        zswap.host_memcgs = cfg.machine.host_memcgs;
         // Codec slot 0 is zswap's compressor; zram devices add theirs.
         let mut codecs = vec![zswap.codec];
         let swap = Swap::from_config(&cfg.machine.swap, &mut codecs)?;

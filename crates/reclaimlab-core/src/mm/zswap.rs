@@ -378,6 +378,25 @@ impl Mm {
         }
     }
 
+    /// shrink_memcg on the memcg at position `pos` of the worker's walk (root, then `host`
+    /// memcgs of the machine, then the scenario's). The host's memcgs hold none of the
+    /// scenario's zswap entries: shrink_memcg finds their LRUs empty (6.12+: -ENOENT, skipped
+    /// without counting an attempt; 6.10: -EAGAIN, a failure), at the cost of one visit.
+    /// Simplified: they are online, with writeback enabled and nothing in zswap.
+    fn shrink_memcg_at(&mut self, ctx: &mut Ctx, pos: u32, host: u32) -> ShrinkResult {
+        match pos {
+            0 => self.shrink_memcg(ctx, 0),
+            p if p <= host => {
+                if self.switches.shrink_worker == ShrinkWorker::V6_10 {
+                    ShrinkResult::Again
+                } else {
+                    ShrinkResult::NoEnt
+                }
+            }
+            p => self.shrink_memcg(ctx, (p - host) as u16),
+        }
+    }
+
     /// One iteration of shrink_worker's loop: advance the memcg cursor (pre-order, root
     /// included), shrink that memcg, count failures; stop at the accept threshold or after
     /// MAX_RECLAIM_RETRIES failures. 6.12+: memcgs with nothing to write back are skipped for
@@ -412,12 +431,16 @@ impl Mm {
         // Running from here on: a store that fails during this step (reclaim inside writeback)
         // marks the work pending instead of starting a second event chain.
         self.zswap.worker = Some(run);
+        // mem_cgroup_iter(NULL, zswap_next_shrink, NULL): a pre-order walk from the root. The
+        // host's other memcgs (machine.host_memcgs) were made before the scenario's, so they come
+        // right after the root; None at the end of a walk.
+        let host = self.zswap.host_memcgs;
         let next = if self.switches.lru == ZswapLru::Global {
-            Some(0u16)
+            Some(0u32)
         } else {
             match self.zswap.next_shrink {
-                None => Some(0u16),
-                Some(c) if (c as usize) + 1 < self.memcgs.len() => Some(c + 1),
+                None => Some(0u32),
+                Some(c) if (c as usize) + 1 < self.memcgs.len() + host as usize => Some(c + 1),
                 Some(_) => None,
             }
         };
@@ -434,7 +457,7 @@ impl Mm {
                 run.attempts = 0;
                 abort
             }
-            Some(m) => match self.shrink_memcg(ctx, m) {
+            Some(pos) => match self.shrink_memcg_at(ctx, pos, host) {
                 ShrinkResult::Inval => true,
                 ShrinkResult::NoEnt => false,
                 ShrinkResult::Ok => {

@@ -45,8 +45,11 @@ pub struct Zswap {
     /// ≤6.11 same_filled_pages gauge.
     pub same_filled_pages: u64,
     pub ev: ZswapEvents,
-    /// zswap_next_shrink: the worker's memcg cursor (None = before the first memcg).
-    pub(crate) next_shrink: Option<u16>,
+    /// zswap_next_shrink: the worker's memcg cursor, a position in its walk (None = before the
+    /// first memcg): the root, then the host's other memcgs, then the scenario's non-root ones.
+    pub(crate) next_shrink: Option<u32>,
+    /// Online memcgs of the machine that are not the scenario's (machine.host_memcgs).
+    pub(crate) host_memcgs: u32,
     pub(crate) worker_pending: bool,
     pub(crate) worker: Option<WorkerRun>,
     pub worker_clock: Time,
@@ -87,6 +90,7 @@ impl Zswap {
             same_filled_pages: 0,
             ev: ZswapEvents::default(),
             next_shrink: None,
+            host_memcgs: 0,
             worker_pending: false,
             worker: None,
             worker_clock: 0,

@@ -1,6 +1,7 @@
 //! Integration tests: whole simulations checked against kernel invariants. One binary, one
 //! module per subject.
 
+mod after;
 mod allocators;
 mod block_device;
 mod bounds;

@@ -106,3 +106,37 @@ fn forced_charges_at_the_limit_count_memory_events_max() {
     mm.charge_zswap(1, 1000);
     assert_eq!((mm.memcgs()[1].events.max_events, mm.memcgs()[1].stock), (2, 0), "served by the stock");
 }
+
+/// machine.host_memcgs: the worker's walk visits the host's other memcgs between the root and
+/// the scenario's; 6.12+ skips them (-ENOENT: no attempt, no failure) at one step each. A run
+/// on a freshly filled pool still ends after the same 16 rotations, 16 walks later, each walk
+/// longer by the host's memcgs.
+#[test]
+fn host_memcgs_lengthen_the_workers_walk() {
+    let steps_with = |host: u32| {
+        let mut v = scenario(&[("a", 300, "text")], 1, 100, true, false);
+        v["processes"][0]["phases"][1] = json!({"name": "idle", "phase": {"kind": "sleep", "duration_ns": 1_000_000_000_000u64}});
+        v["machine"]["host_memcgs"] = json!(host);
+        let mut s = build(&v);
+        while s.mm().zswap().stored_pages < 200 {
+            assert!(!s.step(1), "finished before the pool filled");
+        }
+        let mm = s.mm_mut();
+        mm.zswap_mut().max_pool_percent = 0;
+        mm.queue_shrink_worker(0);
+        let mut ctx = Ctx::new(0, Actor::ZswapWorker, 1024);
+        let mut steps = 0u64;
+        while mm.zswap_worker_busy() {
+            mm.zswap_worker_step(&mut ctx);
+            steps += 1;
+        }
+        let rotated = mm.pages().iter().filter(|p| p.has(pg::ZSWAP) && !p.has(pg::REFERENCED)).count();
+        (steps, rotated, mm.vm().zswpwb, ctx.now)
+    };
+    let (s0, r0, wb0, t0) = steps_with(0);
+    let (s50, r50, wb50, t50) = steps_with(50);
+    assert_eq!((r0, wb0), (16, 0));
+    assert_eq!((r50, wb50), (16, 0), "the host's memcgs neither fail nor count as attempts");
+    assert_eq!(s50 - s0, 16 * 50, "each of the 16 walks visits the 50 host memcgs");
+    assert!(t50 > t0);
+}

@@ -72,6 +72,30 @@ alive() {
     [ "$st" != Z ]
 }
 done_phases() { grep -q '"event":"phases_done"' /tmp/out$1; }
+# The host lab's driver protocol for `after`: runner i printed {"event":"waiting","index":K};
+# it gets "continue" once runner Q printed the phase line of its phase J (AFTER_i_K="Q J"),
+# or runner Q is done or gone. answered<i> is the last index answered. Returns 0 if a runner
+# is still waiting (the main loop then polls faster).
+release_waiters() {
+    w_left=1
+    w=0
+    while [ $w -lt "$NPROC" ]; do
+        k=$(grep -o '"event":"waiting","index":[0-9]*' /tmp/out$w | tail -n 1 | sed 's/.*://')
+        eval "seen=\${answered$w:-}"
+        if [ -n "$k" ] && [ "$k" != "$seen" ]; then
+            eval "dep=\$AFTER_${w}_$k"
+            q=${dep% *}; j=${dep#* }
+            if grep -q "\"event\":\"phase\".*\"index\":$j," /tmp/out$q || done_phases $q || ! alive $q; then
+                eval "echo continue >&$((3 + w))"
+                eval "answered$w=$k"
+            else
+                w_left=0
+            fi
+        fi
+        w=$((w + 1))
+    done
+    return $w_left
+}
 
 ev init "$(now)"
 [ -r /plan/plan.sh ] || die "no /plan/plan.sh in the initramfs"
@@ -135,7 +159,7 @@ while :; do
         snap sample /proc/vmstat /proc/meminfo $SNAP_FILES /sys/kernel/debug/zswap/*
         next=$((next + SAMPLE_CS))
     fi
-    sleep 0.2
+    if release_waiters; then sleep 0.05; else sleep 0.2; fi
 done
 snap after /proc/vmstat /proc/meminfo $SNAP_FILES /sys/kernel/debug/zswap/*
 [ -n "$TRACE_FILES" ] && snap trace $TRACE_FILES
