@@ -177,10 +177,24 @@ impl Mm {
         self.knobs.swap.vma_ra_enabled && !self.swap.rotational
     }
 
-    /// swap_cache_get_folio's readahead accounting for a hit.
+    /// folio_test_clear_readahead on a swap-cache folio. PG_readahead is PG_reclaim
+    /// (include/linux/page-flags.h, 6.18), so a folio that reclaim marked for rotation while
+    /// its write is in flight (pageout to a block device, zswap_writeback_entry) reads as a
+    /// readahead folio too: a fault on it counts `swap_ra_hit` and feeds the readahead window,
+    /// and clearing the bit means the end of its write no longer rotates it (folio_end_writeback
+    /// tests PG_reclaim). The model keeps two flags (the file side uses READAHEAD alone); on the
+    /// swap side they act as the kernel's one bit through this function and
+    /// [`Mm::end_swap_writeback`].
+    pub(super) fn folio_test_clear_readahead(&mut self, i: u32) -> bool {
+        let p = &mut self.pages[i as usize];
+        let set = p.has(pg::READAHEAD) || p.has(pg::RECLAIM);
+        p.clear(pg::READAHEAD | pg::RECLAIM);
+        set
+    }
+
+    /// swap_update_readahead (6.18; swap_cache_get_folio's accounting in 6.12) for a hit.
     fn swap_cache_hit(&mut self, i: u32) {
-        let readahead = self.pages[i as usize].has(pg::READAHEAD);
-        self.pages[i as usize].clear(pg::READAHEAD);
+        let readahead = self.folio_test_clear_readahead(i);
         let vma_ra = self.swap_use_vma_readahead();
         if vma_ra {
             let base = self.region_of(i).base;

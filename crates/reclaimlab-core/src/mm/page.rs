@@ -27,7 +27,11 @@ pub mod pg {
     /// Folio or PTE dirty (the PTE bit is transferred to the folio at unmap).
     pub const DIRTY: u32 = 1 << 7;
     pub const WRITEBACK: u32 = 1 << 8;
+    /// PG_reclaim: written back for reclaim; rotate to the inactive tail when the write ends.
     pub const RECLAIM: u32 = 1 << 9;
+    /// PG_readahead. In the kernel it is the same bit as PG_reclaim (page-flags.h:
+    /// `PG_readahead = PG_reclaim`); the swap-in side reads the two as one bit
+    /// ([`crate::mm::Mm::folio_test_clear_readahead`]), the file side keeps them apart.
     pub const READAHEAD: u32 = 1 << 10;
     /// The swap slot's data is a zswap entry (`handle`, `zlen`).
     pub const ZSWAP: u32 = 1 << 11;

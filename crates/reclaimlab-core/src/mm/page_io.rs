@@ -184,7 +184,8 @@ impl Mm {
         if !p.has(pg::RECLAIM) {
             return;
         }
-        p.clear(pg::RECLAIM);
+        // folio_clear_reclaim clears PG_readahead too: one bit in the kernel.
+        p.clear(pg::RECLAIM | pg::READAHEAD);
         let on_lru = list::is_lru(p.list);
         if on_lru && !p.has(pg::DIRTY) {
             self.lru_del(i);

@@ -153,9 +153,7 @@ impl Mm {
     /// accessed, and it leaves the swap cache for the mapping, dirty, its slot freed.
     fn shmem_swapin_folio(&mut self, ctx: &mut Ctx, i: u32, fault: bool, sgp_write: bool) -> Result<(), Oom> {
         if self.pages[i as usize].has(pg::RESIDENT) {
-            let p = &mut self.pages[i as usize];
-            if p.has(pg::READAHEAD) {
-                p.clear(pg::READAHEAD);
+            if self.folio_test_clear_readahead(i) {
                 self.vm.swap_ra_hit += 1;
                 self.swap.ra_hits += 1;
             }

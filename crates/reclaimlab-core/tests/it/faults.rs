@@ -79,3 +79,24 @@ fn rw_on_fresh_memory_faults_twice() {
     let r = run(&v);
     assert_eq!((r.phases[0].minflt, r.phases[0].majflt), (256, 0));
 }
+
+#[test]
+fn a_fault_on_a_folio_under_reclaim_writeback_counts_as_a_readahead_hit() {
+    // PG_readahead is PG_reclaim (one bit in the kernel). Without readahead (page-cluster 0:
+    // swap_ra stays 0), random reads under a v1 limit on a slow disk fault on pages whose
+    // reclaim write is still in flight: swap_cache_get_folio/swap_update_readahead test and
+    // clear the bit, so those minor faults count swap_ra_hit, and the cleared folios are not
+    // rotated when their writes end.
+    let mut v = scenario(&[("a", 4096, "random")], 20_000, 1024, false, true);
+    v["kernel"]["vm"]["page_cluster"] = json!(0);
+    v["machine"]["swap"][0]["device"]["write_bytes_per_s"] = json!(1_000_000u64);
+    let last = v["processes"][0]["phases"].as_array().unwrap().len() - 1;
+    v["processes"][0]["phases"][last]["phase"]["write_percent"] = json!(50);
+    let r = run(&v);
+    assert_eq!(counter(&r, "vmstat.swap_ra"), 0);
+    let hits = counter(&r, "vmstat.swap_ra_hit");
+    assert!(hits > 0, "no readahead hit on a folio under writeback");
+    // Every hit was a minor fault of the random phase on a swap-cache folio.
+    let measure = r.phases.iter().find(|p| p.phase == "measure").expect("phase");
+    assert!(hits <= measure.minflt, "{hits} hits, {} minor faults", measure.minflt);
+}
