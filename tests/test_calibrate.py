@@ -490,3 +490,21 @@ def test_kernel_fit_codecs_are_the_hosts_zswap_codecs_with_costs_but_lzo() -> No
     assert cal.kernel_fit_codecs(("deflate", "lzo", "lzo-rle")) == ["lzo-rle", "deflate"]
     assert cal.kernel_fit_codecs(("lz4", "zstd", "lzo", "842")) == ["lz4", "zstd"]
     assert cal.kernel_fit_codecs(()) == []
+
+
+def test_reclaim_pass_figure_is_the_median_cgroup_over_the_passes_of_a_failed_write() -> None:
+    from reclaimlab import reclaim_pass as rp
+
+    n = rp.PASSES_PER_FAILED_WRITE
+    assert n == 26  # 13 priorities, twice (do_try_to_free_pages' memcg_full_walk retry)
+    # per cgroup: (median failed - median ok) / 26 -> 700, 400, 1000; the median cgroup wins
+    per = [
+        {"failed_ns": [5_000 + 700 * n, 1, 10**9], "ok_ns": [5_000]},
+        {"failed_ns": [6_000 + 400 * n], "ok_ns": [6_000, 6_000, 7]},
+        {"failed_ns": [5_500 + 1000 * n], "ok_ns": [5_500]},
+    ]
+    assert rp.figure(per) == {"shrink_node_ns": 700, "per_cgroup_ns": [700, 400, 1000]}
+    # a failed write faster than a successful one (noise) gives 0, not a negative cost
+    assert rp.figure([{"failed_ns": [10], "ok_ns": [20]}])["shrink_node_ns"] == 0
+    with pytest.raises(ValueError):
+        rp.figure([])

@@ -57,7 +57,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from reclaimlab import kernel_codecs
+from reclaimlab import kernel_codecs, reclaim_pass
 from reclaimlab.errors import ScenarioError, format_key
 from reclaimlab.kernel_codecs import composition_fit
 from reclaimlab.lab import host, speed
@@ -1036,6 +1036,7 @@ COST_NOTES = {
     "reclaim_page_ns": "lab: zram run under a memcg limit (fit; without 1b: the swap-file run)",
     "swap_write_end_ns": "lab: swap-file run under a memcg limit (fit)",
     "zswap_entry_ns": "lab: zswap run under a memcg limit (fit)",
+    "shrink_node_ns": "kernel: failed v1 limit writes over mlock()ed memory, per shrink_node call",
 }
 
 
@@ -1163,6 +1164,14 @@ def calibrate(args: Options, note: _Note) -> tuple[str, dict[str, Any]]:
         kernel_codec_figures = kernel_codec_costs(kc)
         probes += [float(x) for x in kc["speed_probe_ns"]]
         measurements["kernel_codecs"] = _inline_kernel_codecs(kc)
+
+    # 1c. The kernel's fixed time of a reclaim pass (reclaim_pass.py): shrink_node calls that
+    # find nothing to reclaim, through failed cgroup v1 limit writes.
+    if p.root and p.cgroup_v1_memory and not args.skip_lab and args.lab_from is None:
+        note("reclaim pass: failed memory.limit_in_bytes writes over mlock()ed memory (shrink_node_ns)")
+        rp = reclaim_pass.run(note=note)
+        costs["shrink_node_ns"] = int(rp["shrink_node_ns"])
+        measurements["reclaim_pass"] = dict(rp)
 
     # 2. The swap device.
     devices: dict[str, dict[str, Any]] = {}

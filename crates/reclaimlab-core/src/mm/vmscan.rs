@@ -910,6 +910,9 @@ impl Mm {
     /// lruvec. Reclaimers other than kswapd resume a shared cursor and stop once the goal is met.
     fn shrink_node(&mut self, ctx: &mut Ctx, sc: &mut ScanControl) {
         sc.nr = ReclaimStat::default();
+        // Every call costs its fixed overhead, also one that finds nothing to scan: a reclaimer
+        // that retries over empty or busy lists takes time, as the kernel's does.
+        ctx.cpu(self.costs.shrink_node_ns);
         if self.lru_gen_enabled() && !sc.cgroup_reclaim() {
             return self.lru_gen_shrink_node(ctx, sc);
         }
