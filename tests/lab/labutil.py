@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -87,6 +88,20 @@ class Lab:
 
     def state_now(self) -> dict[str, Any]:
         return machine_state(self.state)
+
+    def start_driver(self, scenario: Path, log: Path, *options: str, orphan_runner: bool = False) -> subprocess.Popen[bytes]:
+        """`reclaimlab run --backend kernel` on ``scenario`` in a process of its own (for tests
+        that SIGKILL it), output to ``log``. ``orphan_runner``: no PDEATHSIG, so the runner
+        outlives a killed driver and only `lab restore` can clean up after it."""
+        env = {**self.env, "RECLAIMLAB_RUNNER_PDEATHSIG": "0"} if orphan_runner else self.env
+        with log.open("w") as out:
+            return subprocess.Popen(
+                [sys.executable, "-m", "reclaimlab", "run", "--backend", "kernel", "--no-build-runner", *options, str(scenario)],
+                env=env,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+            )
 
 
 def runner_env(kind: str) -> dict[str, str]:

@@ -149,15 +149,7 @@ def test_killed_driver_then_lab_restore(lab: Lab, tmp_path: Path) -> None:
     # would kill it with the driver) it is an orphan that only `lab restore` can know about.
     path = _scenario(tmp_path, LONG)
     journal = lab.state / JOURNAL_NAME
-    env = {**lab.env, "RECLAIMLAB_RUNNER_PDEATHSIG": "0"}
-    log = (tmp_path / "driver.log").open("w")
-    driver = subprocess.Popen(
-        [sys.executable, "-m", "reclaimlab", "run", "--backend", "kernel", "--no-build-runner", str(path)],
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        stdin=subprocess.DEVNULL,
-    )
+    driver = lab.start_driver(path, tmp_path / "driver.log", orphan_runner=True)
     try:
 
         def applied() -> bool:
@@ -178,7 +170,6 @@ def test_killed_driver_then_lab_restore(lab: Lab, tmp_path: Path) -> None:
     finally:
         os.kill(driver.pid, signal.SIGKILL)  # only the driver we started
         driver.wait()
-        log.close()
 
     # Leftovers: our swap, zswap on, our cgroups, our runner still running.
     left = lab.state_now()

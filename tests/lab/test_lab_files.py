@@ -110,15 +110,7 @@ def test_killed_driver_then_lab_restore_removes_the_filesystem(lab: Lab, tmp_pat
     _need_real(lab)
     path = _scenario(tmp_path, extra='[[processes.phases]]\nkind = "sleep"\nduration = "60s"\n')
     journal = lab.state / JOURNAL_NAME
-    env = {**lab.env, "RECLAIMLAB_RUNNER_PDEATHSIG": "0"}
-    log = (tmp_path / "driver.log").open("w")
-    driver = subprocess.Popen(
-        [sys.executable, "-m", "reclaimlab", "run", "--backend", "kernel", "--no-build-runner", str(path)],
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        stdin=subprocess.DEVNULL,
-    )
+    driver = lab.start_driver(path, tmp_path / "driver.log", orphan_runner=True)
     try:
         deadline = time.monotonic() + 120
         runner: dict[str, Any] | None = None
@@ -133,7 +125,6 @@ def test_killed_driver_then_lab_restore_removes_the_filesystem(lab: Lab, tmp_pat
     finally:
         os.kill(driver.pid, signal.SIGKILL)  # only the driver we started
         driver.wait()
-        log.close()
 
     left = lab.state_now()
     assert left["mounts"] and left["loop_devices"] and left["fs_images"], left

@@ -241,3 +241,15 @@ def test_cgroup_phases_are_refused_on_a_v1_host() -> None:
     assert _render(_config(text), v2) == [
         "s.toml: processes[0].phases[1].kind: phase 'senpai' writes memory.reclaim; this kernel (6.18.44-fc-v657) has no such file"
     ]
+
+
+def test_tmpfs_files_are_refused_on_the_host() -> None:
+    # The runner writes files before it joins its cgroup: tmpfs pages (never dropped by
+    # drop_caches) would stay charged outside the scenario's cgroup.
+    text = BASE.replace("[kernel]", '[[machine.filesystems]]\nname = "shm"\ntype = "tmpfs"\nsize = "64MiB"\n[kernel]') + (
+        '[[processes.files]]\nname = "f"\nsize = "1MiB"\ncontent = "text"\n'
+    )
+    problems = _render(_config(text))
+    assert any(pr.startswith("s.toml: machine.filesystems[0].type: tmpfs files cannot run on the real kernel yet") for pr in problems), (
+        problems
+    )

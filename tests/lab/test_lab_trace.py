@@ -110,14 +110,7 @@ def test_killed_driver_then_lab_restore_undoes_tracing(traceable: Lab, tmp_path:
     path = tmp_path / "sleepy.toml"
     path.write_text(SHORT_SLEEP, encoding="utf-8")
     journal = traceable.state / JOURNAL_NAME
-    log = (tmp_path / "driver.log").open("w")
-    driver = subprocess.Popen(
-        [sys.executable, "-m", "reclaimlab", "run", "--backend", "kernel", "--no-build-runner", "--trace", "vmscan,shrinker", str(path)],
-        env=traceable.env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        stdin=subprocess.DEVNULL,
-    )
+    driver = traceable.start_driver(path, tmp_path / "driver.log", "--trace", "vmscan,shrinker")
     try:
         deadline = time.monotonic() + 60
         while not (journal.exists() and "runner" in [e["op"] for e in read_entries(journal)]):
@@ -129,7 +122,6 @@ def test_killed_driver_then_lab_restore_undoes_tracing(traceable: Lab, tmp_path:
     finally:
         os.kill(driver.pid, signal.SIGKILL)  # only the driver we started
         driver.wait()
-        log.close()
     left = traceable.state_now()
     assert left["tracefs"]["mounts"] == [str(tracing.TRACEFS)] and left["tracefs"]["set_event"], left["tracefs"]
     r = subprocess.run(

@@ -214,6 +214,21 @@ enum MemcgOp {
 }
 
 impl Mm {
+    /// The PTE test of walk_pte_range and lru_gen_look_around (6.12): page `j` counts if it
+    /// is mapped (not the zero page), its PTE is young, it belongs to memcg `m`, and it is a
+    /// type the walk may age (anon only when swap is possible); then the young bit is cleared.
+    fn test_and_clear_young(&mut self, j: u32, m: u16, can_swap: bool) -> bool {
+        let p = &mut self.pages[j as usize];
+        if p.flags & (pg::MAPPED | pg::YOUNG | pg::ZERO_PFN) != pg::MAPPED | pg::YOUNG || p.memcg != m {
+            return false;
+        }
+        if !can_swap && !p.has(pg::FILE) {
+            return false;
+        }
+        p.clear(pg::YOUNG);
+        true
+    }
+
     #[inline]
     pub(crate) fn lru_gen_enabled(&self) -> bool {
         self.knobs.lru_gen.enabled
@@ -350,14 +365,9 @@ impl Mm {
                 let start = base + t as u32 * PTRS_PER_PTE;
                 let end = (start + PTRS_PER_PTE).min(base + n);
                 for j in start..end {
-                    let p = &mut self.pages[j as usize];
-                    if p.flags & (pg::MAPPED | pg::YOUNG | pg::ZERO_PFN) != pg::MAPPED | pg::YOUNG || p.memcg != m {
+                    if !self.test_and_clear_young(j, m, can_swap) {
                         continue;
                     }
-                    if !can_swap && !p.has(pg::FILE) {
-                        continue;
-                    }
-                    p.clear(pg::YOUNG);
                     young += 1;
                     self.folio_update_gen(j, gen);
                 }
@@ -400,14 +410,9 @@ impl Mm {
             if j == i {
                 continue;
             }
-            let p = &mut self.pages[j as usize];
-            if p.flags & (pg::MAPPED | pg::YOUNG | pg::ZERO_PFN) != pg::MAPPED | pg::YOUNG || p.memcg != m {
+            if !self.test_and_clear_young(j, m, can_swap) {
                 continue;
             }
-            if !can_swap && !p.has(pg::FILE) {
-                continue;
-            }
-            p.clear(pg::YOUNG);
             young += 1;
             if walk {
                 self.folio_update_gen(j, gen);
@@ -1029,13 +1034,7 @@ impl Mm {
         let (m, ty, shadow, workingset) = (p.memcg, type_of(p), p.shadow, p.has(pg::WORKINGSET));
         p.clear(pg::SHADOW | pg::WORKINGSET);
         let file = ty == FILE;
-        if file {
-            self.vm_file.workingset_refault_file += 1;
-            self.memcgs[m as usize].file_events.workingset_refault_file += 1;
-        } else {
-            self.vm.workingset_refault_anon += 1;
-            self.memcgs[m as usize].events.workingset_refault_anon += 1;
-        }
+        self.count_workingset_refault(m, file);
         let g = &mut self.memcgs[m as usize].lrugen;
         let recent = (shadow >> LRU_REFS_WIDTH) == (g.min_seq[ty] as u32 & (u32::MAX >> LRU_REFS_WIDTH));
         if !recent {

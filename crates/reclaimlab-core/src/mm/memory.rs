@@ -20,29 +20,42 @@ const PMD_PAGES: u64 = 512;
 
 impl Mm {
     /// One access by a process. Returns whether it faulted.
+    ///
+    /// The resident hit is the only part inlined into the scheduler's access loop; everything
+    /// that faults is in [`Mm::access_fault`], kept out of line so the hit stays small enough
+    /// to inline (most accesses of most scenarios are hits).
     #[inline]
     pub fn access(&mut self, ctx: &mut Ctx, i: u32, write: bool) -> Result<bool, Oom> {
         let p = &mut self.pages[i as usize];
-        if p.flags & (pg::MAPPED | pg::ZERO_PFN) == pg::MAPPED {
-            if write && p.flags & (pg::FILE | pg::DIRTY) == pg::FILE {
-                // A store to a clean shared file page: its PTE is write-protected (mapped
-                // read-only by a read fault, or cleaned by folio_clear_dirty_for_io), so it
-                // faults: do_wp_page → wp_page_shared → fault_dirty_shared_page.
-                let m = p.memcg;
-                p.flags |= pg::YOUNG;
-                self.vm.pgfault += 1;
-                self.memcgs[m as usize].events.pgfault += 1;
-                let start = ctx.now;
-                ctx.cpu(self.costs.fault_ns);
-                self.fault_dirty_shared_page(ctx, i);
-                self.latency(ctx, Kind::Fault, ctx.now - start);
-                self.latency(ctx, Kind::FaultMinor, ctx.now - start);
-                ctx.cpu(self.costs.access_ns);
-                return Ok(true);
-            }
+        if p.flags & (pg::MAPPED | pg::ZERO_PFN) == pg::MAPPED && !(write && p.flags & (pg::FILE | pg::DIRTY) == pg::FILE) {
             p.flags |= pg::YOUNG | if write { pg::DIRTY } else { 0 };
             ctx.cpu(self.costs.access_ns);
             return Ok(false);
+        }
+        self.access_fault(ctx, i, write)
+    }
+
+    /// The rest of [`Mm::access`]: a store to a clean shared file page, a read of the zero
+    /// page, and every fault.
+    #[inline(never)]
+    fn access_fault(&mut self, ctx: &mut Ctx, i: u32, write: bool) -> Result<bool, Oom> {
+        let p = &mut self.pages[i as usize];
+        if p.flags & (pg::MAPPED | pg::ZERO_PFN) == pg::MAPPED {
+            // Mapped and not the zero page: `access` handled every other case, so this is a
+            // store to a clean shared file page. Its PTE is write-protected (mapped read-only
+            // by a read fault, or cleaned by folio_clear_dirty_for_io), so it faults:
+            // do_wp_page → wp_page_shared → fault_dirty_shared_page.
+            let m = p.memcg;
+            p.flags |= pg::YOUNG;
+            self.vm.pgfault += 1;
+            self.memcgs[m as usize].events.pgfault += 1;
+            let start = ctx.now;
+            ctx.cpu(self.costs.fault_ns);
+            self.fault_dirty_shared_page(ctx, i);
+            self.latency(ctx, Kind::Fault, ctx.now - start);
+            self.latency(ctx, Kind::FaultMinor, ctx.now - start);
+            ctx.cpu(self.costs.access_ns);
+            return Ok(true);
         }
         if p.has(pg::MAPPED) && !write {
             // Reading the shared zero page.

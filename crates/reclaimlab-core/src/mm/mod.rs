@@ -372,19 +372,26 @@ impl Mm {
                 ("vmstat.nr_writeback", writeback),
                 ("meminfo.Dirty", dirty * 4),
                 ("meminfo.Writeback", writeback * 4),
-                // Tracepoint hits (the seed's ftrace rows): not /proc counters.
-                ("trace.balance_dirty_pages", self.dirty.throttled),
-                ("trace.mm_vmscan_throttled", self.dirty.reclaim_throttled),
-                ("trace.mm_vmscan_write_folio.direct_anon", self.dirty.reclaim_writes[0][0]),
-                ("trace.mm_vmscan_write_folio.direct_file", self.dirty.reclaim_writes[0][1]),
-                ("trace.mm_vmscan_write_folio.kswapd_anon", self.dirty.reclaim_writes[1][0]),
-                ("trace.mm_vmscan_write_folio.kswapd_file", self.dirty.reclaim_writes[1][1]),
                 ("meminfo.Cached", (inactive + active + shmem) * 4),
                 ("meminfo.Active(file)", active * 4),
                 ("meminfo.Inactive(file)", inactive * 4),
                 ("meminfo.Mapped", mapped * 4),
             ];
             out.extend(gauges.into_iter().map(|(k, v)| (k.to_string(), v)));
+            if self.trace.is_some() {
+                // Tracepoint hits (seed 001's ftrace rows), exported like every trace.* key only
+                // when the run asks for tracing (crate::stats::trace). Simulator-side only: the
+                // labs' tracers do not enable these events.
+                let traced = [
+                    ("trace.balance_dirty_pages", self.dirty.throttled),
+                    ("trace.mm_vmscan_throttled", self.dirty.reclaim_throttled),
+                    ("trace.mm_vmscan_write_folio.direct_anon", self.dirty.reclaim_writes[0][0]),
+                    ("trace.mm_vmscan_write_folio.direct_file", self.dirty.reclaim_writes[0][1]),
+                    ("trace.mm_vmscan_write_folio.kswapd_anon", self.dirty.reclaim_writes[1][0]),
+                    ("trace.mm_vmscan_write_folio.kswapd_file", self.dirty.reclaim_writes[1][1]),
+                ];
+                out.extend(traced.into_iter().map(|(k, v)| (k.to_string(), v)));
+            }
             if !self.tmpfs.is_empty() {
                 // NR_SHMEM (exported with a tmpfs only, so that earlier results keep their keys).
                 out.push(("vmstat.nr_shmem".to_string(), shmem));

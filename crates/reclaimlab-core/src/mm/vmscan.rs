@@ -172,6 +172,14 @@ pub(super) enum Fate {
     Activate,
 }
 
+/// What folio_check_references decided (FOLIOREF_*): activate, keep on the inactive list, or
+/// go on to reclaim; `referenced_folio` (PG_referenced was set) matters to dirty file folios.
+enum References {
+    Activate,
+    Keep,
+    Reclaim { referenced_folio: bool },
+}
+
 impl Mm {
     /// inactive_is_low: inactive × ratio < active, ratio = int_sqrt(10 × GiB) (1 below 1 GiB).
     fn inactive_is_low(&self, m: u16, inactive: u8) -> bool {
@@ -551,6 +559,22 @@ impl Mm {
         }
     }
 
+    /// folio_check_references (6.12), for both LRUs: consumes the young PTE bit and
+    /// PG_referenced. A young PTE keeps the folio (and sets PG_referenced), or activates it if
+    /// PG_referenced was set already; otherwise reclaim goes on. Simplified: no VM_EXEC rule.
+    fn folio_check_references(&mut self, i: u32) -> References {
+        let p = &mut self.pages[i as usize];
+        let referenced_ptes = p.has(pg::MAPPED) && p.has(pg::YOUNG);
+        p.clear(pg::YOUNG);
+        let referenced_folio = p.has(pg::REFERENCED);
+        p.clear(pg::REFERENCED);
+        if referenced_ptes {
+            p.set(pg::REFERENCED);
+            return if referenced_folio { References::Activate } else { References::Keep };
+        }
+        References::Reclaim { referenced_folio }
+    }
+
     /// shrink_folio_list for one isolated anonymous folio (6.18 order, kernel-model.md §5.7).
     pub(super) fn shrink_folio(&mut self, ctx: &mut Ctx, i: u32, sc: &ScanControl, nr_pageout: &mut u64) -> Fate {
         // Under writeback (a swap write in flight).
@@ -565,18 +589,10 @@ impl Mm {
             self.wait_on_writeback(ctx, i);
         }
 
-        // folio_check_references.
-        let p = &mut self.pages[i as usize];
-        let referenced_ptes = p.has(pg::MAPPED) && p.has(pg::YOUNG);
-        p.clear(pg::YOUNG);
-        let referenced_folio = p.has(pg::REFERENCED);
-        p.clear(pg::REFERENCED);
-        if referenced_ptes {
-            p.set(pg::REFERENCED);
-            if referenced_folio {
-                return self.activate_locked(i);
-            }
-            return Fate::Keep;
+        match self.folio_check_references(i) {
+            References::Activate => return self.activate_locked(i),
+            References::Keep => return Fate::Keep,
+            References::Reclaim { .. } => {}
         }
 
         // A tmpfs folio in its mapping: dropped if clean, else moved to the swap cache by
@@ -684,18 +700,12 @@ impl Mm {
             let fs = self.regions[p.region as usize].file.as_ref().expect("a file region").fs as usize;
             self.wait_on_file_writeback(ctx, fs, i);
         }
+        let referenced_folio = match self.folio_check_references(i) {
+            References::Activate => return Fate::Activate,
+            References::Keep => return Fate::Keep,
+            References::Reclaim { referenced_folio } => referenced_folio,
+        };
         let p = &mut self.pages[i as usize];
-        let referenced_ptes = p.has(pg::MAPPED) && p.has(pg::YOUNG);
-        p.clear(pg::YOUNG);
-        let referenced_folio = p.has(pg::REFERENCED);
-        p.clear(pg::REFERENCED);
-        if referenced_ptes {
-            p.set(pg::REFERENCED);
-            if referenced_folio {
-                return Fate::Activate;
-            }
-            return Fate::Keep;
-        }
         // try_to_unmap (the dirty PTE bit is already the folio's).
         p.clear(pg::MAPPED);
         if p.has(pg::DIRTY) {

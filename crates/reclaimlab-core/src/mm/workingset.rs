@@ -34,13 +34,7 @@ impl Mm {
             let p = &self.pages[i as usize];
             (p.memcg, p.shadow, p.has(pg::WORKINGSET), p.has(pg::FILE))
         };
-        if file {
-            self.vm_file.workingset_refault_file += 1;
-            self.memcgs[m as usize].file_events.workingset_refault_file += 1;
-        } else {
-            self.vm.workingset_refault_anon += 1;
-            self.memcgs[m as usize].events.workingset_refault_anon += 1;
-        }
+        self.count_workingset_refault(m, file);
         let now = self.memcgs[m as usize].nonresident_age as u32;
         let distance = now.wrapping_sub(shadow) as u64;
         // workingset_test_recent: the workingset is active_file, plus inactive_file for an
@@ -85,5 +79,17 @@ impl Mm {
             self.lru_note_cost(m, file, 1, 0);
         }
         true
+    }
+
+    /// WORKINGSET_REFAULT_{ANON,FILE}: a refault of a shadow entry, on the node and the memcg
+    /// (workingset_refault in 6.12, and the multi-gen LRU's lru_gen_refault, count the same).
+    pub(super) fn count_workingset_refault(&mut self, m: u16, file: bool) {
+        if file {
+            self.vm_file.workingset_refault_file += 1;
+            self.memcgs[m as usize].file_events.workingset_refault_file += 1;
+        } else {
+            self.vm.workingset_refault_anon += 1;
+            self.memcgs[m as usize].events.workingset_refault_anon += 1;
+        }
     }
 }

@@ -16,6 +16,10 @@
 //!   objects freed). The model's shrinkers are zswap's (`zswap_shrinker_scan`) and zsmalloc's
 //!   compaction (`zs_shrinker_scan`); the kernel's others (dentries, inodes ...) are not modelled;
 //! * [`ReclaimTrace`]: kswapd runs, direct and memcg reclaim invocations, reclaim_throttle.
+//! * with file pages, simulator only (the labs' tracers do not enable these events; seed 001's
+//!   ftrace rows, exported by `Mm::export`): `trace.mm_vmscan_write_folio.{direct,kswapd}_{file,anon}`
+//!   (pageout by reclaimer and type), `trace.balance_dirty_pages` (writer throttles) and
+//!   `trace.mm_vmscan_throttled` (every reclaim_throttle, all reasons).
 //!
 //! Not a tracepoint: 6.12 has none in mem_cgroup_handle_over_high, whose penalty sleep is a
 //! schedule_timeout_killable inside psi_memstall_enter/leave. The model's count of those sleeps

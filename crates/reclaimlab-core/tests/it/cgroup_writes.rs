@@ -4,7 +4,7 @@
 
 use serde_json::{json, Value};
 
-use crate::common::{counter, run, MIB};
+use crate::common::{self, counter, run, MIB};
 
 /// /a and /a/b (v2); the process in /a/b fills 16 MiB of mix1024 pages under /a/b's
 /// memory.max of 8 MiB, then runs `extra` phases. `a` and `b` are extra keys of the two groups.
@@ -25,21 +25,16 @@ fn nested(a: Value, b: Value, zswap: bool, extra: &[Value]) -> Value {
     for (k, p) in extra.iter().enumerate() {
         phases.push(json!({"name": format!("p{k}"), "phase": p}));
     }
-    json!({
-        "seed": 3,
-        "machine": {"memory_bytes": 512 * MIB, "cpus": 2, "swap": [{
-            "name": "swapfile", "kind": "file", "size_bytes": 256 * MIB, "priority": -2, "comp_algorithm": null,
-            "device": {"rotational": true, "read_latency_ns": 150000, "write_latency_ns": 100000,
-                       "read_bytes_per_s": 1000000000u64, "write_bytes_per_s": 1000000000u64}}]},
-        "kernel": {"version": "6.12",
-            "zswap": {"enabled": zswap, "compressor": "lzo", "max_pool_percent": 20, "accept_threshold_percent": 90, "shrinker_enabled": false},
-            "vm": {"swappiness": 60, "page_cluster": 3, "min_free_kbytes": null, "watermark_scale_factor": 10}},
-        "cgroups": {"version": 2, "groups": [
-            {"path": "/", "parent": null, "limit_bytes": null, "high_bytes": null, "swappiness": null, "zswap_max_bytes": null, "zswap_writeback": true},
-            group("/a", 0, &a), group("/a/b", 1, &b)]},
-        "processes": [{"name": "p", "cgroup": 2, "regions": [{"name": "r", "pages": 4096, "content": "mix1024", "variants": 64}],
-            "phases": phases}],
-    })
+    // common::scenario's machine and kernel, with this file's seed, kernel, cgroups and process.
+    let mut v = common::scenario(&[("r", 4096, "mix1024")], 1, 0, zswap, true);
+    v["seed"] = json!(3);
+    v["kernel"]["version"] = json!("6.12");
+    v["cgroups"]["groups"] = json!([
+        {"path": "/", "parent": null, "limit_bytes": null, "high_bytes": null, "swappiness": null, "zswap_max_bytes": null, "zswap_writeback": true},
+        group("/a", 0, &a), group("/a/b", 1, &b)]);
+    v["processes"][0]["cgroup"] = json!(2);
+    v["processes"][0]["phases"] = json!(phases);
+    v
 }
 
 fn outcomes(r: &reclaimlab_core::SimResult) -> Vec<&str> {
