@@ -189,7 +189,16 @@ def test_environment_chooses_the_profile(monkeypatch: pytest.MonkeyPatch, tmp_pa
 def test_bundled_default_profile_parses() -> None:
     p = parse_profile(default_profile_path().read_text(encoding="utf-8"), str(default_profile_path()))
     assert p.kind == "polyglot-vm"
-    measured = {"access_ns", "fault_ns", "page_alloc_zero_ns", "swapin_page_ns", "reclaim_page_ns", "swap_write_end_ns", "zswap_entry_ns"}
+    measured = {
+        "access_ns",
+        "fault_ns",
+        "page_alloc_zero_ns",
+        "swapin_page_ns",
+        "reclaim_page_ns",
+        "swap_write_end_ns",
+        "zswap_entry_ns",
+        "shrink_node_ns",  # calibrate 1c
+    }
     measured |= {
         f"{c}_{w}{k}_ns"
         for c in ("lzo", "lzo_rle", "lz4", "zstd", "deflate")
@@ -200,7 +209,7 @@ def test_bundled_default_profile_parses() -> None:
     assert set(p.devices) == {"virtio-disk"}
     disk = p.devices["virtio-disk"]
     assert disk.iops and disk.max_sectors_kb and disk.nr_requests  # measured since 2026-11-24
-    assert {"codecs", "kernel_codecs", "device", "lab", "host", "speed_probe_ns"} <= set(p.measurements)
+    assert {"codecs", "kernel_codecs", "reclaim_pass", "device", "lab", "host", "speed_probe_ns"} <= set(p.measurements)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -508,3 +517,15 @@ def test_reclaim_pass_figure_is_the_median_cgroup_over_the_passes_of_a_failed_wr
     assert rp.figure([{"failed_ns": [10], "ok_ns": [20]}])["shrink_node_ns"] == 0
     with pytest.raises(ValueError):
         rp.figure([])
+
+
+def test_a_refit_takes_the_device_measurement_recorded_beside_its_runs(tmp_path: Path) -> None:
+    # --lab-from refits the recorded swap-file runs with the device measured in the same
+    # calibration: the bundled profile records one, a profile without it gives None.
+    recorded = cal._recorded_device(default_profile_path())
+    assert recorded is not None
+    model = cal.device_model(recorded)
+    assert model["read_latency_ns"] > 0 and model["write_bytes_per_s"] > 0
+    bare = tmp_path / "bare.toml"
+    bare.write_text('schema_version = 1\nkind = "x"\n[measurements]\ndate = "2026-11-24"\n')
+    assert cal._recorded_device(bare) is None
