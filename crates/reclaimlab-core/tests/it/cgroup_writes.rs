@@ -120,7 +120,7 @@ fn memory_reclaim_that_fails_walks_the_priorities_twice_from_6_11() {
     // cgroup iteration, 26 with it (the memcg_full_walk round of 6.12's do_try_to_free_pages).
     let reclaim = json!({"kind": "reclaim", "amount": {"kind": "value", "value": 4 * MIB}, "swappiness": 0});
     let passes = |incremental: bool| {
-        let mut v = nested(json!({}), json!({"limit_bytes": null}), true, &[reclaim.clone()]);
+        let mut v = nested(json!({}), json!({"limit_bytes": null}), true, std::slice::from_ref(&reclaim));
         v["costs"] = json!({"shrink_node_ns": 100_000_000});
         v["kernel"]["switches"] = json!({"vmscan.incremental_cgroup_iteration": incremental});
         let r = run(&v);
