@@ -189,7 +189,16 @@ def test_environment_chooses_the_profile(monkeypatch: pytest.MonkeyPatch, tmp_pa
 def test_bundled_default_profile_parses() -> None:
     p = parse_profile(default_profile_path().read_text(encoding="utf-8"), str(default_profile_path()))
     assert p.kind == "polyglot-vm"
-    measured = {"access_ns", "fault_ns", "page_alloc_zero_ns", "swapin_page_ns", "reclaim_page_ns", "swap_write_end_ns", "zswap_entry_ns"}
+    measured = {
+        "access_ns",
+        "fault_ns",
+        "page_alloc_zero_ns",
+        "swapin_page_ns",
+        "reclaim_page_ns",
+        "swap_write_end_ns",
+        "zswap_entry_ns",
+        "shrink_node_ns",  # calibrate 1c
+    }
     measured |= {
         f"{c}_{w}{k}_ns"
         for c in ("lzo", "lzo_rle", "lz4", "zstd", "deflate")
@@ -200,7 +209,7 @@ def test_bundled_default_profile_parses() -> None:
     assert set(p.devices) == {"virtio-disk"}
     disk = p.devices["virtio-disk"]
     assert disk.iops and disk.max_sectors_kb and disk.nr_requests  # measured since 2026-11-24
-    assert {"codecs", "kernel_codecs", "device", "lab", "host", "speed_probe_ns"} <= set(p.measurements)
+    assert {"codecs", "kernel_codecs", "reclaim_pass", "device", "lab", "host", "speed_probe_ns"} <= set(p.measurements)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -490,3 +499,33 @@ def test_kernel_fit_codecs_are_the_hosts_zswap_codecs_with_costs_but_lzo() -> No
     assert cal.kernel_fit_codecs(("deflate", "lzo", "lzo-rle")) == ["lzo-rle", "deflate"]
     assert cal.kernel_fit_codecs(("lz4", "zstd", "lzo", "842")) == ["lz4", "zstd"]
     assert cal.kernel_fit_codecs(()) == []
+
+
+def test_reclaim_pass_figure_is_the_median_cgroup_over_the_passes_of_a_failed_write() -> None:
+    from reclaimlab import reclaim_pass as rp
+
+    n = rp.PASSES_PER_FAILED_WRITE
+    assert n == 26  # 13 priorities, twice (do_try_to_free_pages' memcg_full_walk retry)
+    # per cgroup: (median failed - median ok) / 26 -> 700, 400, 1000; the median cgroup wins
+    per = [
+        {"failed_ns": [5_000 + 700 * n, 1, 10**9], "ok_ns": [5_000]},
+        {"failed_ns": [6_000 + 400 * n], "ok_ns": [6_000, 6_000, 7]},
+        {"failed_ns": [5_500 + 1000 * n], "ok_ns": [5_500]},
+    ]
+    assert rp.figure(per) == {"shrink_node_ns": 700, "per_cgroup_ns": [700, 400, 1000]}
+    # a failed write faster than a successful one (noise) gives 0, not a negative cost
+    assert rp.figure([{"failed_ns": [10], "ok_ns": [20]}])["shrink_node_ns"] == 0
+    with pytest.raises(ValueError):
+        rp.figure([])
+
+
+def test_a_refit_takes_the_device_measurement_recorded_beside_its_runs(tmp_path: Path) -> None:
+    # --lab-from refits the recorded swap-file runs with the device measured in the same
+    # calibration: the bundled profile records one, a profile without it gives None.
+    recorded = cal._recorded_device(default_profile_path())
+    assert recorded is not None
+    model = cal.device_model(recorded)
+    assert model["read_latency_ns"] > 0 and model["write_bytes_per_s"] > 0
+    bare = tmp_path / "bare.toml"
+    bare.write_text('schema_version = 1\nkind = "x"\n[measurements]\ndate = "2026-11-24"\n')
+    assert cal._recorded_device(bare) is None

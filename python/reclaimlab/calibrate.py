@@ -57,7 +57,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from reclaimlab import kernel_codecs
+from reclaimlab import kernel_codecs, reclaim_pass
 from reclaimlab.errors import ScenarioError, format_key
 from reclaimlab.kernel_codecs import composition_fit
 from reclaimlab.lab import host, speed
@@ -1036,6 +1036,7 @@ COST_NOTES = {
     "reclaim_page_ns": "lab: zram run under a memcg limit (fit; without 1b: the swap-file run)",
     "swap_write_end_ns": "lab: swap-file run under a memcg limit (fit)",
     "zswap_entry_ns": "lab: zswap run under a memcg limit (fit)",
+    "shrink_node_ns": "kernel: failed v1 limit writes over mlock()ed memory, per shrink_node call",
 }
 
 
@@ -1115,6 +1116,12 @@ class Options:
         return self.output if self.output is not None else PROFILES_DIR / f"{self.kind}.toml"
 
 
+def _recorded_device(profile: Path) -> dict[str, Any] | None:
+    """The raw device measurement (``[measurements.device]``) a profile recorded, if any."""
+    device = tomllib.loads(profile.read_text()).get("measurements", {}).get("device")
+    return dict(device) if isinstance(device, dict) else None
+
+
 def calibrate(args: Options, note: _Note) -> tuple[str, dict[str, Any]]:
     """Measure, fit; the profile text and a JSON-ready summary."""
     from reclaimlab import native
@@ -1164,11 +1171,28 @@ def calibrate(args: Options, note: _Note) -> tuple[str, dict[str, Any]]:
         probes += [float(x) for x in kc["speed_probe_ns"]]
         measurements["kernel_codecs"] = _inline_kernel_codecs(kc)
 
+    # 1c. The kernel's fixed time of a reclaim pass (reclaim_pass.py): shrink_node calls that
+    # find nothing to reclaim, through failed cgroup v1 limit writes. Measured before the lab
+    # fits, which then hold only per-page work; also with --lab-from (it takes seconds, and a
+    # refit of recorded runs needs the pass cost as much as a fit of new ones).
+    if p.root and p.cgroup_v1_memory and not args.skip_lab:
+        note("reclaim pass: failed memory.limit_in_bytes writes over mlock()ed memory (shrink_node_ns)")
+        rp = reclaim_pass.run(note=note)
+        costs["shrink_node_ns"] = int(rp["shrink_node_ns"])
+        measurements["reclaim_pass"] = dict(rp)
+
     # 2. The swap device.
     devices: dict[str, dict[str, Any]] = {}
     if not args.skip_device:
-        note(f"swap device: O_DIRECT IO on a temporary file in {state_dir()}")
-        raw = _device_step(note, args.wait)
+        recorded_device = _recorded_device(args.lab_from) if args.lab_from is not None and not args.skip_lab else None
+        if recorded_device is not None:
+            # The recorded swap-file runs are refitted with the device measured beside them,
+            # not with one measured now (on a busy host a device figure moves several-fold).
+            note(f"swap device: the measurement recorded in {args.lab_from}")
+            raw = recorded_device
+        else:
+            note(f"swap device: O_DIRECT IO on a temporary file in {state_dir()}")
+            raw = _device_step(note, args.wait)
         model = device_model(raw)
         devices["virtio-disk"] = {
             "rotational": model["rotational"],

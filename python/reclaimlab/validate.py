@@ -33,7 +33,7 @@ import json
 import math
 import os
 import statistics
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -347,19 +347,24 @@ def at_speed(scenario: Scenario, kernel_runs: Sequence[RunResult]) -> Scenario:
     figures and ``process_quantum_ns`` are not scaled. Unchanged when the runs or the profile
     have no speed probe (runs recorded before 2026-11-24)."""
     from reclaimlab.lab.speed import run_probe_ns, speed_factor
-    from reclaimlab.profile import active_profile, effective_costs
+    from reclaimlab.profile import active_profile
 
     profile = active_profile()
     ref = profile.measurements.get("speed_probe_ns") if profile is not None else None
     factor = speed_factor([run_probe_ns(r.stats) for r in kernel_runs], float(ref) if isinstance(ref, int | float) else None)
     if factor is None:
         return scenario
-    from reclaimlab import native
+    return scenario.model_copy(update={"costs": costs_at_speed(scenario.costs, factor)})
 
-    # Every CPU cost, the built-in defaults the profile does not set included.
-    every = {**{k: int(v) for k, v in native.core().default_costs().items()}, **effective_costs(scenario.costs, profile)}
-    costs = {k: (v if k == "process_quantum_ns" else max(0, round(v * factor))) for k, v in every.items()}
-    return scenario.model_copy(update={"costs": costs})
+
+def costs_at_speed(scenario_costs: Mapping[str, int], factor: float) -> dict[str, int]:
+    """Every CPU cost (the built-in defaults, the active profile's, the scenario's own on top)
+    times ``factor``: the costs of a CPU ``factor`` times slower. ``process_quantum_ns`` is a
+    scheduler setting, not work, and stays."""
+    from reclaimlab.profile import active_profile, effective_costs
+
+    every = {**{k: int(v) for k, v in native.core().default_costs().items()}, **effective_costs(scenario_costs, active_profile())}
+    return {k: (v if k == "process_quantum_ns" else max(0, round(v * factor))) for k, v in every.items()}
 
 
 class KernelResultsError(ValueError):

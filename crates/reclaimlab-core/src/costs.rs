@@ -70,6 +70,11 @@ costs! {
     pagecache_add_ns = 800,
     /// Reclaim: isolating and checking one page (rmap walk for references, list moves).
     scan_page_ns = 150,
+    /// Reclaim: the fixed CPU time of one shrink_node call, whatever it scans: the memcg walk
+    /// (mem_cgroup_iter), get_scan_count and lruvec size reads, shrink_slab's walk of the
+    /// memcg's shrinkers, vmpressure. Measured by `calibrate` on passes that find nothing
+    /// (v1 memory.limit_in_bytes writes below the usage of a memcg of mlock()ed memory).
+    shrink_node_ns = 730,
     /// Reclaim: unmapping and freeing one page (try_to_unmap, __remove_mapping).
     reclaim_page_ns = 400,
     /// Multi-gen LRU aging (walk_pte_range): reading one PTE table page (512 PTEs, 64 cache

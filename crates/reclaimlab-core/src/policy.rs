@@ -148,6 +148,14 @@ pub struct Switches {
     /// current sizes; off: they read what the last periodic flush or reader left (6.12, 6.18:
     /// mem_cgroup_flush_stats_ratelimited in prepare_scan_control, docs/model/memcg.md).
     pub reclaim_stats_flush: bool,
+    /// Direct, memcg and proactive reclaim share an incremental walk of the target's memcg
+    /// tree and stop at their goal, and a do_try_to_free_pages call that reclaimed nothing
+    /// runs its priorities once more with sc->memcg_full_walk set (6.11+, Johannes Weiner,
+    /// "mm: vmscan: restore incremental cgroup iteration", with Shakeel Butt's "mm: vmscan:
+    /// reset sc->priority on retry"; read in 6.12.117's shrink_node_memcgs and
+    /// do_try_to_free_pages). Off (5.4 to 6.10, since "mm: vmscan: do not share cgroup
+    /// iteration between reclaimers"): every reclaimer walks the whole subtree, no retry.
+    pub incremental_cgroup_iteration: bool,
 }
 
 /// Kernel versions with a preset.
@@ -209,6 +217,7 @@ impl Switches {
             writeback_throttle: WritebackThrottle::ReclaimThrottle,
             reclaim_swappiness: false,
             reclaim_stats_flush: false,
+            incremental_cgroup_iteration: false,
         };
         // 6.1 (Debian bookworm's kernel): zswap is a frontswap backend with one LRU for all
         // entries (kept by zbud/z3fold/zsmalloc and walked by zpool_shrink; no memory-pressure
@@ -229,6 +238,7 @@ impl Switches {
             shrinker_protection: ShrinkerProtection::Referenced,
             zpools: 1,
             reclaim_swappiness: true,
+            incremental_cgroup_iteration: true,
             ..v6_10.clone()
         };
         match version {
@@ -269,6 +279,7 @@ impl Switches {
         m.insert("vmscan.writeback_throttle", Value::from(name_of(WRITEBACK_THROTTLE, self.writeback_throttle)));
         m.insert("memcg.reclaim_swappiness", Value::from(self.reclaim_swappiness));
         m.insert("memcg.reclaim_stats_flush", Value::from(self.reclaim_stats_flush));
+        m.insert("vmscan.incremental_cgroup_iteration", Value::from(self.incremental_cgroup_iteration));
         m
     }
 
@@ -294,6 +305,7 @@ impl Switches {
                 "vmscan.writeback_throttle" => s.writeback_throttle = choice(k, v, WRITEBACK_THROTTLE)?,
                 "memcg.reclaim_swappiness" => s.reclaim_swappiness = boolean()?,
                 "memcg.reclaim_stats_flush" => s.reclaim_stats_flush = boolean()?,
+                "vmscan.incremental_cgroup_iteration" => s.incremental_cgroup_iteration = boolean()?,
                 "zswap.zpools" => {
                     s.zpools = match v.as_u64() {
                         Some(n @ (1 | 32)) => n as u32,

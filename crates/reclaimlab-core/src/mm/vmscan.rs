@@ -66,6 +66,9 @@ pub struct ScanControl {
     pub memcg_low_reclaim: bool,
     /// sc->memcg_low_skipped: a memcg was spared for its memory.low.
     pub memcg_low_skipped: bool,
+    /// sc->memcg_full_walk: the shared partial walk reclaimed nothing; walk the whole subtree
+    /// (the retry of do_try_to_free_pages, switch `vmscan.incremental_cgroup_iteration`).
+    pub memcg_full_walk: bool,
     /// sc->proactive_swappiness: memory.reclaim's `swappiness=` argument (sc_swappiness).
     pub proactive_swappiness: Option<u64>,
 }
@@ -123,6 +126,7 @@ impl ScanControl {
             nr: ReclaimStat::default(),
             memcg_low_reclaim: false,
             memcg_low_skipped: false,
+            memcg_full_walk: false,
             proactive_swappiness: None,
         }
     }
@@ -869,8 +873,10 @@ impl Mm {
         r
     }
 
-    /// do_try_to_free_pages: priority 12 → 0 until the goal is met, then the force_deactivate
-    /// retry if active lists were skipped and nothing was reclaimed.
+    /// do_try_to_free_pages (6.12): priority 12 → 0 until the goal is met; if nothing was
+    /// reclaimed, the memcg_full_walk retry (with incremental cgroup iteration), then the
+    /// force_deactivate retry if active lists were skipped, then the memcg_low one. Each retry
+    /// counts allocstall again for direct reclaim, as the kernel's `retry:` label does.
     fn do_try_to_free_pages(&mut self, ctx: &mut Ctx, sc: &mut ScanControl) -> u64 {
         self.complete_io_until(ctx.now);
         loop {
@@ -899,6 +905,13 @@ impl Mm {
             if sc.nr_reclaimed > 0 {
                 return sc.nr_reclaimed;
             }
+            // 6.11+: the shared partial walks may have shown this call too few memcgs (other
+            // reclaimers moved the cursor); before declaring failure, all priorities again
+            // over the whole subtree. Its shrink_node passes cost time like any others.
+            if self.switches.incremental_cgroup_iteration && !sc.memcg_full_walk {
+                sc.memcg_full_walk = true;
+                continue;
+            }
             if sc.skipped_deactivate && !sc.force_deactivate {
                 sc.force_deactivate = true;
                 sc.skipped_deactivate = false;
@@ -916,10 +929,15 @@ impl Mm {
         }
     }
 
-    /// shrink_node: every memcg of the target's subtree (pre-order), with shrink_slab after each
-    /// lruvec. Reclaimers other than kswapd resume a shared cursor and stop once the goal is met.
+    /// shrink_node: the memcgs of the target's subtree (pre-order), with shrink_slab after each
+    /// lruvec. With incremental cgroup iteration (6.11+) reclaimers other than kswapd resume a
+    /// shared cursor, walk to the subtree's end and stop once the goal is met; otherwise (and on
+    /// the memcg_full_walk retry) the whole subtree.
     fn shrink_node(&mut self, ctx: &mut Ctx, sc: &mut ScanControl) {
         sc.nr = ReclaimStat::default();
+        // Every call costs its fixed overhead, also one that finds nothing to scan: a reclaimer
+        // that retries over empty or busy lists takes time, as the kernel's does.
+        ctx.cpu(self.costs.shrink_node_ns);
         if self.lru_gen_enabled() && !sc.cgroup_reclaim() {
             return self.lru_gen_shrink_node(ctx, sc);
         }
@@ -932,12 +950,19 @@ impl Mm {
         self.prepare_scan_control(sc);
         let start = sc.target;
         let end = self.memcgs[start as usize].subtree_end;
-        let n = (end - start) as usize;
-        let partial = sc.kind != Reclaimer::Kswapd;
+        // shrink_node_memcgs (6.12): with incremental iteration, reclaimers other than kswapd
+        // (and the memcg_full_walk retry) join the walk shared through the target's cursor
+        // (mem_cgroup_iter with a reclaim cookie): from the memcg after the last one any walk
+        // visited to the end of the pre-order subtree, not wrapping; at the end the cursor
+        // returns to the target. Simplified: no concurrent walker ends a walk early (the
+        // kernel's iterator generation), since one reclaim call runs at one instant here.
+        let partial = self.switches.incremental_cgroup_iteration && sc.kind != Reclaimer::Kswapd && !sc.memcg_full_walk;
         let first = if partial { self.reclaim_cursor[start as usize].max(start).min(end - 1) } else { start };
         let before = sc.nr_reclaimed;
-        for k in 0..n {
-            let m = start + ((first - start) as usize + k) as u16 % (n as u16);
+        for m in first..end {
+            if partial {
+                self.reclaim_cursor[start as usize] = if m + 1 >= end { start } else { m + 1 };
+            }
             // shrink_node_memcgs (6.12): hard protection skips the memcg; soft protection
             // too, unless this is the memcg_low retry, which counts MEMCG_LOW.
             self.mem_cgroup_calculate_protection(start, m);
@@ -954,7 +979,6 @@ impl Mm {
             self.shrink_lruvec(ctx, m, sc);
             self.shrink_slab(ctx, m, sc);
             if partial && sc.nr_reclaimed >= sc.nr_to_reclaim {
-                self.reclaim_cursor[start as usize] = if m + 1 >= end { start } else { m + 1 };
                 break;
             }
         }

@@ -112,6 +112,26 @@ fn memory_reclaim_reclaims_or_fails_with_eagain() {
 }
 
 #[test]
+fn memory_reclaim_that_fails_walks_the_priorities_twice_from_6_11() {
+    // Anon only and swappiness=0: every try_to_free_mem_cgroup_pages call of memory_reclaim
+    // scans nothing (no list is shrunk, so no force_deactivate retry either) and there are 17
+    // of them (MAX_RECLAIM_RETRIES retries after the first). With a shrink_node of 100 ms
+    // everything else is negligible beside the passes: 13 per call without incremental
+    // cgroup iteration, 26 with it (the memcg_full_walk round of 6.12's do_try_to_free_pages).
+    let reclaim = json!({"kind": "reclaim", "amount": {"kind": "value", "value": 4 * MIB}, "swappiness": 0});
+    let passes = |incremental: bool| {
+        let mut v = nested(json!({}), json!({"limit_bytes": null}), true, std::slice::from_ref(&reclaim));
+        v["costs"] = json!({"shrink_node_ns": 100_000_000});
+        v["kernel"]["switches"] = json!({"vmscan.incremental_cgroup_iteration": incremental});
+        let r = run(&v);
+        assert_eq!(r.phases[1].error, Some("EAGAIN"));
+        (r.phases[1].end_ns - r.phases[1].start_ns) / 100_000_000
+    };
+    assert_eq!(passes(false), 17 * 13, "6.10-like");
+    assert_eq!(passes(true), 17 * 26, "6.12");
+}
+
+#[test]
 fn memory_reclaim_swappiness_zero_leaves_anon_alone() {
     let r = run(&nested(
         json!({}),
