@@ -148,6 +148,12 @@ pub struct Switches {
     /// current sizes; off: they read what the last periodic flush or reader left (6.12, 6.18:
     /// mem_cgroup_flush_stats_ratelimited in prepare_scan_control, docs/model/memcg.md).
     pub reclaim_stats_flush: bool,
+    /// ext4 page cache folios may be large (mapping_set_large_folios; ext4 since 6.16,
+    /// "ext4: enable large folio for regular file"): readahead allocates folios of the order
+    /// its window reached (page_cache_ra_order, mm/filemap.rs). Off: order-0 folios only.
+    pub large_folios_ext4: bool,
+    /// The same for xfs (large folios since 5.18).
+    pub large_folios_xfs: bool,
 }
 
 /// Kernel versions with a preset.
@@ -209,6 +215,8 @@ impl Switches {
             writeback_throttle: WritebackThrottle::ReclaimThrottle,
             reclaim_swappiness: false,
             reclaim_stats_flush: false,
+            large_folios_ext4: false,
+            large_folios_xfs: true,
         };
         // 6.1 (Debian bookworm's kernel): zswap is a frontswap backend with one LRU for all
         // entries (kept by zbud/z3fold/zsmalloc and walked by zpool_shrink; no memory-pressure
@@ -238,6 +246,7 @@ impl Switches {
             "6.18" => Ok(Switches {
                 incompressible: Incompressible::StoreRaw,
                 kswapd_file_writeback: KswapdFileWriteback::Never,
+                large_folios_ext4: true,
                 ..v6_12
             }),
             _ => Err(ConfigError::unknown(
@@ -269,6 +278,8 @@ impl Switches {
         m.insert("vmscan.writeback_throttle", Value::from(name_of(WRITEBACK_THROTTLE, self.writeback_throttle)));
         m.insert("memcg.reclaim_swappiness", Value::from(self.reclaim_swappiness));
         m.insert("memcg.reclaim_stats_flush", Value::from(self.reclaim_stats_flush));
+        m.insert("filemap.large_folios_ext4", Value::from(self.large_folios_ext4));
+        m.insert("filemap.large_folios_xfs", Value::from(self.large_folios_xfs));
         m
     }
 
@@ -294,6 +305,8 @@ impl Switches {
                 "vmscan.writeback_throttle" => s.writeback_throttle = choice(k, v, WRITEBACK_THROTTLE)?,
                 "memcg.reclaim_swappiness" => s.reclaim_swappiness = boolean()?,
                 "memcg.reclaim_stats_flush" => s.reclaim_stats_flush = boolean()?,
+                "filemap.large_folios_ext4" => s.large_folios_ext4 = boolean()?,
+                "filemap.large_folios_xfs" => s.large_folios_xfs = boolean()?,
                 "zswap.zpools" => {
                     s.zpools = match v.as_u64() {
                         Some(n @ (1 | 32)) => n as u32,
