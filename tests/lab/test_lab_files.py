@@ -145,3 +145,108 @@ def _in_cgroup(journal: Path, runner: dict[str, Any]) -> bool:
         return bool(cgroups) and str(runner["pid"]) in host.read_text(cgroups[-1] / "cgroup.procs").split()
     except OSError:
         return False
+
+
+#: A 16 MiB tmpfs file written and read under an 8 MiB v1 memcg with zswap (so its pages go to
+#: zswap and come back), and 64 files of 64 KiB created with fsync on ext4 (fs_mark's loop).
+TMPFS_AND_CREATE = """\
+schema_version = 1
+seed = 9
+[machine]
+memory = "host"
+cpus = "host"
+[[machine.swap]]
+name = "swapfile"
+kind = "file"
+size = "64MiB"
+device = "virtio-disk"
+[[machine.filesystems]]
+name = "shm"
+type = "tmpfs"
+size = "32MiB"
+[[machine.filesystems]]
+name = "data"
+type = "ext4"
+device = "virtio-disk"
+[kernel]
+zswap.enabled = true
+zswap.compressor = "lzo"
+[cgroups]
+cgroup_version = 1
+[cgroups.groups.workload]
+"memory.limit_in_bytes" = "8MiB"
+[[processes]]
+name = "t"
+cgroup = "workload"
+[[processes.files]]
+name = "tmp"
+size = "16MiB"
+content = "text"
+filesystem = "shm"
+[[processes.phases]]
+name = "write"
+kind = "write"
+file = "tmp"
+[[processes.phases]]
+name = "read"
+kind = "read"
+file = "tmp"
+[[processes.phases]]
+name = "create"
+kind = "create_files"
+files = 64
+size = "64KiB"
+sync = "fsync"
+content = "text"
+filesystem = "data"
+"""
+
+
+def test_tmpfs_and_create_files_run_in_the_cgroup_and_leave_nothing_behind(lab: Lab, tmp_path: Path) -> None:
+    _need_real(lab)
+    path = tmp_path / "tmpfs-create.toml"
+    path.write_text(TMPFS_AND_CREATE, encoding="utf-8")
+    r = kernel.run(reclaimlab.load(path), on_note=None)
+    assert lab.state_now() == lab.before  # no mount (tmpfs included), loop device, image
+    assert list(r.phases["phase"]) == ["write", "read", "create"]
+    assert list(r.phases["accesses"]) == [4096, 4096, 64 * 16]
+    c = r.counters
+    # The runner made the tmpfs file inside its cgroup (as holes), so the pages the write
+    # phase filled are the cgroup's shmem; over its 8 MiB they went to zswap and the read
+    # brought them back.
+    assert c["memcg[/workload].memory.stat.shmem"] > 0
+    assert c["memcg[/workload].memory.stat.total_pgpgin"] >= 4096
+    assert c["vmstat.zswpout"] > 0 and c["vmstat.zswpin"] > 0
+    # The created files went to the loop device: 4 MiB of data at least.
+    assert r.raw["after"]["block[data].stat.write_sectors"] - r.raw["before"]["block[data].stat.write_sectors"] >= 4 << 11
+
+
+def test_killed_driver_then_lab_restore_unmounts_the_tmpfs(lab: Lab, tmp_path: Path) -> None:
+    _need_real(lab)
+    path = tmp_path / "tmpfs-sleep.toml"
+    path.write_text(TMPFS_AND_CREATE + '[[processes.phases]]\nkind = "sleep"\nduration = "60s"\n', encoding="utf-8")
+    journal = lab.state / JOURNAL_NAME
+    driver = lab.start_driver(path, tmp_path / "driver.log", orphan_runner=True)
+    try:
+        deadline = time.monotonic() + 120
+        runner: dict[str, Any] | None = None
+        while runner is None or not _in_cgroup(journal, runner):
+            if driver.poll() is not None:
+                raise AssertionError(f"the driver exited early ({driver.returncode}): {(tmp_path / 'driver.log').read_text()}")
+            assert time.monotonic() < deadline, "timed out waiting for the runner to be in its cgroup"
+            time.sleep(0.05)
+            if runner is None and journal.exists():
+                runner = next((e for e in read_entries(journal) if e["op"] == "runner"), None)
+        time.sleep(1.0)  # into its phases
+    finally:
+        os.kill(driver.pid, signal.SIGKILL)  # only the driver we started
+        driver.wait()
+
+    left = lab.state_now()
+    assert len([m for m in left["mounts"] if "/mnt/" in m]) == 2, left  # the tmpfs and the ext4
+    r = subprocess.run(
+        [sys.executable, "-m", "reclaimlab", "lab", "restore"], env=lab.env, capture_output=True, text=True, timeout=120, check=False
+    )
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.stdout.count("unmounted") >= 2, r.stdout
+    assert lab.state_now() == lab.before

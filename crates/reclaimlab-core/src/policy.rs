@@ -156,6 +156,12 @@ pub struct Switches {
     /// do_try_to_free_pages). Off (5.4 to 6.10, since "mm: vmscan: do not share cgroup
     /// iteration between reclaimers"): every reclaimer walks the whole subtree, no retry.
     pub incremental_cgroup_iteration: bool,
+    /// ext4 page cache folios may be large (mapping_set_large_folios; ext4 since 6.16,
+    /// "ext4: enable large folio for regular file"): readahead allocates folios of the order
+    /// its window reached (page_cache_ra_order, mm/filemap.rs). Off: order-0 folios only.
+    pub large_folios_ext4: bool,
+    /// The same for xfs (large folios since 5.18).
+    pub large_folios_xfs: bool,
 }
 
 /// Kernel versions with a preset.
@@ -218,6 +224,8 @@ impl Switches {
             reclaim_swappiness: false,
             reclaim_stats_flush: false,
             incremental_cgroup_iteration: false,
+            large_folios_ext4: false,
+            large_folios_xfs: true,
         };
         // 6.1 (Debian bookworm's kernel): zswap is a frontswap backend with one LRU for all
         // entries (kept by zbud/z3fold/zsmalloc and walked by zpool_shrink; no memory-pressure
@@ -248,6 +256,7 @@ impl Switches {
             "6.18" => Ok(Switches {
                 incompressible: Incompressible::StoreRaw,
                 kswapd_file_writeback: KswapdFileWriteback::Never,
+                large_folios_ext4: true,
                 ..v6_12
             }),
             _ => Err(ConfigError::unknown(
@@ -280,6 +289,8 @@ impl Switches {
         m.insert("memcg.reclaim_swappiness", Value::from(self.reclaim_swappiness));
         m.insert("memcg.reclaim_stats_flush", Value::from(self.reclaim_stats_flush));
         m.insert("vmscan.incremental_cgroup_iteration", Value::from(self.incremental_cgroup_iteration));
+        m.insert("filemap.large_folios_ext4", Value::from(self.large_folios_ext4));
+        m.insert("filemap.large_folios_xfs", Value::from(self.large_folios_xfs));
         m
     }
 
@@ -306,6 +317,8 @@ impl Switches {
                 "memcg.reclaim_swappiness" => s.reclaim_swappiness = boolean()?,
                 "memcg.reclaim_stats_flush" => s.reclaim_stats_flush = boolean()?,
                 "vmscan.incremental_cgroup_iteration" => s.incremental_cgroup_iteration = boolean()?,
+                "filemap.large_folios_ext4" => s.large_folios_ext4 = boolean()?,
+                "filemap.large_folios_xfs" => s.large_folios_xfs = boolean()?,
                 "zswap.zpools" => {
                     s.zpools = match v.as_u64() {
                         Some(n @ (1 | 32)) => n as u32,

@@ -210,19 +210,69 @@ impl Plan {
             });
         }
 
-        Ok(Plan {
+        let plan = Plan {
             seed: raw.seed,
             process_index: process as u32,
             process_name: p.name,
             regions,
             phases,
             oom_score_adj: p.oom_score_adj,
-        })
+        };
+        plan.check_created(&at)?;
+        Ok(plan)
     }
 
     /// Whether any region is a file (the runner then needs `--fs-dir` for each filesystem).
     pub fn file_regions(&self) -> impl Iterator<Item = (usize, &RegionPlan)> {
         self.regions.iter().enumerate().filter(|(_, r)| r.file.is_some())
+    }
+
+    /// By region index: whether a create_files phase creates it. Its file does not exist
+    /// before that phase (the runner neither writes it before `ready` nor opens it at `go`).
+    pub fn created_regions(&self) -> Vec<bool> {
+        let mut out = vec![false; self.regions.len()];
+        for p in &self.phases {
+            if let Phase::CreateFiles { regions, .. } = &p.phase {
+                for &r in regions {
+                    out[r as usize] = true;
+                }
+            }
+        }
+        out
+    }
+
+    /// A region that a create_files phase creates may appear in no other phase: the runner
+    /// creates, writes and closes it within that phase (fs_mark's loop), and keeps no open
+    /// file or mapping of it for other phases.
+    fn check_created(&self, at: &str) -> Result<(), String> {
+        let created = self.created_regions();
+        let mut seen = vec![false; self.regions.len()];
+        for (k, p) in self.phases.iter().enumerate() {
+            let used: Vec<u32> = match &p.phase {
+                Phase::CreateFiles { regions, .. } => {
+                    for &r in regions {
+                        if std::mem::replace(&mut seen[r as usize], true) {
+                            return Err(format!(
+                                "{at}.phases[{k}] ({}): region {r} ({}) is created by an earlier create_files phase; \
+                                 the runner creates each file once",
+                                p.name, self.regions[r as usize].name
+                            ));
+                        }
+                    }
+                    continue;
+                }
+                Phase::Read { region, .. } | Phase::Mmap { region, .. } | Phase::Write { region, .. } => vec![*region],
+                _ => continue,
+            };
+            if let Some(&r) = used.iter().find(|&&r| created[r as usize]) {
+                return Err(format!(
+                    "{at}.phases[{k}] ({}): region {r} ({}) is created by a create_files phase; the runner runs no other \
+                     file phase on such a region",
+                    p.name, self.regions[r as usize].name
+                ));
+            }
+        }
+        Ok(())
     }
 
     /// Page counts by region index, as `AccessGen` wants them.
@@ -302,6 +352,22 @@ mod tests {
 
     const P0: &str = r#"{"name": "a", "cgroup": 0, "regions": [{"name": "r", "pages": 3, "content": "zero", "variants": 1}],
         "phases": [{"name": "f", "phase": {"kind": "fill", "region": 0}}]}"#;
+
+    #[test]
+    fn a_created_file_is_in_no_other_file_phase() {
+        let phases = |second: &str| {
+            config(&format!(
+                r#"{{"name": "a", "regions": [{{"name": "f", "pages": 3, "content": "zero", "variants": 1, "file": 0}}],
+                "phases": [{{"name": "c", "phase": {{"kind": "create_files", "regions": [0], "fsync": false}}}}, {second}]}}"#
+            ))
+        };
+        let e = Plan::parse(&phases(r#"{"name": "r", "phase": {"kind": "read", "region": 0, "passes": 1}}"#), 0).unwrap_err();
+        assert!(e.contains("phases[1] (r): region 0 (f) is created by a create_files phase"), "{e}");
+        let e = Plan::parse(&phases(r#"{"name": "c2", "phase": {"kind": "create_files", "regions": [0], "fsync": true}}"#), 0)
+            .unwrap_err();
+        assert!(e.contains("created by an earlier create_files phase"), "{e}");
+        assert!(Plan::parse(&phases(r#"{"name": "z", "phase": {"kind": "sleep", "duration_ns": 1}}"#), 0).is_ok());
+    }
 
     #[test]
     fn tolerates_unknown_fields_outside_phases() {

@@ -42,6 +42,9 @@ pub trait Memory {
     fn file_write(&mut self, region: u32, page: u64, fsync_bytes: Option<u64>) -> io::Result<()>;
     /// A Write phase over `region` starts (its byte count for `fsync_bytes` restarts).
     fn start_write_phase(&mut self, region: u32);
+    /// A create_files phase's file: create file region `region`, write every page, fsync(2)
+    /// it with `fsync`, close it. Returns the pages written.
+    fn create_file(&mut self, region: u32, fsync: bool) -> io::Result<u64>;
     /// The cgroup v2 directory the cgroup phases write to (the process's own); None: they
     /// write nothing (`--dry-run`).
     fn cgroup_dir(&self) -> io::Result<Option<std::path::PathBuf>> {
@@ -99,14 +102,7 @@ pub fn run_phases<M: Memory, S: Sink>(plan: &Plan, mem: &mut M, sink: &mut S, tr
         // Generator set-up (a small allocation for Sequential and Random) happens before the
         // phase's clock starts; the simulator charges it no time either.
         let mut gen = match p.phase {
-            Phase::Sleep { .. } | Phase::Exit | Phase::Reclaim { .. } | Phase::CgroupWrite { .. } => None,
-            // The runner writes every file before `ready`; creating files during the run is not built.
-            Phase::CreateFiles { .. } => {
-                return Err(io::Error::other(format!(
-                    "phase {}: create_files (fs_mark-style file creation) cannot run on the real kernel yet",
-                    p.name
-                )))
-            }
+            Phase::Sleep { .. } | Phase::Exit | Phase::Reclaim { .. } | Phase::CgroupWrite { .. } | Phase::CreateFiles { .. } => None,
             _ => Some(plan.access_gen(index, &region_pages)),
         };
         if let Phase::Write { region, .. } = p.phase {
@@ -128,6 +124,13 @@ pub fn run_phases<M: Memory, S: Sink>(plan: &Plan, mem: &mut M, sink: &mut S, tr
             (Phase::Random { duration_ns, .. }, Some(g)) => {
                 let deadline = duration_ns.map(|d| start_ns.saturating_add(d));
                 drive::<M, S, false>(g, mem, deadline, trace, sink)?
+            }
+            (Phase::CreateFiles { regions, fsync }, _) => {
+                let mut n = 0;
+                for &r in regions {
+                    n += mem.create_file(r, *fsync).map_err(|e| phase_error(p, e))?;
+                }
+                n
             }
             (Phase::Sleep { duration_ns }, _) => {
                 sys::sleep_until(start_ns.saturating_add(*duration_ns));
@@ -285,6 +288,7 @@ mod tests {
         file_reads: u64,
         file_writes: Vec<Option<u64>>,
         write_phases: Vec<u32>,
+        created: Vec<(u32, bool)>,
     }
 
     impl Memory for CountMem {
@@ -314,6 +318,10 @@ mod tests {
         }
         fn start_write_phase(&mut self, r: u32) {
             self.write_phases.push(r);
+        }
+        fn create_file(&mut self, r: u32, fsync: bool) -> io::Result<u64> {
+            self.created.push((r, fsync));
+            Ok(3)
         }
     }
 
@@ -350,6 +358,23 @@ mod tests {
         let pages = plan.region_pages();
         let expect: Vec<Access> = [0, 1, 3].iter().flat_map(|&i| plan.access_gen(i, &pages)).collect();
         assert_eq!(log.accesses, expect);
+    }
+
+    #[test]
+    fn create_files_creates_each_file_in_order_and_counts_its_pages() {
+        let text = r#"{"seed": 5, "processes": [{"name": "p", "regions": [
+            {"name": "f", "pages": 3, "content": "text", "variants": 2, "file": 0},
+            {"name": "g", "pages": 3, "content": "text", "variants": 2, "file": 0},
+            {"name": "h", "pages": 3, "content": "text", "variants": 2, "file": 0}], "phases": [
+            {"name": "c", "phase": {"kind": "create_files", "regions": [1, 0], "fsync": true}},
+            {"name": "d", "phase": {"kind": "create_files", "regions": [2], "fsync": false}}]}]}"#;
+        let plan = Plan::parse(text, 0).unwrap();
+        let mut mem = CountMem::default();
+        let mut log = Log::default();
+        run_phases(&plan, &mut mem, &mut log, 0).unwrap();
+        assert_eq!(mem.created, [(1, true), (0, true), (2, false)]);
+        let counts: Vec<u64> = log.phases.iter().map(|r| r.accesses).collect();
+        assert_eq!(counts, [6, 3]);
     }
 
     #[test]

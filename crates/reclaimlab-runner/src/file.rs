@@ -1,11 +1,16 @@
 //! File regions on the real kernel: one file per file region, on the mount point the lab made
 //! for its filesystem (`--fs-dir`, in `machine.filesystems` order).
 //!
-//! * Before `ready` ([`create_files`]) every file of the process is written with its pages'
-//!   bytes (`reclaimlab_workload::content`, exactly what the simulator's page contents are) and
+//! * Before `ready` ([`create_files`]), inside the process's cgroup (the runner joins it first:
+//!   `--cgroup-procs`), every file of the process is written with its pages' bytes
+//!   (`reclaimlab_workload::content`, exactly what the simulator's page contents are) and
 //!   fsynced: the simulator's files exist on their device when the run starts. The driver then
 //!   syncs and drops the page cache, so the run starts with the files on disk and not cached,
-//!   as in the simulator.
+//!   as in the simulator. A file on a tmpfs is made at its size without data (ftruncate: all
+//!   holes), as the simulator's tmpfs files start; a file that a create_files phase creates is
+//!   not made before that phase.
+//! * `create_files` ([`create_file`]): fs_mark's loop: create (O_CREAT | O_TRUNC), one
+//!   write(2) of each page's bytes, fsync(2) before the close with `fsync` (-S1).
 //! * After `go` ([`FileRegion::open`]) the file is opened read-write and mapped shared (for
 //!   `mmap` phases), 2 MiB aligned like the anonymous regions, so that fault-around windows
 //!   line up with the file offsets as the simulator assumes.
@@ -55,10 +60,18 @@ pub fn check_dirs(plan: &Plan, dirs: &[PathBuf]) -> io::Result<()> {
 /// comment). An existing file is replaced.
 pub fn create_files(plan: &Plan, dirs: &[PathBuf], sources: &mut [PageSource]) -> io::Result<()> {
     let mut chunk = vec![0u8; CREATE_CHUNK_PAGES * PAGE_SIZE];
+    let created = plan.created_regions();
     for (i, r) in plan.file_regions() {
+        if created[i] {
+            continue;
+        }
         let path = file_path(dirs, plan.process_index, i, r)?;
         let ctx = |e: io::Error| io::Error::new(e.kind(), format!("creating file {} of region {}: {e}", path.display(), r.name));
         let mut f = OpenOptions::new().write(true).create(true).truncate(true).mode(0o600).open(&path).map_err(ctx)?;
+        if on_tmpfs(path.parent().unwrap_or(Path::new("/"))).map_err(ctx)? {
+            f.set_len(r.bytes() as u64).map_err(ctx)?;
+            continue;
+        }
         let src = &mut sources[i];
         let mut page = 0u64;
         while page < r.pages {
@@ -72,6 +85,35 @@ pub fn create_files(plan: &Plan, dirs: &[PathBuf], sources: &mut [PageSource]) -
         f.sync_all().map_err(ctx)?;
     }
     Ok(())
+}
+
+/// Whether `dir` is on a tmpfs (statfs f_type TMPFS_MAGIC).
+pub fn on_tmpfs(dir: &Path) -> io::Result<bool> {
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(dir.as_os_str().as_bytes()).map_err(io::Error::other)?;
+    // SAFETY: a zeroed statfs is a valid out-buffer; c is a NUL-terminated path.
+    let mut st: libc::statfs = unsafe { std::mem::zeroed() };
+    // SAFETY: see above.
+    if unsafe { libc::statfs(c.as_ptr(), &mut st) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(st.f_type == libc::TMPFS_MAGIC)
+}
+
+/// A create_files phase's file (fs_mark's loop body): create or truncate it, write each page's
+/// bytes with one write(2) per page, fsync(2) it with `fsync`, close it. Returns the pages
+/// written (the phase's accesses, as the simulator counts them).
+pub fn create_file(path: &Path, r: &RegionPlan, source: &mut PageSource, fsync: bool) -> io::Result<u64> {
+    let ctx = |e: io::Error| io::Error::new(e.kind(), format!("create_files: file {} of region {}: {e}", path.display(), r.name));
+    let mut f = OpenOptions::new().write(true).create(true).truncate(true).mode(0o600).open(path).map_err(ctx)?;
+    for page in 0..r.pages {
+        f.write_all(source.page_bytes(page)).map_err(ctx)?;
+    }
+    if fsync {
+        f.sync_all().map_err(ctx)?;
+    }
+    drop(f);
+    Ok(r.pages)
 }
 
 /// A shared read-write mapping of a whole file, 2 MiB aligned: a `PROT_NONE` reservation of
@@ -210,6 +252,43 @@ mod tests {
         let mut out = [0u8; PAGE_SIZE];
         fill_page(Content::Text, plan.seed, r.id, variant_of(plan.seed, r.id, page, r.distinct), &mut out);
         out
+    }
+
+    #[test]
+    fn created_files_are_made_by_their_phase_and_tmpfs_files_start_as_holes() {
+        let text = r#"{"seed": 3, "processes": [{"name": "p", "regions": [
+            {"name": "t", "pages": 64, "content": "text", "variants": 5, "file": 0},
+            {"name": "c", "pages": 5, "content": "text", "variants": 5, "file": 0}], "phases": [
+            {"name": "r", "phase": {"kind": "read", "region": 0, "passes": 1}},
+            {"name": "m", "phase": {"kind": "create_files", "regions": [1], "fsync": true}}]}]}"#;
+        let plan = Plan::parse(text, 0).unwrap();
+        assert_eq!(plan.created_regions(), [false, true]);
+        // /dev/shm is a tmpfs on every Linux this runs on; elsewhere the test has no tmpfs.
+        let shm = Path::new("/dev/shm");
+        if !on_tmpfs(shm).unwrap_or(false) {
+            eprintln!("no tmpfs at /dev/shm; skipped");
+            return;
+        }
+        let dir = shm.join(format!("reclaimlab-runner-tmpfs-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let dirs = [dir.clone()];
+        let mut prepared = crate::Prepared::new(&plan);
+        prepared.create_files(&plan, &dirs).unwrap();
+        // The tmpfs file has its size and no blocks (all holes, as the simulator's start);
+        // the created one does not exist yet.
+        let meta = std::fs::metadata(dir.join("p0.r0")).unwrap();
+        assert_eq!(meta.len(), 64 * PAGE_SIZE as u64);
+        assert_eq!(std::os::unix::fs::MetadataExt::blocks(&meta), 0);
+        assert!(!dir.join("p0.r1").exists());
+        let r = &plan.regions[1];
+        let mut source = PageSource::new(r.content, plan.seed, r.id, r.distinct, false);
+        assert_eq!(create_file(&dir.join("p0.r1"), r, &mut source, true).unwrap(), 5);
+        let bytes = std::fs::read(dir.join("p0.r1")).unwrap();
+        assert_eq!(bytes.len(), 5 * PAGE_SIZE);
+        let mut want = [0u8; PAGE_SIZE];
+        fill_page(Content::Text, plan.seed, r.id, variant_of(plan.seed, r.id, 4, r.distinct), &mut want);
+        assert_eq!(&bytes[4 * PAGE_SIZE..], want);
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

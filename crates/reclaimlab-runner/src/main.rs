@@ -14,7 +14,7 @@ use reclaimlab_runner::report::Reporter;
 use reclaimlab_runner::{file, run_phases, sys, Ended, Memory, NullMemory, Plan, Prepared, RealMemory};
 
 const USAGE: &str = "\
-usage: reclaimlab-runner --config LOWERED.json --process N [--fs-dir DIR]... [--no-wait] [--dry-run] [--trace K]
+usage: reclaimlab-runner --config LOWERED.json --process N [--fs-dir DIR]... [--cgroup-procs FILE] [--no-wait] [--dry-run] [--trace K]
 
 Runs process N (index into `processes`) of a lowered reclaimlab scenario on the real kernel:
 same page bytes and same access order as the simulator. Reports JSON lines on stdout.
@@ -23,7 +23,13 @@ same page bytes and same access order as the simulator. Reports JSON lines on st
   --process N     which process to run (0-based index)
   --fs-dir DIR    where filesystem i of machine.filesystems is mounted (once per filesystem, in
                   order); the process's file regions are files p<process>.r<region> there,
-                  written with their pages' bytes and fsynced before `ready`
+                  written with their pages' bytes and fsynced before `ready` (on a tmpfs:
+                  made at their size without data); a create_files phase's files are made by
+                  that phase
+  --cgroup-procs FILE
+                  join this cgroup (write the runner's pid to FILE, its cgroup.procs) after
+                  the preparation and before the files are made, so that their pages are
+                  charged to it
   --no-wait       do not wait for `go` after `ready`, nor for `exit` after `phases_done`
   --dry-run       map and touch no memory; phases, timing and reports as usual
   --trace K       report the first K accesses of every phase as `access` events
@@ -38,6 +44,7 @@ struct Args {
     dry_run: bool,
     trace: u64,
     fs_dirs: Vec<PathBuf>,
+    cgroup_procs: Option<PathBuf>,
 }
 
 enum Cli {
@@ -50,6 +57,7 @@ fn parse_args(mut it: impl Iterator<Item = OsString>) -> Result<Cli, String> {
     let mut process = None;
     let mut trace = None;
     let mut fs_dirs = Vec::new();
+    let mut cgroup_procs = None;
     let (mut no_wait, mut dry_run) = (false, false);
     while let Some(arg) = it.next() {
         let arg = arg.into_string().map_err(|a| format!("argument {a:?} is not UTF-8"))?;
@@ -85,6 +93,10 @@ fn parse_args(mut it: impl Iterator<Item = OsString>) -> Result<Cli, String> {
                 trace = Some(v.parse::<u64>().map_err(|_| format!("--trace: expected a number of accesses, got {v:?}"))?);
             }
             "--fs-dir" => fs_dirs.push(PathBuf::from(value("--fs-dir")?)),
+            "--cgroup-procs" => {
+                once(cgroup_procs.is_some(), "--cgroup-procs")?;
+                cgroup_procs = Some(PathBuf::from(value("--cgroup-procs")?));
+            }
             "--no-wait" | "--dry-run" if inline.is_some() => return Err(format!("{flag} takes no value")),
             "--no-wait" => {
                 once(no_wait, "--no-wait")?;
@@ -104,6 +116,7 @@ fn parse_args(mut it: impl Iterator<Item = OsString>) -> Result<Cli, String> {
         dry_run,
         trace: trace.unwrap_or(0),
         fs_dirs,
+        cgroup_procs,
     }))
 }
 
@@ -185,6 +198,12 @@ fn run<W: Write>(out: &mut Reporter<W>) -> Result<(), Fail> {
         }
         let mut prepared = Prepared::new(&plan);
         file::check_dirs(&plan, &args.fs_dirs).or_else(|e| fail(2, e.to_string()))?;
+        if let Some(procs) = &args.cgroup_procs {
+            // Join the cgroup before making the files: their page cache (a tmpfs file's pages
+            // stay) is charged to the cgroup the simulator charges, the process's own.
+            std::fs::write(procs, std::process::id().to_string())
+                .or_else(|e| fail(1, format!("--cgroup-procs: cannot join the cgroup through {}: {e}", procs.display())))?;
+        }
         prepared.create_files(&plan, &args.fs_dirs).or_else(|e| fail(1, e.to_string()))?;
         if let Some(adj) = plan.oom_score_adj {
             // The OOM killer's view of this process (oom_score_adj; lowering it needs

@@ -15,7 +15,7 @@ use reclaimlab_workload::Content;
 
 use std::path::PathBuf;
 
-use crate::config::Plan;
+use crate::config::{Plan, RegionPlan};
 use crate::exec::Memory;
 use crate::file::{self, FileRegion};
 
@@ -343,10 +343,12 @@ impl RealRegion {
     }
 }
 
-/// A region of [`RealMemory`]: anonymous memory or a file.
+/// A region of [`RealMemory`]: anonymous memory, a file, or a file a create_files phase
+/// creates (not open: the phase creates, writes and closes it).
 enum Slot {
     Anon(RealRegion),
     File(FileRegion),
+    Created { path: PathBuf, plan: RegionPlan, source: PageSource },
 }
 
 /// The regions, mapped for real (files opened and mapped shared).
@@ -359,7 +361,13 @@ impl RealMemory {
     /// [`Prepared::create_files`] wrote, under `dirs`).
     pub fn map(prepared: Prepared, plan: &Plan, dirs: &[PathBuf]) -> io::Result<RealMemory> {
         let mut regions = Vec::with_capacity(plan.regions.len());
+        let created = plan.created_regions();
         for (i, ((r, source), materialized)) in plan.regions.iter().zip(prepared.sources).zip(prepared.materialized).enumerate() {
+            if created[i] {
+                let path = file::file_path(dirs, plan.process_index, i, r)?;
+                regions.push(Slot::Created { path, plan: r.clone(), source });
+                continue;
+            }
             if r.file.is_some() {
                 let path = file::file_path(dirs, plan.process_index, i, r)?;
                 regions.push(Slot::File(FileRegion::open(&path, r, source)?));
@@ -381,14 +389,16 @@ impl RealMemory {
     fn anon(&self, r: usize) -> &RealRegion {
         match &self.regions[r] {
             Slot::Anon(a) => a,
-            Slot::File(_) => panic!("region {r} is a file"),
+            Slot::File(_) | Slot::Created { .. } => panic!("region {r} is a file"),
         }
     }
 
     fn file(&mut self, r: u32) -> &mut FileRegion {
         match &mut self.regions[r as usize] {
             Slot::File(f) => f,
-            Slot::Anon(_) => panic!("region {r} is not a file (Plan::parse checks phases against region kinds)"),
+            Slot::Anon(_) | Slot::Created { .. } => {
+                panic!("region {r} is not an open file (Plan::parse checks phases against region kinds and created files)")
+            }
         }
     }
 
@@ -412,7 +422,7 @@ impl Memory for RealMemory {
     fn fill(&mut self, region: u32, page: u64) {
         match &mut self.regions[region as usize] {
             Slot::Anon(r) => r.write_content(page),
-            Slot::File(_) => panic!("fill of a file region (Plan::parse refuses it)"),
+            Slot::File(_) | Slot::Created { .. } => panic!("fill of a file region (Plan::parse refuses it)"),
         }
     }
 
@@ -433,6 +443,7 @@ impl Memory for RealMemory {
             }
             // An mmap phase: the shared file mapping (the file holds the page's bytes already).
             Slot::File(f) => f.page_ptr(page),
+            Slot::Created { .. } => panic!("touch of a created file (Plan::parse refuses it)"),
         };
         if write {
             // SAFETY: p is inside the mapping.
@@ -464,6 +475,13 @@ impl Memory for RealMemory {
     fn start_write_phase(&mut self, region: u32) {
         self.file(region).start_write_phase();
     }
+
+    fn create_file(&mut self, region: u32, fsync: bool) -> io::Result<u64> {
+        match &mut self.regions[region as usize] {
+            Slot::Created { path, plan, source } => file::create_file(path, plan, source, fsync),
+            _ => panic!("region {region} is not created by create_files (Plan::created_regions)"),
+        }
+    }
 }
 
 /// `--dry-run`: no memory at all; every access is a no-op.
@@ -484,6 +502,9 @@ impl Memory for NullMemory {
         Ok(())
     }
     fn start_write_phase(&mut self, _region: u32) {}
+    fn create_file(&mut self, _region: u32, _fsync: bool) -> io::Result<u64> {
+        Ok(0)
+    }
 }
 
 #[cfg(test)]

@@ -216,8 +216,23 @@ def run(
             trace_phase.relocate(on_disk, tmp)
             cfg_path.write_text(json.dumps(on_disk, sort_keys=True), encoding="utf-8")
             fs_args = [a for m in applied.filesystems for a in ("--fs-dir", str(m.point))]
+            groups = config["cgroups"]["groups"]
+
+            def cgroup_procs(i: int) -> list[str]:
+                # The runner joins its cgroup before it makes its files, so that their pages
+                # (a tmpfs file's stay) are charged where the simulator charges them.
+                if not applied.filesystems:
+                    return []
+                cg = applied.cgroup_dirs[groups[config["processes"][i]["cgroup"]]["path"]]
+                return ["--cgroup-procs", str(cg / "cgroup.procs")]
+
             runners = RunnerSet(
-                cmd, cfg_path, config, lambda r: journal.record("runner", pid=r.pid, start_time=r.start_time, process=r.name), fs_args
+                cmd,
+                cfg_path,
+                config,
+                lambda r: journal.record("runner", pid=r.pid, start_time=r.start_time, process=r.name),
+                fs_args,
+                cgroup_procs,
             )
             lab.before_restore(runners.close)
             result = _drive(scenario, config, applied, runners, keys, timeout, sample_interval_s, trace)

@@ -176,7 +176,10 @@ def set_up(j: Journal, config: dict[str, Any], runid: str, state: Path) -> list[
         else:
             j.record("mount", path=str(point), fstype=t, created_dir=True)
             point.mkdir(mode=0o700)
-            host.run_tool(["mount", "-t", t, "-o", f"size={size},mode=0700", t, str(point)])
+            # The scenario's size= (the simulator's limit), else the kernel's default (half
+            # of RAM, shmem_default_max_blocks), as the simulator's.
+            opts = "mode=0700" if fs.get("size_bytes") is None else f"size={int(fs['size_bytes'])},mode=0700"
+            host.run_tool(["mount", "-t", t, "-o", opts, t, str(point)])
         out.append(m)
     return out
 

@@ -538,8 +538,6 @@ def check(config: dict[str, Any], p: Probe) -> list[Problem]:
     problems += _check_memory(config, p)
     problems += [Problem(path, message) for path, message in filesystems.check_filesystems(config, state_dir())]
     problems += _check_trace(config, p)
-    problems += _check_create_files(config)
-    problems += _check_tmpfs(config)
     return problems
 
 
@@ -550,34 +548,6 @@ def _check_trace(config: dict[str, Any], p: Probe) -> list[Problem]:
         return []
     why = tracing.check(p.tracefs_supported)
     return [Problem(("trace",), f"--trace on the host: {why}; the VM lab (--backend vm) traces in its guest")] if why else []
-
-
-def _check_create_files(config: dict[str, Any]) -> list[Problem]:
-    """create_files: the runner writes every file before `ready`, so files that a phase
-    creates during the run are not built on the real kernel yet (the runner refuses them too)."""
-    return [
-        Problem(("processes", i, "phases", j, "kind"), "create_files phases cannot run on the real kernel yet (simulator only)")
-        for i, proc in enumerate(config["processes"])
-        for j, ph in enumerate(proc["phases"])
-        if ph["phase"].get("kind") == "create_files"
-    ]
-
-
-def _check_tmpfs(config: dict[str, Any]) -> list[Problem]:
-    """tmpfs: the runner writes every file before `ready`, that is before the driver moves it
-    into its cgroup. Page cache on a disk filesystem is dropped after that (drop_caches) and
-    charged again when the phases touch it; tmpfs pages cannot be dropped, so the kernel would
-    keep them charged to the lab's own cgroup while the simulator charges the writer's. Until
-    the runner creates files inside its cgroup, the host lab refuses tmpfs."""
-    return [
-        Problem(
-            ("machine", "filesystems", k, "type"),
-            "tmpfs files cannot run on the real kernel yet: the runner creates files before it joins its cgroup, "
-            "so the kernel would charge their pages to another cgroup than the simulator does (simulator only)",
-        )
-        for k, fs in enumerate(config["machine"].get("filesystems", []))
-        if fs.get("fstype") == "tmpfs"
-    ]
 
 
 def _cpus(n: int) -> str:

@@ -207,9 +207,12 @@ class RunnerSet:
         config: dict[str, Any],
         on_start: Callable[[Runner], None],
         extra_args: list[str] | None = None,
+        process_args: Callable[[int], list[str]] | None = None,
     ):
         self.cmd = cmd
         self.extra_args = list(extra_args or [])
+        # Arguments for process i alone (the host lab's --cgroup-procs).
+        self.process_args = process_args or (lambda _i: [])
         self.config_path = config_path
         self.config = config
         self.on_start = on_start
@@ -226,7 +229,7 @@ class RunnerSet:
             err = tempfile.TemporaryFile(prefix="reclaimlab-runner-", suffix=".stderr")
             try:
                 proc = subprocess.Popen(
-                    [*self.cmd, "--config", str(self.config_path), "--process", str(i), *self.extra_args],
+                    [*self.cmd, "--config", str(self.config_path), "--process", str(i), *self.extra_args, *self.process_args(i)],
                     stdin=subprocess.PIPE,
                     stdout=subprocess.PIPE,
                     stderr=err,

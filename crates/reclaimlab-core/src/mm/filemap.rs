@@ -16,7 +16,25 @@
 //! model leaves it out; a read window larger than the device's max_sectors_kb is split into
 //! requests by the block layer (crate::block).
 //!
-//! Simplified: one open file per file region (one `file_ra_state`); no large folios (order 0 only); no mmap_miss accounting
+//! Large folios (6.18: page_cache_ra_order, ra->order): on a filesystem whose mapping supports
+//! them (ext4 since 6.16, xfs since 5.18: the `filemap.large_folios_*` switches) a read(2)
+//! stream's readahead allocates folios of up to the order its window reached: the first window
+//! order 0, every async window two orders more (ra->order += 2), capped by ilog2 of the window
+//! and MAX_PAGECACHE_ORDER, naturally aligned, the window's end trimmed to that alignment. A
+//! 2560 KiB read_ahead_kb reaches orders 7–9 after ~400 pages. The page, not the folio, stays
+//! the unit of the page arena, the LRUs and reclaim (each page carries its folio's order,
+//! `Page::folio_order`); the folio groups the work the kernel does once per folio: the page
+//! cache insertion (`pagecache_add_ns`), the memcg charge and its v1 `pgpgin` event, the
+//! reclaim of a clean folio (`reclaim_page_ns`, shared by its pages) and its v1 `pgpgout`
+//! event (counted at the folio's first page). What this simplifies: the kernel isolates,
+//! references and frees a large folio whole (one LRU entry; a referenced page keeps all its
+//! pages), the model its pages one at a time: they sit next to each other on the inactive
+//! list and are reclaimed together in the common case, but a scan may stop within a folio.
+//! mmap read-around and write(2) make order-0 folios (6.18's do_sync_mmap_readahead sets
+//! ra->order 0; a 4 KiB write gets an order-0 folio from filemap_get_order). The window trim
+//! and the ramp follow 6.18 also where an older preset enables xfs's large folios.
+//!
+//! Simplified: one open file per file region (one `file_ra_state`); no mmap_miss accounting
 //! (MMAP_LOTSAMISS never stops read-around); no context readahead for interleaved streams;
 //! readahead allocations reclaim like any page cache allocation (the kernel's
 //! readahead_gfp_mask adds __GFP_NORETRY) and a readahead page that cannot be had ends the
@@ -35,6 +53,9 @@ use crate::sim::Time;
 pub const RA_PAGES: u64 = (128 * 1024) / PAGE_SIZE;
 /// fault_around_bytes (64 KiB): a read fault maps the cached pages of this aligned window.
 pub const FAULT_AROUND_PAGES: u64 = (64 * 1024) / PAGE_SIZE;
+/// MAX_PAGECACHE_ORDER on x86-64 with 4 KiB pages (HPAGE_PMD_ORDER), which is also ext4's
+/// EXT4_MAX_PAGECACHE_ORDER with 4 KiB blocks: a 2 MiB folio.
+pub const MAX_PAGECACHE_ORDER: u32 = 9;
 
 /// The filesystem type: how it answers reclaim's writepage (seed 001) differs per type.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -119,6 +140,8 @@ pub struct FileState {
     pub ra_start: u64,
     pub ra_size: u64,
     pub ra_async: u64,
+    /// ra->order: the folio order readahead asks for next (large folios only).
+    pub ra_order: u32,
     /// ra->prev_pos >> PAGE_SHIFT of the last read(2), None before the first.
     pub prev_index: Option<u64>,
     /// Page reads in flight: (page, done). A folio is locked until its read completes; an
@@ -130,7 +153,7 @@ pub struct FileState {
 
 impl FileState {
     pub fn new(fs: u16, dev_off: u64) -> FileState {
-        FileState { fs, dev_off, ra_start: 0, ra_size: 0, ra_async: 0, prev_index: None, pending: Vec::new(), wb: InodeWb::default() }
+        FileState { fs, dev_off, ra_start: 0, ra_size: 0, ra_async: 0, ra_order: 0, prev_index: None, pending: Vec::new(), wb: InodeWb::default() }
     }
 }
 
@@ -174,6 +197,17 @@ impl Mm {
         self.fs[fs].bdev.model.read_ahead_kb.map_or(RA_PAGES, |kb| kb as u64 * 1024 / PAGE_SIZE)
     }
 
+    /// mapping_large_folio_support for file region `region`'s file: per filesystem type and
+    /// kernel (the `filemap.large_folios_*` switches; btrfs's are experimental in 6.18, off).
+    fn large_folios(&self, region: usize) -> bool {
+        let fs = self.regions[region].file.as_ref().expect("a file region").fs as usize;
+        match self.fs[fs].fstype {
+            FsType::Ext4 => self.switches.large_folios_ext4,
+            FsType::Xfs => self.switches.large_folios_xfs,
+            FsType::Btrfs => false,
+        }
+    }
+
     fn file_state(&mut self, region: usize) -> &mut FileState {
         self.regions[region].file.as_mut().expect("a file region")
     }
@@ -191,7 +225,7 @@ impl Mm {
             if !self.pages[i as usize].has(pg::RESIDENT) {
                 // filemap_create_folio: readahead could not get the page (or reclaim for a
                 // later page of the window took it again); read it alone.
-                self.do_page_cache_ra(ctx, region, index, 1, 0)?;
+                self.do_page_cache_ra(ctx, region, index, 1, 0, 0)?;
             }
         }
         self.folio_wait_locked(ctx, region, i);
@@ -234,9 +268,10 @@ impl Mm {
             st.ra_start = start;
             st.ra_size = ra_pages;
             st.ra_async = ra_pages / 4;
-            self.do_page_cache_ra(ctx, region, start, ra_pages, ra_pages / 4)?;
+            st.ra_order = 0;
+            self.do_page_cache_ra(ctx, region, start, ra_pages, ra_pages / 4, 0)?;
             if !self.pages[i as usize].has(pg::RESIDENT) {
-                self.do_page_cache_ra(ctx, region, index, 1, 0)?;
+                self.do_page_cache_ra(ctx, region, index, 1, 0, 0)?;
             }
         }
         let hit_marker = self.pages[i as usize].has(pg::READAHEAD);
@@ -296,7 +331,7 @@ impl Mm {
     fn page_cache_sync_ra(&mut self, ctx: &mut Ctx, region: usize, index: u64, prev: Option<u64>) {
         let sequential = index == 0 || prev.is_some_and(|p| index.wrapping_sub(p) <= 1);
         if !sequential {
-            let _ = self.do_page_cache_ra(ctx, region, index, 1, 0);
+            let _ = self.do_page_cache_ra(ctx, region, index, 1, 0, 0);
             return;
         }
         let size = get_init_ra_size(1, self.ra_pages(region));
@@ -305,34 +340,70 @@ impl Mm {
         st.ra_start = index;
         st.ra_size = size;
         st.ra_async = async_size;
-        let _ = self.do_page_cache_ra(ctx, region, index, size, async_size);
+        // readit: ra->order = 0 (6.18), then page_cache_ra_order.
+        st.ra_order = 0;
+        let _ = self.page_cache_ra_order(ctx, region);
     }
 
     /// page_cache_async_ra on a hit of PG_readahead folio `i` at `index`: clear the mark, and
-    /// if it is where the last window expected it, push the window forward and ramp it up.
-    /// A marker elsewhere (the state was reset by a random read) starts a window there of
-    /// the next size.
+    /// if it is where the last window expected it (rounded down to the marked folio),
+    /// push the window forward and ramp it up. A marker elsewhere (the state was reset by a
+    /// random read) starts a window there of the next size. Then (readit, 6.18) two orders
+    /// more for the folios, and the window's end trimmed to their alignment (at most the
+    /// lowest set bit of the largest window).
     fn page_cache_async_ra(&mut self, ctx: &mut Ctx, region: usize, index: u64, i: u32) {
         self.pages[i as usize].clear(pg::READAHEAD);
+        let folio_pages = 1u64 << self.pages[i as usize].folio_order;
         let ra_pages = self.ra_pages(region);
         let st = self.file_state(region);
-        let expected = st.ra_start + st.ra_size - st.ra_async;
+        let expected = (st.ra_start + st.ra_size - st.ra_async) & !(folio_pages - 1);
         if index == expected {
             st.ra_start += st.ra_size;
         } else {
             st.ra_start = index + 1;
         }
         st.ra_size = get_next_ra_size(st.ra_size.max(1), ra_pages);
+        st.ra_order += 2;
+        if ra_pages > 0 {
+            let align = 1u64 << st.ra_order.min(ra_pages.trailing_zeros());
+            let end = st.ra_start + st.ra_size;
+            let aligned_end = end & !(align - 1);
+            if aligned_end > st.ra_start {
+                st.ra_size -= end - aligned_end;
+            }
+        }
         st.ra_async = st.ra_size;
-        let (start, size) = (st.ra_start, st.ra_size);
-        let _ = self.do_page_cache_ra(ctx, region, start, size, size);
+        let _ = self.page_cache_ra_order(ctx, region);
     }
 
-    /// page_cache_ra_unbounded: allocate and add the uncached pages of [start, start + nr)
-    /// within the file, mark the one `lookahead` from the end PG_readahead, and read them
-    /// under a plug (read_pages), so consecutive pages merge into requests. Stops at the first
-    /// page it cannot allocate (an error only if that was the first).
-    fn do_page_cache_ra(&mut self, ctx: &mut Ctx, region: usize, start: u64, nr: u64, lookahead: u64) -> std::result::Result<(), Oom> {
+    /// page_cache_ra_order (6.18) for the file's current window: on a mapping with large
+    /// folios and a window of at least 4 pages, folios of order min(ra->order, ilog2(size),
+    /// MAX_PAGECACHE_ORDER) (recorded back in ra->order); else order 0
+    /// (the fallback, do_page_cache_ra).
+    fn page_cache_ra_order(&mut self, ctx: &mut Ctx, region: usize) -> std::result::Result<(), Oom> {
+        let large = self.large_folios(region);
+        let st = self.file_state(region);
+        let (start, size, async_size) = (st.ra_start, st.ra_size, st.ra_async);
+        let order = if large && size >= 4 {
+            let o = st.ra_order.min(size.ilog2()).min(MAX_PAGECACHE_ORDER);
+            st.ra_order = o;
+            o
+        } else {
+            0
+        };
+        self.do_page_cache_ra(ctx, region, start, size, async_size, order)
+    }
+
+    /// page_cache_ra_unbounded (order 0) and page_cache_ra_order's folio loop (`order` > 0):
+    /// allocate and add the uncached pages of [start, start + nr) within the file as folios,
+    /// mark the folio holding the page `lookahead` from the end PG_readahead, and read them
+    /// under a plug (read_pages), so consecutive pages merge into requests. A large folio is
+    /// naturally aligned (an unaligned index gets the order of its alignment) and ends within
+    /// the window; where one would cover a cached page (filemap_add_folio's -EEXIST) or
+    /// cannot be had, the rest of the window falls back to order 0 (6.18's fallback to
+    /// do_page_cache_ra). Stops at the first order-0 page it cannot allocate (an error only
+    /// if that was the first).
+    fn do_page_cache_ra(&mut self, ctx: &mut Ctx, region: usize, start: u64, nr: u64, lookahead: u64, order: u32) -> std::result::Result<(), Oom> {
         let r = &self.regions[region];
         let (base, npages) = (r.base, r.pages as u64);
         let end = (start + nr).min(npages);
@@ -350,33 +421,60 @@ impl Mm {
         // (or at the end); bio_submit_ns is charged per bio. Simplified: no BIO_MAX_VECS
         // limit (256 folios: with the kernel's large page cache folios a window is far below
         // it; with order-0 folios it would cut bios at 1 MiB).
-        let mut prev: Option<u64> = None;
-        for x in start..end {
+        let resident = |mm: &Mm, y: u64| mm.pages[(base + y as u32) as usize].has(pg::RESIDENT);
+        // The end of the last folio added: a folio starting there continues its bio.
+        let mut prev_end: Option<u64> = None;
+        let mut max_order = order;
+        let mut x = start;
+        while x < end {
             let j = base + x as u32;
-            if self.pages[j as usize].has(pg::RESIDENT) {
+            if resident(self, x) {
+                x += 1;
                 continue;
             }
-            if let Err(e) = self.filemap_add_folio(ctx, j) {
+            let mut o = max_order;
+            if o > 0 {
+                o = o.min(x.trailing_zeros());
+                while o > 0 && x + (1u64 << o) > end {
+                    o -= 1;
+                }
+                if o > 0 && (x..x + (1u64 << o)).any(|y| resident(self, y)) {
+                    max_order = 0;
+                    o = 0;
+                }
+            }
+            let nr = 1u64 << o;
+            if let Err(e) = self.filemap_add_folio_order(ctx, j, o) {
+                if o > 0 {
+                    max_order = 0;
+                    continue;
+                }
                 if x == start {
                     result = Err(e);
                 }
                 break;
             }
-            if Some(x) == mark {
+            // ra_alloc_folio: the mark, rounded down to the folio, marks the folio's first page.
+            if mark.is_some_and(|m| (x..x + nr).contains(&m)) {
                 self.pages[j as usize].set(pg::READAHEAD);
             }
-            self.vm.pgpgin += PAGE_SIZE / 1024;
-            let bio_pages = if prev.is_some_and(|p| p + 1 == x) {
+            self.vm.pgpgin += nr * PAGE_SIZE / 1024;
+            let first_bio_pages = if prev_end == Some(x) {
                 0
             } else {
                 ctx.cpu(self.costs.bio_submit_ns);
-                // The new bio: this page and the uncached ones after it in the window.
-                1 + (x + 1..end).take_while(|&y| !self.pages[(base + y as u32) as usize].has(pg::RESIDENT)).count()
+                // The new bio: this folio and the uncached pages after it in the window.
+                nr as usize + (x + nr..end).take_while(|&y| !resident(self, y)).count()
             };
-            prev = Some(x);
-            if let Some(done) = self.submit_bio_page(ctx, dev, Dir::Read, (dev_off + x) as u32, j, bio_pages) {
-                issued.push((j, done));
+            prev_end = Some(x + nr);
+            for y in x..x + nr {
+                let jy = base + y as u32;
+                let bio_pages = if y == x { first_bio_pages } else { 0 };
+                if let Some(done) = self.submit_bio_page(ctx, dev, Dir::Read, (dev_off + y) as u32, jy, bio_pages) {
+                    issued.push((jy, done));
+                }
             }
+            x += nr;
         }
         issued.extend(self.blk_finish_plug(ctx));
         self.file_state(region).pending.extend(issued);
@@ -389,16 +487,59 @@ impl Mm {
     pub(crate) fn filemap_add_folio(&mut self, ctx: &mut Ctx, i: u32) -> std::result::Result<(), Oom> {
         let m = self.pages[i as usize].memcg;
         self.alloc_charged_frame(ctx, m)?;
-        ctx.cpu(self.costs.pagecache_add_ns);
+        ctx.cpu(self.costs.pagecache_add_ns + self.costs.pagecache_add_page_ns);
+        self.filemap_insert_page(i, 0);
+        Ok(())
+    }
+
+    /// filemap_add_folio for a folio of order `order` starting at page `first` (order 0:
+    /// [`Mm::filemap_add_folio`]): its frames and its memcg charge are all or nothing (one
+    /// charge event, memcg v1 `pgpgin`), the insertion is paid once (`pagecache_add_ns`, and
+    /// `pagecache_add_page_ns` per page), and
+    /// each page goes on the LRU as the model's unit (see the module comment).
+    fn filemap_add_folio_order(&mut self, ctx: &mut Ctx, first: u32, order: u32) -> std::result::Result<(), Oom> {
+        if order == 0 {
+            return self.filemap_add_folio(ctx, first);
+        }
+        let nr = 1u32 << order;
+        let m = self.pages[first as usize].memcg;
+        for k in 0..nr {
+            let err = if !self.alloc_frame(ctx) {
+                Some(Oom { memcg: None })
+            } else if let Err(e) = self.try_charge(ctx, m) {
+                self.free_frame();
+                Some(e)
+            } else {
+                None
+            };
+            if let Some(e) = err {
+                self.page_counter_uncharge(m, k as u64);
+                for _ in 0..k {
+                    self.free_frame();
+                }
+                return Err(e);
+            }
+        }
+        self.commit_charge(m);
+        ctx.cpu(self.costs.pagecache_add_ns + nr as u64 * self.costs.pagecache_add_page_ns);
+        for k in 0..nr {
+            self.filemap_insert_page(first + k, order as u8);
+        }
+        Ok(())
+    }
+
+    /// Page `i` of a new folio of order `order` enters the page cache: a shadow entry left by
+    /// its eviction makes it a refault (workingset_refault); then folio_add_lru.
+    fn filemap_insert_page(&mut self, i: u32, order: u8) {
         let p = &mut self.pages[i as usize];
         p.set(pg::RESIDENT);
         p.clear(pg::ACTIVE | pg::REFERENCED | pg::READAHEAD);
+        p.folio_order = order;
         self.nr_resident += 1;
         if self.pages[i as usize].has(pg::SHADOW) {
             self.workingset_refault(i);
         }
         self.lru_add(i);
-        Ok(())
     }
 
     /// folio_mark_accessed (mm/swap.c): the first access sets PG_referenced; a second one on
@@ -428,14 +569,23 @@ impl Mm {
     }
 
     /// __remove_mapping for a clean, unmapped page cache folio: a shadow entry replaces it in
-    /// the mapping (workingset_eviction), the memcg is uncharged and the frame freed.
+    /// the mapping (workingset_eviction), the memcg is uncharged and the frame freed. A page
+    /// of a large folio is removed alone (see the module comment); the folio's one uncharge
+    /// event (memcg v1 `pgpgout`) is counted at its first page.
     pub(crate) fn remove_file_folio_for_reclaim(&mut self, i: u32) {
         let m = self.pages[i as usize].memcg;
+        let order = self.pages[i as usize].folio_order;
         self.workingset_eviction(i);
         let p = &mut self.pages[i as usize];
         p.clear(pg::RESIDENT | pg::ACTIVE | pg::YOUNG | pg::RECLAIM | pg::READAHEAD | pg::MAPPED | pg::REFERENCED);
+        p.folio_order = 0;
         self.nr_resident -= 1;
-        self.uncharge(m);
+        let (_, index) = self.file_of(i);
+        if index & ((1u64 << order) - 1) == 0 {
+            self.uncharge(m);
+        } else {
+            self.page_counter_uncharge(m, 1);
+        }
         self.free_frame();
     }
 

@@ -375,7 +375,7 @@ impl Mm {
         }
     }
 
-    fn page_counter_uncharge(&mut self, m: u16, nr: u64) {
+    pub(crate) fn page_counter_uncharge(&mut self, m: u16, nr: u64) {
         let mut c = Some(m);
         while let Some(i) = c {
             let mc = &mut self.memcgs[i as usize];

@@ -104,7 +104,10 @@ pub struct Page {
     /// Index into the simulation's region table.
     pub region: u16,
     pub list: u8,
-    pub _pad: u8,
+    /// Order of the page cache folio holding this file page (0: an order-0 folio, and every
+    /// page that is not a file page). The page, not the folio, stays the LRU unit: see
+    /// mm/filemap.rs for what the model groups by folio.
+    pub folio_order: u8,
     /// Virtual time (ms) at which the page's data last left memory for zswap or a swap
     /// device: the age behind the LRU-inversion metric.
     pub stamp: u32,
@@ -112,7 +115,7 @@ pub struct Page {
 
 impl Page {
     pub fn new(region: u16, memcg: u16) -> Page {
-        Page { prev: NONE, next: NONE, slot: NONE, shadow: 0, handle: NONE, flags: 0, zlen: 0, memcg, region, list: list::NONE, _pad: 0, stamp: 0 }
+        Page { prev: NONE, next: NONE, slot: NONE, shadow: 0, handle: NONE, flags: 0, zlen: 0, memcg, region, list: list::NONE, folio_order: 0, stamp: 0 }
     }
 
     /// A page of a file region, not in the page cache yet.

@@ -137,7 +137,7 @@ impl Mm {
     fn shmem_alloc_and_add_folio(&mut self, ctx: &mut Ctx, i: u32) -> Result<(), Oom> {
         let m = self.pages[i as usize].memcg;
         self.alloc_charged_frame(ctx, m)?;
-        ctx.cpu(self.costs.page_alloc_zero_ns + self.costs.pagecache_add_ns);
+        ctx.cpu(self.costs.page_alloc_zero_ns + self.costs.pagecache_add_ns + self.costs.pagecache_add_page_ns);
         let p = &mut self.pages[i as usize];
         p.set(pg::RESIDENT);
         p.clear(pg::ACTIVE | pg::REFERENCED | pg::READAHEAD | pg::DIRTY);

@@ -150,8 +150,8 @@ counters! {
     MemcgEvents {
         pgfault [v1 v2]: "Page faults in the cgroup.",
         pgmajfault [v1 v2]: "Major page faults in the cgroup.",
-        pgpgin [v1]: "Charge events, in pages (v1 only).",
-        pgpgout [v1]: "Uncharge events, in pages (v1 only).",
+        pgpgin [v1]: "Charge events: one per folio charged (v1 only).",
+        pgpgout [v1]: "Uncharge events: one per folio uncharged (v1 only).",
         pswpin [v2]: "Pages read from a swap device.",
         pswpout [v2]: "Pages written to a swap device.",
         zswpin [v2]: "Pages loaded from zswap.",

@@ -150,11 +150,15 @@ fn Simulation_new_err(cfg: &reclaimlab_core::SimConfig) -> reclaimlab_core::Conf
 
 /// The readahead window follows the device's read_ahead_kb, each window is one bio (no
 /// merges), and a bio larger than max_sectors_kb is split into requests of that size.
+/// Order-0 folios (ext4 before 6.16); 6.18's page_cache_async_ra raises ra->order and trims
+/// each window's end to that alignment (at most the lowest set bit of the largest window)
+/// whether or not the mapping has large folios.
 #[test]
 fn readahead_windows_follow_read_ahead_kb_and_split_at_max_sectors_kb() {
     // 6400 pages read once, nothing reclaimed.
     let requests = |read_ahead_kb: Option<u64>, max_sectors_kb: u64| {
         let mut v = file_scenario(6400, 100_000, &[read(1)]);
+        v["kernel"]["switches"] = json!({"filemap.large_folios_ext4": false});
         let dev = &mut v["machine"]["filesystems"][0]["device"];
         dev["max_sectors_kb"] = json!(max_sectors_kb);
         if let Some(kb) = read_ahead_kb {
@@ -165,13 +169,72 @@ fn readahead_windows_follow_read_ahead_kb_and_split_at_max_sectors_kb() {
         assert_eq!(counter(&r, "block[data].stat.read_merges"), 0);
         counter(&r, "block[data].stat.read_ios")
     };
-    // Default (128 KiB): windows of 4, 8, 16, then 199 of 32 and the last 4 pages.
-    assert_eq!(requests(None, 512), 3 + 199 + 1);
-    assert_eq!(requests(Some(128), 512), 3 + 199 + 1);
-    // 2560 KiB (the lab's loop device): 4, 16, 64, 128, 256, 512, then 8 windows of 640
-    // pages and the last 300 pages; the 512 and 640-page windows are split at 1280 KiB (320
-    // pages) into two requests each.
-    assert_eq!(requests(Some(2560), 1280), 5 + 2 + 8 * 2 + 1);
+    // Default (128 KiB, 32 pages): ra->order 2, 4, 6, ... aligns the ends to 4, 16, then 32
+    // pages: windows [0,4) [4,12) [12,16) [16,24) [24,32) [32,48) [48,64), then 198 of 32.
+    assert_eq!(requests(None, 512), 7 + 198);
+    assert_eq!(requests(Some(128), 512), 7 + 198);
+    // 2560 KiB (the lab's loop device, 640 pages, aligned to at most 128): 4, 16, 60, 112,
+    // 192, 384, then 8 windows of 640 pages and the last 512; the 384, 640 and 512-page
+    // windows are split at 1280 KiB (320 pages) into two requests each.
+    assert_eq!(requests(Some(2560), 1280), 5 + 2 + 8 * 2 + 2);
     // Without readahead every page is read alone.
     assert_eq!(requests(Some(0), 1280), 6400);
+}
+
+/// Large folios (6.18's ext4, page_cache_ra_order): ra->order rises by 2 per async window,
+/// each window's end is trimmed to the folio alignment (at most 128 pages for a 640-page
+/// maximum), and the folios are naturally aligned and within the window. Worked by hand
+/// from mm/readahead.c: windows [0,4) [4,20) [20,80) [80,192) [192,384) [384,768), then
+/// 640 pages from 768 and the last 512 from 5888; folios per window 4, 4, 5, 3, 2, 2, 3,
+/// 2, 2, 3, 3, 2, 2, 3, 2: 42 for 6400 pages. The memcg is charged once per folio (v1
+/// pgpgin counts charge events) and pays pagecache_add_ns once per folio.
+#[test]
+fn large_folios_follow_the_readahead_order_ramp() {
+    let run_with = |large: bool, add_ns: u64| {
+        let mut v = file_scenario(6400, 100_000, &[read(1)]);
+        v["kernel"]["switches"] = json!({"filemap.large_folios_ext4": large});
+        v["costs"] = json!({"pagecache_add_ns": add_ns});
+        let dev = &mut v["machine"]["filesystems"][0]["device"];
+        dev["max_sectors_kb"] = json!(1280);
+        dev["read_ahead_kb"] = json!(2560);
+        run(&v)
+    };
+    let (small, large) = (run_with(false, 800), run_with(true, 800));
+    for r in [&small, &large] {
+        assert_eq!(counter(r, "vmstat.pgpgin"), 6400 * 4);
+        assert_eq!(counter(r, "vmstat.nr_file_pages"), 6400);
+        assert_eq!(counter(r, "block[data].stat.read_merges"), 0);
+    }
+    // The last window has 512 pages (two requests) instead of 300 (one).
+    assert_eq!(counter(&large, "block[data].stat.read_ios"), 5 + 2 + 8 * 2 + 2);
+    let charges = |r: &reclaimlab_core::SimResult| counter(r, "memcg[/t].memory.stat.pgpgin");
+    assert_eq!(charges(&small) - charges(&large), 6400 - 42);
+    // The reference host's kernel (6.18, ext4 on a disk with read_ahead_kb 8192 and
+    // max_sectors_kb 4096) read a 65536-page file through 148 folios (/proc/kpageflags,
+    // docs/calibration.md); the model's ramp makes the same number.
+    let mut v = file_scenario(65536, 100_000, &[read(1)]);
+    let dev = &mut v["machine"]["filesystems"][0]["device"];
+    dev["max_sectors_kb"] = json!(4096);
+    dev["read_ahead_kb"] = json!(8192);
+    let host = run(&v);
+    // The heap's charges are the same in both runs.
+    assert_eq!(charges(&host), charges(&small) - 6400 + 148);
+    // The insertion cost is paid per folio: on a device that takes no time, 1 µs more per
+    // insertion makes the read phase 42 µs longer (6.4 ms with order-0 folios).
+    let phase_ns = |large: bool, add_ns: u64| {
+        let mut v = file_scenario(6400, 100_000, &[read(1)]);
+        v["kernel"]["switches"] = json!({"filemap.large_folios_ext4": large});
+        v["costs"] = json!({"pagecache_add_ns": add_ns});
+        let dev = &mut v["machine"]["filesystems"][0]["device"];
+        dev["max_sectors_kb"] = json!(1280);
+        dev["read_ahead_kb"] = json!(2560);
+        dev["read_latency_ns"] = json!(0);
+        dev["read_bytes_per_s"] = json!(1u64 << 60);
+        let r = run(&v);
+        let p = r.phases.iter().find(|p| p.phase == "f0").expect("the read phase");
+        (p.end_ns - p.start_ns) as i64
+    };
+    let added = |large: bool| phase_ns(large, 1800) - phase_ns(large, 800);
+    assert!((added(true) - 42_000).abs() < 1_000, "{}", added(true));
+    assert!((added(false) - 6_400_000).abs() < 10_000, "{}", added(false));
 }
