@@ -116,6 +116,21 @@ counters! {
 }
 
 counters! {
+    /// /proc/vmstat compaction and migration counters (crate::compaction). Counted by the
+    /// physical-memory model only; not yet exported by a simulation (see
+    /// docs/model/compaction.md).
+    CompactEvents {
+        compact_migrate_scanned: "Pages the migrate scanner looked at.",
+        compact_free_scanned: "Pages the free scanner looked at.",
+        compact_isolated: "Pages isolated by either scanner (sources to migrate and free targets).",
+        compact_stall: "Direct compactions that were not skipped (deferred ones count).",
+        compact_fail: "Direct compactions after which the allocation still failed.",
+        compact_success: "Direct compactions after which the allocation succeeded.",
+        pgmigrate_success: "Pages migrated.",
+    }
+}
+
+counters! {
     /// /proc/vmstat event counters of file pages. Exported only by a machine with a
     /// filesystem: without one the model cannot produce them (and they stay absent).
     FileVmEvents {
