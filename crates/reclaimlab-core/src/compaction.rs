@@ -313,6 +313,7 @@ fn compact_finished(cc: &CompactControl, zone: &Zone) -> CompactResult {
 
 /// compact_zone: one compaction of the zone for an order-`order` request of `mt`. Each page
 /// moved is reported as (owner, old pfn, new pfn).
+#[allow(clippy::too_many_arguments)]
 fn compact_zone(
     zone: &mut Zone,
     st: &mut CompactState,
@@ -320,6 +321,7 @@ fn compact_zone(
     order: u8,
     mt: MigrateType,
     prio: CompactPriority,
+    direct: bool,
     mark: Wmark,
     moved: &mut dyn FnMut(u32, u32, u32),
 ) -> (CompactResult, CompactWork) {
@@ -332,7 +334,7 @@ fn compact_zone(
         order,
         migratetype: mt,
         sync: prio != CompactPriority::Async,
-        direct: true,
+        direct,
         migrate_pfn: st.cached_migrate_pfn,
         free_pfn: st.cached_free_pfn,
         whole_zone: st.cached_migrate_pfn == 0 && st.cached_free_pfn == last_block,
@@ -381,6 +383,7 @@ fn compact_zone(
 
 /// try_to_compact_pages for our one zone: deferred (for all but the most thorough priority),
 /// else compact_zone; a success resets the failed order, a failed sync compaction defers.
+#[allow(clippy::too_many_arguments)]
 pub fn try_to_compact_pages(
     zone: &mut Zone,
     st: &mut CompactState,
@@ -394,7 +397,7 @@ pub fn try_to_compact_pages(
     if prio > CompactPriority::SyncFull && st.compaction_deferred(order) {
         return (CompactResult::Deferred, CompactWork::default());
     }
-    let (status, work) = compact_zone(zone, st, ev, order, mt, prio, mark, moved);
+    let (status, work) = compact_zone(zone, st, ev, order, mt, prio, true, mark, moved);
     if status == CompactResult::Success {
         st.compaction_defer_reset(order, false);
     } else if prio != CompactPriority::Async && matches!(status, CompactResult::Complete | CompactResult::PartialSkipped) {
@@ -433,6 +436,57 @@ pub fn alloc_pages_direct_compact(
         ev.compact_fail += 1;
     }
     (page, r, work)
+}
+
+/// kcompactd_do_work: kcompactd, woken for `order` (pgdat->kcompactd_max_order), compacts
+/// the zone in sync-light mode from every pageblock (not a direct compaction: no
+/// suitable_migration_source filter) unless deferred or the order is already allocatable at
+/// the min watermark or compaction is unsuitable; success resets the failed order, a
+/// complete run defers like sync direct compaction. Counts compact_daemon_wake and its own
+/// scanned pages besides the common counters.
+pub fn kcompactd_do_work(zone: &mut Zone, st: &mut CompactState, ev: &mut CompactEvents, order: u8, moved: &mut dyn FnMut(u32, u32, u32)) -> CompactWork {
+    ev.compact_daemon_wake += 1;
+    if st.compaction_deferred(order) || suit_allocation_order(zone, st, order, Wmark::Min) != CompactResult::Continue {
+        return CompactWork::default();
+    }
+    let (status, work) = compact_zone(zone, st, ev, order, MigrateType::Movable, CompactPriority::SyncLight, false, Wmark::Min, moved);
+    if status == CompactResult::Success {
+        st.compaction_defer_reset(order, false);
+    } else if matches!(status, CompactResult::Complete | CompactResult::PartialSkipped) {
+        st.defer_compaction(order);
+    }
+    ev.compact_daemon_migrate_scanned += work.migrate_scanned;
+    ev.compact_daemon_free_scanned += work.free_scanned;
+    work
+}
+
+/// compaction_ready (mm/vmscan.c): reclaim for a high-order allocation may stop in favour
+/// of compaction: the order is already allocatable at min, or compaction is suitable and
+/// free memory is above high + compact_gap.
+pub fn compaction_ready(zone: &Zone, st: &CompactState, order: u8) -> bool {
+    if zone.watermark_ok(order, zone.wmark.min, false) {
+        return true;
+    }
+    if !compaction_suitable(zone, st, order) {
+        return false;
+    }
+    zone.watermark_ok(0, zone.wmark.high + compact_gap(order), false)
+}
+
+/// should_continue_reclaim (mm/vmscan.c) for reclaim/compaction (in_reclaim_compaction: an
+/// order above PAGE_ALLOC_COSTLY_ORDER, or a lower order once priority fell below
+/// DEF_PRIORITY - 2): go on while the last pass reclaimed something, the order is neither
+/// allocatable nor ready for compaction, and the inactive lists (anon only with swap) hold
+/// more than compact_gap.
+pub fn should_continue_reclaim(zone: &Zone, st: &CompactState, order: u8, priority: i32, nr_reclaimed: u64, inactive_lru_pages: u64) -> bool {
+    let in_reclaim_compaction = order > 0 && (order > PAGE_ALLOC_COSTLY_ORDER || priority < crate::mm::vmscan::DEF_PRIORITY - 2);
+    if !in_reclaim_compaction || nr_reclaimed == 0 {
+        return false;
+    }
+    if zone.watermark_ok(order, zone.wmark.min, false) || compaction_suitable(zone, st, order) {
+        return false;
+    }
+    inactive_lru_pages > compact_gap(order)
 }
 
 #[cfg(test)]
@@ -577,6 +631,56 @@ mod tests {
         assert_eq!(ev.compact_migrate_scanned, 0);
         // An async failure does not defer.
         assert_eq!(st.compact_defer_shift, 0);
+    }
+
+    #[test]
+    fn kcompactd_compacts_unmovable_blocks_too_and_defers() {
+        // kcompactd is not a direct compactor: unmovable pageblocks are migration sources
+        // (their unmovable pages still cannot move), and its complete run defers.
+        let n = 4 * PAGEBLOCK_NR_PAGES;
+        let mut z = Zone::new(n, Watermarks { min: 8, low: 10, high: 12 });
+        let all: Vec<u32> = (0..n).map(|_| z.rmqueue(0, MigrateType::Unmovable).unwrap()).collect();
+        for &p in all.iter().filter(|&&p| p % 4 != 3) {
+            z.free(p);
+        }
+        let mut st = CompactState::new(&z, true, 500);
+        let mut ev = CompactEvents::default();
+        let work = kcompactd_do_work(&mut z, &mut st, &mut ev, 9, &mut |_, _, _| {});
+        assert_eq!(ev.compact_daemon_wake, 1);
+        // The migrate scanner walks pageblocks 0..=2 (it stops at the free scanner's block).
+        assert_eq!(work.migrate_scanned, 3 * 512 - 3 * 128 * 2 + 3 * 128);
+        assert_eq!(ev.compact_daemon_migrate_scanned, work.migrate_scanned);
+        assert_eq!(ev.compact_migrate_scanned, work.migrate_scanned);
+        assert_eq!(ev.compact_stall, 0);
+        assert_eq!(st.compact_defer_shift, 1);
+        // Deferred next time: woken, but nothing scanned.
+        let work = kcompactd_do_work(&mut z, &mut st, &mut ev, 9, &mut |_, _, _| {});
+        assert_eq!(work, CompactWork::default());
+        assert_eq!(ev.compact_daemon_wake, 2);
+    }
+
+    #[test]
+    fn reclaim_stops_for_compaction_when_it_can_go_ahead() {
+        let (z, _) = fragmented(8);
+        let st = CompactState::new(&z, true, 500);
+        // 2048 free pages ≥ high + compact_gap(9) = 48 + 1024: compaction may run now.
+        assert!(compaction_ready(&z, &st, 9));
+        assert!(!should_continue_reclaim(&z, &st, 9, 12, 32, 10_000));
+        // Order 2 at the default priority is not reclaim/compaction.
+        assert!(!should_continue_reclaim(&z, &st, 2, 12, 32, 10_000));
+        // A zone with too little free memory for compaction: reclaim goes on while the
+        // inactive lists hold more than compact_gap.
+        let n = 4 * PAGEBLOCK_NR_PAGES;
+        let mut z = Zone::new(n, Watermarks { min: 8, low: 10, high: 12 });
+        let all: Vec<u32> = (0..n).map(|_| z.rmqueue(0, MigrateType::Movable).unwrap()).collect();
+        for &p in all.iter().take(512).filter(|&&p| p % 2 == 0) {
+            z.free(p);
+        }
+        let st = CompactState::new(&z, true, 500);
+        assert!(!compaction_ready(&z, &st, 9));
+        assert!(should_continue_reclaim(&z, &st, 9, 12, 32, 2000));
+        assert!(!should_continue_reclaim(&z, &st, 9, 12, 32, 1024));
+        assert!(!should_continue_reclaim(&z, &st, 9, 12, 0, 2000));
     }
 
     #[test]

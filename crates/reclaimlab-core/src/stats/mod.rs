@@ -127,6 +127,9 @@ counters! {
         compact_fail: "Direct compactions after which the allocation still failed.",
         compact_success: "Direct compactions after which the allocation succeeded.",
         pgmigrate_success: "Pages migrated.",
+        compact_daemon_wake: "kcompactd wake-ups.",
+        compact_daemon_migrate_scanned: "Pages kcompactd's migrate scanner looked at.",
+        compact_daemon_free_scanned: "Pages kcompactd's free scanner looked at.",
     }
 }
 
