@@ -418,6 +418,16 @@ impl Zone {
         self.add_to_free_list(pfn, order, mt);
     }
 
+    /// split_page of an allocated block: each pfn becomes an allocated order-0 page of the
+    /// block's type, page k owned by `owner(k)`.
+    pub fn split_alloc(&mut self, head: u32, owner: impl Fn(u32) -> u32) {
+        let PfnState::Alloc { order, mt, .. } = self.state(head) else { panic!("pfn {head} is not an allocated head") };
+        for k in 0..1u32 << order {
+            self.mark_alloc(head + k, 0, mt);
+            self.owner[(head + k) as usize] = owner(k);
+        }
+    }
+
     /// Take one free block off its list without the allocator (__isolate_free_page for the
     /// compaction free scanner): it becomes allocated MOVABLE pages of order 0 each.
     pub(crate) fn isolate_free_block(&mut self, pfn: u32) -> u8 {

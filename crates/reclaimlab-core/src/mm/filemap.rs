@@ -393,7 +393,7 @@ impl Mm {
         let p = &mut self.pages[i as usize];
         p.set(pg::RESIDENT);
         p.clear(pg::ACTIVE | pg::REFERENCED | pg::READAHEAD);
-        self.nr_resident += 1;
+        self.resident_add(i);
         if self.pages[i as usize].has(pg::SHADOW) {
             self.workingset_refault(i);
         }
@@ -434,7 +434,7 @@ impl Mm {
         self.workingset_eviction(i);
         let p = &mut self.pages[i as usize];
         p.clear(pg::RESIDENT | pg::ACTIVE | pg::YOUNG | pg::RECLAIM | pg::READAHEAD | pg::MAPPED | pg::REFERENCED);
-        self.nr_resident -= 1;
+        self.resident_del(i);
         self.uncharge(m);
         self.free_frame();
     }

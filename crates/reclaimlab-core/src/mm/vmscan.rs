@@ -821,7 +821,7 @@ impl Mm {
         // ≤6.4: a folio reclaimed clean after a non-exclusive zswap load: its entry is the copy.
         self.zswap_entry_unshadow(i);
         self.memcgs[m as usize].swapcached -= 1;
-        self.nr_resident -= 1;
+        self.resident_del(i);
         self.uncharge(m);
         self.free_frame();
     }

@@ -116,9 +116,17 @@ counters! {
 }
 
 counters! {
-    /// /proc/vmstat compaction and migration counters (crate::compaction). Counted by the
-    /// physical-memory model only; not yet exported by a simulation (see
-    /// docs/model/compaction.md).
+    /// /proc/vmstat THP fault counters (mm/phys.rs), exported with the physical-memory model.
+    ThpEvents {
+        thp_fault_alloc: "Huge pages allocated at a page fault.",
+        thp_fault_fallback: "Page faults that wanted a huge page and fell back to base pages.",
+        thp_fault_fallback_charge: "Of those, the ones whose huge page could not be charged to the memcg.",
+    }
+}
+
+counters! {
+    /// /proc/vmstat compaction and migration counters (crate::compaction), exported with the
+    /// physical-memory model (mm/phys.rs).
     CompactEvents {
         compact_migrate_scanned: "Pages the migrate scanner looked at.",
         compact_free_scanned: "Pages the free scanner looked at.",
