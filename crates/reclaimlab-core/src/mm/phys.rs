@@ -111,6 +111,8 @@ pub struct Phys {
     kernel: Vec<u32>,
     /// Resident pages holding a pfn.
     mapped: u64,
+    /// pgdat->kcompactd_max_order: the order kcompactd is to work for when kswapd sleeps.
+    kcompactd_max_order: u8,
 }
 
 impl Phys {
@@ -136,6 +138,7 @@ impl Phys {
             pfn_of: vec![NONE; mm.pages.len()],
             kernel: Vec::new(),
             mapped: 0,
+            kcompactd_max_order: 0,
         })))
     }
 
@@ -314,7 +317,14 @@ impl Mm {
             return take(self, pfn);
         }
         if gfp.kswapd {
-            self.wakeup_kswapd(ctx.now);
+            // wakeup_kswapd for order 9: kcompactd follows kswapd's run, or runs now if
+            // the node is balanced at order 0 (kswapd has nothing to reclaim).
+            ph.kcompactd_max_order = HPAGE_PMD_ORDER;
+            if self.node_balanced() {
+                self.wakeup_kcompactd();
+            } else {
+                self.wakeup_kswapd(ctx.now);
+            }
         }
         let ph = self.phys.as_mut()?;
         if ph.zone.watermark_ok(HPAGE_PMD_ORDER, ph.zone.wmark.min, false) {
@@ -369,6 +379,27 @@ impl Mm {
             });
         ctx.cpu(work.migrated * self.costs.migrate_page_ns);
         page
+    }
+
+    /// wakeup_kcompactd + kcompactd_do_work, when an order is pending and
+    /// kcompactd_node_suitable (compaction_suitable and the order not yet allocatable at
+    /// min). Simplified: kcompactd runs at once, to completion, and its CPU time is not
+    /// charged (it is a thread of its own; the processes' CPUs are not taken).
+    pub(crate) fn wakeup_kcompactd(&mut self) {
+        let Some(ph) = &mut self.phys else { return };
+        let order = std::mem::take(&mut ph.kcompactd_max_order);
+        if order == 0 {
+            return;
+        }
+        let nr_free = self.nr_free;
+        ph.sync(nr_free);
+        if ph.zone.watermark_ok(order, ph.zone.wmark.min, false) || !compaction::compaction_suitable(&ph.zone, &ph.compact, order) {
+            return;
+        }
+        let Phys { zone, compact, ev, pfn_of, .. } = &mut **ph;
+        compaction::kcompactd_do_work(zone, compact, ev, order, &mut |owner, _, new| {
+            pfn_of[owner as usize] = new;
+        });
     }
 
     /// /proc/buddyinfo, /proc/vmstat's compaction and THP counters, when the zone exists.

@@ -1142,6 +1142,11 @@ impl Mm {
         }
         if self.node_balanced() || self.kswapd.failures >= MAX_RECLAIM_RETRIES {
             self.kswapd.running = false;
+            // kswapd_try_to_sleep → wakeup_kcompactd for the order kswapd was woken for
+            // (mm/phys.rs; nothing without a zone).
+            if self.phys.is_some() {
+                self.wakeup_kcompactd();
+            }
             return;
         }
         self.vm.pageoutrun += 1;
