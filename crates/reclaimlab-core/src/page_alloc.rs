@@ -530,16 +530,16 @@ impl Zone {
         if free != self.free_pages {
             return Err(format!("free blocks hold {free} pages, NR_FREE_PAGES is {}", self.free_pages));
         }
-        for o in 0..NR_PAGE_ORDERS {
-            for t in 0..MIGRATE_PCPTYPES {
+        for (o, (heads, counts)) in self.head.iter().zip(&counted).enumerate() {
+            for (t, (&h, &c)) in heads.iter().zip(counts).enumerate() {
                 let mut n = 0;
-                let mut q = self.head[o][t];
+                let mut q = h;
                 while q != NONE {
                     n += 1;
                     q = self.next[q as usize];
                 }
-                if n != counted[o][t] || n != self.nr_free[o][t] {
-                    return Err(format!("order {o} type {t}: list holds {n}, blocks {}, count {}", counted[o][t], self.nr_free[o][t]));
+                if n != c || n != self.nr_free[o][t] {
+                    return Err(format!("order {o} type {t}: list holds {n}, blocks {c}, count {}", self.nr_free[o][t]));
                 }
             }
         }
@@ -595,7 +595,7 @@ mod tests {
             x ^= x << 13;
             x ^= x >> 7;
             x ^= x << 17;
-            if x % 3 != 0 || held.is_empty() {
+            if !x.is_multiple_of(3) || held.is_empty() {
                 let order = [0u8, 0, 0, 0, 1, 2, 3, 9][(x >> 8) as usize % 8];
                 let mt = MigrateType::ALL[(x >> 16) as usize % 3];
                 if let Some(p) = z.rmqueue(order, mt) {
