@@ -133,7 +133,33 @@ def test_lab_refuses_another_zram_allocator() -> None:
 
 
 @pytest.mark.parametrize(
-    ("now", "want", "same"), [("Y", "Y", True), ("1", "Y", True), ("true", "1", True), ("N", "Y", False), ("20", "20", True)]
+    ("now", "want", "same"),
+    [
+        ("Y", "Y", True),
+        ("1", "Y", True),
+        ("true", "1", True),
+        ("N", "Y", False),
+        ("20", "20", True),
+        ("always [madvise] never", "madvise", True),
+        ("always [madvise] never", "always", False),
+        ("[always] defer defer+madvise madvise never", "always", True),
+    ],
 )
 def test_knob_file_values_compare_as_the_kernel_means_them(now: str, want: str, same: bool) -> None:
     assert lab_knobs.same(now, want) is same
+
+
+def test_a_bracketed_choice_file_restores_to_its_choice() -> None:
+    # What the journal keeps as the old value, and writes back: the choice, not the list.
+    assert lab_knobs.current("always [madvise] never\n") == "madvise"
+    assert lab_knobs.current("20\n") == "20"
+
+
+def test_thp_region_is_lowered_only_when_set() -> None:
+    # Unset: the lowered region has no key (earlier configs and their hashes stay the same).
+    plain = reclaimlab.lower(reclaimlab.load(BASE))
+    assert all("thp" not in r for p in plain["processes"] for r in p["regions"])
+    text = BASE.replace('size = "32MiB"\ncontent = "text"', 'size = "32MiB"\ncontent = "text"\nthp = true')
+    assert text != BASE
+    marked = reclaimlab.lower(reclaimlab.load(text))
+    assert marked["processes"][0]["regions"][0]["thp"] is True

@@ -115,6 +115,7 @@ def test_three_regions_lowering(lowered: dict[str, Any]) -> None:
         "dirty_bytes": None,
         "dirty_background_bytes": None,
         "dirty_expire_centisecs": 3000,
+        "extfrag_threshold": 500,
         "dirty_writeback_centisecs": 500,
     }
     assert k["switches"] == {}

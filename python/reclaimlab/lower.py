@@ -256,7 +256,10 @@ def _process(s: Scenario, pi: int, p: Process, cgroups: dict[str, int], after: d
     # Files are regions after the anonymous ones, with the index of their filesystem.
     # The files create_files phases create come after the declared ones, in phase order.
     fs_index = {fs.name: i for i, fs in enumerate(m.filesystems)}
-    lowered = [{"name": r.name, "pages": pages(r.size), "content": r.content, "variants": r.variants} for r in p.regions]
+    lowered = [
+        {"name": r.name, "pages": pages(r.size), "content": r.content, "variants": r.variants} | ({"thp": True} if r.thp else {})
+        for r in p.regions
+    ]
     for f in p.files:
         fs = f.filesystem if f.filesystem is not None else m.filesystems[0].name
         lowered.append({"name": f.name, "pages": pages(f.size), "content": f.content, "variants": f.variants, "file": fs_index[fs]})

@@ -218,6 +218,9 @@ pub struct Region {
     /// None: anonymous memory.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub file: Option<u32>,
+    /// madvise(MADV_HUGEPAGE): THP faults under kernel.transparent_hugepage.enabled = madvise.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub thp: bool,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]

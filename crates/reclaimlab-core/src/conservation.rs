@@ -134,6 +134,9 @@ impl Mm {
         if mm.swap.total_swap_pages - mm.swap.nr_swap_pages != slots_held {
             return Err(format!("{} slots in use but {slots_held} held by pages", mm.swap.total_swap_pages - mm.swap.nr_swap_pages));
         }
+        if let Some(ph) = &mm.phys {
+            ph.check(mm)?;
+        }
         Ok(())
     }
 }

@@ -108,6 +108,10 @@ costs! {
     zswap_entry_ns = 400,
     /// Copying a page stored as-is (incompressible) in or out of zsmalloc.
     zswap_copy_ns = 300,
+    /// Migrating one page in compaction (migrate_folio: the copy, copy_highpage). Derived, not
+    /// measured: zswap_copy_ns's 4 KiB copy; the unmap, rmap walk, TLB flush and remap are
+    /// left out (so it is a lower bound).
+    migrate_page_ns = 300,
     // Codec time per 4 KiB page (lzo_compress_ns, ...): declared by each codec's file
     // (crate::compress), collected from CODECS.
     /// One zswap LRU visit that only clears a referenced bit or finds nothing to do.

@@ -244,6 +244,9 @@ impl Simulation {
         }
         // PSI up to the end of the work (the last slice may have run past the last event).
         self.mm.psi.advance(self.now.max(self.sched.ended_at));
+        // The zone's kernel pages follow the pools' growth lazily (mm/phys.rs): bring them to
+        // the count so /proc/buddyinfo is read as of now.
+        self.mm.phys_sync();
         self.snapshot = Some(self.counters());
         self.sched.exit_finished(&mut self.mm);
         self.finished = true;

@@ -200,6 +200,8 @@ knobs! {
             "The background threshold in bytes; unset: dirty_background_ratio applies (the file reads 0)."
         dirty_expire_centisecs: u32 = 3000, Int "kernel.vm.dirty_expire_centisecs" "/proc/sys/vm/dirty_expire_centisecs",
             min 0, max 2147483647; "Periodic writeback writes inodes dirty for longer than this."
+        extfrag_threshold: u32 = 500, Int "kernel.vm.extfrag_threshold" "/proc/sys/vm/extfrag_threshold", min 0, max 1000;
+            "Compaction for an order above 3 is skipped while the fragmentation index is at most this (failure blamed on lack of memory)."
         dirty_writeback_centisecs: u32 = 500, Int "kernel.vm.dirty_writeback_centisecs"
             "/proc/sys/vm/dirty_writeback_centisecs", min 0, max 2147483647; "Interval of the flushers' periodic writeback; 0 disables it."
     }
@@ -210,6 +212,17 @@ knobs! {
     SwapKnobs at "kernel.swap" {
         vma_ra_enabled: bool = true, Bool "kernel.swap.vma_ra_enabled" "/sys/kernel/mm/swap/vma_ra_enabled";
             "VMA-based swap readahead where no swap device is rotational; off: swap-slot cluster readahead always."
+    }
+}
+
+knobs! {
+    ThpKnobs at "kernel.transparent_hugepage" {
+        enabled: String = "madvise".into(), Str "kernel.transparent_hugepage.enabled" "/sys/kernel/mm/transparent_hugepage/enabled",
+            choices crate::mm::phys::thp_enabled_names;
+            "THP faults for every anonymous region (always), for `thp = true` regions only (madvise), or none; mainline's Kconfig default is always, Debian's (and this host's) madvise."
+        defrag: String = "madvise".into(), Str "kernel.transparent_hugepage.defrag" "/sys/kernel/mm/transparent_hugepage/defrag",
+            choices crate::mm::phys::thp_defrag_names;
+            "Whether a THP fault reclaims and compacts directly (always; madvise: in `thp = true` regions), wakes kswapd (defer), or neither (never)."
     }
 }
 
@@ -270,6 +283,7 @@ kernel_sections! {
     vm: VmSysctls,
     swap: SwapKnobs,
     lru_gen: LruGenKnobs,
+    transparent_hugepage: ThpKnobs,
 }
 
 #[cfg(test)]

@@ -5,6 +5,7 @@
 //! configuration and seed give bit-identical results.
 
 pub mod block;
+pub mod compaction;
 pub mod compress;
 pub mod config;
 mod conservation;
@@ -15,6 +16,7 @@ pub mod knobs;
 pub mod latency;
 pub mod limits;
 pub mod mm;
+pub mod page_alloc;
 pub mod policy;
 pub mod psi;
 mod sched;

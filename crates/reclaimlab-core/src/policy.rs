@@ -162,6 +162,10 @@ pub struct Switches {
     pub large_folios_ext4: bool,
     /// The same for xfs (large folios since 5.18).
     pub large_folios_xfs: bool,
+    /// defer_compaction / compaction_deferred (every version): after a failed sync
+    /// compaction, skip the next 1 << compact_defer_shift attempts. Off: seed 004's
+    /// configuration 4 ("compaction deferral disabled").
+    pub compaction_defer: bool,
 }
 
 /// Kernel versions with a preset.
@@ -226,6 +230,7 @@ impl Switches {
             incremental_cgroup_iteration: false,
             large_folios_ext4: false,
             large_folios_xfs: true,
+            compaction_defer: true,
         };
         // 6.1 (Debian bookworm's kernel): zswap is a frontswap backend with one LRU for all
         // entries (kept by zbud/z3fold/zsmalloc and walked by zpool_shrink; no memory-pressure
@@ -291,6 +296,7 @@ impl Switches {
         m.insert("vmscan.incremental_cgroup_iteration", Value::from(self.incremental_cgroup_iteration));
         m.insert("filemap.large_folios_ext4", Value::from(self.large_folios_ext4));
         m.insert("filemap.large_folios_xfs", Value::from(self.large_folios_xfs));
+        m.insert("compaction.defer", Value::from(self.compaction_defer));
         m
     }
 
@@ -319,6 +325,7 @@ impl Switches {
                 "vmscan.incremental_cgroup_iteration" => s.incremental_cgroup_iteration = boolean()?,
                 "filemap.large_folios_ext4" => s.large_folios_ext4 = boolean()?,
                 "filemap.large_folios_xfs" => s.large_folios_xfs = boolean()?,
+                "compaction.defer" => s.compaction_defer = boolean()?,
                 "zswap.zpools" => {
                     s.zpools = match v.as_u64() {
                         Some(n @ (1 | 32)) => n as u32,

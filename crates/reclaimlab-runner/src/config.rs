@@ -43,6 +43,9 @@ struct RawRegion {
     /// A file region: the index of its filesystem in `machine.filesystems`.
     #[serde(default)]
     file: Option<u32>,
+    /// madvise(MADV_HUGEPAGE) the region.
+    #[serde(default)]
+    thp: bool,
 }
 
 #[derive(Deserialize)]
@@ -68,6 +71,9 @@ pub struct RegionPlan {
     pub id: u32,
     /// A file region: the index of its filesystem (`machine.filesystems`); None: anonymous.
     pub file: Option<u32>,
+    /// madvise(MADV_HUGEPAGE) on the mapping (the scenario's `thp = true`), as the simulator's
+    /// THP faults under transparent_hugepage/enabled = madvise assume.
+    pub thp: bool,
 }
 
 impl RegionPlan {
@@ -178,6 +184,7 @@ impl Plan {
                 distinct: content::distinct_variants(content, r.variants),
                 id: content::region_id(process as u32, ri as u32),
                 file: r.file,
+                thp: r.thp,
             });
         }
 

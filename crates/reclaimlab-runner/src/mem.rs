@@ -54,8 +54,8 @@ fn prefault(bytes: &mut [u8]) {
 }
 
 /// A private anonymous read-write mapping whose start is 2 MiB aligned: `mmap` `len + 2 MiB`,
-/// then `munmap` the slack before the first aligned address and after `len`. No `madvise`, so
-/// with THP in `madvise` (or `never`) mode the region is mapped with 4 KiB pages only.
+/// then `munmap` the slack before the first aligned address and after `len`. Without
+/// [`Mapping::madvise_hugepage`], THP in `madvise` (or `never`) mode maps it with 4 KiB pages only.
 pub struct Mapping {
     ptr: NonNull<u8>,
     len: usize,
@@ -105,6 +105,16 @@ impl Mapping {
 
     pub fn as_ptr(&self) -> *mut u8 {
         self.ptr.as_ptr()
+    }
+
+    /// madvise(MADV_HUGEPAGE): the region is VM_HUGEPAGE, so THP faults happen in it under
+    /// transparent_hugepage/enabled = madvise (and direct compaction under defrag = madvise).
+    pub fn madvise_hugepage(&self) -> io::Result<()> {
+        // SAFETY: the range is exactly this mapping; MADV_HUGEPAGE changes no contents.
+        if unsafe { libc::madvise(self.ptr.as_ptr().cast(), self.len, libc::MADV_HUGEPAGE) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(())
     }
 
     pub fn len(&self) -> usize {
@@ -375,6 +385,10 @@ impl RealMemory {
             }
             let map = Mapping::new(r.bytes())
                 .map_err(|e| io::Error::new(e.kind(), format!("mmap of region {} ({} pages): {e}", r.name, r.pages)))?;
+            if r.thp {
+                map.madvise_hugepage()
+                    .map_err(|e| io::Error::new(e.kind(), format!("madvise(MADV_HUGEPAGE) of region {}: {e}", r.name)))?;
+            }
             regions.push(Slot::Anon(RealRegion {
                 base: map.as_ptr(),
                 pages: r.pages,

@@ -149,7 +149,7 @@ class _Applier:
         path = Path(k.kernel_file)
         if not path.exists():
             return
-        old = host.read_text(path).strip()
+        old = knobs.current(host.read_text(path))
         if knobs.same(old, want):
             return
         self.j.record("knob", name=k.key, path=str(path), old=old)

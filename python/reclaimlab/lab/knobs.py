@@ -22,6 +22,7 @@ from reclaimlab.native import Knob
 
 __all__ = [
     "SYSCTL_DIR",
+    "current",
     "file_text",
     "is_sysctl",
     "knob_paths",
@@ -61,9 +62,20 @@ def file_text(k: Knob, value: Any) -> str:
     return str(value)
 
 
+def current(text: str) -> str:
+    """A knob file's value: the selected choice of a file that lists them all with the
+    current one in brackets (``always [madvise] never``: the transparent_hugepage files), the
+    text itself otherwise. What a write of the value back restores."""
+    t = text.strip()
+    if "[" in t and "]" in t:
+        return t[t.index("[") + 1 : t.index("]")]
+    return t
+
+
 def same(now: str, want: str) -> bool:
-    """The file's text ``now`` means the value ``want`` (Y/1/true are one boolean)."""
-    a, b = now.strip(), want.strip()
+    """The file's text ``now`` means the value ``want`` (Y/1/true are one boolean; a bracketed
+    choice list means its selected choice)."""
+    a, b = current(now), want.strip()
     for group in (_TRUE, _FALSE):
         if a.lower() in group and b.lower() in group:
             return True

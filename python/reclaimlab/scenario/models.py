@@ -300,6 +300,8 @@ class Region(StrictModel):
     size: PositiveSize
     content: Content
     variants: IntRange(1, 65536) = 256  # type: ignore[valid-type]
+    #: madvise(MADV_HUGEPAGE): THP faults here under kernel.transparent_hugepage.enabled = "madvise".
+    thp: bool = False
 
 
 class File(StrictModel):

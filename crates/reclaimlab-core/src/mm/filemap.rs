@@ -535,7 +535,7 @@ impl Mm {
         p.set(pg::RESIDENT);
         p.clear(pg::ACTIVE | pg::REFERENCED | pg::READAHEAD);
         p.folio_order = order;
-        self.nr_resident += 1;
+        self.resident_add(i);
         if self.pages[i as usize].has(pg::SHADOW) {
             self.workingset_refault(i);
         }
@@ -579,7 +579,7 @@ impl Mm {
         let p = &mut self.pages[i as usize];
         p.clear(pg::RESIDENT | pg::ACTIVE | pg::YOUNG | pg::RECLAIM | pg::READAHEAD | pg::MAPPED | pg::REFERENCED);
         p.folio_order = 0;
-        self.nr_resident -= 1;
+        self.resident_del(i);
         let (_, index) = self.file_of(i);
         if index & ((1u64 << order) - 1) == 0 {
             self.uncharge(m);

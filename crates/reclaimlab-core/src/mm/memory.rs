@@ -112,6 +112,12 @@ impl Mm {
             return self.do_swap_page(ctx, i, write);
         }
         if !p.has(pg::ZERO_PFN) {
+            // create_huge_pmd: a write fault in an empty 2 MiB range of a THP region tries a
+            // huge page first (mm/phys.rs); a read maps the zero page at PTE level, as a
+            // huge zero page would be split at the first write.
+            if write && self.thp_fault_eligible(i) && self.do_huge_pmd_anonymous_page(ctx, i)? {
+                return Ok(());
+            }
             // do_anonymous_page: the first fault in a 2 MiB range allocates its page table.
             self.pte_alloc(ctx, i)?;
         }
@@ -126,7 +132,7 @@ impl Mm {
         let p = &mut self.pages[i as usize];
         p.clear(pg::ZERO_PFN);
         p.set(pg::RESIDENT | pg::MAPPED | pg::YOUNG | pg::DIRTY);
-        self.nr_resident += 1;
+        self.resident_add(i);
         self.lru_add(i);
         Ok(())
     }
@@ -317,7 +323,7 @@ impl Mm {
         ctx.cpu(self.costs.swapin_page_ns);
         self.pages[j as usize].set(pg::RESIDENT | pg::SWAPCACHE);
         self.memcgs[m as usize].swapcached += 1;
-        self.nr_resident += 1;
+        self.resident_add(j);
         if self.pages[j as usize].has(pg::SHADOW) {
             self.workingset_refault(j);
         }
@@ -472,7 +478,7 @@ impl Mm {
                     }
                     self.uncharge(p.memcg);
                     self.free_frame();
-                    self.nr_resident -= 1;
+                    self.resident_del(i);
                 }
                 self.release_swap_entry(i);
                 let q = &mut self.pages[i as usize];

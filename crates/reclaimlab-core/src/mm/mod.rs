@@ -10,6 +10,7 @@ pub mod memory;
 pub mod page;
 pub mod page_io;
 pub mod page_writeback;
+pub mod phys;
 pub mod pressure;
 pub mod region;
 pub mod shmem;
@@ -127,6 +128,9 @@ pub struct Mm {
     pub(crate) psi: crate::psi::Psi,
     /// Latency histograms per process and phase (crate::latency).
     pub(crate) lat: crate::latency::LatencyLog,
+    /// Physical memory (zone, buddy, compaction), only when some region can have THPs
+    /// (mm/phys.rs).
+    pub(crate) phys: Option<Box<phys::Phys>>,
 }
 
 /// What code outside the crate (bindings, benches, tests) may see, and what tests that set
@@ -208,7 +212,7 @@ impl Mm {
             .collect();
         psi_tasks.push(vec![0]);
         let psi = crate::psi::Psi::new(nmemcg, cfg.machine.cpus as usize, psi_tasks);
-        Ok(Mm {
+        let mut mm = Mm {
             pages,
             regions,
             memory_recursiveprot: cfg.cgroups.memory_recursiveprot,
@@ -251,7 +255,10 @@ impl Mm {
             trace: crate::stats::trace::Trace::from_groups(&cfg.trace)?,
             psi,
             lat: crate::latency::LatencyLog::new(cfg.processes.len()),
-        })
+            phys: None,
+        };
+        mm.phys = phys::Phys::from_config(&mm)?;
+        Ok(mm)
     }
 
     pub fn region_of(&self, page: u32) -> &RegionInfo {
@@ -412,6 +419,7 @@ impl Mm {
             t.export(out);
         }
         self.export_psi(out);
+        self.export_phys(out);
         out.sort();
     }
 }

@@ -37,6 +37,8 @@ pub struct RegionInfo {
     pub file: Option<super::filemap::FileState>,
     /// A file on a tmpfs: the index of its tmpfs (Mm::tmpfs); its pages are shmem.
     pub shmem: Option<u16>,
+    /// madvise(MADV_HUGEPAGE) on the region (VM_HUGEPAGE).
+    pub thp: bool,
 }
 
 /// Per content variant of a region: compressed length and same-filled facts.
@@ -138,6 +140,7 @@ pub(crate) fn from_config(cfg: &SimConfig, nr_memcgs: usize, codecs: &[Codec]) -
                 page_tables: vec![false; (r.pages as usize).div_ceil(PTRS_PER_PTE as usize)],
                 file,
                 shmem,
+                thp: r.thp,
             });
             let page = match (&regions[idx as usize].file, shmem) {
                 (Some(_), _) => Page::new_file(idx, memcg),

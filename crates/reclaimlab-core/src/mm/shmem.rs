@@ -141,7 +141,7 @@ impl Mm {
         let p = &mut self.pages[i as usize];
         p.set(pg::RESIDENT);
         p.clear(pg::ACTIVE | pg::REFERENCED | pg::READAHEAD | pg::DIRTY);
-        self.nr_resident += 1;
+        self.resident_add(i);
         self.lru_add(i);
         Ok(())
     }
@@ -193,7 +193,7 @@ impl Mm {
             let m = self.pages[i as usize].memcg;
             let p = &mut self.pages[i as usize];
             *p = super::page::Page::new_shmem(p.region, p.memcg);
-            self.nr_resident -= 1;
+            self.resident_del(i);
             self.uncharge(m);
             self.free_frame();
             return Err(Fate::Freed);

@@ -826,7 +826,7 @@ impl Mm {
         // ≤6.4: a folio reclaimed clean after a non-exclusive zswap load: its entry is the copy.
         self.zswap_entry_unshadow(i);
         self.memcgs[m as usize].swapcached -= 1;
-        self.nr_resident -= 1;
+        self.resident_del(i);
         self.uncharge(m);
         self.free_frame();
     }
@@ -1167,6 +1167,11 @@ impl Mm {
         }
         if self.node_balanced() || self.kswapd.failures >= MAX_RECLAIM_RETRIES {
             self.kswapd.running = false;
+            // kswapd_try_to_sleep → wakeup_kcompactd for the order kswapd was woken for
+            // (mm/phys.rs; nothing without a zone).
+            if self.phys.is_some() {
+                self.wakeup_kcompactd();
+            }
             return;
         }
         self.vm.pageoutrun += 1;

@@ -326,7 +326,7 @@ impl Mm {
         self.memcgs[m as usize].events.zswpwb += 1;
         self.pages[i as usize].set(pg::RESIDENT | pg::SWAPCACHE);
         self.memcgs[m as usize].swapcached += 1;
-        self.nr_resident += 1;
+        self.resident_add(i);
         if self.pages[i as usize].has(pg::SHADOW) {
             self.workingset_refault(i);
         }

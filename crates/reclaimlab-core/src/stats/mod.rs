@@ -116,6 +116,32 @@ counters! {
 }
 
 counters! {
+    /// /proc/vmstat THP fault counters (mm/phys.rs), exported with the physical-memory model.
+    ThpEvents {
+        thp_fault_alloc: "Huge pages allocated at a page fault.",
+        thp_fault_fallback: "Page faults that wanted a huge page and fell back to base pages.",
+        thp_fault_fallback_charge: "Of those, the ones whose huge page could not be charged to the memcg.",
+    }
+}
+
+counters! {
+    /// /proc/vmstat compaction and migration counters (crate::compaction), exported with the
+    /// physical-memory model (mm/phys.rs).
+    CompactEvents {
+        compact_migrate_scanned: "Pages the migrate scanner looked at.",
+        compact_free_scanned: "Pages the free scanner looked at.",
+        compact_isolated: "Pages isolated by either scanner (sources to migrate and free targets).",
+        compact_stall: "Direct compactions that were not skipped (deferred ones count).",
+        compact_fail: "Direct compactions after which the allocation still failed.",
+        compact_success: "Direct compactions after which the allocation succeeded.",
+        pgmigrate_success: "Pages migrated.",
+        compact_daemon_wake: "kcompactd wake-ups.",
+        compact_daemon_migrate_scanned: "Pages kcompactd's migrate scanner looked at.",
+        compact_daemon_free_scanned: "Pages kcompactd's free scanner looked at.",
+    }
+}
+
+counters! {
     /// /proc/vmstat event counters of file pages. Exported only by a machine with a
     /// filesystem: without one the model cannot produce them (and they stay absent).
     FileVmEvents {

@@ -22,3 +22,4 @@ mod protection;
 mod psi;
 mod stats_flush;
 mod shmem;
+mod thp;

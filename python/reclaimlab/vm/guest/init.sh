@@ -44,10 +44,13 @@ info() { echo "@@INFO $1 $(tr '\n' ' ' < "$2" 2>/dev/null)" >&9; }
 now() { read -r up _ < /proc/uptime; echo $(( ${up%.*} * 100 + 1${up#*.} - 100 )); }
 setf() { echo "$2" > "$1" 2>/dev/null || die "cannot write '$2' to $1"; }
 # setf, then check the value reads back (Y/N, 1/0 and true/false are the same answer: module
-# parameters show Y/N, sysctls 1/0, /sys/kernel/mm/swap/vma_ra_enabled true/false)
+# parameters show Y/N, sysctls 1/0, /sys/kernel/mm/swap/vma_ra_enabled true/false; a file
+# listing its choices with the current one in brackets, /sys/kernel/mm/transparent_hugepage/*,
+# reads as that choice)
 setp() {
     setf "$1" "$2"
     v=$(cat "$1")
+    case "$v" in *\[*\]*) v=${v#*\[}; v=${v%%\]*} ;; esac
     case "$v:$2" in Y:1|N:0|1:Y|0:N|true:Y|false:N|true:1|false:0) ;; *) [ "$v" = "$2" ] || die "$1: wrote '$2' but it reads '$v'" ;; esac
 }
 waitdev() {

@@ -1,0 +1,424 @@
+//! The machine's physical memory behind Mm: a page_alloc::Zone that knows which pfn each
+//! resident page occupies, and the THP fault path that needs it (mm/huge_memory.c
+//! do_huge_pmd_anonymous_page and vma_thp_gfp_mask, mm/page_alloc.c __alloc_pages_slowpath
+//! for a costly order, 6.12.117 / 6.18) → docs/model/compaction.md.
+//!
+//! Built only when some region can get transparent huge pages (kernel.transparent_hugepage
+//! .enabled = always with anonymous memory, or madvise with a `thp = true` region): without
+//! THP every allocation is order 0, which the count in Mm::nr_free serves alone, and the
+//! order-0 paths do not touch this file (one `Option` test when a page becomes resident or
+//! leaves memory).
+//!
+//! Mm::nr_free stays the count every order-0 watermark check reads. The zone mirrors it:
+//! resident pages (anon, file, tmpfs, swap cache) each hold a MOVABLE pfn from the moment
+//! they become resident until they leave; every other page the count says is in use (page
+//! tables, the zswap and zram pools, a frame between its allocation and its page becoming
+//! resident) is an UNMOVABLE pfn of `kernel`, grown or shrunk to the count whenever the zone
+//! is used ([`Phys::sync`]). Simplified: kernel pages are all unmovable and never migrated
+//! (zsmalloc's movable zspages, zs_page_migrate, are not modelled yet), and a kernel page
+//! freed gives back the most recently taken pfn, not the one the kernel would free.
+//!
+//! A THP is 512 page records on one order-9 block: reclaim handles the pages one by one, and
+//! the first that leaves memory splits the block into order-0 pages (split_huge_page, as
+//! reclaim does for an anonymous THP it swaps out page by page). THPs are not migrated by
+//! compaction (the kernel migrates them whole).
+
+use super::page::{pg, NONE};
+use super::{Ctx, Mm, Oom, PTRS_PER_PTE};
+use crate::compaction::{self, CompactPriority, CompactState};
+use crate::error::ConfigError;
+use crate::latency::Kind;
+use crate::page_alloc::{MigrateType, PfnState, Watermarks, Wmark, Zone, PAGEBLOCK_ORDER};
+
+use crate::stats::{CompactEvents, ThpEvents};
+
+/// HPAGE_PMD_ORDER on x86-64.
+pub const HPAGE_PMD_ORDER: u8 = 9;
+
+/// /sys/kernel/mm/transparent_hugepage/enabled.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ThpEnabled {
+    Always,
+    Madvise,
+    Never,
+}
+
+/// /sys/kernel/mm/transparent_hugepage/defrag.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ThpDefrag {
+    Always,
+    Defer,
+    DeferMadvise,
+    Madvise,
+    Never,
+}
+
+/// The enabled knob's choices, in the kernel's order.
+pub const THP_ENABLED: &[(&str, ThpEnabled)] = &[("always", ThpEnabled::Always), ("madvise", ThpEnabled::Madvise), ("never", ThpEnabled::Never)];
+/// The defrag knob's choices, in the kernel's order.
+pub const THP_DEFRAG: &[(&str, ThpDefrag)] = &[
+    ("always", ThpDefrag::Always),
+    ("defer", ThpDefrag::Defer),
+    ("defer+madvise", ThpDefrag::DeferMadvise),
+    ("madvise", ThpDefrag::Madvise),
+    ("never", ThpDefrag::Never),
+];
+
+pub fn thp_enabled_names() -> Vec<&'static str> {
+    THP_ENABLED.iter().map(|(n, _)| *n).collect()
+}
+
+pub fn thp_defrag_names() -> Vec<&'static str> {
+    THP_DEFRAG.iter().map(|(n, _)| *n).collect()
+}
+
+fn lookup<T: Copy>(options: &[(&str, T)], key: &str, name: &str) -> Result<T, ConfigError> {
+    options.iter().find(|(n, _)| *n == name).map(|(_, t)| *t).ok_or_else(|| {
+        let names: Vec<String> = options.iter().map(|(n, _)| format!("{n:?}")).collect();
+        ConfigError::invalid(key, format!("expected one of {}, got {name:?}", names.join(", ")))
+    })
+}
+
+/// What vma_thp_gfp_mask gives a fault: may it reclaim and compact directly, and does it
+/// wake kswapd (and with it kcompactd).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct ThpGfp {
+    direct: bool,
+    kswapd: bool,
+}
+
+fn vma_thp_gfp_mask(defrag: ThpDefrag, madvised: bool) -> ThpGfp {
+    match defrag {
+        // GFP_TRANSHUGE (| __GFP_NORETRY unless madvised: one pass either way here).
+        ThpDefrag::Always => ThpGfp { direct: true, kswapd: false },
+        ThpDefrag::Defer => ThpGfp { direct: false, kswapd: true },
+        ThpDefrag::DeferMadvise => ThpGfp { direct: madvised, kswapd: !madvised },
+        ThpDefrag::Madvise => ThpGfp { direct: madvised, kswapd: false },
+        ThpDefrag::Never => ThpGfp { direct: false, kswapd: false },
+    }
+}
+
+pub struct Phys {
+    pub zone: Zone,
+    pub compact: CompactState,
+    pub ev: CompactEvents,
+    pub thp: ThpEvents,
+    enabled: ThpEnabled,
+    defrag: ThpDefrag,
+    /// The pfn of each resident page (page index → pfn; NONE when not resident).
+    pfn_of: Vec<u32>,
+    /// Pfns of the pages in use that are not resident pages (see the file comment).
+    kernel: Vec<u32>,
+    /// Resident pages holding a pfn.
+    mapped: u64,
+    /// pgdat->kcompactd_max_order: the order kcompactd is to work for when kswapd sleeps.
+    kcompactd_max_order: u8,
+}
+
+impl Phys {
+    /// The zone of a machine of `totalram` pages, if the config lets any region have THPs.
+    pub(crate) fn from_config(mm: &Mm) -> Result<Option<Box<Phys>>, ConfigError> {
+        let t = &mm.knobs.transparent_hugepage;
+        let enabled = lookup(THP_ENABLED, "kernel.transparent_hugepage.enabled", &t.enabled)?;
+        let defrag = lookup(THP_DEFRAG, "kernel.transparent_hugepage.defrag", &t.defrag)?;
+        let any = mm.regions.iter().any(|r| r.file.is_none() && r.shmem.is_none() && (enabled == ThpEnabled::Always || enabled == ThpEnabled::Madvise && r.thp));
+        if !any || enabled == ThpEnabled::Never {
+            return Ok(None);
+        }
+        let wmark = Watermarks { min: mm.wmark_min, low: mm.wmark_low, high: mm.wmark_high };
+        let zone = Zone::new(mm.totalram as u32, wmark);
+        let compact = CompactState::new(&zone, mm.switches.compaction_defer, mm.knobs.vm.extfrag_threshold as i64);
+        Ok(Some(Box::new(Phys {
+            zone,
+            compact,
+            ev: CompactEvents::default(),
+            thp: ThpEvents::default(),
+            enabled,
+            defrag,
+            pfn_of: vec![NONE; mm.pages.len()],
+            kernel: Vec::new(),
+            mapped: 0,
+            kcompactd_max_order: 0,
+        })))
+    }
+
+    /// Grow or shrink the kernel pfns so the zone's free pages equal `nr_free`.
+    fn sync(&mut self, nr_free: u64) {
+        let want = (self.zone.spanned() as u64).saturating_sub(nr_free + self.mapped);
+        while (self.kernel.len() as u64) < want {
+            let p = self.zone.rmqueue(0, MigrateType::Unmovable).expect("the zone has the free pages the count says");
+            self.kernel.push(p);
+        }
+        while self.kernel.len() as u64 > want {
+            let p = self.kernel.pop().expect("len > want ≥ 0");
+            self.zone.free(p);
+        }
+    }
+
+    /// Page `i` became resident: give it a movable pfn.
+    fn map(&mut self, i: u32, nr_free: u64) {
+        if self.zone.free_pages() == 0 {
+            // The count took this frame already: it is among the kernel pfns until now.
+            let p = self.kernel.pop().expect("a page in use is counted somewhere");
+            self.zone.free(p);
+        }
+        let p = self.zone.rmqueue(0, MigrateType::Movable).expect("a free page");
+        self.zone.set_owner(p, i);
+        self.pfn_of[i as usize] = p;
+        self.mapped += 1;
+        self.sync(nr_free);
+    }
+
+    /// Page `i` left memory: free its pfn, splitting its THP first.
+    fn unmap(&mut self, i: u32) {
+        let pfn = self.pfn_of[i as usize];
+        debug_assert_ne!(pfn, NONE, "page {i} left memory without a pfn");
+        let head = pfn & !((1 << HPAGE_PMD_ORDER) - 1);
+        if let PfnState::Alloc { order, owner, .. } = self.zone.state(head) {
+            if order == HPAGE_PMD_ORDER {
+                // split_huge_page: 512 order-0 pages, page owner + k at pfn head + k.
+                self.zone.split_alloc(head, |k| owner + k);
+            }
+        }
+        self.zone.free(pfn);
+        self.pfn_of[i as usize] = NONE;
+        self.mapped -= 1;
+    }
+
+    /// The consistency of the zone and of its agreement with the page records.
+    pub(crate) fn check(&self, mm: &Mm) -> Result<(), String> {
+        self.zone.check()?;
+        let used = self.zone.spanned() as u64 - self.zone.free_pages();
+        if used != self.mapped + self.kernel.len() as u64 {
+            return Err(format!("zone: {used} pages in use, {} resident + {} kernel", self.mapped, self.kernel.len()));
+        }
+        let resident = mm.pages.iter().filter(|p| p.has(pg::RESIDENT)).count() as u64;
+        if resident != self.mapped {
+            return Err(format!("zone: {} pfns of resident pages, {resident} resident pages", self.mapped));
+        }
+        for (i, p) in mm.pages.iter().enumerate() {
+            if p.has(pg::RESIDENT) != (self.pfn_of[i] != NONE) {
+                return Err(format!("page {i}: resident {} but pfn {}", p.has(pg::RESIDENT), self.pfn_of[i]));
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Mm {
+    /// Page `i` became resident (nr_resident and its pfn).
+    #[inline]
+    pub(crate) fn resident_add(&mut self, i: u32) {
+        self.nr_resident += 1;
+        if let Some(ph) = &mut self.phys {
+            ph.map(i, self.nr_free);
+        }
+    }
+
+    /// Page `i` left memory (its frame went back with free_frame).
+    #[inline]
+    pub(crate) fn resident_del(&mut self, i: u32) {
+        self.nr_resident -= 1;
+        if let Some(ph) = &mut self.phys {
+            ph.unmap(i);
+        }
+    }
+
+    /// Whether a write fault on page `i` may try a THP (__handle_mm_fault → create_huge_pmd:
+    /// an anonymous region THP is enabled for, whose PMD is still empty: no page table
+    /// for its 2 MiB yet, which also means none of its pages was ever mapped).
+    pub(crate) fn thp_fault_eligible(&self, i: u32) -> bool {
+        let Some(ph) = &self.phys else { return false };
+        let r = &self.regions[self.pages[i as usize].region as usize];
+        if r.file.is_some() || r.shmem.is_some() {
+            return false;
+        }
+        let madvised = r.thp;
+        if !(ph.enabled == ThpEnabled::Always || ph.enabled == ThpEnabled::Madvise && madvised) {
+            return false;
+        }
+        let chunk = (i - r.base) / PTRS_PER_PTE;
+        // thp_vma_suitable_order: the huge page must lie within the region.
+        (chunk + 1) * PTRS_PER_PTE <= r.pages && !r.page_tables[chunk as usize]
+    }
+
+    /// do_huge_pmd_anonymous_page for the 2 MiB range holding page `i` (a write fault;
+    /// thp_fault_eligible was true): an order-9 MOVABLE block per vma_thp_gfp_mask, charged
+    /// 512 pages, zeroed, all pages resident, mapped and dirty; its page table deposited
+    /// (pte_alloc, as pgtable_trans_huge_deposit needs one). Ok(false): no huge page
+    /// (thp_fault_fallback, or thp_fault_fallback_charge too), the caller goes on with
+    /// order 0.
+    pub(crate) fn do_huge_pmd_anonymous_page(&mut self, ctx: &mut Ctx, i: u32) -> Result<bool, Oom> {
+        let region = self.pages[i as usize].region as usize;
+        let r = &self.regions[region];
+        let base = r.base + (i - r.base) / PTRS_PER_PTE * PTRS_PER_PTE;
+        let m = r.memcg;
+        // The page table first (the kernel allocates it after the folio; its failure frees
+        // the folio): a failed THP leaves it for the order-0 fault that follows.
+        self.pte_alloc(ctx, i)?;
+        let Some(pfn) = self.alloc_thp(ctx, self.regions[region].thp) else {
+            self.phys.as_mut().expect("eligible").thp.thp_fault_fallback += 1;
+            return Ok(false);
+        };
+        // mem_cgroup_charge of the folio: page by page here (the batch and the reclaim it may
+        // need are the same), all or nothing.
+        for k in 0..PTRS_PER_PTE {
+            if self.try_charge(ctx, m).is_err() {
+                for _ in 0..k {
+                    self.uncharge(m);
+                }
+                self.nr_free += 1 << HPAGE_PMD_ORDER;
+                let ph = self.phys.as_mut().expect("eligible");
+                ph.zone.free(pfn);
+                ph.mapped -= 1 << HPAGE_PMD_ORDER;
+                ph.sync(self.nr_free);
+                ph.thp.thp_fault_fallback += 1;
+                ph.thp.thp_fault_fallback_charge += 1;
+                return Ok(false);
+            }
+            self.commit_charge(m);
+        }
+        ctx.cpu(self.costs.page_alloc_zero_ns * PTRS_PER_PTE as u64);
+        let ph = self.phys.as_mut().expect("eligible");
+        ph.zone.set_owner(pfn, base);
+        for k in 0..PTRS_PER_PTE {
+            ph.pfn_of[(base + k) as usize] = pfn + k;
+        }
+        ph.thp.thp_fault_alloc += 1;
+        for j in base..base + PTRS_PER_PTE {
+            let p = &mut self.pages[j as usize];
+            p.set(pg::RESIDENT | pg::MAPPED | pg::YOUNG | pg::DIRTY);
+            self.nr_resident += 1;
+            self.lru_add(j);
+        }
+        Ok(true)
+    }
+
+    /// __alloc_pages for the THP: the low watermark fast path, then the slow path of a costly
+    /// order: wake kswapd if the gfp says so, the min watermark, and with direct reclaim
+    /// allowed, async direct compaction, one direct reclaim pass and async compaction again
+    /// (a costly order without __GFP_RETRY_MAYFAIL stops there). The count (nr_free) pays
+    /// for the block.
+    fn alloc_thp(&mut self, ctx: &mut Ctx, madvised: bool) -> Option<u32> {
+        const NR: u64 = 1 << HPAGE_PMD_ORDER;
+        let nr_free = self.nr_free;
+        let ph = self.phys.as_mut()?;
+        ph.sync(nr_free);
+        let gfp = vma_thp_gfp_mask(ph.defrag, madvised);
+        // The count pays for the block, and the block counts as resident pages' from now on
+        // (so a sync before its pages are marked resident does not count it twice).
+        let take = |mm: &mut Mm, pfn: u32| {
+            mm.nr_free -= NR;
+            mm.phys.as_mut().expect("eligible").mapped += NR;
+            Some(pfn)
+        };
+        if ph.zone.watermark_ok(HPAGE_PMD_ORDER, ph.zone.wmark.low, false) {
+            let pfn = ph.zone.rmqueue(HPAGE_PMD_ORDER, MigrateType::Movable)?;
+            return take(self, pfn);
+        }
+        if gfp.kswapd {
+            // wakeup_kswapd for order 9: kcompactd follows kswapd's run, or runs now if
+            // the node is balanced at order 0 (kswapd has nothing to reclaim).
+            ph.kcompactd_max_order = HPAGE_PMD_ORDER;
+            if self.node_balanced() {
+                self.wakeup_kcompactd();
+            } else {
+                self.wakeup_kswapd(ctx.now);
+            }
+        }
+        let ph = self.phys.as_mut()?;
+        if ph.zone.watermark_ok(HPAGE_PMD_ORDER, ph.zone.wmark.min, false) {
+            let pfn = ph.zone.rmqueue(HPAGE_PMD_ORDER, MigrateType::Movable)?;
+            return take(self, pfn);
+        }
+        if !gfp.direct || ctx.memalloc {
+            return None;
+        }
+        let (start, memstall) = (ctx.now, self.psi_memstall_enter(ctx));
+        let mut got = self.thp_direct_compact(ctx);
+        if got.is_none() {
+            self.thp_direct_reclaim(ctx);
+            got = self.thp_direct_compact(ctx);
+        }
+        self.psi_memstall_leave(ctx, memstall);
+        self.latency(ctx, Kind::AllocStall, ctx.now - start);
+        let pfn = got?;
+        take(self, pfn)
+    }
+
+    /// __alloc_pages_direct_reclaim for the huge page: try_to_free_pages passes (each
+    /// SWAP_CLUSTER_MAX, as sc.nr_to_reclaim is for any order) until compaction_ready, or
+    /// while should_continue_reclaim holds (do_try_to_free_pages and shrink_node's loop with
+    /// sc.order = 9). Bounded at 4 × compact_gap worth of passes, which the kernel does not
+    /// need (its loop ends when reclaim stops progressing).
+    fn thp_direct_reclaim(&mut self, ctx: &mut Ctx) {
+        let max_rounds = 4 * (2u64 << HPAGE_PMD_ORDER) / super::SWAP_CLUSTER_MAX;
+        for _ in 0..max_rounds {
+            let got = self.try_to_free_pages(ctx);
+            self.phys_sync();
+            let inactive = self.lru_size_tree(0, super::page::list::INACTIVE_ANON) + self.lru_size_tree(0, super::page::list::INACTIVE_FILE);
+            let Some(ph) = &self.phys else { return };
+            if compaction::compaction_ready(&ph.zone, &ph.compact, HPAGE_PMD_ORDER)
+                || !compaction::should_continue_reclaim(&ph.zone, &ph.compact, HPAGE_PMD_ORDER, super::vmscan::DEF_PRIORITY, got, inactive)
+            {
+                return;
+            }
+        }
+    }
+
+    /// __alloc_pages_direct_compact at INIT_COMPACT_PRIORITY (async), each migrated page
+    /// moving its record's pfn and costing a page copy.
+    fn thp_direct_compact(&mut self, ctx: &mut Ctx) -> Option<u32> {
+        let nr_free = self.nr_free;
+        let ph = self.phys.as_mut()?;
+        ph.sync(nr_free);
+        let Phys { zone, compact, ev, pfn_of, .. } = &mut **ph;
+        let (page, _, work) =
+            compaction::alloc_pages_direct_compact(zone, compact, ev, PAGEBLOCK_ORDER, MigrateType::Movable, CompactPriority::Async, Wmark::Min, &mut |owner, _, new| {
+                pfn_of[owner as usize] = new;
+            });
+        ctx.cpu(work.migrated * self.costs.migrate_page_ns);
+        page
+    }
+
+    /// wakeup_kcompactd + kcompactd_do_work, when an order is pending and
+    /// kcompactd_node_suitable (compaction_suitable and the order not yet allocatable at
+    /// min). Simplified: kcompactd runs at once, to completion, and its CPU time is not
+    /// charged (it is a thread of its own; the processes' CPUs are not taken).
+    pub(crate) fn wakeup_kcompactd(&mut self) {
+        let Some(ph) = &mut self.phys else { return };
+        let order = std::mem::take(&mut ph.kcompactd_max_order);
+        if order == 0 {
+            return;
+        }
+        let nr_free = self.nr_free;
+        ph.sync(nr_free);
+        if ph.zone.watermark_ok(order, ph.zone.wmark.min, false) || !compaction::compaction_suitable(&ph.zone, &ph.compact, order) {
+            return;
+        }
+        let Phys { zone, compact, ev, pfn_of, .. } = &mut **ph;
+        compaction::kcompactd_do_work(zone, compact, ev, order, &mut |owner, _, new| {
+            pfn_of[owner as usize] = new;
+        });
+    }
+
+    /// /proc/buddyinfo, /proc/vmstat's compaction and THP counters, when the zone exists.
+    pub(crate) fn export_phys(&self, out: &mut Vec<(String, u64)>) {
+        let Some(ph) = &self.phys else { return };
+        ph.ev.export("vmstat.", out);
+        ph.thp.export("vmstat.", out);
+        // The zone as the count has it now (pool growth since the last sync is not yet in the
+        // kernel pfns: it shows as free order-0 pages at most).
+        for (o, n) in ph.zone.buddyinfo().iter().enumerate() {
+            out.push((format!("buddyinfo.Normal.{o}"), *n));
+        }
+    }
+
+    /// Bring the zone to the count (before a snapshot or a check).
+    pub(crate) fn phys_sync(&mut self) {
+        let nr_free = self.nr_free;
+        if let Some(ph) = &mut self.phys {
+            ph.sync(nr_free);
+        }
+    }
+}
