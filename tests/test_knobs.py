@@ -79,7 +79,27 @@ def test_zram_allocates_from_zsmalloc_only(real_core: Any) -> None:
     with pytest.raises(ScenarioError) as e:
         reclaimlab.run(ZRAM, ["kernel.version=6.12", "machine.swap[0].allocator=zbud"])
     msg = str(e.value)
-    assert "machine.swap[0].allocator" in msg and "zram allocates from zsmalloc only" in msg
+    assert "machine.swap[0].allocator" in msg and "mainline zram has only zsmalloc" in msg
+    assert 'kernel.switches."zram.zpool_api"' in msg, "the message names the switch that allows it"
+
+
+ZPOOL_API = ["kernel.version=6.12", "kernel.switches.zram.zpool_api=true"]
+#: 24 MiB of text through 16 MiB of RAM: zram is the only swap and gets used.
+ZRAM_PRESSURE = ZRAM.replace('memory = "256MiB"', 'memory = "16MiB"').replace('size = "1MiB"', 'size = "24MiB"')
+
+
+@pytest.mark.native
+def test_zram_on_zbud_under_seed_004s_switch(real_core: Any) -> None:
+    runs = {a: reclaimlab.run(ZRAM_PRESSURE, [*ZPOOL_API, f"machine.swap[0].allocator={a}"]).counters for a in ("zsmalloc", "zbud")}
+    # Pool pages per stored byte: zbud's two-per-page pool costs more than zsmalloc's classes
+    # (and, taking more of the 16 MiB, it pushes more pages out).
+    density = {a: r["zram0.mm_stat.mem_used_total"] / r["zram0.mm_stat.orig_data_size"] for a, r in runs.items()}
+    assert density["zbud"] > 1.2 * density["zsmalloc"] > 0, density
+    assert runs["zbud"]["zram0.mm_stat.pages_compacted"] == 0
+    # zbud is gone in 6.18: the switch does not bring it back.
+    with pytest.raises(ScenarioError) as e:
+        reclaimlab.run(ZRAM, ["kernel.version=6.18", "kernel.switches.zram.zpool_api=true", "machine.swap[0].allocator=zbud"])
+    assert "machine.swap[0].allocator" in str(e.value) and "does not exist in kernel 6.18" in str(e.value)
 
 
 def _config(*overrides: str) -> dict[str, Any]:

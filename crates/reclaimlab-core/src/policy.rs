@@ -148,6 +148,10 @@ pub struct Switches {
     /// current sizes; off: they read what the last periodic flush or reader left (6.12, 6.18:
     /// mem_cgroup_flush_stats_ratelimited in prepare_scan_control, docs/model/memcg.md).
     pub reclaim_stats_flush: bool,
+    /// zram allocates through the zpool API, so a device may use zbud (seed 004: Vitaly Wool,
+    /// "allow zram to use zbud as underlying allocator", 2015, never merged; every mainline
+    /// zram calls zs_malloc directly). Off in every preset.
+    pub zram_zpool_api: bool,
 }
 
 /// Kernel versions with a preset.
@@ -209,6 +213,7 @@ impl Switches {
             writeback_throttle: WritebackThrottle::ReclaimThrottle,
             reclaim_swappiness: false,
             reclaim_stats_flush: false,
+            zram_zpool_api: false,
         };
         // 6.1 (Debian bookworm's kernel): zswap is a frontswap backend with one LRU for all
         // entries (kept by zbud/z3fold/zsmalloc and walked by zpool_shrink; no memory-pressure
@@ -269,6 +274,7 @@ impl Switches {
         m.insert("vmscan.writeback_throttle", Value::from(name_of(WRITEBACK_THROTTLE, self.writeback_throttle)));
         m.insert("memcg.reclaim_swappiness", Value::from(self.reclaim_swappiness));
         m.insert("memcg.reclaim_stats_flush", Value::from(self.reclaim_stats_flush));
+        m.insert("zram.zpool_api", Value::from(self.zram_zpool_api));
         m
     }
 
@@ -294,6 +300,7 @@ impl Switches {
                 "vmscan.writeback_throttle" => s.writeback_throttle = choice(k, v, WRITEBACK_THROTTLE)?,
                 "memcg.reclaim_swappiness" => s.reclaim_swappiness = boolean()?,
                 "memcg.reclaim_stats_flush" => s.reclaim_stats_flush = boolean()?,
+                "zram.zpool_api" => s.zram_zpool_api = boolean()?,
                 "zswap.zpools" => {
                     s.zpools = match v.as_u64() {
                         Some(n @ (1 | 32)) => n as u32,

@@ -64,6 +64,68 @@ fn unavailable_and_unknown_allocators_are_typed_errors_naming_the_key() {
     v["machine"]["swap"][0]["allocator"] = json!("zbud");
     let e = error_of(v);
     assert_eq!((e.kind, e.path.as_str()), (ErrorKind::Unavailable, "machine.swap[0].allocator"));
+    assert!(e.reason.contains("mainline zram has only zsmalloc") && e.reason.contains("zram.zpool_api"), "{e}");
+}
+
+/// zram as the only swap, no zswap, 6.12 (zbud exists), `content` pages through a v1 limit of
+/// 3000 pages; `allocator` under seed 004's switch `zram.zpool_api`.
+fn zram_on(allocator: &str, content: &str) -> Value {
+    let mut v = scenario(&[("a", 8_000, content)], 8_000, 3_000, false, false);
+    v["kernel"]["version"] = json!("6.12");
+    v["kernel"]["switches"] = json!({"zram.zpool_api": true});
+    v["machine"]["swap"][0]["kind"] = json!("zram");
+    v["machine"]["swap"][0]["allocator"] = json!(allocator);
+    v
+}
+
+#[test]
+fn zram_on_zbud_keeps_two_objects_per_page_and_needs_more_pages_than_zsmalloc() {
+    let zbud = run(&zram_on("zbud", "text"));
+    let zs = run(&zram_on("zsmalloc", "text"));
+    let mm = |r: &reclaimlab_core::SimResult, k: &str| counter(r, &format!("zram0.mm_stat.{k}"));
+    let objects = |r| mm(r, "orig_data_size") / 4096 - mm(r, "same_pages");
+    let pages = |r| mm(r, "mem_used_total") / 4096;
+    assert!(objects(&zbud) > 1000 && objects(&zs) > 1000, "both devices in use");
+    // zbud: at most two buddies per page, so at least objects/2 pages.
+    assert!(2 * pages(&zbud) >= objects(&zbud), "zbud: {} pages for {} objects", pages(&zbud), objects(&zbud));
+    // zsmalloc's size classes pack ~3 text objects per page: fewer pages per object.
+    assert!(pages(&zbud) * objects(&zs) > pages(&zs) * objects(&zbud), "zbud {} / {}, zsmalloc {} / {}", pages(&zbud), objects(&zbud), pages(&zs), objects(&zs));
+    // The same stores: the compressed bytes per stored object agree (the codec decides them).
+    assert_eq!(counter(&zbud, "vmstat.pswpout"), counter(&zs, "vmstat.pswpout"));
+    // zbud cannot compact; NR_ZSPAGES is zsmalloc's only.
+    assert_eq!(mm(&zbud, "pages_compacted"), 0);
+    assert_eq!(counter(&zbud, "vmstat.nr_zspages"), 0);
+    assert!(sim_conserves(&zram_on("zbud", "text")));
+    // The switch on with zsmalloc changes nothing: zram through the zpool API is the same pool.
+    let mut plain = zram_on("zsmalloc", "text");
+    plain["kernel"]["switches"] = json!({});
+    assert_eq!(run(&plain).counters, zs.counters);
+}
+
+#[test]
+fn zram_on_zbud_fails_the_writes_of_pages_stored_uncompressed() {
+    // Random pages do not compress: zram stores them as PAGE_SIZE objects (huge), which zbud
+    // refuses (more than PAGE_SIZE − header − one chunk): the writes fail.
+    let zbud = run(&zram_on("zbud", "random"));
+    let zs = run(&zram_on("zsmalloc", "random"));
+    let mm = |r: &reclaimlab_core::SimResult, k: &str| counter(r, &format!("zram0.mm_stat.{k}"));
+    assert!(mm(&zs, "huge_pages") > 1000, "zsmalloc keeps them as huge objects");
+    assert_eq!(mm(&zbud, "huge_pages"), 0);
+    assert_eq!(mm(&zbud, "mem_used_total"), 0);
+    assert!(counter(&zbud, "zram0.io_stat.failed_writes") > 1000);
+    assert_eq!(counter(&zs, "zram0.io_stat.failed_writes"), 0);
+    assert!(sim_conserves(&zram_on("zbud", "random")));
+}
+
+#[test]
+fn zram_allocator_under_the_switch_must_exist_in_the_version() {
+    let mut v = zram_on("zbud", "text");
+    v["kernel"]["version"] = json!("6.18");
+    let e = error_of(v);
+    assert_eq!((e.kind, e.path.as_str()), (ErrorKind::Unavailable, "machine.swap[0].allocator"));
+    assert!(e.reason.contains("does not exist in kernel 6.18"), "{e}");
+    let e = error_of(zram_on("zsmallok", "text"));
+    assert_eq!((e.kind, e.path.as_str()), (ErrorKind::Unknown, "machine.swap[0].allocator"));
 }
 
 #[test]
