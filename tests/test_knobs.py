@@ -157,3 +157,55 @@ def test_lab_refuses_another_zram_allocator() -> None:
 )
 def test_knob_file_values_compare_as_the_kernel_means_them(now: str, want: str, same: bool) -> None:
     assert lab_knobs.same(now, want) is same
+
+
+COMPACT = """
+[[processes.phases]]
+kind = "random"
+region = "a"
+count = 20000
+[[processes.phases]]
+name = "compact"
+kind = "zram_write"
+file = "compact"
+"""
+
+
+def test_zram_write_phases_name_a_zram_device() -> None:
+    one = reclaimlab.lower(load(ZRAM + COMPACT))
+    assert one["processes"][0]["phases"][2]["phase"] == {"kind": "zram_write", "device": 0, "file": "compact"}
+    two = ZRAM.replace(
+        '[[machine.swap]]\nsize = "256MiB"',
+        '[[machine.swap]]\nname = "z0"\nsize = "16MiB"\nkind = "zram"\n[[machine.swap]]\nname = "z1"\nsize = "256MiB"',
+        1,
+    )
+    named = reclaimlab.lower(load(two + COMPACT + 'device = "z1"\n'))
+    assert named["processes"][0]["phases"][2]["phase"]["device"] == 1
+    assert _problems(two + COMPACT) == [
+        ": processes[0].phases[2].device: a zram_write phase writes a zram device's compact; the machine has 2 zram devices ('z0', 'z1'): name one"
+    ]
+    assert _problems(MINIMAL + COMPACT) == [
+        ': processes[0].phases[2].device: a zram_write phase writes a zram device\'s compact; the machine has no kind = "zram" swap device'
+    ]
+    assert _problems(two + COMPACT + 'device = "z2"\n') == [
+        ": processes[0].phases[2].device: expected the name of a kind = \"zram\" swap device (one of 'z0', 'z1'); got 'z2'"
+    ]
+    assert _problems(ZRAM + COMPACT + 'file = "reset"\n') != []
+
+
+def test_the_host_lab_refuses_zram_writes() -> None:
+    from lab.test_lab_probe import _render
+
+    text = BASE.replace('size = "64MiB"\ndevice = "ssd"', 'size = "64MiB"\nkind = "zram"') + COMPACT
+    assert _render(reclaimlab.lower(load(text))) == [
+        "s.toml: processes[0].phases[2].kind: zram_write phases run in the simulator and the VM lab (--backend vm) only"
+    ]
+
+
+@pytest.mark.native
+def test_a_compact_write_counts_pages_compacted(real_core: Any) -> None:
+    before = reclaimlab.run(ZRAM_PRESSURE + COMPACT.split("[[processes.phases]]\nname")[0], ["kernel.version=6.12"]).counters
+    after = reclaimlab.run(ZRAM_PRESSURE + COMPACT, ["kernel.version=6.12"]).counters
+    freed = after["zram0.mm_stat.pages_compacted"]
+    assert before["zram0.mm_stat.pages_compacted"] == 0 < freed
+    assert after["zram0.mm_stat.mem_used_total"] == before["zram0.mm_stat.mem_used_total"] - 4096 * freed

@@ -525,6 +525,7 @@ def check(config: dict[str, Any], p: Probe) -> list[Problem]:
     problems += [Problem(path, message) for path, message in filesystems.check_filesystems(config, state_dir())]
     problems += _check_trace(config, p)
     problems += _check_create_files(config)
+    problems += _check_zram_writes(config)
     problems += _check_tmpfs(config)
     return problems
 
@@ -536,6 +537,18 @@ def _check_trace(config: dict[str, Any], p: Probe) -> list[Problem]:
         return []
     why = tracing.check(p.tracefs_supported)
     return [Problem(("trace",), f"--trace on the host: {why}; the VM lab (--backend vm) traces in its guest")] if why else []
+
+
+def _check_zram_writes(config: dict[str, Any]) -> list[Problem]:
+    """zram_write phases write /sys/block/zram<N>/ of a device the scenario configures; the host
+    lab may set up another zram number than the scenario's index (hot_add), so only the VM lab,
+    whose guest numbers them in the scenario's order, runs them."""
+    return [
+        Problem(("processes", i, "phases", j, "kind"), "zram_write phases run in the simulator and the VM lab (--backend vm) only")
+        for i, proc in enumerate(config["processes"])
+        for j, ph in enumerate(proc["phases"])
+        if ph["phase"].get("kind") == "zram_write"
+    ]
 
 
 def _check_create_files(config: dict[str, Any]) -> list[Problem]:

@@ -139,3 +139,59 @@ fn lowered_json_errors_carry_the_path() {
     let e = reclaimlab_core::simulation_from_json(&v.to_string()).err().expect("rejected");
     assert_eq!(e.to_string(), "processes[0].regions[0].variants: must be > 0");
 }
+
+/// zram (zsmalloc) as the only swap, text pages: a fill through a v1 limit, random reads that
+/// swap pages back in (each swap-in from zram frees its slot, thinning the zspages), then a
+/// write to zram0's `compact` when `compact` is set.
+fn zram_fragmented(compact: bool) -> Value {
+    let mut v = scenario(&[("a", 8_000, "text")], 6_000, 3_000, false, false);
+    v["kernel"]["version"] = json!("6.12");
+    v["machine"]["swap"][0]["kind"] = json!("zram");
+    if compact {
+        let phases = v["processes"][0]["phases"].as_array_mut().unwrap();
+        phases.push(json!({"name": "compact", "phase": {"kind": "zram_write", "device": 0, "file": "compact"}}));
+    }
+    v
+}
+
+#[test]
+fn zram_compact_write_frees_the_sparse_zspages_and_counts_pages_compacted() {
+    let before = run(&zram_fragmented(false));
+    let after = run(&zram_fragmented(true));
+    let mm = |r: &reclaimlab_core::SimResult, k: &str| counter(r, &format!("zram0.mm_stat.{k}"));
+    // Nothing else ran compaction (no global reclaim: a v1 limit's reclaim has no zsmalloc
+    // shrinker), so before the write there was something to compact and nothing compacted.
+    assert_eq!(mm(&before, "pages_compacted"), 0);
+    let freed = mm(&after, "pages_compacted");
+    assert!(freed > 0, "the swap-ins left partial zspages");
+    // The same objects in fewer pages: mem_used_total falls by exactly what was compacted.
+    assert_eq!(mm(&after, "orig_data_size"), mm(&before, "orig_data_size"));
+    assert_eq!(mm(&after, "compr_data_size"), mm(&before, "compr_data_size"));
+    assert_eq!(mm(&after, "mem_used_total") + freed * 4096, mm(&before, "mem_used_total"));
+    assert_eq!(mm(&after, "mem_used_max"), mm(&before, "mem_used_max"), "a maximum, not a gauge");
+    assert_eq!(counter(&after, "vmstat.nr_zspages") + freed, counter(&before, "vmstat.nr_zspages"));
+    // The pages went back to the free pages.
+    assert_eq!(counter(&after, "vmstat.nr_free_pages"), counter(&before, "vmstat.nr_free_pages") + freed);
+    // zs_compact leaves nothing freeable: a classes table shows no freeable page.
+    let mut s = build(&zram_fragmented(true));
+    s.set_check_interval(256);
+    s.run_to_end();
+    s.check_conservation().unwrap();
+    let pools = s.zsmalloc_classes();
+    let zram = pools.iter().find(|p| p.pool == "zram0").unwrap();
+    assert_eq!(zram.classes.iter().map(|c| c.freeable).sum::<u64>(), 0);
+    assert_eq!(zram.classes.iter().map(|c| c.pages_used).sum::<u64>(), mm(&after, "mem_used_total") / 4096);
+    let mut sparse = build(&zram_fragmented(false));
+    sparse.run_to_end();
+    let zram = sparse.zsmalloc_classes().into_iter().find(|p| p.pool == "zram0").unwrap();
+    assert_eq!(zram.classes.iter().map(|c| c.freeable).sum::<u64>(), freed, "the table's freeable is what compaction frees");
+}
+
+#[test]
+fn zram_write_needs_a_zram_device() {
+    let mut v = zram_fragmented(true);
+    v["processes"][0]["phases"][2]["phase"]["device"] = json!(1);
+    let e = error_of(v);
+    assert_eq!(e.path, "processes[0].phases[2]");
+    assert!(e.reason.contains("zram1/compact") && e.reason.contains("1 zram device"), "{e}");
+}
