@@ -195,3 +195,23 @@ fn zram_write_needs_a_zram_device() {
     assert_eq!(e.path, "processes[0].phases[2]");
     assert!(e.reason.contains("zram1/compact") && e.reason.contains("1 zram device"), "{e}");
 }
+
+#[test]
+fn global_reclaim_compacts_zswaps_pool_through_the_zsmalloc_shrinker() {
+    // No memcg limit: 64 MiB of text through 48 MiB of RAM, so kswapd and direct reclaim run
+    // shrink_slab on the root, which calls zswap's pool's compaction shrinker; random reads
+    // load (and free) entries and thin the zspages it compacts.
+    let mut v = scenario(&[("a", 16_384, "text")], 60_000, 1 << 30, true, false);
+    v["machine"]["memory_bytes"] = json!(48 * MIB);
+    v["trace"] = json!(["shrinker"]);
+    let r = run(&v);
+    let freed = counter(&r, "trace.mm_shrink_slab_end.zs_shrinker_scan.retval");
+    assert!(counter(&r, "vmstat.zswpin") > 10_000, "entries were loaded and freed");
+    assert!(freed > 0, "the shrinker compacted zswap's pool");
+    // The pool's pages are the zspages that remain: pool_total_size is NR_ZSPAGES.
+    assert_eq!(counter(&r, "zswap.pool_total_size"), counter(&r, "vmstat.nr_zspages") * 4096);
+    let mut s = build(&v);
+    s.set_check_interval(1024);
+    s.run_to_end();
+    s.check_conservation().unwrap();
+}
