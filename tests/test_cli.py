@@ -169,6 +169,29 @@ def test_native_run(real_core: Any, write: Write, tmp_path: Path) -> None:
     assert "vmstat" in r.stdout
 
 
+@pytest.mark.native
+def test_run_zsmalloc_classes(real_core: Any, write: Write, tmp_path: Path) -> None:
+    # zram only, 24 MiB of text through 16 MiB: zram0's pool holds objects at the end.
+    zram = MINIMAL.replace('memory = "256MiB"', 'memory = "16MiB"').replace('size = "1MiB"', 'size = "24MiB"')
+    path = write(zram.replace('device = "ssd"', 'kind = "zram"'))
+    out = tmp_path / "r.json"
+    r = runner.invoke(app, ["run", str(path), "--zsmalloc-classes", "--json", str(out)], terminal_width=250)
+    assert r.exit_code == 0, r.output
+    assert "zsmalloc/zram0/classes" in r.stdout and "Total" in r.stdout
+    pools = {p["pool"]: p["classes"] for p in json.loads(out.read_text())["zsmalloc"]}
+    counters = json.loads(out.read_text())["counters"]
+    assert sum(c["pages_used"] for c in pools["zram0"]) * 4096 == counters["zram0.mm_stat.mem_used_total"] > 0
+    assert (
+        sum(c["obj_used"] for c in pools["zram0"]) * 4096
+        == counters["zram0.mm_stat.orig_data_size"] - 4096 * counters["zram0.mm_stat.same_pages"]
+    )
+    # Without the flag the result is as before: no zsmalloc section.
+    plain = tmp_path / "p.json"
+    assert runner.invoke(app, ["run", str(path), "--json", str(plain)]).exit_code == 0
+    assert "zsmalloc" not in json.loads(plain.read_text())
+    assert runner.invoke(app, ["run", str(path), "--zsmalloc-classes", "--seeds", "2"]).exit_code == 2
+
+
 def test_set_suggests_the_key_meant(write: Write) -> None:
     r = runner.invoke(app, ["run", str(write(MINIMAL)), "--set", "kernel.zswap.shrinker_enable=true"])
     assert r.exit_code == 2

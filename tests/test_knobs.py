@@ -79,7 +79,27 @@ def test_zram_allocates_from_zsmalloc_only(real_core: Any) -> None:
     with pytest.raises(ScenarioError) as e:
         reclaimlab.run(ZRAM, ["kernel.version=6.12", "machine.swap[0].allocator=zbud"])
     msg = str(e.value)
-    assert "machine.swap[0].allocator" in msg and "zram allocates from zsmalloc only" in msg
+    assert "machine.swap[0].allocator" in msg and "mainline zram has only zsmalloc" in msg
+    assert 'kernel.switches."zram.zpool_api"' in msg, "the message names the switch that allows it"
+
+
+ZPOOL_API = ["kernel.version=6.12", "kernel.switches.zram.zpool_api=true"]
+#: 24 MiB of text through 16 MiB of RAM: zram is the only swap and gets used.
+ZRAM_PRESSURE = ZRAM.replace('memory = "256MiB"', 'memory = "16MiB"').replace('size = "1MiB"', 'size = "24MiB"')
+
+
+@pytest.mark.native
+def test_zram_on_zbud_under_seed_004s_switch(real_core: Any) -> None:
+    runs = {a: reclaimlab.run(ZRAM_PRESSURE, [*ZPOOL_API, f"machine.swap[0].allocator={a}"]).counters for a in ("zsmalloc", "zbud")}
+    # Pool pages per stored byte: zbud's two-per-page pool costs more than zsmalloc's classes
+    # (and, taking more of the 16 MiB, it pushes more pages out).
+    density = {a: r["zram0.mm_stat.mem_used_total"] / r["zram0.mm_stat.orig_data_size"] for a, r in runs.items()}
+    assert density["zbud"] > 1.2 * density["zsmalloc"] > 0, density
+    assert runs["zbud"]["zram0.mm_stat.pages_compacted"] == 0
+    # zbud is gone in 6.18: the switch does not bring it back.
+    with pytest.raises(ScenarioError) as e:
+        reclaimlab.run(ZRAM, ["kernel.version=6.18", "kernel.switches.zram.zpool_api=true", "machine.swap[0].allocator=zbud"])
+    assert "machine.swap[0].allocator" in str(e.value) and "does not exist in kernel 6.18" in str(e.value)
 
 
 def _config(*overrides: str) -> dict[str, Any]:
@@ -163,3 +183,64 @@ def test_thp_region_is_lowered_only_when_set() -> None:
     assert text != BASE
     marked = reclaimlab.lower(reclaimlab.load(text))
     assert marked["processes"][0]["regions"][0]["thp"] is True
+
+
+COMPACT = """
+[[processes.phases]]
+kind = "random"
+region = "a"
+count = 20000
+[[processes.phases]]
+name = "compact"
+kind = "zram_write"
+file = "compact"
+"""
+
+
+def test_zram_write_phases_name_a_zram_device() -> None:
+    one = reclaimlab.lower(load(ZRAM + COMPACT))
+    assert one["processes"][0]["phases"][2]["phase"] == {"kind": "zram_write", "device": 0, "file": "compact"}
+    two = ZRAM.replace(
+        '[[machine.swap]]\nsize = "256MiB"',
+        '[[machine.swap]]\nname = "z0"\nsize = "16MiB"\nkind = "zram"\n[[machine.swap]]\nname = "z1"\nsize = "256MiB"',
+        1,
+    )
+    named = reclaimlab.lower(load(two + COMPACT + 'device = "z1"\n'))
+    assert named["processes"][0]["phases"][2]["phase"]["device"] == 1
+    assert _problems(two + COMPACT) == [
+        ": processes[0].phases[2].device: a zram_write phase writes a zram device's compact; the machine has 2 zram devices ('z0', 'z1'): name one"
+    ]
+    assert _problems(MINIMAL + COMPACT) == [
+        ': processes[0].phases[2].device: a zram_write phase writes a zram device\'s compact; the machine has no kind = "zram" swap device'
+    ]
+    assert _problems(two + COMPACT + 'device = "z2"\n') == [
+        ": processes[0].phases[2].device: expected the name of a kind = \"zram\" swap device (one of 'z0', 'z1'); got 'z2'"
+    ]
+    assert _problems(ZRAM + COMPACT + 'file = "reset"\n') != []
+
+
+def test_the_host_lab_refuses_zram_writes() -> None:
+    from lab.test_lab_probe import _render
+
+    text = BASE.replace('size = "64MiB"\ndevice = "ssd"', 'size = "64MiB"\nkind = "zram"') + COMPACT
+    assert _render(reclaimlab.lower(load(text))) == [
+        "s.toml: processes[0].phases[2].kind: zram_write phases run in the simulator and the VM lab (--backend vm) only"
+    ]
+
+
+#: 24 MiB of text through a v1 limit of 12 MiB: memcg reclaim, which never runs the
+#: pool's compaction shrinker (it is not memcg-aware), so only the write compacts.
+ZRAM_LIMITED = ZRAM.replace('size = "1MiB"', 'size = "24MiB"').replace(
+    '[[processes]]\nname = "p"',
+    '[cgroups]\ncgroup_version = 1\n[cgroups.groups.w]\n"memory.limit_in_bytes" = "12MiB"\n[[processes]]\nname = "p"\ncgroup = "w"',
+)
+
+
+@pytest.mark.native
+def test_a_compact_write_counts_pages_compacted(real_core: Any) -> None:
+    before = reclaimlab.run(ZRAM_LIMITED + COMPACT.split("[[processes.phases]]\nname")[0], ["kernel.version=6.12"]).counters
+    after = reclaimlab.run(ZRAM_LIMITED + COMPACT, ["kernel.version=6.12"]).counters
+    freed = after["zram0.mm_stat.pages_compacted"]
+    assert before["zram0.mm_stat.pages_compacted"] == 0 < freed
+    assert after["zram0.mm_stat.mem_used_total"] == before["zram0.mm_stat.mem_used_total"] - 4096 * freed
+    assert after["zram0.mm_stat.orig_data_size"] == before["zram0.mm_stat.orig_data_size"]

@@ -64,6 +64,10 @@ class Simulation:
     def result_json(self) -> str:
         """``{"counters": {...}, "phases": [{"process", "phase", "start_ns", "end_ns", "accesses"}],
         "stats": {"events", "sim_time_ns", "pages"}}``"""
+    def zsmalloc_classes_json(self) -> str:
+        """Each zsmalloc pool's debugfs ``classes`` table, read with the counters:
+        ``[{"pool": "zram0", "classes": [{"class", "size", "inuse_ratio" (11 counts: 10% ... 99%,
+        100%), "obj_allocated", "obj_used", "pages_used", "pages_per_zspage", "freeable"}]}]``"""
 
 def default_costs() -> dict[str, int]:
     """Time-model parameter names and their defaults (the keys scenario ``[costs]`` may set)."""

@@ -28,7 +28,7 @@ from reclaimlab.compare import compare as run_compare
 from reclaimlab.compare import format_number
 from reclaimlab.errors import ScenarioError
 from reclaimlab.result import RunResult
-from reclaimlab.views import compare_view, counters_table, phases_table, run_view
+from reclaimlab.views import compare_view, counters_table, phases_table, run_view, zsmalloc_tables
 
 if TYPE_CHECKING:
     from reclaimlab.compare import CompareResult
@@ -342,10 +342,20 @@ def run(
     csv_out: CsvOption = None,
     parquet_out: ParquetOption = None,
     seeds: SeedsOption = 1,
+    zsmalloc_classes: Annotated[
+        bool,
+        typer.Option(
+            "--zsmalloc-classes",
+            help="Simulator: also show each zsmalloc pool's debugfs classes table (zspages per fullness group, "
+            "freeable pages), read with the counters, and put it in --json.",
+        ),
+    ] = False,
 ) -> None:
     """Run SCENARIO in the simulator (or on this host's kernel, or in a VM); print the headline
     (outcome, per-phase time and rate, faults per access, swap traffic, pool size, OOM kills)."""
     with _input_errors():
+        if zsmalloc_classes and (backend is not Backend.sim or seeds > 1):
+            raise typer.BadParameter("--zsmalloc-classes: the simulator's output, for one run (not with --backend kernel/vm or --seeds)")
         if backend is Backend.kernel:
             result = _kernel_run(reclaimlab.load(scenario, _with_mglru(set_, mglru, trace)), timeout, sample_interval, build_runner)
         elif backend is Backend.vm:
@@ -370,11 +380,19 @@ def run(
             _write_tables(repeated.tidy(), csv_out, parquet_out)
             return
         else:
-            result = reclaimlab.run(scenario, overrides=_with_mglru(set_, mglru, trace), progress=progress, interval_s=_interval(interval))
+            result = reclaimlab.run(
+                scenario,
+                overrides=_with_mglru(set_, mglru, trace),
+                progress=progress,
+                interval_s=_interval(interval),
+                zsmalloc_classes=zsmalloc_classes,
+            )
     to_stdout = json_out is not None and str(json_out) == "-"
     console = _console(stderr=to_stdout)
     for part in run_view(result, counters or (), show_all):
         console.print(part)
+    for table in zsmalloc_tables(result):
+        console.print(table)
     if json_out is not None:
         _write_json(json_out, result.to_json())
     _write_tables(result.tidy(), csv_out, parquet_out)

@@ -44,6 +44,7 @@ from reclaimlab.scenario import (
     Uniform,
     WritePhase,
     Zipf,
+    ZramWritePhase,
     cgroup_files,
     phase_name,
 )
@@ -211,7 +212,7 @@ def _trace(s: Scenario, ph: TracePhase, where: tuple[str | int, ...], regions: d
     }
 
 
-def _phase(ph: Any, name: str, regions: dict[str, int]) -> dict[str, Any]:
+def _phase(ph: Any, name: str, regions: dict[str, int], zram: dict[str, int]) -> dict[str, Any]:
     if isinstance(ph, FillPhase):
         return {"kind": "fill", "region": regions[ph.region]}
     if isinstance(ph, SequentialPhase):
@@ -247,6 +248,11 @@ def _phase(ph: Any, name: str, regions: dict[str, int]) -> dict[str, Any]:
         return {"kind": "reclaim", "amount": ph.lowered_amount(), "swappiness": ph.swappiness}
     if isinstance(ph, CgroupWritePhase):
         return {"kind": "cgroup_write", "file": ph.file, "value": ph.lowered_value()}
+    if isinstance(ph, ZramWritePhase):
+        # zram devices are numbered in the scenario's order (zram0, zram1 ...), as the lab
+        # configures them; checks.py made sure the name is one of them, or that there is one.
+        device = zram[ph.device] if ph.device is not None else 0
+        return {"kind": "zram_write", "device": device, "file": ph.file}
     assert isinstance(ph, ExitPhase)
     return {"kind": "exit"}
 
@@ -271,6 +277,8 @@ def _process(s: Scenario, pi: int, p: Process, cgroups: dict[str, int], after: d
     regions = {r["name"]: i for i, r in enumerate(lowered)}
     # oom_score_adj only when set: configs lowered before it existed stay as they were.
     adj = {"oom_score_adj": p.oom_score_adj} if p.oom_score_adj else {}
+    zram_names = [sw.name if sw.name is not None else f"swap{i}" for i, sw in enumerate(m.swap) if sw.kind == "zram"]
+    zram = {n: k for k, n in enumerate(zram_names)}
     return {
         **adj,
         "name": p.name,
@@ -281,7 +289,7 @@ def _process(s: Scenario, pi: int, p: Process, cgroups: dict[str, int], after: d
                 "name": phase_name(ph, j),
                 "phase": _trace(s, ph, ("processes", pi, "phases", j), regions, [r["pages"] for r in lowered])
                 if isinstance(ph, TracePhase)
-                else _phase(ph, phase_name(ph, j), regions),
+                else _phase(ph, phase_name(ph, j), regions, zram),
                 # Only when set: configs of phases without it stay as they were.
                 **({"after": {"process": after[(pi, j)][0], "phase": after[(pi, j)][1]}} if (pi, j) in after else {}),
             }

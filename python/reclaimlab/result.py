@@ -121,6 +121,11 @@ class RunResult:
     #: "processes": [{"process", "kinds": {kind: stats}}], "phases": [{"process", "phase",
     #: "kinds"}]}``, stats = count, sum_ns, p50_ns, p90_ns, p99_ns, p999_ns, max_ns.
     latency: dict[str, Any] = field(default_factory=dict)
+    #: Each zsmalloc pool's debugfs ``classes`` table, read with the counters (``run
+    #: --zsmalloc-classes``; docs/model/zsmalloc.md): ``[{"pool": "zram0", "classes": [{"class",
+    #: "size", "inuse_ratio" (zspages in the 10% ... 99%, 100% groups), "obj_allocated",
+    #: "obj_used", "pages_used", "pages_per_zspage", "freeable"}]}]``; empty unless asked for.
+    zsmalloc: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def series_frame(self) -> pd.DataFrame:
@@ -182,6 +187,7 @@ class RunResult:
             stats=dict(raw.get("stats", {})),
             provenance={**scenario_provenance(scenario, profile), "native_version": native.native_version()},
             latency=dict(raw.get("latency", {})),
+            zsmalloc=list(raw.get("zsmalloc", [])),
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -197,6 +203,7 @@ class RunResult:
             # only when sampled: a result without --interval is as before, byte for byte
             **({"series": self.series} if self.series else {}),
             **({"latency": self.latency} if self.latency else {}),
+            **({"zsmalloc": self.zsmalloc} if self.zsmalloc else {}),
         }
 
     def to_json(self, indent: int | None = 2) -> str:
@@ -216,6 +223,7 @@ class RunResult:
             provenance=dict(d.get("provenance", {})),
             series=dict(d.get("series", {})),
             latency=dict(d.get("latency", {})),
+            zsmalloc=list(d.get("zsmalloc", [])),
         )
 
     @classmethod

@@ -186,6 +186,50 @@ def latency_table(result: RunResult) -> Table | None:
     return table
 
 
+#: The debugfs ``classes`` file's in-use-ratio columns (6.12's zs_stats_size_show).
+INUSE_COLUMNS = ("10%", "20%", "30%", "40%", "50%", "60%", "70%", "80%", "90%", "99%", "100%")
+
+
+def zsmalloc_tables(result: RunResult) -> list[Table]:
+    """Each zsmalloc pool's /sys/kernel/debug/zsmalloc/<pool>/classes, the kernel's columns
+    (zspages per in-use-ratio group, objects, pages, freeable), classes and pools with no zspage
+    left out, and the kernel's Total row."""
+    out = []
+    for pool in result.zsmalloc:
+        rows = [r for r in pool["classes"] if r["obj_allocated"]]
+        if not rows:
+            continue  # an empty pool (e.g. zswap's, zswap off)
+        table = Table(title=Text(f"{result.scenario}: zsmalloc/{pool['pool']}/classes (docs/model/zsmalloc.md)"), title_justify="left")
+        names = ["class", "size", *INUSE_COLUMNS, "obj_allocated", "obj_used", "pages_used", "pages_per_zspage", "freeable"]
+        for name in names:
+            table.add_column(name, justify="right")
+        for r in rows:
+            cells = [
+                r["class"],
+                r["size"],
+                *r["inuse_ratio"],
+                r["obj_allocated"],
+                r["obj_used"],
+                r["pages_used"],
+                r["pages_per_zspage"],
+                r["freeable"],
+            ]
+            table.add_row(*(Text(str(c)) for c in cells))
+        total = [sum(r["inuse_ratio"][g] for r in rows) for g in range(len(INUSE_COLUMNS))]
+        sums = [sum(r[k] for r in rows) for k in ("obj_allocated", "obj_used", "pages_used")]
+        table.add_section()
+        table.add_row(
+            Text("Total"),
+            Text(""),
+            *(Text(str(c)) for c in total),
+            *(Text(str(c)) for c in sums),
+            Text(""),
+            Text(str(sum(r["freeable"] for r in rows))),
+        )
+        out.append(table)
+    return out
+
+
 def write_result(r: dict[str, Any]) -> str:
     """What a reclaim or cgroup_write phase's write did, in words ("" for other phases)."""
     parts = []

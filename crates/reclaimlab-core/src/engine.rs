@@ -29,6 +29,14 @@ pub struct SimStats {
     pub page_events: u64,
 }
 
+/// One zsmalloc pool's `classes` table: zswap's pools are `zswap0`, `zswap1` … (the kernel
+/// names them zswap<n> with a running count), zram devices `zram0` … (the disk's name).
+#[derive(Clone, Debug, Serialize)]
+pub struct PoolClasses {
+    pub pool: String,
+    pub classes: Vec<crate::zpool::ZsClassRow>,
+}
+
 #[derive(Clone, Debug, Serialize)]
 pub struct SimResult {
     pub counters: Vec<(String, u64)>,
@@ -55,6 +63,8 @@ pub struct Simulation {
     now: Time,
     events: u64,
     snapshot: Option<Vec<(String, u64)>>,
+    /// The pools' debugfs `classes` tables, taken with `snapshot`.
+    classes_snapshot: Option<Vec<PoolClasses>>,
     finished: bool,
     stopped_at_limit: bool,
     /// Check page conservation every this many events (0 = never).
@@ -79,6 +89,7 @@ impl Simulation {
             now: 0,
             events: 0,
             snapshot: None,
+            classes_snapshot: None,
             finished: false,
             stopped_at_limit: false,
             check_every: if cfg!(debug_assertions) { 4096 } else { 0 },
@@ -248,6 +259,7 @@ impl Simulation {
         // the count so /proc/buddyinfo is read as of now.
         self.mm.phys_sync();
         self.snapshot = Some(self.counters());
+        self.classes_snapshot = Some(self.mm.zsmalloc_classes());
         self.sched.exit_finished(&mut self.mm);
         self.finished = true;
     }
@@ -275,6 +287,13 @@ impl Simulation {
         let mut out = Vec::new();
         self.mm.export(self.now, &mut out);
         out
+    }
+
+    /// Each zsmalloc pool's /sys/kernel/debug/zsmalloc/<pool>/classes, read when the counters
+    /// are (at the snapshot once every process finished, else now). An optional output: not
+    /// part of [`SimResult`].
+    pub fn zsmalloc_classes(&self) -> Vec<PoolClasses> {
+        self.classes_snapshot.clone().unwrap_or_else(|| self.mm.zsmalloc_classes())
     }
 
     /// Every page is in exactly one place, and every count agrees with the pages.

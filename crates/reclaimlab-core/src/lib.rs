@@ -27,7 +27,7 @@ pub mod zram;
 pub mod zswap;
 
 pub use config::SimConfig;
-pub use engine::{PhaseRecord, SimResult, Simulation};
+pub use engine::{PhaseRecord, PoolClasses, SimResult, Simulation};
 pub use error::{ConfigError, ErrorKind};
 
 /// Parse a lowered scenario (JSON) and build its simulation.

@@ -166,6 +166,10 @@ pub struct Switches {
     /// compaction, skip the next 1 << compact_defer_shift attempts. Off: seed 004's
     /// configuration 4 ("compaction deferral disabled").
     pub compaction_defer: bool,
+    /// zram allocates through the zpool API, so a device may use zbud (seed 004: Vitaly Wool,
+    /// "allow zram to use zbud as underlying allocator", 2015, never merged; every mainline
+    /// zram calls zs_malloc directly). Off in every preset.
+    pub zram_zpool_api: bool,
 }
 
 /// Kernel versions with a preset.
@@ -231,6 +235,7 @@ impl Switches {
             large_folios_ext4: false,
             large_folios_xfs: true,
             compaction_defer: true,
+            zram_zpool_api: false,
         };
         // 6.1 (Debian bookworm's kernel): zswap is a frontswap backend with one LRU for all
         // entries (kept by zbud/z3fold/zsmalloc and walked by zpool_shrink; no memory-pressure
@@ -297,6 +302,7 @@ impl Switches {
         m.insert("filemap.large_folios_ext4", Value::from(self.large_folios_ext4));
         m.insert("filemap.large_folios_xfs", Value::from(self.large_folios_xfs));
         m.insert("compaction.defer", Value::from(self.compaction_defer));
+        m.insert("zram.zpool_api", Value::from(self.zram_zpool_api));
         m
     }
 
@@ -326,6 +332,7 @@ impl Switches {
                 "filemap.large_folios_ext4" => s.large_folios_ext4 = boolean()?,
                 "filemap.large_folios_xfs" => s.large_folios_xfs = boolean()?,
                 "compaction.defer" => s.compaction_defer = boolean()?,
+                "zram.zpool_api" => s.zram_zpool_api = boolean()?,
                 "zswap.zpools" => {
                     s.zpools = match v.as_u64() {
                         Some(n @ (1 | 32)) => n as u32,

@@ -131,7 +131,7 @@ impl Proc {
                         regions.iter().find(|&&r| is_file(r)).map(|&r| (r, "anonymous regions"))
                     }
                     Phase::CreateFiles { regions, .. } => regions.iter().find(|&&r| !is_file(r)).map(|&r| (r, "file regions")),
-                    Phase::Sleep { .. } | Phase::Exit | Phase::Reclaim { .. } | Phase::CgroupWrite { .. } => None,
+                    Phase::Sleep { .. } | Phase::Exit | Phase::Reclaim { .. } | Phase::CgroupWrite { .. } | Phase::ZramWrite { .. } => None,
                 };
                 // The files a phase writes: memory.reclaim is a v2 file (on every cgroup, the
                 // root included); the others are v2 files that the root does not have
@@ -147,6 +147,15 @@ impl Proc {
                     }
                     if p.cgroup == 0 && !on_root {
                         return Err(ConfigError::invalid(at(), format!("phase {:?} writes {file}, which the root cgroup does not have; put the process in a cgroup", np.name)));
+                    }
+                }
+                if let Phase::ZramWrite { device, file } = np.phase {
+                    let zram = cfg.machine.swap.iter().filter(|s| s.kind == crate::config::SwapKind::Zram).count();
+                    if device as usize >= zram {
+                        return Err(ConfigError::invalid(
+                            at(),
+                            format!("phase {:?} writes zram{device}/{}; the machine has {zram} zram device(s)", np.name, file.name()),
+                        ));
                     }
                 }
                 if let Phase::Reclaim { swappiness: Some(_), .. } = np.phase {
@@ -380,6 +389,15 @@ impl Scheduler {
                 rec.reclaimed_bytes = Some(st.nr_reclaimed * PAGE_SIZE);
                 rec.written = Some(st.bytes.to_string());
                 rec.error = st.eagain.then_some("EAGAIN");
+                self.procs[pi].gen = None;
+                self.procs[pi].phase += 1;
+                continue;
+            }
+            if let Phase::ZramWrite { device, file } = self.procs[pi].phases[self.procs[pi].phase].1 {
+                match file {
+                    reclaimlab_workload::ZramFile::Compact => mm.zram_compact(device as usize),
+                }
+                self.end_phase_at(mm, pi, self.procs[pi].phase, ctx.now, "completed");
                 self.procs[pi].gen = None;
                 self.procs[pi].phase += 1;
                 continue;

@@ -71,6 +71,12 @@ impl Simulation {
         let counters: BTreeMap<&str, u64> = r.counters.iter().map(|(k, v)| (k.as_str(), *v)).collect();
         serde_json::json!({ "counters": counters, "phases": r.phases, "stats": r.stats, "latency": r.latency }).to_string()
     }
+
+    /// Each zsmalloc pool's debugfs `classes` table as JSON: [{"pool", "classes": [rows]}],
+    /// read with the counters (an optional output, not in result_json).
+    fn zsmalloc_classes_json(&self) -> String {
+        serde_json::to_string(&self.inner.zsmalloc_classes()).expect("classes serialise")
+    }
 }
 
 /// Time-model parameters and their defaults.

@@ -114,7 +114,7 @@ fn check_region_kinds(phase: &Phase, regions: &[RegionPlan]) -> Result<(), Strin
         Phase::CreateFiles { regions: rs, .. } => (true, rs.clone()),
         Phase::Fill { region } => (false, vec![*region]),
         Phase::Sequential { regions: rs, .. } | Phase::Random { regions: rs, .. } | Phase::Trace { regions: rs, .. } => (false, rs.clone()),
-        Phase::Sleep { .. } | Phase::Exit | Phase::Reclaim { .. } | Phase::CgroupWrite { .. } => return Ok(()),
+        Phase::Sleep { .. } | Phase::Exit | Phase::Reclaim { .. } | Phase::CgroupWrite { .. } | Phase::ZramWrite { .. } => return Ok(()),
     };
     for r in used {
         let reg = &regions[r as usize];
@@ -342,7 +342,7 @@ impl Plan {
                         }
                     }
                 }
-                Phase::Read { .. } | Phase::Mmap { .. } | Phase::Write { .. } | Phase::CreateFiles { .. } | Phase::Sleep { .. } | Phase::Exit | Phase::Reclaim { .. } | Phase::CgroupWrite { .. } => {}
+                Phase::Read { .. } | Phase::Mmap { .. } | Phase::Write { .. } | Phase::CreateFiles { .. } | Phase::Sleep { .. } | Phase::Exit | Phase::Reclaim { .. } | Phase::CgroupWrite { .. } | Phase::ZramWrite { .. } => {}
             }
         }
         need

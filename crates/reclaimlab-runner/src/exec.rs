@@ -50,6 +50,11 @@ pub trait Memory {
     fn cgroup_dir(&self) -> io::Result<Option<std::path::PathBuf>> {
         Ok(None)
     }
+    /// Writes `value` to the sysfs file `path` (a zram_write phase); nothing by default
+    /// (`--dry-run`).
+    fn sysfs_write(&mut self, _path: &str, _value: &str) -> io::Result<()> {
+        Ok(())
+    }
 }
 
 /// One phase's measurements. Times are `CLOCK_MONOTONIC` nanoseconds (absolute; the reporter
@@ -102,7 +107,7 @@ pub fn run_phases<M: Memory, S: Sink>(plan: &Plan, mem: &mut M, sink: &mut S, tr
         // Generator set-up (a small allocation for Sequential and Random) happens before the
         // phase's clock starts; the simulator charges it no time either.
         let mut gen = match p.phase {
-            Phase::Sleep { .. } | Phase::Exit | Phase::Reclaim { .. } | Phase::CgroupWrite { .. } | Phase::CreateFiles { .. } => None,
+            Phase::Sleep { .. } | Phase::Exit | Phase::Reclaim { .. } | Phase::CgroupWrite { .. } | Phase::CreateFiles { .. } | Phase::ZramWrite { .. } => None,
             _ => Some(plan.access_gen(index, &region_pages)),
         };
         if let Phase::Write { region, .. } = p.phase {
@@ -150,6 +155,12 @@ pub fn run_phases<M: Memory, S: Sink>(plan: &Plan, mem: &mut M, sink: &mut S, tr
                 if let Some(dir) = mem.cgroup_dir()? {
                     write = cgroup::cgroup_write(&dir, *file, *value)?;
                 }
+                0
+            }
+            (Phase::ZramWrite { device, file }, _) => {
+                // The VM lab's guest numbers its zram devices in the scenario's order, as the
+                // lowered `device` does; the host lab refuses these phases (lab/probe.py).
+                mem.sysfs_write(&format!("/sys/block/zram{device}/{}", file.name()), "1")?;
                 0
             }
             _ => unreachable!("every access phase has a generator"),

@@ -432,6 +432,10 @@ impl Memory for RealMemory {
         crate::cgroup::own_cgroup_dir().map(Some)
     }
 
+    fn sysfs_write(&mut self, path: &str, value: &str) -> io::Result<()> {
+        std::fs::write(path, value).map_err(|e| io::Error::new(e.kind(), format!("{path}: {e}")))
+    }
+
     #[inline]
     fn fill(&mut self, region: u32, page: u64) {
         match &mut self.regions[region as usize] {

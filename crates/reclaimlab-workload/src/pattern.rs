@@ -120,6 +120,12 @@ pub enum Phase {
         file: CgroupFile,
         value: CgroupValue,
     },
+    /// A write to the attribute `file` of zram device `device` (/sys/block/zram<device>/,
+    /// devices numbered in the scenario's order).
+    ZramWrite {
+        device: u32,
+        file: ZramFile,
+    },
     /// The process exits: all its memory, swap slots and zswap entries are freed.
     Exit,
 }
@@ -133,6 +139,23 @@ pub enum Phase {
 pub struct After {
     pub process: u32,
     pub phase: u32,
+}
+
+/// The zram attributes a `ZramWrite` phase may write: those the simulator models. Spelled as
+/// the kernel's files.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ZramFile {
+    /// `compact`: compact the device's zsmalloc pool (compact_store → zs_compact).
+    #[serde(rename = "compact")]
+    Compact,
+}
+
+impl ZramFile {
+    pub fn name(self) -> &'static str {
+        match self {
+            ZramFile::Compact => "compact",
+        }
+    }
 }
 
 /// The cgroup v2 interface files a `CgroupWrite` phase may write: those writable at runtime
@@ -319,7 +342,7 @@ impl Phase {
                 }
                 (true, _) => Ok(()),
             },
-            Phase::Sleep { .. } | Phase::Exit | Phase::Reclaim { .. } => Ok(()),
+            Phase::Sleep { .. } | Phase::Exit | Phase::Reclaim { .. } | Phase::ZramWrite { .. } => Ok(()),
         }
     }
 
@@ -549,7 +572,9 @@ impl AccessGen {
                 };
                 (state, WriteMode::Always)
             }
-            Phase::Sleep { .. } | Phase::Exit | Phase::Reclaim { .. } | Phase::CgroupWrite { .. } => (State::Done, WriteMode::Never),
+            Phase::Sleep { .. } | Phase::Exit | Phase::Reclaim { .. } | Phase::CgroupWrite { .. } | Phase::ZramWrite { .. } => {
+                (State::Done, WriteMode::Never)
+            }
         };
         let rw = matches!(phase, Phase::Sequential { rw: true, .. } | Phase::Random { rw: true, .. });
         AccessGen {

@@ -115,16 +115,20 @@ def simulate(
     limit_ns: int | None = None,
     chunk: int = CHUNK_EVENTS,
     on_progress: Callable[[float], None] | None = None,
+    zsmalloc_classes: bool = False,
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """Run a lowered config in the core: (the core's raw result, the series or {}). Needs only
     the native module (sweeps run it in worker processes); raises ValueError if the core
-    refuses the config."""
+    refuses the config. ``zsmalloc_classes``: also each zsmalloc pool's debugfs ``classes``
+    table (raw["zsmalloc"]; docs/model/zsmalloc.md)."""
     sim = native.core().Simulation(config_json)
     sampler = _Sampler(sim, interval_s, limit_ns) if interval_s else None
     while not (sampler.step(chunk) if sampler is not None else sim.step(chunk)):
         if on_progress is not None:
             on_progress(float(sim.progress()))
     raw: dict[str, Any] = json.loads(sim.result_json())
+    if zsmalloc_classes:
+        raw["zsmalloc"] = json.loads(sim.zsmalloc_classes_json())
     series: dict[str, Any] = {}
     if sampler is not None:
         counters = {str(k): int(v) for k, v in raw.get("counters", {}).items()}
@@ -139,13 +143,15 @@ def run(
     chunk: int = CHUNK_EVENTS,
     on_progress: Callable[[float], None] | None = None,
     interval_s: float | None = None,
+    zsmalloc_classes: bool = False,
 ) -> RunResult:
     """Run ``scenario`` in the simulator. Raises ScenarioError if the core rejects the config.
 
     ``interval_s``: sample every counter at multiples of this many seconds of simulated time
     (and at the end) into ``RunResult.series``, in the lab's series format (lab/record.py:
     event counters since the start, gauges as read). Sampling reads only: the counters and
-    phases are the same as without it."""
+    phases are the same as without it. ``zsmalloc_classes``: also each zsmalloc pool's
+    debugfs ``classes`` table, read with the counters (``RunResult.zsmalloc``)."""
     config, config_json, profile = prepare(scenario, label)
 
     with _Progress(progress, label or scenario.name or "simulating") as bar:
@@ -156,7 +162,7 @@ def run(
                 on_progress(fraction)
 
         try:
-            raw, series = simulate(config_json, interval_s, config.get("max_time_ns"), chunk, step)
+            raw, series = simulate(config_json, interval_s, config.get("max_time_ns"), chunk, step, zsmalloc_classes)
         except ValueError as e:
             raise from_core_error(scenario, e) from None
         bar.update(1.0)

@@ -538,6 +538,7 @@ def check(config: dict[str, Any], p: Probe) -> list[Problem]:
     problems += _check_memory(config, p)
     problems += [Problem(path, message) for path, message in filesystems.check_filesystems(config, state_dir())]
     problems += _check_trace(config, p)
+    problems += _check_zram_writes(config)
     return problems
 
 
@@ -548,6 +549,18 @@ def _check_trace(config: dict[str, Any], p: Probe) -> list[Problem]:
         return []
     why = tracing.check(p.tracefs_supported)
     return [Problem(("trace",), f"--trace on the host: {why}; the VM lab (--backend vm) traces in its guest")] if why else []
+
+
+def _check_zram_writes(config: dict[str, Any]) -> list[Problem]:
+    """zram_write phases write /sys/block/zram<N>/ of a device the scenario configures; the host
+    lab may set up another zram number than the scenario's index (hot_add), so only the VM lab,
+    whose guest numbers them in the scenario's order, runs them."""
+    return [
+        Problem(("processes", i, "phases", j, "kind"), "zram_write phases run in the simulator and the VM lab (--backend vm) only")
+        for i, proc in enumerate(config["processes"])
+        for j, ph in enumerate(proc["phases"])
+        if ph["phase"].get("kind") == "zram_write"
+    ]
 
 
 def _cpus(n: int) -> str:

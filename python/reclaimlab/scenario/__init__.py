@@ -48,6 +48,7 @@ from reclaimlab.scenario.models import (
     Uniform,
     WritePhase,
     Zipf,
+    ZramWritePhase,
     parse_metric,
     phase_name,
 )
@@ -94,6 +95,7 @@ __all__ = [
     "Uniform",
     "WritePhase",
     "Zipf",
+    "ZramWritePhase",
     "load",
     "normalize",
     "parse_metric",

@@ -30,6 +30,7 @@ from reclaimlab.scenario.models import (
     Report,
     Scenario,
     WritePhase,
+    ZramWritePhase,
     parse_after,
     parse_metric,
     phase_name,
@@ -363,6 +364,17 @@ def _check_processes(s: Scenario, procs: list[Process]) -> list[Problem]:
                 elif isinstance(ph, CgroupWritePhase) and proc.cgroup_path() == "/":
                     p.append(
                         Problem((*pw, "file"), f"the root cgroup has no {file}; put process {proc.name!r} in a cgroup of [cgroups.groups]")
+                    )
+            elif isinstance(ph, ZramWritePhase):
+                zram = [sw.name if sw.name is not None else f"swap{i}" for i, sw in enumerate(s.machine.swap) if sw.kind == "zram"]
+                if ph.device is None and len(zram) != 1:
+                    have = f"{len(zram)} zram devices ({_quoted(zram)}): name one" if zram else 'no kind = "zram" swap device'
+                    p.append(Problem((*pw, "device"), f"a zram_write phase writes a zram device's {ph.file}; the machine has {have}"))
+                elif ph.device is not None and ph.device not in zram:
+                    p.append(
+                        Problem(
+                            (*pw, "device"), f'expected the name of a kind = "zram" swap device (one of {_quoted(zram)}); got {ph.device!r}'
+                        )
                     )
             else:
                 p += _check_phase(ph, pw, proc.name, regions)

@@ -533,6 +533,16 @@ class CgroupWritePhase(_Phase):
         return {"kind": "max"} if size is None else {"kind": "value", "value": size}
 
 
+class ZramWritePhase(_Phase):
+    """A write to an attribute of a zram device during the run (/sys/block/zram<N>/<file>):
+    ``compact`` compacts the device's zsmalloc pool (ZramFile in reclaimlab-workload). ``device``:
+    the ``[[machine.swap]]`` name of a ``kind = "zram"`` device; default: the only one."""
+
+    kind: Literal["zram_write"]
+    file: Literal["compact"]
+    device: str | None = None
+
+
 class ReclaimPhase(_Phase):
     """A write of ``amount`` to the process's cgroup's ``memory.reclaim`` (cgroup v2; proactive
     reclaim), with ``swappiness=`` when given (kernels 6.12 and later). ``amount`` is a size or
@@ -563,6 +573,7 @@ Phase = Annotated[
     | SleepPhase
     | ReclaimPhase
     | CgroupWritePhase
+    | ZramWritePhase
     | ExitPhase,
     Field(discriminator="kind"),
 ]

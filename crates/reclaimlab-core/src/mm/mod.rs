@@ -191,7 +191,7 @@ impl Mm {
         zswap.host_memcgs = cfg.machine.host_memcgs;
         // Codec slot 0 is zswap's compressor; zram devices add theirs.
         let mut codecs = vec![zswap.codec];
-        let swap = Swap::from_config(&cfg.machine.swap, &mut codecs)?;
+        let swap = Swap::from_config(&cfg.machine.swap, &cfg.kernel.version, &switches, &mut codecs)?;
         let fs = filemap::Filesystem::from_config(&cfg.machine.filesystems)?;
         let tmpfs = shmem::Tmpfs::from_config(&cfg.machine.filesystems, totalram)?;
         let (regions, pages) = region::from_config(cfg, memcgs.len(), &codecs)?;
@@ -280,6 +280,17 @@ impl Mm {
     /// Every compressed-object pool: zswap's and each zram device's.
     fn pools(&self) -> impl Iterator<Item = &dyn crate::zpool::Zpool> {
         self.zswap.pools.iter().map(|p| p.as_ref()).chain(self.swap.devs.iter().filter_map(|d| d.zram.as_ref()).map(|z| z.pool.as_ref()))
+    }
+
+    /// The debugfs `classes` table of every zsmalloc pool (zbud pools have none).
+    pub(crate) fn zsmalloc_classes(&self) -> Vec<crate::engine::PoolClasses> {
+        let zswap = self.zswap.pools.iter().enumerate().map(|(k, p)| (format!("zswap{k}"), p.as_ref()));
+        let zram = self.swap.devs.iter().filter_map(|d| d.zram.as_ref()).enumerate().map(|(n, z)| (format!("zram{n}"), z.pool.as_ref()));
+        zswap
+            .chain(zram)
+            .filter(|(_, p)| p.name() == "zsmalloc")
+            .map(|(pool, p)| crate::engine::PoolClasses { pool, classes: p.classes() })
+            .collect()
     }
 
     /// Pages of every pool, whatever its allocator.

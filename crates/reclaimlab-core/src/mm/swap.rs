@@ -20,6 +20,7 @@ use crate::block::{BlockDevice, BlockDevices};
 use crate::compress::Codec;
 use crate::config::{DeviceModel, SwapDevice, SwapKind};
 use crate::error::{ConfigError, Result};
+use crate::policy::Switches;
 
 
 pub const SWAPFILE_CLUSTER: u32 = 512;
@@ -220,8 +221,9 @@ impl BlockDevices for [SwapDev] {
 
 impl Swap {
     /// The swap devices of the lowered config, numbered into one slot space in their order.
-    /// zram devices add their compressor to `codecs` (Mm::codecs).
-    pub(crate) fn from_config(cfg: &[SwapDevice], codecs: &mut Vec<Codec>) -> Result<Swap> {
+    /// zram devices add their compressor to `codecs` (Mm::codecs); their allocator is checked
+    /// against kernel `version` and the `zram.zpool_api` switch.
+    pub(crate) fn from_config(cfg: &[SwapDevice], version: &str, switches: &Switches, codecs: &mut Vec<Codec>) -> Result<Swap> {
         let mut devs = Vec::new();
         let mut base = 0u32;
         for (k, s) in cfg.iter().enumerate() {
@@ -235,7 +237,7 @@ impl Swap {
             let mut dev = SwapDev::new(s.name.clone(), s.priority, base, pages, s.device.clone());
             if s.kind == SwapKind::Zram {
                 dev.bdev.model.rotational = false;
-                dev.zram = Some(crate::zram::Zram::from_config(k, s, dev.max as usize, codecs)?);
+                dev.zram = Some(crate::zram::Zram::from_config(k, s, dev.max as usize, version, switches, codecs)?);
             }
             devs.push(dev);
             base += pages as u32;

@@ -1056,6 +1056,16 @@ impl Mm {
         }
     }
 
+    /// A write to zram device `n`'s `compact` attribute: compact_store → zs_compact on its
+    /// pool (6.12 drivers/block/zram/zram_drv.c), the freed zspage pages back to the free
+    /// pages; mm_stat's pages_compacted counts them. Simplified: it costs the writer no time
+    /// (the kernel's migration copies each moved object).
+    pub(crate) fn zram_compact(&mut self, n: usize) {
+        let zram = self.swap.devs.iter_mut().filter_map(|d| d.zram.as_mut()).nth(n).expect("Proc::from_config checked the device");
+        let freed = zram.pool.compact();
+        self.nr_free += freed;
+    }
+
     /// A zsmalloc pool and its compaction shrinker's deferred count (see shrink_slab).
     fn zsmalloc_pool(&mut self, k: usize) -> Option<(&mut (dyn crate::zpool::Zpool + 'static), &mut u64)> {
         let n = self.zswap.pools.len();

@@ -35,6 +35,29 @@ pub trait Zpool: Send {
     fn pages_compacted(&self) -> u64;
     /// Live objects.
     fn objects(&self) -> u64;
+    /// The rows of the pool's debugfs `classes` file (zsmalloc only; empty for zbud, which
+    /// has no size classes).
+    fn classes(&self) -> Vec<ZsClassRow> {
+        Vec::new()
+    }
+}
+
+/// One row of /sys/kernel/debug/zsmalloc/<pool>/classes as 6.12's `zs_stats_size_show`
+/// prints it (one row per distinct size class).
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct ZsClassRow {
+    /// The kernel's class index ("class"): (size − 32) / 16.
+    pub class: u32,
+    pub size: u32,
+    /// zspages per in-use-ratio group, columns "10%" … "99%", "100%" (ZS_INUSE_RATIO_10 …
+    /// ZS_INUSE_RATIO_100; an empty zspage is freed at once, so ZS_INUSE_RATIO_0 has none).
+    pub inuse_ratio: [u64; 11],
+    pub obj_allocated: u64,
+    pub obj_used: u64,
+    pub pages_used: u64,
+    pub pages_per_zspage: u32,
+    /// zs_can_compact: pages compaction could free in this class.
+    pub freeable: u64,
 }
 
 /// One allocator plug-in: its kernel name, the kernel versions that have it, and how to make

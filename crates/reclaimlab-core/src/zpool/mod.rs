@@ -8,7 +8,7 @@ mod api;
 pub mod zbud;
 pub mod zsmalloc;
 
-pub use api::{Handle, Zpool, ZpoolError, ZpoolInfo};
+pub use api::{Handle, ZsClassRow, Zpool, ZpoolError, ZpoolInfo};
 
 use crate::error::ConfigError;
 

@@ -11,7 +11,7 @@
 //! (u32) in the zspage's slot region. Everything else is per zspage or
 //! per class.
 
-use super::api::{Handle, Zpool, ZpoolError, ZpoolInfo};
+use super::api::{Handle, ZsClassRow, Zpool, ZpoolError, ZpoolInfo};
 
 const PAGE_SIZE: u32 = 4096;
 /// Every object carries its handle inline, so zs_malloc sizes the class for `size + 8`.
@@ -692,6 +692,35 @@ impl Zpool for Zsmalloc {
     fn objects(&self) -> u64 {
         self.objects
     }
+
+    /// zs_stats_size_show (6.12): per distinct class, the zspages in each in-use-ratio group
+    /// (counted by walking the class's fullness lists), objects allocated and used, pages and
+    /// zs_can_compact. Simplified: no "Total" row (the sum of the rows).
+    fn classes(&self) -> Vec<ZsClassRow> {
+        (0..self.classes.len())
+            .map(|c| {
+                let class = &self.classes[c];
+                let mut inuse_ratio = [0u64; 11];
+                for (g, n) in inuse_ratio.iter_mut().enumerate() {
+                    let mut z = class.heads[g + 1];
+                    while z != NIL {
+                        *n += 1;
+                        z = self.zspages[z as usize].next;
+                    }
+                }
+                ZsClassRow {
+                    class: (class.size - ZS_MIN_ALLOC_SIZE) / ZS_SIZE_CLASS_DELTA,
+                    size: class.size,
+                    inuse_ratio,
+                    obj_allocated: class.objs_allocated,
+                    obj_used: class.objs_used,
+                    pages_used: class.objs_allocated / class.objs as u64 * class.pages as u64,
+                    pages_per_zspage: class.pages,
+                    freeable: self.zs_can_compact(c),
+                }
+            })
+            .collect()
+    }
 }
 
 #[cfg(test)]
@@ -988,6 +1017,36 @@ mod tests {
         // Nothing left to do: a second pass frees nothing and leaves the counter alone.
         assert_eq!(zs.compact(), 0);
         assert_eq!(zs.pages_compacted(), 200);
+    }
+
+    #[test]
+    fn classes_rows_show_fullness_and_compaction_empties_the_sparse_groups() {
+        // Class 1088 (index 66, 4 pages / 15 objects): 100 zspages full, then every second
+        // object freed: each zspage at 7 or 8 of 15 (46 % or 53 %: groups 50% and 60%).
+        let mut zs = Zsmalloc::new(8);
+        let handles: Vec<Handle> = (0..1500).map(|_| zs.malloc(1070).unwrap()).collect();
+        let row = |zs: &Zsmalloc| zs.classes().into_iter().find(|r| r.size == 1088).unwrap();
+        let full = row(&zs);
+        assert_eq!((full.class, full.pages_per_zspage), (66, 4));
+        assert_eq!(full.inuse_ratio[10], 100, "all in the 100% column");
+        assert_eq!((full.obj_allocated, full.obj_used, full.pages_used, full.freeable), (1500, 1500, 400, 0));
+        for h in handles.iter().step_by(2) {
+            zs.free(*h);
+        }
+        let sparse = row(&zs);
+        assert_eq!(sparse.inuse_ratio[10], 0);
+        assert_eq!(sparse.inuse_ratio[4] + sparse.inuse_ratio[5], 100, "{:?}", sparse.inuse_ratio);
+        assert_eq!((sparse.obj_used, sparse.pages_used, sparse.freeable), (750, 400, 200));
+        zs.compact();
+        let dense = row(&zs);
+        assert_eq!(dense.inuse_ratio[10], 50, "compaction filled 50 zspages: {:?}", dense.inuse_ratio);
+        assert_eq!(dense.inuse_ratio.iter().sum::<u64>(), 50);
+        assert_eq!((dense.obj_allocated, dense.obj_used, dense.pages_used, dense.freeable), (750, 750, 200, 0));
+        // Only distinct classes, ascending; totals agree with the pool.
+        let rows = zs.classes();
+        assert_eq!(rows.len(), zs.distinct_classes());
+        assert!(rows.windows(2).all(|w| w[0].size < w[1].size));
+        assert_eq!(rows.iter().map(|r| r.pages_used).sum::<u64>(), zs.total_pages());
     }
 
     #[test]

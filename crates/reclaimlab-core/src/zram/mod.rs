@@ -12,7 +12,8 @@
 use crate::compress::Codec;
 use crate::config::SwapDevice;
 use crate::error::{ConfigError, Result};
-use crate::zpool::{zsmalloc, Zpool, ZPOOLS};
+use crate::policy::Switches;
+use crate::zpool::{self, zsmalloc, Zpool, ZPOOLS};
 
 /// One slot's stored object.
 #[derive(Clone, Copy, Debug, Default)]
@@ -71,33 +72,50 @@ impl Zram {
     }
 
     /// Swap device `k` of the lowered config, a zram device with `slots` slots. Its
-    /// comp_algorithm (default lzo-rle) joins `codecs` (Mm::codecs) if not there yet. zram
-    /// allocates from zsmalloc only (zram_drv.c calls zs_malloc directly; zbud and z3fold were
-    /// zswap's alternatives), so `allocator` may only name zsmalloc.
-    pub(crate) fn from_config(k: usize, s: &SwapDevice, slots: usize, codecs: &mut Vec<Codec>) -> Result<Zram> {
+    /// comp_algorithm (default lzo-rle) joins `codecs` (Mm::codecs) if not there yet.
+    ///
+    /// Its allocator: mainline zram (every version up to 6.18) calls zs_malloc directly, so
+    /// without the `zram.zpool_api` switch `allocator` may only name zsmalloc. The switch is
+    /// seed 004's patch (Vitaly Wool, "allow zram to use zbud as underlying allocator",
+    /// 2015, not merged): zram allocates through the zpool API (zpool_malloc/zpool_free/
+    /// zpool_get_total_size), so any allocator kernel `version` has (zbud up to 6.14) can back
+    /// the device. Simplified: the allocator is chosen per device by the scenario, not by a
+    /// module parameter or sysfs file (the 2015 series chose it at pool creation too).
+    pub(crate) fn from_config(
+        k: usize,
+        s: &SwapDevice,
+        slots: usize,
+        version: &str,
+        switches: &Switches,
+        codecs: &mut Vec<Codec>,
+    ) -> Result<Zram> {
         let alg = s.comp_algorithm.as_deref().unwrap_or("lzo-rle");
         let c: Codec = alg.parse().map_err(|e| ConfigError::unknown(format!("machine.swap[{k}].comp_algorithm"), e))?;
         let slot = codecs.iter().position(|&x| x == c).unwrap_or_else(|| {
             codecs.push(c);
             codecs.len() - 1
         });
-        match s.allocator.as_deref() {
-            None | Some("zsmalloc") => {}
+        let path = format!("machine.swap[{k}].allocator");
+        let pool = match s.allocator.as_deref() {
+            None | Some("zsmalloc") => (zsmalloc::ZPOOL.new)(),
+            Some(other) if switches.zram_zpool_api => (zpool::select(other, version, &path)?.new)(),
             Some(other) => {
-                let path = format!("machine.swap[{k}].allocator");
-                let reason = format!("zram allocates from zsmalloc only (drivers/block/zram calls zs_malloc directly), not {other:?}");
-                return Err(if ZPOOLS.iter().any(|z| z.name == other) || other == "z3fold" {
-                    ConfigError::unavailable(path, reason)
-                } else {
-                    ConfigError::unknown(path, reason)
-                });
+                let known = ZPOOLS.iter().any(|z| z.name == other) || other == "z3fold";
+                let reason = format!(
+                    "mainline zram has only zsmalloc (drivers/block/zram calls zs_malloc directly), not {other:?}; \
+                     zram on another allocator is seed 004's unmerged patch: set kernel.switches.\"zram.zpool_api\" = true"
+                );
+                return Err(if known { ConfigError::unavailable(path, reason) } else { ConfigError::unknown(path, reason) });
             }
-        }
-        Ok(Zram::new(slot, slots, (zsmalloc::ZPOOL.new)()))
+        };
+        Ok(Zram::new(slot, slots, pool))
     }
 
     /// zram_write_page for slot `off`: `same` if every 8-byte word is equal, `comp_len` from
-    /// the device's compressor. The caller accounts the pool's page growth (and undoes the
+    /// the device's compressor. Pages compressing to `huge_class_size` or more are stored as
+    /// PAGE_SIZE objects; zbud (under `zram.zpool_api`) refuses those (zbud_alloc: -ENOSPC
+    /// above PAGE_SIZE − header − one chunk, as in the 2015 series before Vitaly Wool's
+    /// separate "zbud: allow PAGE_SIZE allocations"), so the write fails (failed_writes). The caller accounts the pool's page growth (and undoes the
     /// write with `free_slot` if the page allocator cannot supply it).
     pub fn write(&mut self, off: u32, same: bool, comp_len: u32, huge_class_size: u32) -> ZramWrite {
         // Overwriting a slot (a dirty swap-cache page written again) frees its old contents.
