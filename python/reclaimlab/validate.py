@@ -443,6 +443,24 @@ def _host_memory(scenario: Scenario, want: dict[str, Any], got: dict[str, Any]) 
     return mk
 
 
+def _recorded_host_memcgs(scenario: Scenario, runs: Sequence[RunResult]) -> int | None:
+    """``machine.host_memcgs = "host"``: the other memcgs of the host the kernel runs ran on, as
+    their probe recorded them (provenance ``host.host_memcgs``; the median when the runs saw
+    different counts), so that re-validating on a host with other cgroups simulates the same
+    walk. None when the scenario states a number, or the runs predate the record (then "host"
+    is this host's count now)."""
+    source = getattr(scenario, "_source", None)
+    if source is None or source.document.get("machine", {}).get("host_memcgs") != "host":
+        return None
+    counts = []
+    for r in runs:
+        host = r.provenance.get("host")
+        n = host.get("host_memcgs") if isinstance(host, dict) else None
+        if isinstance(n, int):
+            counts.append(n)
+    return int(statistics.median_low(counts)) if counts else None
+
+
 def _differences(got: dict[str, Any], want: dict[str, Any], prefix: str = "") -> str:
     """The keys whose values differ, with both values (kernel runs, then now), one level into tables."""
     parts = []
@@ -488,15 +506,20 @@ def revalidate(
         from reclaimlab.backends import sim
 
         run_sim = sim.run
-    sim_result = run_sim(at_speed(scenario, prev.kernel_runs if speed_runs is None else speed_runs))
+    from reclaimlab.overrides import Override
+
+    speed_of = prev.kernel_runs if speed_runs is None else speed_runs
+    host_memcgs = _recorded_host_memcgs(scenario, prev.kernel_runs)
+    if host_memcgs is not None:
+        # host_memcgs = "host": the host the kernel ran on, not the one re-validating now
+        scenario = scenario.with_overrides([Override("machine.host_memcgs", host_memcgs, "the kernel runs' host (host_memcgs = 'host')")])
+    sim_result = run_sim(at_speed(scenario, speed_of))
     want = _workload_config(sim_result.config)
     host_memory = _host_memory(scenario, want, _workload_config(prev.kernel_runs[0].config))
     if host_memory is not None:
         # memory = "host" on another machine of the same kind: simulate the kernel runs' size
-        from reclaimlab.overrides import Override
-
         scenario = scenario.with_overrides([Override("machine.memory", host_memory, "the recorded kernel runs' memory (memory = 'host')")])
-        sim_result = run_sim(scenario)
+        sim_result = run_sim(at_speed(scenario, speed_of))
         want = _workload_config(sim_result.config)
     for i, k in enumerate(prev.kernel_runs, 1):
         got = _workload_config(k.config)
