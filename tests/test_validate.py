@@ -18,6 +18,9 @@ from reclaimlab.lab.result import KernelRunResult
 from reclaimlab.report import DocError
 from reclaimlab.result import RunResult
 from reclaimlab.validate import (
+    ALL_RATES,
+    FILL_RATE,
+    RANDOM_RATE,
     KernelResultsError,
     Row,
     Stat,
@@ -31,6 +34,7 @@ from reclaimlab.validate import (
     scenario_markdown,
     select,
     summarize,
+    summary_entries,
     summary_markdown,
     validate,
 )
@@ -312,8 +316,30 @@ def test_summary_medians_over_scenarios_nonzero_on_either_side() -> None:
         "| fill accesses/s | 3 | +100.0% | 100.0% | a p/fill0 +100.0% (out); b p/fill0 +200.0% (out)"
     )
     assert lines["| random-phase accesses/s"].startswith("| random-phase accesses/s | 3 | +0.0% | 50.0% | a p/access -50.0% (out)")
+    # every phase with accesses: fills and random phases here (a, b, c: +100%, -50%, +200%, +50%, 0, 0)
+    assert lines["| all phase rates (accesses/s)"].startswith(
+        "| all phase rates (accesses/s) | 6 | +25.0% | 50.0% | a p/fill0 +100.0% (out)"
+    )
     assert "left out of the medians" in summary_markdown([A, B, C])
     assert "left out of the medians" not in summary_markdown([B, C])
+
+
+def test_all_phase_rates_leave_out_phases_without_accesses() -> None:
+    config = {
+        "processes": [
+            {"name": "p", "phases": [{"name": "passes", "phase": {"kind": "sequential"}}, {"name": "nap", "phase": {"kind": "sleep"}}]}
+        ]
+    }
+    records = [
+        {"process": "p", "phase": "passes", "elapsed_s": 1.0, "accesses": 1, "accesses_per_s": 100.0, "outcome": "completed"},
+        {"process": "p", "phase": "nap", "elapsed_s": 1.0, "accesses": 0, "accesses_per_s": 0.0, "outcome": "completed"},
+    ]
+    k = [RunResult(scenario="s", backend="kernel", config=config, counters={}, phase_records=records)] * 3
+    sim_records = [{**records[0], "accesses_per_s": 80.0}, records[1]]
+    sm = RunResult(scenario="s", backend="sim", config=config, counters={}, phase_records=sim_records)
+    entries = summary_entries([ValidateResult("s", k, sm, rows(k, sm))])
+    assert [(e.label, round(e.rel_error, 3)) for e in entries[ALL_RATES]] == [("s p/passes", -0.2)]
+    assert entries[FILL_RATE] == entries[RANDOM_RATE] == []
 
 
 def test_scenario_markdown() -> None:
@@ -442,3 +468,24 @@ def test_kernels_table_has_a_column_per_kernel() -> None:
     # pswpout: host a +10% and c +5% (median 7.5%), 6.12 b -30%, 6.1 c +5%
     assert lines["| `vmstat.pswpout`"].endswith("| 7.5% (2) | 30.0% (1) | 5.0% (1) |")
     assert lines["| `vmstat.zswpout`"].endswith("| - | 0.0% (1) | - |")
+
+
+def test_revalidate_host_memcgs_from_the_kernel_runs_probe(write: Callable[..., Path]) -> None:
+    """host_memcgs = "host": the simulator re-runs with the other memcgs the kernel runs' host
+    had (their probe's record), not this host's; runs without the record keep this host's."""
+    s = reclaimlab.load(write(MINIMAL.replace("[machine]\n", '[machine]\nhost_memcgs = "host"\n', 1)))
+    here = s.machine.host_memcgs
+    prev = _previous(s.name or "scenario")
+    seen: list[int] = []
+
+    def sim(sc: Any, **kw: Any) -> RunResult:
+        seen.append(sc.machine.host_memcgs)
+        return NEW_SIM
+
+    revalidate(s, prev, run_sim=sim)
+    assert seen == [here]  # no record
+    for i, run in enumerate(prev["kernel_runs"]):
+        run["provenance"] = {"host": {"host_memcgs": here + 7 + i % 2}}
+    seen.clear()
+    revalidate(s, prev, run_sim=sim)
+    assert seen == [here + 7]  # the median (low) of 7, 8, 7 more than here
