@@ -168,7 +168,8 @@ def test_killed_driver_then_lab_restore(lab: Lab, tmp_path: Path) -> None:
         time.sleep(0.5)
         assert driver.poll() is None, f"the driver exited early ({driver.returncode}): {(tmp_path / 'driver.log').read_text()}"
     finally:
-        os.kill(driver.pid, signal.SIGKILL)  # only the driver we started
+        if driver.poll() is None:  # only the driver we started, while it runs (a reaped pid may be reused)
+            os.kill(driver.pid, signal.SIGKILL)
         driver.wait()
 
     # Leftovers: our swap, zswap on, our cgroups, our runner still running.

@@ -122,8 +122,11 @@ def test_killed_driver_then_lab_restore_removes_the_filesystem(lab: Lab, tmp_pat
             if runner is None and journal.exists():
                 runner = next((e for e in read_entries(journal) if e["op"] == "runner"), None)
         time.sleep(1.0)  # into its phases
+        if driver.poll() is not None:
+            raise AssertionError(f"the driver ended before the kill ({driver.returncode}): {(tmp_path / 'driver.log').read_text()}")
     finally:
-        os.kill(driver.pid, signal.SIGKILL)  # only the driver we started
+        if driver.poll() is None:  # only the driver we started, while it runs (a reaped pid may be reused)
+            os.kill(driver.pid, signal.SIGKILL)
         driver.wait()
 
     left = lab.state_now()
@@ -224,7 +227,12 @@ def test_tmpfs_and_create_files_run_in_the_cgroup_and_leave_nothing_behind(lab: 
 def test_killed_driver_then_lab_restore_unmounts_the_tmpfs(lab: Lab, tmp_path: Path) -> None:
     _need_real(lab)
     path = tmp_path / "tmpfs-sleep.toml"
-    path.write_text(TMPFS_AND_CREATE + '[[processes.phases]]\nkind = "sleep"\nduration = "60s"\n', encoding="utf-8")
+    # A roomier limit than the end-to-end test's: at 8 MiB the kernel sometimes OOM-kills the
+    # runner in its create phase, the driver then restores everything itself, and there is
+    # nothing left for `lab restore` to do. This test needs the runner alive in its sleep.
+    roomy = TMPFS_AND_CREATE.replace('"memory.limit_in_bytes" = "8MiB"', '"memory.limit_in_bytes" = "64MiB"')
+    assert roomy != TMPFS_AND_CREATE
+    path.write_text(roomy + '[[processes.phases]]\nkind = "sleep"\nduration = "60s"\n', encoding="utf-8")
     journal = lab.state / JOURNAL_NAME
     driver = lab.start_driver(path, tmp_path / "driver.log", orphan_runner=True)
     try:
@@ -238,8 +246,11 @@ def test_killed_driver_then_lab_restore_unmounts_the_tmpfs(lab: Lab, tmp_path: P
             if runner is None and journal.exists():
                 runner = next((e for e in read_entries(journal) if e["op"] == "runner"), None)
         time.sleep(1.0)  # into its phases
+        if driver.poll() is not None:
+            raise AssertionError(f"the driver ended before the kill ({driver.returncode}): {(tmp_path / 'driver.log').read_text()}")
     finally:
-        os.kill(driver.pid, signal.SIGKILL)  # only the driver we started
+        if driver.poll() is None:  # only the driver we started, and only while it runs (not a reused pid)
+            os.kill(driver.pid, signal.SIGKILL)
         driver.wait()
 
     left = lab.state_now()

@@ -120,7 +120,8 @@ def test_killed_driver_then_lab_restore_undoes_tracing(traceable: Lab, tmp_path:
         time.sleep(1.0)  # into the run: tracing on, the reader reading
         assert driver.poll() is None
     finally:
-        os.kill(driver.pid, signal.SIGKILL)  # only the driver we started
+        if driver.poll() is None:  # only the driver we started, while it runs (a reaped pid may be reused)
+            os.kill(driver.pid, signal.SIGKILL)
         driver.wait()
     left = traceable.state_now()
     assert left["tracefs"]["mounts"] == [str(tracing.TRACEFS)] and left["tracefs"]["set_event"], left["tracefs"]
