@@ -107,6 +107,20 @@ impl Mapping {
         self.ptr.as_ptr()
     }
 
+    /// mlock(2) of the whole mapping in one call, as the cgroup selftests' alloc_anon_mlock
+    /// does: the kernel faults every page in (zero-filled) before it returns, and keeps them
+    /// mlocked and unevictable until the mapping goes (the scenario's `mlock = true`, modelled
+    /// in the simulator's mm/mlock.rs). RLIMIT_MEMLOCK is not raised: the lab runs the runner
+    /// as root, whose CAP_IPC_LOCK lets mlock() go past the limit; without it the call fails
+    /// with ENOMEM or EPERM and the run stops with that error.
+    pub fn mlock(&self) -> io::Result<()> {
+        // SAFETY: the range is exactly this mapping; mlock changes no contents.
+        if unsafe { libc::mlock(self.ptr.as_ptr().cast(), self.len) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(())
+    }
+
     /// madvise(MADV_HUGEPAGE): the region is VM_HUGEPAGE, so THP faults happen in it under
     /// transparent_hugepage/enabled = madvise (and direct compaction under defrag = madvise).
     pub fn madvise_hugepage(&self) -> io::Result<()> {
@@ -388,6 +402,11 @@ impl RealMemory {
             if r.thp {
                 map.madvise_hugepage()
                     .map_err(|e| io::Error::new(e.kind(), format!("madvise(MADV_HUGEPAGE) of region {}: {e}", r.name)))?;
+            }
+            if r.mlock {
+                map.mlock().map_err(|e| {
+                    io::Error::new(e.kind(), format!("mlock of region {} ({} pages; RLIMIT_MEMLOCK without CAP_IPC_LOCK?): {e}", r.name, r.pages))
+                })?;
             }
             regions.push(Slot::Anon(RealRegion {
                 base: map.as_ptr(),
