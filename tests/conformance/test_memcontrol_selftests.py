@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from selftest_sim import HERE, MiB, cg, outcomes, run, values_close
+from selftest_sim import HERE, PAGE_SIZE, MiB, cg, outcomes, run, values_close
 
 import reclaimlab
 
@@ -53,6 +53,25 @@ def test_memcg_high__v6_12() -> None:
     r = run("memcg_high__v6_12")
     assert outcomes(r, "alloc_anon") == ["completed"]
     assert cg(r, G, "memory.events.high") > 0
+
+
+def test_memcg_high_sync__v6_12() -> None:
+    # memory.high = 30M, memory.max = 140M, no swap; the child mlock()s 200 MiB in one call.
+    # The selftest's assertion: memory.events high changed and max did not (read once high
+    # has moved; here at the time limit, the child still throttled inside mlock()).
+    r = run("memcg_high_sync__v6_12")
+    assert cg(r, G, "memory.events.high") > 0
+    assert cg(r, G, "memory.events.max") == 0
+    # The model's own figures: the child never returned from mlock() (its only phase, exit,
+    # never ran), every page it faulted in is mlocked and unevictable, none was reclaimed,
+    # and it was held near memory.high, far below memory.max.
+    assert outcomes(r, "alloc_anon_mlock") == ["time_limit"]
+    mlocked = r.counters["vmstat.nr_mlock"] * PAGE_SIZE
+    assert cg(r, G, "memory.stat.unevictable") == mlocked
+    assert r.counters["vmstat.unevictable_pgs_mlocked"] == r.counters["vmstat.nr_mlock"]
+    assert r.counters["vmstat.pgsteal_direct"] == 0
+    assert 30 * MiB < cg(r, G, "memory.current") < 140 * MiB
+    assert mlocked < 200 * MiB
 
 
 def test_memcg_max__v6_12() -> None:

@@ -657,6 +657,29 @@ mod tests {
         Plan::parse(&text, 0).unwrap()
     }
 
+    /// Pages of the range in memory now (mincore's residency bits).
+    fn resident_pages(addr: usize, len: usize) -> usize {
+        let mut vec = vec![0u8; len.div_ceil(PAGE_SIZE)];
+        // SAFETY: addr is page-aligned and vec has one byte per page.
+        assert_eq!(unsafe { libc::mincore(addr as *mut libc::c_void, len, vec.as_mut_ptr()) }, 0);
+        vec.iter().filter(|&&b| b & 1 != 0).count()
+    }
+
+    #[test]
+    fn mlock_region_is_faulted_in_whole_when_mapped() {
+        // 16 pages: far below any RLIMIT_MEMLOCK, so this runs without CAP_IPC_LOCK too.
+        let plan = plan(
+            r#"{"name": "f", "phase": {"kind": "fill", "region": 1}}"#,
+            r#"{"name": "m", "pages": 16, "content": "zero", "variants": 1, "mlock": true},
+               {"name": "a", "pages": 16, "content": "zero", "variants": 1}"#,
+        );
+        assert!(plan.regions[0].mlock && !plan.regions[1].mlock);
+        let mem = RealMemory::map(Prepared::new(&plan), &plan, &[]).unwrap();
+        // mlock() populated every page before returning; the other region is untouched.
+        assert_eq!(resident_pages(mem.region_addr(0), 16 * PAGE_SIZE), 16);
+        assert_eq!(resident_pages(mem.region_addr(1), 16 * PAGE_SIZE), 0);
+    }
+
     #[test]
     fn real_memory_fills_and_materializes_exact_bytes() {
         let plan = plan(
