@@ -263,7 +263,9 @@ def _process(s: Scenario, pi: int, p: Process, cgroups: dict[str, int], after: d
     # The files create_files phases create come after the declared ones, in phase order.
     fs_index = {fs.name: i for i, fs in enumerate(m.filesystems)}
     lowered = [
-        {"name": r.name, "pages": pages(r.size), "content": r.content, "variants": r.variants} | ({"thp": True} if r.thp else {})
+        {"name": r.name, "pages": pages(r.size), "content": r.content, "variants": r.variants}
+        | ({"thp": True} if r.thp else {})
+        | ({"mlock": True} if r.mlock else {})
         for r in p.regions
     ]
     for f in p.files:

@@ -221,6 +221,10 @@ pub struct Region {
     /// madvise(MADV_HUGEPAGE): THP faults under kernel.transparent_hugepage.enabled = madvise.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub thp: bool,
+    /// mlock(2) of the whole region right after it is mapped: every page faulted in by that
+    /// one call, mlocked and unevictable (mm/mlock.rs).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub mlock: bool,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]

@@ -12,6 +12,9 @@ impl Mm {
         let mut resident = 0u64;
         let mut lru_count = vec![[0u64; 4]; mm.memcgs.len()];
         let mut zswap_lru = vec![0u64; mm.memcgs.len()];
+        // LRU_UNEVICTABLE per memcg, and PG_mlocked pages (NR_MLOCK).
+        let mut unevictable = vec![0u64; mm.memcgs.len()];
+        let mut mlocked = 0u64;
         let mut stored = 0u64;
         let mut slots_held = 0u64;
         // Dirty and writeback file folios: the node's counts, and each inode's dirty tag and
@@ -57,10 +60,23 @@ impl Mm {
             } else if p.has(pg::ZSWAP | pg::ZEROMAP | pg::SWAPCACHE) || (p.has(pg::SHADOW) && !p.has(pg::FILE)) {
                 return Err(format!("page {i} has swap state without a slot (flags {:#x})", p.flags));
             }
+            if p.has(pg::MLOCKED) {
+                mlocked += 1;
+                if !p.has(pg::RESIDENT) || p.list != list::UNEVICTABLE {
+                    return Err(format!("mlocked page {i} is not resident on the unevictable list (flags {:#x}, list {})", p.flags, p.list));
+                }
+            }
             if p.has(pg::RESIDENT) {
                 resident += 1;
                 if p.has(pg::ZSWAP) {
                     stored += 1;
+                }
+                if p.list == list::UNEVICTABLE {
+                    if !p.has(pg::MLOCKED) {
+                        return Err(format!("page {i} is on the unevictable list but not mlocked"));
+                    }
+                    unevictable[p.memcg as usize] += 1;
+                    continue;
                 }
                 if list::is_gen(p.list) {
                     // Checked by check_lru_gen (mm/lru_gen.rs).
@@ -98,6 +114,9 @@ impl Mm {
                     return Err(format!("memcg {} list {} has len {} but {counted} pages", mc.path, l + 1, list.len));
                 }
             }
+            if mc.unevictable.len != unevictable[m] {
+                return Err(format!("memcg {} unevictable list has len {} but {} pages", mc.path, mc.unevictable.len, unevictable[m]));
+            }
             if mc.zswap_lru.len != zswap_lru[m] {
                 return Err(format!("memcg {} zswap LRU len {} but {} entries", mc.path, mc.zswap_lru.len, zswap_lru[m]));
             }
@@ -113,6 +132,9 @@ impl Mm {
                 "file pages: {file_dirty} dirty and {file_writeback} under writeback, but NR_FILE_DIRTY {} / {tagged} tagged, writeback {} / {inode_wb} by inode",
                 mm.dirty.nr_file_dirty, mm.dirty.nr_file_writeback
             ));
+        }
+        if mlocked != mm.nr_mlock {
+            return Err(format!("NR_MLOCK {} but {mlocked} mlocked pages", mm.nr_mlock));
         }
         if resident != mm.nr_resident {
             return Err(format!("nr_resident {} but {} resident pages", mm.nr_resident, resident));

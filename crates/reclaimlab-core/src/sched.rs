@@ -61,6 +61,9 @@ pub(crate) struct Proc {
     pub(crate) reclaim: Option<MemoryReclaim>,
     /// /proc/<pid>/oom_score_adj (signal->oom_score_adj).
     pub(crate) oom_score_adj: i16,
+    /// The mlock() of the `mlock` regions still in progress (mm/mlock.rs): the index (into
+    /// `regions`) of the region being populated and its next page; None once it returned.
+    pub(crate) populate: Option<(usize, u32)>,
 }
 
 /// How many accesses a process draws ahead of the one it runs. A resident hit costs little
@@ -197,6 +200,7 @@ impl Proc {
                 blocked_until: 0,
                 reclaim: None,
                 oom_score_adj: adj,
+                populate: p.regions.iter().position(|r| r.mlock).map(|r| (r, 0)),
             });
             next_region += n;
         }
@@ -367,6 +371,9 @@ impl Scheduler {
         }
         // On a CPU from the slice's start (a no-op if it already was).
         mm.psi_set(pi, t, TSK_RUNNING);
+        if self.procs[pi].populate.is_some() && !self.mlock_populate(mm, pi, &mut ctx, quantum_end) {
+            return;
+        }
         loop {
             if self.procs[pi].gen.is_none() && !self.start_phase(mm, pi, &mut ctx) {
                 return;
@@ -537,6 +544,76 @@ impl Scheduler {
             mm.queue.push(ctx.now, EventKind::Process(p));
             return;
         }
+    }
+
+    /// The mlock() of the process's `mlock` regions right after they are mapped, before its
+    /// first phase (alloc_anon_mlock: mmap, then mlock of the whole range; mm/mlock.rs):
+    /// __mm_populate faults in every page with FOLL_WRITE (a private writable mapping, so
+    /// do_anonymous_page allocates, charges and mlocks each). It is one kernel entry: the slice
+    /// may end at the quantum (cond_resched) and the call resumes in the next one, but the task
+    /// does not return to user space until every page is in, so memory.high is handled only by
+    /// try_charge_memcg's synchronous check (more than MEMCG_CHARGE_BATCH pages over high, in
+    /// memcg.rs note_over_high) and once on the return, not after each fault as the access
+    /// loop of a phase does. Returns false if the process stopped running (its slice ended, it
+    /// was OOM-killed or its charge failed for good).
+    ///
+    /// Simplified: the faults are in no phase's record (the lab's runner mlocks before it
+    /// reports its first phase too); a process killed here ends its first phase `oom_killed`.
+    fn mlock_populate(&mut self, mm: &mut Mm, pi: usize, ctx: &mut Ctx, quantum_end: Time) -> bool {
+        let memcg = self.procs[pi].memcg;
+        while let Some((r, next)) = self.procs[pi].populate {
+            if ctx.now >= quantum_end {
+                self.procs[pi].blocked_until = if ctx.blocked() { ctx.now } else { 0 };
+                mm.queue.push(ctx.now, EventKind::Process(pi as u32));
+                return false;
+            }
+            if next == 0 && r == self.first_mlock_region(mm, pi) {
+                // The process's first phase, if killed here, starts with the mlock() call.
+                self.procs[pi].phase_start = ctx.now;
+            }
+            let region = self.procs[pi].regions[r] as usize;
+            let page = mm.regions[region].base + next;
+            match mm.access(ctx, page, true) {
+                Ok(_) => {}
+                // As in the access loop: a task at OOM_SCORE_ADJ_MIN is never the victim;
+                // another task of the OOM domain is killed and the fault retried.
+                Err(oom) if self.procs[pi].oom_score_adj == OOM_SCORE_ADJ_MIN => match self.select_bad_process(mm, oom.memcg) {
+                    Some(victim) => {
+                        self.oom_kill_process(mm, victim, oom.memcg, ctx.now);
+                        continue;
+                    }
+                    None => {
+                        self.end_phase_at(mm, pi, self.procs[pi].phase, ctx.now, "oom_failed");
+                        self.procs[pi].state = ProcState::Finished;
+                        self.procs[pi].populate = None;
+                        mm.psi_set(pi, ctx.now, 0);
+                        self.maybe_finish(ctx.now);
+                        return false;
+                    }
+                },
+                Err(oom) => {
+                    self.procs[pi].populate = None;
+                    self.oom_kill_process(mm, pi, oom.memcg, ctx.now);
+                    return false;
+                }
+            }
+            let rest = &self.procs[pi].regions[r + 1..];
+            self.procs[pi].populate = if next + 1 < mm.regions[region].pages {
+                Some((r, next + 1))
+            } else {
+                rest.iter().position(|&g| mm.regions[g as usize].mlock).map(|k| (r + 1 + k, 0))
+            };
+        }
+        // mlock() returns to user space: memory.high reclaim and throttling.
+        if mm.over_high[pi] > 0 {
+            mm.mem_cgroup_handle_over_high(ctx, memcg);
+        }
+        true
+    }
+
+    /// Index (into the process's `regions`) of its first mlocked region.
+    fn first_mlock_region(&self, mm: &Mm, pi: usize) -> usize {
+        self.procs[pi].regions.iter().position(|&g| mm.regions[g as usize].mlock).unwrap_or(usize::MAX)
     }
 
     /// Begin the next phase; false if the process stopped running (sleep, exit, finished).

@@ -46,6 +46,9 @@ struct RawRegion {
     /// madvise(MADV_HUGEPAGE) the region.
     #[serde(default)]
     thp: bool,
+    /// mlock(2) the region once mapped.
+    #[serde(default)]
+    mlock: bool,
 }
 
 #[derive(Deserialize)]
@@ -74,6 +77,8 @@ pub struct RegionPlan {
     /// madvise(MADV_HUGEPAGE) on the mapping (the scenario's `thp = true`), as the simulator's
     /// THP faults under transparent_hugepage/enabled = madvise assume.
     pub thp: bool,
+    /// mlock(2) of the whole mapping right after it is mapped (the scenario's `mlock = true`).
+    pub mlock: bool,
 }
 
 impl RegionPlan {
@@ -185,6 +190,7 @@ impl Plan {
                 id: content::region_id(process as u32, ri as u32),
                 file: r.file,
                 thp: r.thp,
+                mlock: r.mlock,
             });
         }
 

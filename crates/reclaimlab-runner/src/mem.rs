@@ -107,6 +107,20 @@ impl Mapping {
         self.ptr.as_ptr()
     }
 
+    /// mlock(2) of the whole mapping in one call, as the cgroup selftests' alloc_anon_mlock
+    /// does: the kernel faults every page in (zero-filled) before it returns, and keeps them
+    /// mlocked and unevictable until the mapping goes (the scenario's `mlock = true`, modelled
+    /// in the simulator's mm/mlock.rs). RLIMIT_MEMLOCK is not raised: the lab runs the runner
+    /// as root, whose CAP_IPC_LOCK lets mlock() go past the limit; without it the call fails
+    /// with ENOMEM or EPERM and the run stops with that error.
+    pub fn mlock(&self) -> io::Result<()> {
+        // SAFETY: the range is exactly this mapping; mlock changes no contents.
+        if unsafe { libc::mlock(self.ptr.as_ptr().cast(), self.len) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(())
+    }
+
     /// madvise(MADV_HUGEPAGE): the region is VM_HUGEPAGE, so THP faults happen in it under
     /// transparent_hugepage/enabled = madvise (and direct compaction under defrag = madvise).
     pub fn madvise_hugepage(&self) -> io::Result<()> {
@@ -389,6 +403,11 @@ impl RealMemory {
                 map.madvise_hugepage()
                     .map_err(|e| io::Error::new(e.kind(), format!("madvise(MADV_HUGEPAGE) of region {}: {e}", r.name)))?;
             }
+            if r.mlock {
+                map.mlock().map_err(|e| {
+                    io::Error::new(e.kind(), format!("mlock of region {} ({} pages; RLIMIT_MEMLOCK without CAP_IPC_LOCK?): {e}", r.name, r.pages))
+                })?;
+            }
             regions.push(Slot::Anon(RealRegion {
                 base: map.as_ptr(),
                 pages: r.pages,
@@ -636,6 +655,29 @@ mod tests {
     fn plan(phases: &str, regions: &str) -> Plan {
         let text = format!(r#"{{"seed": 3, "processes": [{{"name": "p", "regions": [{regions}], "phases": [{phases}]}}]}}"#);
         Plan::parse(&text, 0).unwrap()
+    }
+
+    /// Pages of the range in memory now (mincore's residency bits).
+    fn resident_pages(addr: usize, len: usize) -> usize {
+        let mut vec = vec![0u8; len.div_ceil(PAGE_SIZE)];
+        // SAFETY: addr is page-aligned and vec has one byte per page.
+        assert_eq!(unsafe { libc::mincore(addr as *mut libc::c_void, len, vec.as_mut_ptr()) }, 0);
+        vec.iter().filter(|&&b| b & 1 != 0).count()
+    }
+
+    #[test]
+    fn mlock_region_is_faulted_in_whole_when_mapped() {
+        // 16 pages: far below any RLIMIT_MEMLOCK, so this runs without CAP_IPC_LOCK too.
+        let plan = plan(
+            r#"{"name": "f", "phase": {"kind": "fill", "region": 1}}"#,
+            r#"{"name": "m", "pages": 16, "content": "zero", "variants": 1, "mlock": true},
+               {"name": "a", "pages": 16, "content": "zero", "variants": 1}"#,
+        );
+        assert!(plan.regions[0].mlock && !plan.regions[1].mlock);
+        let mem = RealMemory::map(Prepared::new(&plan), &plan, &[]).unwrap();
+        // mlock() populated every page before returning; the other region is untouched.
+        assert_eq!(resident_pages(mem.region_addr(0), 16 * PAGE_SIZE), 16);
+        assert_eq!(resident_pages(mem.region_addr(1), 16 * PAGE_SIZE), 0);
     }
 
     #[test]

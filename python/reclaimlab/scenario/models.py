@@ -302,6 +302,10 @@ class Region(StrictModel):
     variants: IntRange(1, 65536) = 256  # type: ignore[valid-type]
     #: madvise(MADV_HUGEPAGE): THP faults here under kernel.transparent_hugepage.enabled = "madvise".
     thp: bool = False
+    #: mlock(2) of the whole region right after it is mapped, before the first phase: one
+    #: system call faults in every page (zero-filled), which stay mlocked and unevictable
+    #: until the process exits (docs/model/vmscan.md, the unevictable list).
+    mlock: bool = False
 
 
 class File(StrictModel):

@@ -70,6 +70,8 @@ pub struct Memcg {
     pub zswap_charged: u64,
     /// LRU lists of this memcg's lruvec: inactive_anon, active_anon, inactive_file, active_file.
     pub lru: [List; 4],
+    /// This lruvec's LRU_UNEVICTABLE list (mm/mlock.rs): mlocked folios, never scanned.
+    pub unevictable: List,
     /// The multi-gen LRU of this memcg's lruvec (mm/lru_gen.rs); empty while it is off.
     pub lrugen: super::lru_gen::LruGen,
     pub zswap_lru: List,
@@ -133,6 +135,7 @@ impl Memcg {
             file_events: MemcgFileEvents::default(),
             refaults_snapshot_file: 0,
             lru: [List::new(list::INACTIVE_ANON), List::new(list::ACTIVE_ANON), List::new(list::INACTIVE_FILE), List::new(list::ACTIVE_FILE)],
+            unevictable: List::new(list::UNEVICTABLE),
             zswap_lru: List::new(list::ZSWAP),
             lrugen: super::lru_gen::LruGen::new(),
             anon_cost: 0,
@@ -1087,6 +1090,10 @@ impl Mm {
                     ("active_anon", lru(list::ACTIVE_ANON)),
                 ];
                 out.extend(gauges.into_iter().map(|(k, v)| (format!("{stat}{k}"), v)));
+                if self.has_mlock() {
+                    // NR_UNEVICTABLE's memory.stat row (mm/mlock.rs), with an mlocked region only.
+                    out.push((format!("{stat}unevictable"), self.unevictable_tree(idx) * PAGE_SIZE));
+                }
                 total.export_tagged("v2", &stat, out);
                 if self.has_files() {
                     // NR_FILE_PAGES: page cache and swap cache; NR_FILE_MAPPED.
@@ -1131,6 +1138,11 @@ impl Mm {
                 for (k, v, t) in gauges {
                     out.push((format!("{stat}{k}"), v));
                     out.push((format!("{stat}total_{k}"), t));
+                }
+                if self.has_mlock() {
+                    // v1's LRU_UNEVICTABLE rows (memcg1_stat_format), with an mlocked region only.
+                    out.push((format!("{stat}unevictable"), m.unevictable.len * PAGE_SIZE));
+                    out.push((format!("{stat}total_unevictable"), self.unevictable_tree(idx) * PAGE_SIZE));
                 }
                 if self.has_files() {
                     // v1 cache = NR_FILE_PAGES (page cache and swap cache), mapped_file = NR_FILE_MAPPED.

@@ -133,6 +133,10 @@ impl Mm {
         p.clear(pg::ZERO_PFN);
         p.set(pg::RESIDENT | pg::MAPPED | pg::YOUNG | pg::DIRTY);
         self.resident_add(i);
+        // folio_add_lru_vma: a VM_LOCKED region's new folio is mlocked (mm/mlock.rs).
+        if self.regions[self.pages[i as usize].region as usize].mlock {
+            self.mlock_new_folio(i);
+        }
         self.lru_add(i);
         Ok(())
     }
@@ -462,6 +466,10 @@ impl Mm {
             self.regions.iter().filter(|r| r.process == process).map(|r| (r.base, r.pages, r.memcg)).collect();
         for &(base, pages, _) in &regions {
             for i in base..base + pages {
+                if self.pages[i as usize].has(pg::MLOCKED) {
+                    // zap_pte_range munlocks a VM_LOCKED region's folios first (mm/mlock.rs).
+                    self.munlock_folio(i);
+                }
                 let p = self.pages[i as usize];
                 if p.has(pg::FILE | pg::SHMEM) {
                     // Page cache folios, and tmpfs files whether in memory or in swap, outlive

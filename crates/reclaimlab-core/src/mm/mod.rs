@@ -7,6 +7,7 @@ pub mod filemap;
 pub mod lru_gen;
 pub mod memcg;
 pub mod memory;
+pub mod mlock;
 pub mod page;
 pub mod page_io;
 pub mod page_writeback;
@@ -26,7 +27,7 @@ use crate::costs::Costs;
 use crate::policy::Switches;
 pub use crate::sim::{Actor, Ctx};
 use crate::sim::{EventKind, EventQueue, Time};
-use crate::stats::{FileVmEvents, VmEvents};
+use crate::stats::{FileVmEvents, MlockEvents, VmEvents};
 use crate::zpool::zsmalloc::{self, Zsmalloc};
 use crate::zswap::Zswap;
 pub use memcg::Memcg;
@@ -85,6 +86,9 @@ pub struct Mm {
     /// zsmalloc's huge_class_size: zram stores pages compressing to this or more uncompressed.
     pub(crate) zram_huge_class_size: u32,
     pub(crate) vm: VmEvents,
+    /// The unevictable-LRU events and NR_MLOCK (mm/mlock.rs).
+    pub(crate) mlock: MlockEvents,
+    pub(crate) nr_mlock: u64,
     pub(crate) costs: Costs,
     pub(crate) switches: Switches,
     pub(crate) kswapd: Kswapd,
@@ -231,6 +235,8 @@ impl Mm {
             codecs,
             zram_huge_class_size: Zsmalloc::new(zsmalloc::CHAIN_SIZE).huge_class_size(),
             vm: VmEvents::default(),
+            mlock: MlockEvents::default(),
+            nr_mlock: 0,
             costs,
             switches,
             kswapd: Kswapd::default(),
@@ -306,6 +312,9 @@ impl Mm {
     /// Put a resident page on its memcg's LRU list (head), per its ACTIVE flag (folio_add_lru);
     /// with the multi-gen LRU, into a generation (mm/lru_gen.rs).
     pub fn lru_add(&mut self, i: u32) {
+        if !vmscan::folio_evictable(&self.pages[i as usize]) {
+            return self.add_unevictable(i);
+        }
         if self.lru_gen_enabled() {
             let in_fault = self.lru_gen.in_fault;
             return self.lru_gen_add_folio(i, false, in_fault);
@@ -318,6 +327,9 @@ impl Mm {
 
     /// lruvec_add_folio_tail: at the tail, for reclaim next (folio_rotate_reclaimable).
     pub fn lru_add_tail(&mut self, i: u32) {
+        if !vmscan::folio_evictable(&self.pages[i as usize]) {
+            return self.add_unevictable(i);
+        }
         if self.lru_gen_enabled() {
             return self.lru_gen_add_folio(i, true, false);
         }
@@ -332,6 +344,10 @@ impl Mm {
         let which = p.list;
         if page::list::is_gen(which) {
             return self.lru_gen_del_folio(i);
+        }
+        if which == page::list::UNEVICTABLE {
+            let mc = p.memcg as usize;
+            return self.memcgs[mc].unevictable.remove(&mut self.pages, i);
         }
         debug_assert!((1..=4).contains(&which), "page {i} not on an LRU (list {which})");
         let mc = p.memcg as usize;
@@ -423,6 +439,7 @@ impl Mm {
         if self.lru_gen_enabled() {
             self.export_lru_gen(out);
         }
+        self.export_mlock(out);
         self.export_zswap(now, out);
         self.export_memcgs(out);
         self.swap.export(out);

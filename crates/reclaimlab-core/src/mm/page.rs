@@ -59,6 +59,9 @@ pub mod pg {
     /// SWAPCACHE: in the swap cache (written out or read ahead), `slot` its entry; not
     /// RESIDENT with a slot: swapped out; neither: a hole (never written, or dropped clean).
     pub const SHMEM: u32 = 1 << 22;
+    /// PG_mlocked: a page of an mlock()ed (VM_LOCKED) region (mm/mlock.rs). Such a folio is
+    /// not evictable (vmscan.rs folio_evictable) and sits on the unevictable list.
+    pub const MLOCKED: u32 = 1 << 23;
 }
 
 /// Which list a page's links are on.
@@ -72,6 +75,10 @@ pub mod list {
     /// The multi-gen LRU's lists (mm/lru_gen.rs): `LRU_GEN + 2 × gen + type` (type 0 anon,
     /// 1 file), gen 0..MAX_NR_GENS: ids 6..=13.
     pub const LRU_GEN: u8 = 6;
+    /// LRU_UNEVICTABLE: folios reclaim must not take (mlocked ones here). Not a list reclaim
+    /// scans, so not [`is_lru`]; the classic and the multi-gen LRU share it, as in the kernel
+    /// (lru_gen_add_folio leaves unevictable folios to the classic list).
+    pub const UNEVICTABLE: u8 = 14;
 
     /// A multi-gen LRU list.
     #[inline]

@@ -39,6 +39,8 @@ pub struct RegionInfo {
     pub shmem: Option<u16>,
     /// madvise(MADV_HUGEPAGE) on the region (VM_HUGEPAGE).
     pub thp: bool,
+    /// mlock()ed whole right after it is mapped (VM_LOCKED, mm/mlock.rs).
+    pub mlock: bool,
 }
 
 /// Per content variant of a region: compressed length and same-filled facts.
@@ -87,6 +89,12 @@ pub(crate) fn from_config(cfg: &SimConfig, nr_memcgs: usize, codecs: &[Codec]) -
             }
             if pages.len() as u64 + r.pages >= NONE as u64 || regions.len() >= u16::MAX as usize {
                 return Err(ConfigError::invalid(format!("{at}.pages"), "too many simulated pages (at most 2^32 - 2 in all)"));
+            }
+            if r.mlock && r.file.is_some() {
+                return Err(ConfigError::invalid(format!("{at}.mlock"), "only anonymous regions can be mlocked (mlock of a file mapping is not modelled)"));
+            }
+            if r.mlock && r.thp {
+                return Err(ConfigError::invalid(format!("{at}.mlock"), "an mlocked region cannot also be `thp` (mlock of huge pages is not modelled)"));
             }
             let (file, shmem) = match r.file {
                 None => (None, None),
@@ -141,6 +149,7 @@ pub(crate) fn from_config(cfg: &SimConfig, nr_memcgs: usize, codecs: &[Codec]) -
                 file,
                 shmem,
                 thp: r.thp,
+                mlock: r.mlock,
             });
             let page = match (&regions[idx as usize].file, shmem) {
                 (Some(_), _) => Page::new_file(idx, memcg),

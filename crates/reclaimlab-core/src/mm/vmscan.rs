@@ -28,6 +28,16 @@ use crate::sim::EventKind;
 use crate::stats::trace::{prio, Shrinker};
 
 pub const DEF_PRIORITY: i32 = 12;
+
+/// folio_evictable (mm/internal.h, 6.12): a folio of an unevictable mapping (ramfs, SHM_LOCK;
+/// not modelled) or an mlocked one (PG_mlocked, mm/mlock.rs) may not be reclaimed. The LRU add
+/// paths put such a folio on LRU_UNEVICTABLE instead of a list reclaim scans, so no scan ever
+/// sees it: the kernel's culling of mlocked folios that reclaim finds (vmscan's
+/// folio_putback_lru of an unevictable folio) has nothing to do here.
+#[inline]
+pub(crate) fn folio_evictable(p: &super::page::Page) -> bool {
+    !p.has(pg::MLOCKED)
+}
 /// MAX_SWAPPINESS.
 const MAX_SWAPPINESS: u64 = 200;
 /// SHRINK_BATCH: the generic shrinker batch.

@@ -116,6 +116,20 @@ counters! {
 }
 
 counters! {
+    /// /proc/vmstat unevictable-LRU counters (mm/mlock.rs), exported by runs with an mlocked
+    /// region only. Not modelled, so absent: unevictable_pgs_scanned (no scan of the
+    /// unevictable list: nothing makes an mlocked folio evictable while mapped),
+    /// unevictable_pgs_stranded and unevictable_pgs_cleared (every mlocked folio is munlocked
+    /// while on its list, before it is freed).
+    MlockEvents {
+        unevictable_pgs_culled: "Folios put on the unevictable LRU.",
+        unevictable_pgs_rescued: "Folios moved from the unevictable LRU back to an evictable one.",
+        unevictable_pgs_mlocked: "Pages mlocked (PG_mlocked set).",
+        unevictable_pgs_munlocked: "Pages munlocked (PG_mlocked cleared while on the LRU).",
+    }
+}
+
+counters! {
     /// /proc/vmstat THP fault counters (mm/phys.rs), exported with the physical-memory model.
     ThpEvents {
         thp_fault_alloc: "Huge pages allocated at a page fault.",

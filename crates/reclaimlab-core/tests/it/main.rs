@@ -13,6 +13,7 @@ mod filemap;
 mod writeback;
 mod identities;
 mod lru_gen;
+mod mlock;
 mod memcg_v1;
 mod oom_kill;
 mod switches;
