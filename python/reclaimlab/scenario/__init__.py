@@ -49,6 +49,7 @@ from reclaimlab.scenario.models import (
     WritePhase,
     Zipf,
     ZramWritePhase,
+    KernelAllocPhase,
     parse_metric,
     phase_name,
 )
@@ -96,6 +97,7 @@ __all__ = [
     "WritePhase",
     "Zipf",
     "ZramWritePhase",
+    "KernelAllocPhase",
     "load",
     "normalize",
     "parse_metric",
