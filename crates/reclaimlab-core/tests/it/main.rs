@@ -11,6 +11,7 @@ mod determinism;
 mod faults;
 mod filemap;
 mod identities;
+mod kalloc;
 mod lru_gen;
 mod memcg_v1;
 mod oom_kill;
