@@ -581,6 +581,9 @@ def test_latency_metric() -> None:
 
 
 def test_latency_metric_names_a_process() -> None:
-    text = TINY + '\n[[report.claims]]\ntext = "x"\nmetric = "latency:q*.fault.sum_s"\nconfig = "zswap"\nbaseline = "swap"\ndirection = "down"\n'
+    text = (
+        TINY
+        + '\n[[report.claims]]\ntext = "x"\nmetric = "latency:q*.fault.sum_s"\nconfig = "zswap"\nbaseline = "swap"\ndirection = "down"\n'
+    )
     with pytest.raises(ScenarioError, match=r"expected a process of this scenario or a prefix\* of some \(one of 'p'\); got 'q\*'"):
         load(text)

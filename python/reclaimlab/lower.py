@@ -31,6 +31,7 @@ from reclaimlab.scenario import (
     FillPhase,
     HotCold,
     Kernel,
+    KernelAllocPhase,
     Machine,
     MmapPhase,
     Process,
@@ -45,7 +46,6 @@ from reclaimlab.scenario import (
     WritePhase,
     Zipf,
     ZramWritePhase,
-    KernelAllocPhase,
     cgroup_files,
     phase_name,
 )

@@ -556,7 +556,7 @@ class KernelAllocPhase(_Phase):
     migratetype: Literal["unmovable", "reclaimable"] = "unmovable"
 
     @model_validator(mode="after")
-    def _fallback_below(self) -> "KernelAllocPhase":
+    def _fallback_below(self) -> KernelAllocPhase:
         if self.fallback_order is not None and self.fallback_order >= self.order:
             raise ValueError(f"fallback_order must be below order ({self.order}), got {self.fallback_order}")
         return self
