@@ -195,9 +195,11 @@ impl Mm {
                 mm.nr_page_table_pages
             ));
         }
-        if mm.nr_free + resident + pool + mm.reserved + tables != mm.totalram {
+        // Blocks held by kernel_alloc phases (mm/kalloc.rs; Phys::check counts them).
+        let kernel = mm.phys.as_ref().map_or(0, |ph| ph.kblock_pages);
+        if mm.nr_free + resident + pool + mm.reserved + tables + kernel != mm.totalram {
             return Err(format!(
-                "frames: free {} + resident {resident} + pools {pool} + reserved {} + page tables {tables} != total {}",
+                "frames: free {} + resident {resident} + pools {pool} + reserved {} + page tables {tables} + kernel_alloc {kernel} != total {}",
                 mm.nr_free, mm.reserved, mm.totalram
             ));
         }

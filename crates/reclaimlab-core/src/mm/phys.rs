@@ -263,6 +263,21 @@ impl Phys {
                 self.kblock_pages
             ));
         }
+        let mut held = 0u64;
+        for &(pfn, p) in &self.kblocks {
+            let PfnState::Alloc { order, .. } = self.zone.state(pfn) else {
+                return Err(format!(
+                    "kernel_alloc block {pfn} of process {p} is not allocated"
+                ));
+            };
+            held += 1 << order;
+        }
+        if held != self.kblock_pages {
+            return Err(format!(
+                "kernel_alloc: {held} pages in blocks, {} counted",
+                self.kblock_pages
+            ));
+        }
         let resident = mm.pages.iter().filter(|p| p.has(pg::RESIDENT)).count() as u64;
         if resident != self.mapped {
             return Err(format!(

@@ -10,7 +10,8 @@ fn kalloc(count: u32, order: u8, fallback: Option<u8>) -> Value {
 
 /// A 64 MiB machine without a memcg limit; region "a" of `a_pages` filled (global reclaim
 /// swaps the excess out page by page), random writes over it to scatter what reclaim frees,
-/// then `phases`.
+/// then `phases`, then more random writes (so the conservation checks run while the blocks
+/// are held: a run's end frees them with its processes).
 fn fragmented(a_pages: u64, phases: &[Value]) -> Value {
     let mut v = scenario(&[("a", a_pages, "text")], 0, 1 << 30, false, false);
     v["machine"]["memory_bytes"] = json!(64 * MIB);
@@ -22,13 +23,15 @@ fn fragmented(a_pages: u64, phases: &[Value]) -> Value {
     for (k, p) in phases.iter().enumerate() {
         ph.push(json!({"name": format!("k{k}"), "phase": p}));
     }
+    ph.push(json!({"name": "after", "phase": {"kind": "random", "regions": [0], "dist": {"kind": "uniform"},
+        "count": 5_000, "duration_ns": null, "write_percent": 50}}));
     v["processes"][0]["phases"] = json!(ph);
     v
 }
 
 fn checked_run(v: &Value) -> reclaimlab_core::SimResult {
     let mut s = build(v);
-    s.set_check_interval(97);
+    s.set_check_interval(7);
     let r = s.run_to_end();
     s.check_conservation().unwrap();
     r
