@@ -556,3 +556,34 @@ def test_mmtests_figures_are_mmtests_arithmetic() -> None:
     assert all(v[1] is None for v in value.values())
     with pytest.raises(ValueError, match="mmtests:<kswapd_efficiency"):
         parse_metric("mmtests:nope")
+
+
+def test_latency_metric() -> None:
+    m = parse_metric("latency:user*.alloc_stall.mean_s")
+    assert (m.latency, m.counter, m.phase) == (("user*", "alloc_stall", "mean_s"), None, None)
+    for bad in ("latency:user.alloc_stall", "latency:user.stall.sum_s", "latency:user.fault.p99_ns", "latency:.fault.sum_s"):
+        with pytest.raises(ValueError, match="expected 'latency:"):
+            parse_metric(bad)
+    r = _run({}, [])
+    r.latency = {
+        "processes": [
+            {"process": "user0", "kinds": {"alloc_stall": {"sum_ns": 3_000_000_000}}},
+            {"process": "user1", "kinds": {"fault": {"sum_ns": 7}}},  # no alloc stall: counts 0
+            {"process": "app", "kinds": {"alloc_stall": {"sum_ns": 9_000_000_000}}},
+        ]
+    }
+    assert metric_values("latency:user*.alloc_stall.sum_s", [r]) == [3.0]
+    assert metric_values("latency:user*.alloc_stall.mean_s", [r]) == [1.5]
+    assert metric_values("latency:user*.alloc_stall.max_s", [r]) == [3.0]
+    assert metric_values("latency:app.alloc_stall.sum_s", [r]) == [9.0]
+    assert metric_values("latency:nobody*.alloc_stall.sum_s", [r, _run({}, [])]) == [None, None]
+    assert format_metric_value("latency:user*.alloc_stall.mean_s", 1.23456) == "1.235"
+
+
+def test_latency_metric_names_a_process() -> None:
+    text = (
+        TINY
+        + '\n[[report.claims]]\ntext = "x"\nmetric = "latency:q*.fault.sum_s"\nconfig = "zswap"\nbaseline = "swap"\ndirection = "down"\n'
+    )
+    with pytest.raises(ScenarioError, match=r"expected a process of this scenario or a prefix\* of some \(one of 'p'\); got 'q\*'"):
+        load(text)

@@ -174,7 +174,7 @@ def test_phase_kind(write: Write) -> None:
     msg = one(write, MINIMAL.replace('kind = "fill"', 'kind = "fil"'))
     assert (
         msg
-        == "processes[0].phases[0].kind: expected one of 'fill', 'sequential', 'random', 'trace', 'read', 'mmap', 'write', 'create_files', 'sleep', 'reclaim', 'cgroup_write', 'zram_write', 'exit'; got 'fil'"
+        == "processes[0].phases[0].kind: expected one of 'fill', 'sequential', 'random', 'trace', 'read', 'mmap', 'write', 'create_files', 'sleep', 'reclaim', 'cgroup_write', 'zram_write', 'kernel_alloc', 'exit'; got 'fil'"
     )
 
 
@@ -182,7 +182,7 @@ def test_phase_kind_missing(write: Write) -> None:
     msg = one(write, MINIMAL.replace('kind = "fill"\n', ""))
     assert (
         msg
-        == "processes[0].phases[0].kind: required key is missing; expected one of 'fill', 'sequential', 'random', 'trace', 'read', 'mmap', 'write', 'create_files', 'sleep', 'reclaim', 'cgroup_write', 'zram_write', 'exit'"
+        == "processes[0].phases[0].kind: required key is missing; expected one of 'fill', 'sequential', 'random', 'trace', 'read', 'mmap', 'write', 'create_files', 'sleep', 'reclaim', 'cgroup_write', 'zram_write', 'kernel_alloc', 'exit'"
     )
 
 
@@ -439,7 +439,7 @@ def test_odd_types(write: Write) -> None:
         == "cgroups.cgroup_version: expected 1 or 2; got 3"
     )
     assert one(write, MINIMAL.replace('kind = "fill"', "kind = 5")) == (
-        "processes[0].phases[0].kind: expected one of 'fill', 'sequential', 'random', 'trace', 'read', 'mmap', 'write', 'create_files', 'sleep', 'reclaim', 'cgroup_write', 'zram_write', 'exit'; got 5"
+        "processes[0].phases[0].kind: expected one of 'fill', 'sequential', 'random', 'trace', 'read', 'mmap', 'write', 'create_files', 'sleep', 'reclaim', 'cgroup_write', 'zram_write', 'kernel_alloc', 'exit'; got 5"
     )
     assert one(write, MINIMAL.replace('device = "ssd"', "device = 5")) == "machine.swap[0].device: expected a table; got 5"
     assert one(write, "compare = 5\n" + MINIMAL) == "compare: expected a table; got 5"

@@ -31,6 +31,7 @@ from reclaimlab.scenario import (
     FillPhase,
     HotCold,
     Kernel,
+    KernelAllocPhase,
     Machine,
     MmapPhase,
     Process,
@@ -253,6 +254,14 @@ def _phase(ph: Any, name: str, regions: dict[str, int], zram: dict[str, int]) ->
         # configures them; checks.py made sure the name is one of them, or that there is one.
         device = zram[ph.device] if ph.device is not None else 0
         return {"kind": "zram_write", "device": device, "file": ph.file}
+    if isinstance(ph, KernelAllocPhase):
+        return {
+            "kind": "kernel_alloc",
+            "count": ph.count,
+            "order": ph.order,
+            "fallback_order": ph.fallback_order,
+            "migratetype": ph.migratetype,
+        }
     assert isinstance(ph, ExitPhase)
     return {"kind": "exit"}
 

@@ -84,6 +84,29 @@ def _phase_field(r: RunResult, phase: str, name: str) -> Number | None:
     return None
 
 
+def latency_processes(pattern: str, names: Sequence[str]) -> list[str]:
+    """The processes a ``latency:`` metric names: one, or those starting with ``prefix*``."""
+    if pattern.endswith("*"):
+        return [n for n in names if n.startswith(pattern[:-1])]
+    return [n for n in names if n == pattern]
+
+
+def _latency_value(r: RunResult, pattern: str, kind: str, stat: str) -> Number | None:
+    """Over the processes ``pattern`` names, each one's ``sum_ns`` of ``kind`` (0 without a
+    sample): their total, mean per process or largest, in seconds; None without latency
+    results."""
+    per_process = {str(p["process"]): p["kinds"] for p in r.latency.get("processes", [])}
+    names = latency_processes(pattern, list(per_process))
+    if not names:
+        return None
+    sums = [int(per_process[n].get(kind, {}).get("sum_ns", 0)) / 1e9 for n in names]
+    if stat == "sum_s":
+        return sum(sums)
+    if stat == "mean_s":
+        return sum(sums) / len(sums)
+    return max(sums)
+
+
 def metric_values(metric: str | Metric, results: Sequence[RunResult]) -> list[Number | None]:
     """The metric's value in each result (None where absent). ``accesses_per_s_norm`` is
     accesses_per_s over the first result's (the baseline configuration's)."""
@@ -92,6 +115,8 @@ def metric_values(metric: str | Metric, results: Sequence[RunResult]) -> list[Nu
         return [r.counters.get(m.counter) for r in results]
     if m.derived is not None:
         return [mmtests.derived(m.derived, r) for r in results]
+    if m.latency is not None:
+        return [_latency_value(r, *m.latency) for r in results]
     assert m.phase is not None and m.field is not None
     if m.field != "accesses_per_s_norm":
         return [_phase_field(r, m.phase, m.field) for r in results]
@@ -109,7 +134,7 @@ def format_metric_value(metric: str | Metric, value: Number | None) -> str:
     if value is None:
         return "n/a"
     m = parse_metric(metric) if isinstance(metric, str) else metric
-    if m.field == "elapsed_s":
+    if m.field == "elapsed_s" or m.latency is not None:
         return f"{float(value):.3f}"
     if m.field == "accesses_per_s_norm":
         return f"{float(value):.4f}"

@@ -18,7 +18,8 @@ use serde_json::{json, Value};
 const MIB: u64 = 1 << 20;
 const GIB: u64 = 1 << 30;
 
-const PAGE_EVENTS: &str = "page events = accesses + pages scanned by reclaim (pgscan_anon) + pages swapped out \
+const PAGE_EVENTS: &str =
+    "page events = accesses + pages scanned by reclaim (pgscan_anon) + pages swapped out \
 (pswpout, zswpout, swpout_zero) + pages swapped in (pswpin, zswpin, swpin_zero); accesses/s is the \
 headline, page events/s the work done per second";
 
@@ -36,7 +37,10 @@ fn kb_field(file: &str, field: &str) -> u64 {
 /// work, wall time measures the others too; rates are per CPU second, wall times shown beside.
 fn cpu_ns() -> u64 {
     let s = std::fs::read_to_string("/proc/self/schedstat").unwrap_or_default();
-    s.split_whitespace().next().and_then(|n| n.parse().ok()).unwrap_or(0)
+    s.split_whitespace()
+        .next()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0)
 }
 
 fn ssd() -> Value {
@@ -52,7 +56,12 @@ struct Machine {
     swap_pages: u64,
 }
 
-fn config(m: Machine, regions: Vec<Value>, phases: Vec<Value>, filesystems: Vec<Value>) -> SimConfig {
+fn config(
+    m: Machine,
+    regions: Vec<Value>,
+    phases: Vec<Value>,
+    filesystems: Vec<Value>,
+) -> SimConfig {
     let mut machine = json!({"memory_bytes": m.memory, "cpus": 2, "swap": [{
             "name": "swapfile", "kind": "file", "size_bytes": m.swap_pages * 4096 + 64 * MIB, "priority": -2,
             "comp_algorithm": null, "device": ssd()}]});
@@ -107,9 +116,13 @@ fn anon(contents: &[&str], pages: u64) -> Vec<Value> {
 
 /// Fill every region, then `accesses` uniform random reads over all of them.
 fn fill_then_random(n: usize, accesses: u64) -> Vec<Value> {
-    let mut phases: Vec<_> = (0..n).map(|i| json!({"name": format!("fill{i}"), "phase": {"kind": "fill", "region": i}})).collect();
-    phases.push(json!({"name": "measure", "phase": {"kind": "random", "regions": (0..n).collect::<Vec<_>>(),
-        "dist": {"kind": "uniform"}, "count": accesses, "duration_ns": null, "write_percent": 0}}));
+    let mut phases: Vec<_> = (0..n)
+        .map(|i| json!({"name": format!("fill{i}"), "phase": {"kind": "fill", "region": i}}))
+        .collect();
+    phases.push(
+        json!({"name": "measure", "phase": {"kind": "random", "regions": (0..n).collect::<Vec<_>>(),
+        "dist": {"kind": "uniform"}, "count": accesses, "duration_ns": null, "write_percent": 0}}),
+    );
     phases
 }
 
@@ -134,8 +147,17 @@ fn peer_phase() -> Phase {
 }
 
 fn peer(zswap: bool) -> SimConfig {
-    let m = Machine { memory: 16 * GIB, limit_pages: Some(PEER_CACHE), zswap, max_pool_percent: 20, swap_pages: PEER_OBJECTS };
-    let phases = vec![json!({"name": "fill", "phase": {"kind": "fill", "region": 0}}), json!({"name": "zipf", "phase": peer_phase()})];
+    let m = Machine {
+        memory: 16 * GIB,
+        limit_pages: Some(PEER_CACHE),
+        zswap,
+        max_pool_percent: 20,
+        swap_pages: PEER_OBJECTS,
+    };
+    let phases = vec![
+        json!({"name": "fill", "phase": {"kind": "fill", "region": 0}}),
+        json!({"name": "zipf", "phase": peer_phase()}),
+    ];
     config(m, anon(&["text"], PEER_OBJECTS), phases, vec![])
 }
 
@@ -143,8 +165,13 @@ fn peer(zswap: bool) -> SimConfig {
 /// in libCacheSim's oracleGeneral format: per request u32 time, u64 object id, u32 size,
 /// i64 next access (-1: unknown), little-endian, packed.
 fn export_zipf(path: &str) {
-    let mut gen = AccessGen::new(&peer_phase(), &[PEER_OBJECTS], stream(1, Stream::Access, 0, 1));
-    let mut out = std::io::BufWriter::new(std::fs::File::create(path).expect("create the trace file"));
+    let mut gen = AccessGen::new(
+        &peer_phase(),
+        &[PEER_OBJECTS],
+        stream(1, Stream::Access, 0, 1),
+    );
+    let mut out =
+        std::io::BufWriter::new(std::fs::File::create(path).expect("create the trace file"));
     let mut t = 0u32;
     while let Some(a) = gen.next() {
         t += 1;
@@ -165,7 +192,13 @@ fn mglru(mut cfg: SimConfig) -> SimConfig {
 
 fn case(name: &str) -> (&'static str, SimConfig) {
     let pages = 65_536;
-    let m = |memory, limit_pages, zswap| Machine { memory, limit_pages, zswap, max_pool_percent: 20, swap_pages: 3 * pages };
+    let m = |memory, limit_pages, zswap| Machine {
+        memory,
+        limit_pages,
+        zswap,
+        max_pool_percent: 20,
+        swap_pages: 3 * pages,
+    };
     match name {
         "resident" => ("3 x 256 MiB filled, 20 M uniform reads, no limit", config(m(4 * GIB, None, true), anon(&["text", "text", "random"], pages), fill_then_random(3, 20_000_000), vec![])),
         "resident-8GiB" => (
@@ -225,8 +258,19 @@ fn case(name: &str) -> (&'static str, SimConfig) {
     }
 }
 
-const CASES: [&str; 11] =
-    ["resident", "resident-8GiB", "swap-heavy-swap", "swap-heavy-zswap", "swap-heavy-mglru", "zswap-full", "file-stream", "file-heavy", "tmpfs-zswap", "64GiB-reclaim", "1TiB-reclaim"];
+const CASES: [&str; 11] = [
+    "resident",
+    "resident-8GiB",
+    "swap-heavy-swap",
+    "swap-heavy-zswap",
+    "swap-heavy-mglru",
+    "zswap-full",
+    "file-stream",
+    "file-heavy",
+    "tmpfs-zswap",
+    "64GiB-reclaim",
+    "1TiB-reclaim",
+];
 
 /// One run of a case, in this (child) process: one JSON line on stdout.
 fn child(name: &str) {
@@ -260,7 +304,10 @@ fn child(name: &str) {
 
 fn run_child(name: &str) -> Value {
     let exe = std::env::current_exe().unwrap();
-    let out = std::process::Command::new(exe).args(["--child", name]).output().expect("bench child runs");
+    let out = std::process::Command::new(exe)
+        .args(["--child", name])
+        .output()
+        .expect("bench child runs");
     if !out.status.success() {
         eprint!("{}", String::from_utf8_lossy(&out.stderr));
         std::process::exit(1);
@@ -271,17 +318,30 @@ fn run_child(name: &str) -> Value {
 fn median_range(mut v: Vec<f64>) -> (f64, f64, f64) {
     v.sort_by(f64::total_cmp);
     let n = v.len();
-    let med = if n % 2 == 1 { v[n / 2] } else { (v[n / 2 - 1] + v[n / 2]) / 2.0 };
+    let med = if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    };
     (med, v[0], v[n - 1])
 }
 
 fn fmt(v: Vec<f64>, scale: f64, prec: usize) -> String {
     let (m, lo, hi) = median_range(v);
-    format!("{:.p$} [{:.p$}-{:.p$}]", m / scale, lo / scale, hi / scale, p = prec)
+    format!(
+        "{:.p$} [{:.p$}-{:.p$}]",
+        m / scale,
+        lo / scale,
+        hi / scale,
+        p = prec
+    )
 }
 
 fn main() {
-    let args: Vec<String> = std::env::args().skip(1).filter(|a| a != "--bench").collect();
+    let args: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| a != "--bench")
+        .collect();
     match args.first().map(String::as_str) {
         Some("--child") => return child(&args[1]),
         Some("--export-zipf") => return export_zipf(&args[1]),
@@ -319,10 +379,20 @@ fn main() {
             );
             continue;
         }
-        let n = if est.pages > 100_000_000 { 1 } else if est.pages > 10_000_000 { reps.min(3) } else { reps };
+        let n = if est.pages > 100_000_000 {
+            1
+        } else if est.pages > 10_000_000 {
+            reps.min(3)
+        } else {
+            reps
+        };
         let runs: Vec<Value> = (0..n).map(|_| run_child(name)).collect();
         let f = |k: &str| -> Vec<f64> { runs.iter().map(|r| r[k].as_f64().unwrap()).collect() };
-        let per = |k: &str| -> Vec<f64> { runs.iter().map(|r| r[k].as_f64().unwrap() / r["run_cpu_s"].as_f64().unwrap()).collect() };
+        let per = |k: &str| -> Vec<f64> {
+            runs.iter()
+                .map(|r| r[k].as_f64().unwrap() / r["run_cpu_s"].as_f64().unwrap())
+                .collect()
+        };
         let pages = runs[0]["pages"].as_f64().unwrap();
         let last = &runs[n - 1];
         println!(

@@ -113,13 +113,22 @@ pub struct BlockDevice {
 
 impl BlockDevice {
     pub fn new(model: DeviceModel) -> BlockDevice {
-        BlockDevice { model, pipe_free: 0, stat: DiskStats::default(), tags: BinaryHeap::new(), inflight: VecDeque::new(), scheduled: None }
+        BlockDevice {
+            model,
+            pipe_free: 0,
+            stat: DiskStats::default(),
+            tags: BinaryHeap::new(),
+            inflight: VecDeque::new(),
+            scheduled: None,
+        }
     }
 
     /// Pages one request may hold: max_sectors_kb / 4 (at least one page); None when the
     /// device model does not merge.
     pub fn max_request_pages(&self) -> Option<usize> {
-        self.model.max_sectors_kb.map(|kb| ((kb as u64 * 1024 / PAGE_SIZE).max(1)) as usize)
+        self.model
+            .max_sectors_kb
+            .map(|kb| ((kb as u64 * 1024 / PAGE_SIZE).max(1)) as usize)
     }
 
     /// Issue one request of consecutive pages (in slot order) to the device; returns when it
@@ -142,8 +151,13 @@ impl BlockDevice {
         };
         // u128: a large max_sectors_kb times 4096 × 10^9 overflows u64.
         // Clamped to the clock's ceiling (1 byte/s moves a page in 4096 s): times saturate.
-        let transfer = (n as u128 * PAGE_SIZE as u128 * NSEC_PER_SEC as u128).div_ceil(bytes_per_s.max(1) as u128).min(TIME_CEILING_NS as u128) as u64;
-        let min_busy = self.model.iops.map_or(0, |iops| NSEC_PER_SEC.div_ceil(iops.max(1)));
+        let transfer = (n as u128 * PAGE_SIZE as u128 * NSEC_PER_SEC as u128)
+            .div_ceil(bytes_per_s.max(1) as u128)
+            .min(TIME_CEILING_NS as u128) as u64;
+        let min_busy = self
+            .model
+            .iops
+            .map_or(0, |iops| NSEC_PER_SEC.div_ceil(iops.max(1)));
         let start = now.max(self.pipe_free);
         self.pipe_free = later(start, transfer.max(min_busy));
         let mut done = later(self.pipe_free, latency);
@@ -195,7 +209,11 @@ impl Plug {
 
     /// blk_finish_plug: the outermost one issues the plugged requests. Returns the completion
     /// times of the reads this plug issued (empty for a nested plug).
-    pub fn finish<D: BlockDevices + ?Sized>(&mut self, ctx: &Ctx, io: &mut BlockIo<'_, D>) -> Vec<(u32, Time)> {
+    pub fn finish<D: BlockDevices + ?Sized>(
+        &mut self,
+        ctx: &Ctx,
+        io: &mut BlockIo<'_, D>,
+    ) -> Vec<(u32, Time)> {
         debug_assert!(self.depth > 0, "blk_finish_plug without blk_start_plug");
         if self.depth > 1 {
             self.depth -= 1;
@@ -216,7 +234,12 @@ impl Plug {
     }
 
     /// A task going to sleep until `t` (schedule → sched_submit_work) flushes its plug first.
-    pub fn io_schedule_until<D: BlockDevices + ?Sized>(&mut self, ctx: &mut Ctx, t: Time, io: &mut BlockIo<'_, D>) {
+    pub fn io_schedule_until<D: BlockDevices + ?Sized>(
+        &mut self,
+        ctx: &mut Ctx,
+        t: Time,
+        io: &mut BlockIo<'_, D>,
+    ) {
         self.flush(ctx.now, io);
         ctx.wait_until(t);
     }
@@ -249,18 +272,30 @@ impl Plug {
         let held = self.reqs.len();
         if let Some(last) = self.reqs.last_mut() {
             // blk_attempt_plug_merge: only the plug's last request is tried.
-            if last.dev == dev && last.dir == dir && last.off + last.pages.len() as u32 == off && last.pages.len() + bio_pages.max(1) <= max_pages {
+            if last.dev == dev
+                && last.dir == dir
+                && last.off + last.pages.len() as u32 == off
+                && last.pages.len() + bio_pages.max(1) <= max_pages
+            {
                 last.pages.push(page);
                 last.bios += u64::from(bio_pages > 0);
                 return None;
             }
             // blk_add_rq_to_plug.
-            if held >= BLK_MAX_REQUEST_COUNT || last.pages.len() as u64 * PAGE_SIZE >= BLK_PLUG_FLUSH_SIZE {
+            if held >= BLK_MAX_REQUEST_COUNT
+                || last.pages.len() as u64 * PAGE_SIZE >= BLK_PLUG_FLUSH_SIZE
+            {
                 self.flush(ctx.now, io);
             }
         }
         self.get_tag(ctx, io, dev);
-        self.reqs.push(Request { dev, dir, off, pages: vec![page], bios: 1 });
+        self.reqs.push(Request {
+            dev,
+            dir,
+            off,
+            pages: vec![page],
+            bios: 1,
+        });
         None
     }
 
@@ -269,8 +304,15 @@ impl Plug {
     /// already). With every tag taken, the task sleeps (io_schedule, which flushes its plug)
     /// until the earliest request in flight completes. Simplified: sleepers are woken in the
     /// order they run, not in the order they slept; no per-hctx tag sets, no reserved tags.
-    fn get_tag<D: BlockDevices + ?Sized>(&mut self, ctx: &mut Ctx, io: &mut BlockIo<'_, D>, dev: usize) {
-        let Some(nr) = io.devs.bdev(dev).model.nr_requests else { return };
+    fn get_tag<D: BlockDevices + ?Sized>(
+        &mut self,
+        ctx: &mut Ctx,
+        io: &mut BlockIo<'_, D>,
+        dev: usize,
+    ) {
+        let Some(nr) = io.devs.bdev(dev).model.nr_requests else {
+            return;
+        };
         loop {
             let held = self.reqs.iter().filter(|r| r.dev == dev).count();
             let tags = &mut io.devs.bdev(dev).tags;
@@ -292,7 +334,15 @@ impl Plug {
     /// Hand one request to the device. A write's pages complete through DeviceDone events
     /// (armed here when none is pending); a read's completion is returned, and remembered for
     /// the plug's owner when it came from a plug.
-    fn issue<D: BlockDevices + ?Sized>(&mut self, now: Time, io: &mut BlockIo<'_, D>, dev: usize, dir: Dir, pages: &[u32], bios: u64) -> Time {
+    fn issue<D: BlockDevices + ?Sized>(
+        &mut self,
+        now: Time,
+        io: &mut BlockIo<'_, D>,
+        dev: usize,
+        dir: Dir,
+        pages: &[u32],
+        bios: u64,
+    ) -> Time {
         let d = io.devs.bdev(dev);
         let done = d.issue_request(now, dir, pages, bios);
         match dir {
@@ -332,11 +382,17 @@ mod tests {
     #[test]
     fn request_occupies_at_least_one_iops_slot() {
         // 1000 ns per page at the bandwidth, 1 ms per request at 1000 IOPS.
-        let mut d = BlockDevice::new(DeviceModel { iops: Some(1000), ..model() });
+        let mut d = BlockDevice::new(DeviceModel {
+            iops: Some(1000),
+            ..model()
+        });
         assert_eq!(d.issue(0, Dir::Write, &[1]), 1_000_000 + 100);
         assert_eq!(d.issue(0, Dir::Write, &[2, 3, 4]), 2_000_000 + 100);
         assert_eq!(d.issue(0, Dir::Read, &[5]), 3_000_000 + 100);
-        assert_eq!((d.stat.write_ios, d.stat.write_merges, d.stat.read_ios), (2, 2, 1));
+        assert_eq!(
+            (d.stat.write_ios, d.stat.write_merges, d.stat.read_ios),
+            (2, 2, 1)
+        );
         // Without the cap a request of three pages takes three page transfers.
         let mut d = BlockDevice::new(model());
         assert_eq!(d.issue(0, Dir::Write, &[1, 2, 3]), 3_000 + 100);

@@ -29,7 +29,10 @@
 //! owners are opaque ids: each migration is reported to the caller, who moves its page
 //! record to the new pfn and charges the copy's time.
 
-use crate::page_alloc::{MigrateType, Wmark, PfnState, Zone, MAX_PAGE_ORDER, NO_OWNER, PAGEBLOCK_NR_PAGES, PAGEBLOCK_ORDER, PAGE_ALLOC_COSTLY_ORDER};
+use crate::page_alloc::{
+    MigrateType, PfnState, Wmark, Zone, MAX_PAGE_ORDER, NO_OWNER, PAGEBLOCK_NR_PAGES,
+    PAGEBLOCK_ORDER, PAGE_ALLOC_COSTLY_ORDER,
+};
 use crate::stats::CompactEvents;
 
 /// COMPACT_MAX_DEFER_SHIFT.
@@ -173,7 +176,11 @@ fn compact_gap(order: u8) -> u64 {
 /// fragmentation index blames on fragmentation (above vm.extfrag_threshold) rather than on
 /// lack of memory.
 pub fn compaction_suitable(zone: &Zone, st: &CompactState, order: u8) -> bool {
-    let mark = if order > PAGE_ALLOC_COSTLY_ORDER { zone.wmark.low } else { zone.wmark.min };
+    let mark = if order > PAGE_ALLOC_COSTLY_ORDER {
+        zone.wmark.low
+    } else {
+        zone.wmark.min
+    };
     if !zone.watermark_ok(0, mark + compact_gap(order), false) {
         return false;
     }
@@ -214,7 +221,11 @@ fn suitable_migration_source(cc: &CompactControl, zone: &Zone, pfn: u32) -> bool
 /// request (or a pageblock) could use as it is.
 fn suitable_migration_target(cc: &CompactControl, zone: &Zone, pfn: u32) -> bool {
     if let PfnState::Free { order } = zone.state(pfn) {
-        let o = if cc.order > 0 { cc.order } else { PAGEBLOCK_ORDER };
+        let o = if cc.order > 0 {
+            cc.order
+        } else {
+            PAGEBLOCK_ORDER
+        };
         if order >= o {
             return false;
         }
@@ -237,7 +248,11 @@ fn isolate_migratepages(cc: &mut CompactControl, zone: &Zone) {
             cc.work.migrate_scanned += 1;
             match zone.state(pfn) {
                 PfnState::Free { order } => pfn += 1 << order,
-                PfnState::Alloc { order: 0, mt: MigrateType::Movable, owner } if owner != NO_OWNER => {
+                PfnState::Alloc {
+                    order: 0,
+                    mt: MigrateType::Movable,
+                    owner,
+                } if owner != NO_OWNER => {
                     cc.migratepages.push(pfn);
                     pfn += 1;
                 }
@@ -295,7 +310,11 @@ fn isolate_freepages(cc: &mut CompactControl, zone: &mut Zone) {
 fn compact_finished(cc: &CompactControl, zone: &Zone) -> CompactResult {
     // compact_scanners_met: the scanners are in the same pageblock or have crossed.
     if cc.free_pfn >> PAGEBLOCK_ORDER <= cc.migrate_pfn >> PAGEBLOCK_ORDER {
-        return if cc.whole_zone { CompactResult::Complete } else { CompactResult::PartialSkipped };
+        return if cc.whole_zone {
+            CompactResult::Complete
+        } else {
+            CompactResult::PartialSkipped
+        };
     }
     if cc.migrate_pfn & (PAGEBLOCK_NR_PAGES - 1) != 0 {
         return CompactResult::Continue;
@@ -304,7 +323,10 @@ fn compact_finished(cc: &CompactControl, zone: &Zone) -> CompactResult {
         if zone.nr_free(o, cc.migratetype) > 0 {
             return CompactResult::Success;
         }
-        if matches!(zone.find_suitable_fallback(o, cc.migratetype), Some((_, true))) {
+        if matches!(
+            zone.find_suitable_fallback(o, cc.migratetype),
+            Some((_, true))
+        ) {
             return CompactResult::Success;
         }
     }
@@ -357,7 +379,9 @@ fn compact_zone(
         // (putback_movable_pages) and the scanners have met.
         for src in std::mem::take(&mut cc.migratepages) {
             let Some(dst) = cc.freepages.pop() else { break };
-            let PfnState::Alloc { owner, .. } = zone.state(src) else { unreachable!("isolated page {src} is not allocated") };
+            let PfnState::Alloc { owner, .. } = zone.state(src) else {
+                unreachable!("isolated page {src} is not allocated")
+            };
             zone.set_owner(dst, owner);
             moved(owner, src, dst);
             zone.free(src);
@@ -400,7 +424,12 @@ pub fn try_to_compact_pages(
     let (status, work) = compact_zone(zone, st, ev, order, mt, prio, true, mark, moved);
     if status == CompactResult::Success {
         st.compaction_defer_reset(order, false);
-    } else if prio != CompactPriority::Async && matches!(status, CompactResult::Complete | CompactResult::PartialSkipped) {
+    } else if prio != CompactPriority::Async
+        && matches!(
+            status,
+            CompactResult::Complete | CompactResult::PartialSkipped
+        )
+    {
         st.defer_compaction(order);
     }
     (status, work)
@@ -428,7 +457,11 @@ pub fn alloc_pages_direct_compact(
         return (None, r, work);
     }
     ev.compact_stall += 1;
-    let page = if zone.watermark_ok(order, zone.wmark.get(mark), false) { zone.rmqueue(order, mt) } else { None };
+    let page = if zone.watermark_ok(order, zone.wmark.get(mark), false) {
+        zone.rmqueue(order, mt)
+    } else {
+        None
+    };
     if page.is_some() {
         st.compaction_defer_reset(order, true);
         ev.compact_success += 1;
@@ -444,15 +477,36 @@ pub fn alloc_pages_direct_compact(
 /// the min watermark or compaction is unsuitable; success resets the failed order, a
 /// complete run defers like sync direct compaction. Counts compact_daemon_wake and its own
 /// scanned pages besides the common counters.
-pub fn kcompactd_do_work(zone: &mut Zone, st: &mut CompactState, ev: &mut CompactEvents, order: u8, moved: &mut dyn FnMut(u32, u32, u32)) -> CompactWork {
+pub fn kcompactd_do_work(
+    zone: &mut Zone,
+    st: &mut CompactState,
+    ev: &mut CompactEvents,
+    order: u8,
+    moved: &mut dyn FnMut(u32, u32, u32),
+) -> CompactWork {
     ev.compact_daemon_wake += 1;
-    if st.compaction_deferred(order) || suit_allocation_order(zone, st, order, Wmark::Min) != CompactResult::Continue {
+    if st.compaction_deferred(order)
+        || suit_allocation_order(zone, st, order, Wmark::Min) != CompactResult::Continue
+    {
         return CompactWork::default();
     }
-    let (status, work) = compact_zone(zone, st, ev, order, MigrateType::Movable, CompactPriority::SyncLight, false, Wmark::Min, moved);
+    let (status, work) = compact_zone(
+        zone,
+        st,
+        ev,
+        order,
+        MigrateType::Movable,
+        CompactPriority::SyncLight,
+        false,
+        Wmark::Min,
+        moved,
+    );
     if status == CompactResult::Success {
         st.compaction_defer_reset(order, false);
-    } else if matches!(status, CompactResult::Complete | CompactResult::PartialSkipped) {
+    } else if matches!(
+        status,
+        CompactResult::Complete | CompactResult::PartialSkipped
+    ) {
         st.defer_compaction(order);
     }
     ev.compact_daemon_migrate_scanned += work.migrate_scanned;
@@ -478,8 +532,16 @@ pub fn compaction_ready(zone: &Zone, st: &CompactState, order: u8) -> bool {
 /// DEF_PRIORITY - 2): go on while the last pass reclaimed something, the order is neither
 /// allocatable nor ready for compaction, and the inactive lists (anon only with swap) hold
 /// more than compact_gap.
-pub fn should_continue_reclaim(zone: &Zone, st: &CompactState, order: u8, priority: i32, nr_reclaimed: u64, inactive_lru_pages: u64) -> bool {
-    let in_reclaim_compaction = order > 0 && (order > PAGE_ALLOC_COSTLY_ORDER || priority < crate::mm::vmscan::DEF_PRIORITY - 2);
+pub fn should_continue_reclaim(
+    zone: &Zone,
+    st: &CompactState,
+    order: u8,
+    priority: i32,
+    nr_reclaimed: u64,
+    inactive_lru_pages: u64,
+) -> bool {
+    let in_reclaim_compaction = order > 0
+        && (order > PAGE_ALLOC_COSTLY_ORDER || priority < crate::mm::vmscan::DEF_PRIORITY - 2);
     if !in_reclaim_compaction || nr_reclaimed == 0 {
         return false;
     }
@@ -498,7 +560,14 @@ mod tests {
     /// them freed: half the memory free, no free block above order 0.
     fn fragmented(blocks: u32) -> (Zone, Vec<u32>) {
         let n = blocks * PAGEBLOCK_NR_PAGES;
-        let mut z = Zone::new(n, Watermarks { min: 32, low: 40, high: 48 });
+        let mut z = Zone::new(
+            n,
+            Watermarks {
+                min: 32,
+                low: 40,
+                high: 48,
+            },
+        );
         let mut owner_of = vec![NO_OWNER; n as usize];
         let mut held = Vec::new();
         for i in 0..n {
@@ -529,15 +598,26 @@ mod tests {
         // Where each owner lives; migrations move them.
         let mut at: Vec<u32> = vec![u32::MAX; 8 * 512];
         for &p in &kept {
-            let PfnState::Alloc { owner, .. } = z.state(p) else { panic!() };
+            let PfnState::Alloc { owner, .. } = z.state(p) else {
+                panic!()
+            };
             at[owner as usize] = p;
         }
         let mut moves = 0;
-        let (page, r, work) = alloc_pages_direct_compact(&mut z, &mut st, &mut ev, 9, MigrateType::Movable, CompactPriority::Async, Wmark::Min, &mut |owner, old, new| {
-            assert_eq!(at[owner as usize], old);
-            at[owner as usize] = new;
-            moves += 1;
-        });
+        let (page, r, work) = alloc_pages_direct_compact(
+            &mut z,
+            &mut st,
+            &mut ev,
+            9,
+            MigrateType::Movable,
+            CompactPriority::Async,
+            Wmark::Min,
+            &mut |owner, old, new| {
+                assert_eq!(at[owner as usize], old);
+                at[owner as usize] = new;
+                moves += 1;
+            },
+        );
         assert_eq!(r, CompactResult::Success);
         let page = page.expect("an order-9 block after compaction");
         assert_eq!(page % 512, 0);
@@ -554,7 +634,14 @@ mod tests {
         assert_eq!(ev.compact_isolated, 512);
         // Every owner still has exactly one page, at an allocated pfn it owns.
         for (o, &p) in at.iter().enumerate().filter(|(_, &p)| p != u32::MAX) {
-            assert_eq!(z.state(p), PfnState::Alloc { order: 0, mt: MigrateType::Movable, owner: o as u32 });
+            assert_eq!(
+                z.state(p),
+                PfnState::Alloc {
+                    order: 0,
+                    mt: MigrateType::Movable,
+                    owner: o as u32
+                }
+            );
         }
         z.check().unwrap();
         assert_eq!(z.free_pages(), 8 * 512 / 2 - 512);
@@ -564,33 +651,81 @@ mod tests {
     fn nothing_movable_fails_and_sync_failure_defers() {
         // A quarter of every pageblock held by unmovable pages: compaction cannot free any block.
         let n = 4 * PAGEBLOCK_NR_PAGES;
-        let mut z = Zone::new(n, Watermarks { min: 8, low: 10, high: 12 });
-        let all: Vec<u32> = (0..n).map(|_| z.rmqueue(0, MigrateType::Unmovable).unwrap()).collect();
+        let mut z = Zone::new(
+            n,
+            Watermarks {
+                min: 8,
+                low: 10,
+                high: 12,
+            },
+        );
+        let all: Vec<u32> = (0..n)
+            .map(|_| z.rmqueue(0, MigrateType::Unmovable).unwrap())
+            .collect();
         for &p in all.iter().filter(|&&p| p % 4 != 3) {
             z.free(p);
         }
         let mut st = CompactState::new(&z, true, 500);
         let mut ev = CompactEvents::default();
         let mut never = |_: u32, _: u32, _: u32| panic!("nothing is movable");
-        let (page, r, _) = alloc_pages_direct_compact(&mut z, &mut st, &mut ev, 9, MigrateType::Movable, CompactPriority::SyncLight, Wmark::Min, &mut never);
+        let (page, r, _) = alloc_pages_direct_compact(
+            &mut z,
+            &mut st,
+            &mut ev,
+            9,
+            MigrateType::Movable,
+            CompactPriority::SyncLight,
+            Wmark::Min,
+            &mut never,
+        );
         assert!(page.is_none());
         assert_eq!(r, CompactResult::Complete);
-        assert_eq!((ev.compact_stall, ev.compact_fail, ev.compact_success), (1, 1, 0));
+        assert_eq!(
+            (ev.compact_stall, ev.compact_fail, ev.compact_success),
+            (1, 1, 0)
+        );
         assert_eq!(st.compact_defer_shift, 1);
         assert_eq!(st.compact_order_failed, 0);
         // Shift 1: the next attempt is deferred (it still counts a stall and a failure,
         // as __alloc_pages_direct_compact does for COMPACT_DEFERRED), the one after runs.
-        let (_, r, _) = alloc_pages_direct_compact(&mut z, &mut st, &mut ev, 9, MigrateType::Movable, CompactPriority::SyncLight, Wmark::Min, &mut never);
+        let (_, r, _) = alloc_pages_direct_compact(
+            &mut z,
+            &mut st,
+            &mut ev,
+            9,
+            MigrateType::Movable,
+            CompactPriority::SyncLight,
+            Wmark::Min,
+            &mut never,
+        );
         assert_eq!(r, CompactResult::Deferred);
         assert_eq!((ev.compact_stall, ev.compact_fail), (2, 2));
         let scanned = ev.compact_migrate_scanned;
-        let (_, r, _) = alloc_pages_direct_compact(&mut z, &mut st, &mut ev, 9, MigrateType::Movable, CompactPriority::SyncLight, Wmark::Min, &mut never);
+        let (_, r, _) = alloc_pages_direct_compact(
+            &mut z,
+            &mut st,
+            &mut ev,
+            9,
+            MigrateType::Movable,
+            CompactPriority::SyncLight,
+            Wmark::Min,
+            &mut never,
+        );
         assert_eq!(r, CompactResult::Complete);
         assert!(ev.compact_migrate_scanned > scanned);
         assert_eq!(st.compact_defer_shift, 2);
         // The shift saturates at COMPACT_MAX_DEFER_SHIFT.
         for _ in 0..200 {
-            alloc_pages_direct_compact(&mut z, &mut st, &mut ev, 9, MigrateType::Movable, CompactPriority::SyncLight, Wmark::Min, &mut never);
+            alloc_pages_direct_compact(
+                &mut z,
+                &mut st,
+                &mut ev,
+                9,
+                MigrateType::Movable,
+                CompactPriority::SyncLight,
+                Wmark::Min,
+                &mut never,
+            );
         }
         assert_eq!(st.compact_defer_shift, COMPACT_MAX_DEFER_SHIFT);
         z.check().unwrap();
@@ -599,15 +734,33 @@ mod tests {
     #[test]
     fn deferral_off_compacts_every_time() {
         let n = 4 * PAGEBLOCK_NR_PAGES;
-        let mut z = Zone::new(n, Watermarks { min: 8, low: 10, high: 12 });
-        let all: Vec<u32> = (0..n).map(|_| z.rmqueue(0, MigrateType::Unmovable).unwrap()).collect();
+        let mut z = Zone::new(
+            n,
+            Watermarks {
+                min: 8,
+                low: 10,
+                high: 12,
+            },
+        );
+        let all: Vec<u32> = (0..n)
+            .map(|_| z.rmqueue(0, MigrateType::Unmovable).unwrap())
+            .collect();
         for &p in all.iter().filter(|&&p| p % 4 != 3) {
             z.free(p);
         }
         let mut st = CompactState::new(&z, false, 500);
         let mut ev = CompactEvents::default();
         for _ in 0..10 {
-            let (_, r, _) = alloc_pages_direct_compact(&mut z, &mut st, &mut ev, 9, MigrateType::Movable, CompactPriority::SyncLight, Wmark::Min, &mut |_, _, _| {});
+            let (_, r, _) = alloc_pages_direct_compact(
+                &mut z,
+                &mut st,
+                &mut ev,
+                9,
+                MigrateType::Movable,
+                CompactPriority::SyncLight,
+                Wmark::Min,
+                &mut |_, _, _| {},
+            );
             assert_eq!(r, CompactResult::Complete);
         }
         assert_eq!((ev.compact_stall, ev.compact_fail), (10, 10));
@@ -619,14 +772,32 @@ mod tests {
         // Same fragmented zone, but async: the unmovable pageblocks are not migration
         // sources, so nothing is scanned by the migrate scanner.
         let n = 4 * PAGEBLOCK_NR_PAGES;
-        let mut z = Zone::new(n, Watermarks { min: 8, low: 10, high: 12 });
-        let all: Vec<u32> = (0..n).map(|_| z.rmqueue(0, MigrateType::Unmovable).unwrap()).collect();
+        let mut z = Zone::new(
+            n,
+            Watermarks {
+                min: 8,
+                low: 10,
+                high: 12,
+            },
+        );
+        let all: Vec<u32> = (0..n)
+            .map(|_| z.rmqueue(0, MigrateType::Unmovable).unwrap())
+            .collect();
         for &p in all.iter().filter(|&&p| p % 4 != 3) {
             z.free(p);
         }
         let mut st = CompactState::new(&z, true, 500);
         let mut ev = CompactEvents::default();
-        let (_, r, _) = alloc_pages_direct_compact(&mut z, &mut st, &mut ev, 9, MigrateType::Movable, CompactPriority::Async, Wmark::Min, &mut |_, _, _| {});
+        let (_, r, _) = alloc_pages_direct_compact(
+            &mut z,
+            &mut st,
+            &mut ev,
+            9,
+            MigrateType::Movable,
+            CompactPriority::Async,
+            Wmark::Min,
+            &mut |_, _, _| {},
+        );
         assert_eq!(r, CompactResult::Complete);
         assert_eq!(ev.compact_migrate_scanned, 0);
         // An async failure does not defer.
@@ -638,8 +809,17 @@ mod tests {
         // kcompactd is not a direct compactor: unmovable pageblocks are migration sources
         // (their unmovable pages still cannot move), and its complete run defers.
         let n = 4 * PAGEBLOCK_NR_PAGES;
-        let mut z = Zone::new(n, Watermarks { min: 8, low: 10, high: 12 });
-        let all: Vec<u32> = (0..n).map(|_| z.rmqueue(0, MigrateType::Unmovable).unwrap()).collect();
+        let mut z = Zone::new(
+            n,
+            Watermarks {
+                min: 8,
+                low: 10,
+                high: 12,
+            },
+        );
+        let all: Vec<u32> = (0..n)
+            .map(|_| z.rmqueue(0, MigrateType::Unmovable).unwrap())
+            .collect();
         for &p in all.iter().filter(|&&p| p % 4 != 3) {
             z.free(p);
         }
@@ -671,8 +851,17 @@ mod tests {
         // A zone with too little free memory for compaction: reclaim goes on while the
         // inactive lists hold more than compact_gap.
         let n = 4 * PAGEBLOCK_NR_PAGES;
-        let mut z = Zone::new(n, Watermarks { min: 8, low: 10, high: 12 });
-        let all: Vec<u32> = (0..n).map(|_| z.rmqueue(0, MigrateType::Movable).unwrap()).collect();
+        let mut z = Zone::new(
+            n,
+            Watermarks {
+                min: 8,
+                low: 10,
+                high: 12,
+            },
+        );
+        let all: Vec<u32> = (0..n)
+            .map(|_| z.rmqueue(0, MigrateType::Movable).unwrap())
+            .collect();
         for &p in all.iter().take(512).filter(|&&p| p % 2 == 0) {
             z.free(p);
         }
@@ -688,14 +877,32 @@ mod tests {
         // Nearly full zone: below the low watermark + compact_gap, compaction is skipped and
         // no stall is counted.
         let n = 2 * PAGEBLOCK_NR_PAGES;
-        let mut z = Zone::new(n, Watermarks { min: 8, low: 10, high: 12 });
-        let all: Vec<u32> = (0..n).map(|_| z.rmqueue(0, MigrateType::Movable).unwrap()).collect();
+        let mut z = Zone::new(
+            n,
+            Watermarks {
+                min: 8,
+                low: 10,
+                high: 12,
+            },
+        );
+        let all: Vec<u32> = (0..n)
+            .map(|_| z.rmqueue(0, MigrateType::Movable).unwrap())
+            .collect();
         for &p in all.iter().take(64).filter(|&&p| p % 2 == 0) {
             z.free(p);
         }
         let mut st = CompactState::new(&z, true, 500);
         let mut ev = CompactEvents::default();
-        let (page, r, _) = alloc_pages_direct_compact(&mut z, &mut st, &mut ev, 9, MigrateType::Movable, CompactPriority::Async, Wmark::Min, &mut |_, _, _| {});
+        let (page, r, _) = alloc_pages_direct_compact(
+            &mut z,
+            &mut st,
+            &mut ev,
+            9,
+            MigrateType::Movable,
+            CompactPriority::Async,
+            Wmark::Min,
+            &mut |_, _, _| {},
+        );
         assert!(page.is_none());
         assert_eq!(r, CompactResult::Skipped);
         assert_eq!(ev, CompactEvents::default());

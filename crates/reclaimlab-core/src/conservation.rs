@@ -24,30 +24,61 @@ impl Mm {
         for (i, p) in mm.pages.iter().enumerate() {
             if p.has(pg::FILE) && p.has(pg::DIRTY | pg::WRITEBACK) {
                 if !p.has(pg::RESIDENT) {
-                    return Err(format!("file page {i} is dirty or under writeback but not cached (flags {:#x})", p.flags));
+                    return Err(format!(
+                        "file page {i} is dirty or under writeback but not cached (flags {:#x})",
+                        p.flags
+                    ));
                 }
-                let wb = &mm.regions[p.region as usize].file.as_ref().expect("file pages are in file regions").wb;
+                let wb = &mm.regions[p.region as usize]
+                    .file
+                    .as_ref()
+                    .expect("file pages are in file regions")
+                    .wb;
                 if p.has(pg::DIRTY) != wb.dirty.contains(&(i as u32)) {
-                    return Err(format!("file page {i}: dirty flag and the inode's dirty tag disagree"));
+                    return Err(format!(
+                        "file page {i}: dirty flag and the inode's dirty tag disagree"
+                    ));
                 }
                 file_dirty += u64::from(p.has(pg::DIRTY));
                 file_writeback += u64::from(p.has(pg::WRITEBACK));
             }
             // ≤6.4 non-exclusive loads: a resident swap-cache folio may keep its zswap entry.
-            let kept = mm.switches.load == crate::policy::ZswapLoad::NonExclusive && p.has(pg::RESIDENT) && p.has(pg::SWAPCACHE);
-            let places = [p.has(pg::RESIDENT), p.has(pg::ZSWAP) && !kept, p.has(pg::ZEROMAP) && !p.has(pg::RESIDENT)];
+            let kept = mm.switches.load == crate::policy::ZswapLoad::NonExclusive
+                && p.has(pg::RESIDENT)
+                && p.has(pg::SWAPCACHE);
+            let places = [
+                p.has(pg::RESIDENT),
+                p.has(pg::ZSWAP) && !kept,
+                p.has(pg::ZEROMAP) && !p.has(pg::RESIDENT),
+            ];
             if places.iter().filter(|&&x| x).count() > 1 {
-                return Err(format!("page {i} is in more than one place (flags {:#x})", p.flags));
+                return Err(format!(
+                    "page {i} is in more than one place (flags {:#x})",
+                    p.flags
+                ));
             }
             if p.has(pg::FILE) && p.has(pg::SWAPCACHE | pg::ZSWAP | pg::ZEROMAP | pg::ZERO_PFN) {
-                return Err(format!("file page {i} has anonymous state (flags {:#x})", p.flags));
+                return Err(format!(
+                    "file page {i} has anonymous state (flags {:#x})",
+                    p.flags
+                ));
             }
             // A tmpfs page is in its file's mapping (resident, no swap state) or in swap.
             if p.has(pg::SHMEM) && p.has(pg::FILE) {
-                return Err(format!("tmpfs page {i} is on the file LRUs (flags {:#x})", p.flags));
+                return Err(format!(
+                    "tmpfs page {i} is on the file LRUs (flags {:#x})",
+                    p.flags
+                ));
             }
-            if p.has(pg::SHMEM) && p.has(pg::RESIDENT) && !p.has(pg::SWAPCACHE) && (p.slot != NONE || p.has(pg::ZSWAP | pg::ZEROMAP)) {
-                return Err(format!("tmpfs page {i} is in its mapping and in swap (flags {:#x})", p.flags));
+            if p.has(pg::SHMEM)
+                && p.has(pg::RESIDENT)
+                && !p.has(pg::SWAPCACHE)
+                && (p.slot != NONE || p.has(pg::ZSWAP | pg::ZEROMAP))
+            {
+                return Err(format!(
+                    "tmpfs page {i} is in its mapping and in swap (flags {:#x})",
+                    p.flags
+                ));
             }
             if p.has(pg::ISOLATED) {
                 return Err(format!("page {i} left isolated"));
@@ -55,10 +86,18 @@ impl Mm {
             if p.slot != NONE {
                 slots_held += 1;
                 if mm.swap.slot_page[p.slot as usize] != i as u32 {
-                    return Err(format!("page {i} holds slot {} which maps to another page", p.slot));
+                    return Err(format!(
+                        "page {i} holds slot {} which maps to another page",
+                        p.slot
+                    ));
                 }
-            } else if p.has(pg::ZSWAP | pg::ZEROMAP | pg::SWAPCACHE) || (p.has(pg::SHADOW) && !p.has(pg::FILE)) {
-                return Err(format!("page {i} has swap state without a slot (flags {:#x})", p.flags));
+            } else if p.has(pg::ZSWAP | pg::ZEROMAP | pg::SWAPCACHE)
+                || (p.has(pg::SHADOW) && !p.has(pg::FILE))
+            {
+                return Err(format!(
+                    "page {i} has swap state without a slot (flags {:#x})",
+                    p.flags
+                ));
             }
             if p.has(pg::MLOCKED) {
                 mlocked += 1;
@@ -111,19 +150,37 @@ impl Mm {
         for (m, mc) in mm.memcgs.iter().enumerate() {
             for (l, (list, counted)) in mc.lru.iter().zip(lru_count[m]).enumerate() {
                 if list.len != counted {
-                    return Err(format!("memcg {} list {} has len {} but {counted} pages", mc.path, l + 1, list.len));
+                    return Err(format!(
+                        "memcg {} list {} has len {} but {counted} pages",
+                        mc.path,
+                        l + 1,
+                        list.len
+                    ));
                 }
             }
             if mc.unevictable.len != unevictable[m] {
                 return Err(format!("memcg {} unevictable list has len {} but {} pages", mc.path, mc.unevictable.len, unevictable[m]));
             }
             if mc.zswap_lru.len != zswap_lru[m] {
-                return Err(format!("memcg {} zswap LRU len {} but {} entries", mc.path, mc.zswap_lru.len, zswap_lru[m]));
+                return Err(format!(
+                    "memcg {} zswap LRU len {} but {} entries",
+                    mc.path, mc.zswap_lru.len, zswap_lru[m]
+                ));
             }
         }
         self.check_lru_gen()?;
-        let tagged: u64 = mm.regions.iter().filter_map(|r| r.file.as_ref()).map(|f| f.wb.dirty.len() as u64).sum();
-        let inode_wb: u64 = mm.regions.iter().filter_map(|r| r.file.as_ref()).map(|f| f.wb.nr_writeback).sum();
+        let tagged: u64 = mm
+            .regions
+            .iter()
+            .filter_map(|r| r.file.as_ref())
+            .map(|f| f.wb.dirty.len() as u64)
+            .sum();
+        let inode_wb: u64 = mm
+            .regions
+            .iter()
+            .filter_map(|r| r.file.as_ref())
+            .map(|f| f.wb.nr_writeback)
+            .sum();
         if (file_dirty, file_writeback) != (mm.dirty.nr_file_dirty, mm.dirty.nr_file_writeback)
             || tagged != file_dirty
             || inode_wb != file_writeback
@@ -137,24 +194,42 @@ impl Mm {
             return Err(format!("NR_MLOCK {} but {mlocked} mlocked pages", mm.nr_mlock));
         }
         if resident != mm.nr_resident {
-            return Err(format!("nr_resident {} but {} resident pages", mm.nr_resident, resident));
+            return Err(format!(
+                "nr_resident {} but {} resident pages",
+                mm.nr_resident, resident
+            ));
         }
         if stored != mm.zswap.stored_pages {
-            return Err(format!("zswap stored_pages {} but {} entries", mm.zswap.stored_pages, stored));
+            return Err(format!(
+                "zswap stored_pages {} but {} entries",
+                mm.zswap.stored_pages, stored
+            ));
         }
         let pool = mm.pool_pages();
-        let tables: u64 = mm.regions.iter().map(|r| r.page_tables.iter().filter(|&&t| t).count() as u64).sum();
+        let tables: u64 = mm
+            .regions
+            .iter()
+            .map(|r| r.page_tables.iter().filter(|&&t| t).count() as u64)
+            .sum();
         if tables != mm.nr_page_table_pages {
-            return Err(format!("nr_page_table_pages {} but {tables} tables allocated", mm.nr_page_table_pages));
-        }
-        if mm.nr_free + resident + pool + mm.reserved + tables != mm.totalram {
             return Err(format!(
-                "frames: free {} + resident {resident} + pools {pool} + reserved {} + page tables {tables} != total {}",
+                "nr_page_table_pages {} but {tables} tables allocated",
+                mm.nr_page_table_pages
+            ));
+        }
+        // Blocks held by kernel_alloc phases (mm/kalloc.rs; Phys::check counts them).
+        let kernel = mm.phys.as_ref().map_or(0, |ph| ph.kblock_pages);
+        if mm.nr_free + resident + pool + mm.reserved + tables + kernel != mm.totalram {
+            return Err(format!(
+                "frames: free {} + resident {resident} + pools {pool} + reserved {} + page tables {tables} + kernel_alloc {kernel} != total {}",
                 mm.nr_free, mm.reserved, mm.totalram
             ));
         }
         if mm.swap.total_swap_pages - mm.swap.nr_swap_pages != slots_held {
-            return Err(format!("{} slots in use but {slots_held} held by pages", mm.swap.total_swap_pages - mm.swap.nr_swap_pages));
+            return Err(format!(
+                "{} slots in use but {slots_held} held by pages",
+                mm.swap.total_swap_pages - mm.swap.nr_swap_pages
+            ));
         }
         if let Some(ph) = &mm.phys {
             ph.check(mm)?;

@@ -143,11 +143,17 @@ impl Costs {
                 }
             }
             if !known {
-                return Err(ConfigError::unknown(format!("costs.{k}"), "unknown time-model parameter"));
+                return Err(ConfigError::unknown(
+                    format!("costs.{k}"),
+                    "unknown time-model parameter",
+                ));
             }
         }
         if c.process_quantum_ns == 0 {
-            return Err(ConfigError::invalid("costs.process_quantum_ns", "must be > 0"));
+            return Err(ConfigError::invalid(
+                "costs.process_quantum_ns",
+                "must be > 0",
+            ));
         }
         Ok(c)
     }
@@ -181,7 +187,13 @@ mod tests {
     #[test]
     fn codec_figures_keep_their_names_and_shared_figures_move_together() {
         let d = Costs::defaults();
-        for k in ["lzo_compress_ns", "lzo_decompress_ns", "lz4_compress_ns", "zstd_decompress_ns", "deflate_compress_ns"] {
+        for k in [
+            "lzo_compress_ns",
+            "lzo_decompress_ns",
+            "lz4_compress_ns",
+            "zstd_decompress_ns",
+            "deflate_compress_ns",
+        ] {
             assert!(d.contains_key(k), "{k}");
         }
         let mut o = BTreeMap::new();
@@ -189,16 +201,29 @@ mod tests {
         let c = Costs::with_overrides(&o).unwrap();
         // lzo-rle has figures of its own now (the kernel's lzo-rle differs from lzo).
         assert_eq!(c.compress_ns(Codec::Lzo, Content::Text), 7);
-        assert_eq!(c.compress_ns(Codec::LzoRle, Content::Text), d["lzo_rle_compress_ns"]);
-        assert_eq!(c.compress_ns(Codec::Lz4, Content::Text), d["lz4_compress_ns"]);
+        assert_eq!(
+            c.compress_ns(Codec::LzoRle, Content::Text),
+            d["lzo_rle_compress_ns"]
+        );
+        assert_eq!(
+            c.compress_ns(Codec::Lz4, Content::Text),
+            d["lz4_compress_ns"]
+        );
         o.insert("lzo_compres_ns".to_string(), 7);
-        assert_eq!(Costs::with_overrides(&o).unwrap_err().path, "costs.lzo_compres_ns");
+        assert_eq!(
+            Costs::with_overrides(&o).unwrap_err().path,
+            "costs.lzo_compres_ns"
+        );
     }
 
     #[test]
     fn a_page_costs_the_byte_weighted_sum_of_its_kinds() {
         let mut o = BTreeMap::new();
-        for (k, v) in [("lz4_compress_ns", 4000), ("lz4_compress_random_ns", 1000), ("lz4_compress_run_ns", 3000)] {
+        for (k, v) in [
+            ("lz4_compress_ns", 4000),
+            ("lz4_compress_random_ns", 1000),
+            ("lz4_compress_run_ns", 3000),
+        ] {
             o.insert(k.to_string(), v);
         }
         o.insert("lz4_decompress_random_ns".to_string(), 100);
@@ -206,10 +231,22 @@ mod tests {
         let c = Costs::with_overrides(&o).unwrap();
         assert_eq!(c.compress_ns(Codec::Lz4, Content::Text), 4000);
         assert_eq!(c.compress_ns(Codec::Lz4, Content::Random), 1000);
-        assert_eq!(c.compress_ns(Codec::Lz4, Content::Same { byte: 0x5a }), 3000);
+        assert_eq!(
+            c.compress_ns(Codec::Lz4, Content::Same { byte: 0x5a }),
+            3000
+        );
         // mix1024: a quarter random, three quarters run.
-        assert_eq!(c.compress_ns(Codec::Lz4, Content::Mix { random_bytes: 1024 }), 2500);
-        assert_eq!(c.decompress_ns(Codec::Lz4, Content::Mix { random_bytes: 3072 }), 200);
-        assert_eq!(c.compress_ns(Codec::Lzo, Content::Random), Costs::defaults()["lzo_compress_random_ns"]);
+        assert_eq!(
+            c.compress_ns(Codec::Lz4, Content::Mix { random_bytes: 1024 }),
+            2500
+        );
+        assert_eq!(
+            c.decompress_ns(Codec::Lz4, Content::Mix { random_bytes: 3072 }),
+            200
+        );
+        assert_eq!(
+            c.compress_ns(Codec::Lzo, Content::Random),
+            Costs::defaults()["lzo_compress_random_ns"]
+        );
     }
 }

@@ -11,8 +11,8 @@ use serde::Serialize;
 
 use crate::config::SimConfig;
 use crate::error::Result;
-use crate::limits::TIME_HORIZON_NS;
 use crate::latency::{PhaseLatency, ProcessLatency};
+use crate::limits::TIME_HORIZON_NS;
 use crate::mm::pressure::running_flags;
 use crate::mm::{Actor, Ctx, Mm};
 pub use crate::sched::PhaseRecord;
@@ -85,7 +85,11 @@ impl Simulation {
             sched,
             cpus: cfg.machine.cpus as u64,
             // Every run stops at the horizon: no clock reaches an overflow (crate::limits).
-            max_time: Some(cfg.max_time_ns.unwrap_or(TIME_HORIZON_NS).min(TIME_HORIZON_NS)),
+            max_time: Some(
+                cfg.max_time_ns
+                    .unwrap_or(TIME_HORIZON_NS)
+                    .min(TIME_HORIZON_NS),
+            ),
             now: 0,
             events: 0,
             snapshot: None,
@@ -115,7 +119,9 @@ impl Simulation {
 
     /// Threads that want a CPU: running processes, kswapd, the zswap worker.
     pub(crate) fn slowdown(&self) -> u64 {
-        let runnable = self.sched.runnable_processes(self.now) + self.mm.kswapd.running as u64 + self.mm.zswap_worker_busy() as u64;
+        let runnable = self.sched.runnable_processes(self.now)
+            + self.mm.kswapd.running as u64
+            + self.mm.zswap_worker_busy() as u64;
         (runnable * 1024 / self.cpus).max(1024)
     }
 
@@ -158,7 +164,8 @@ impl Simulation {
             match ev {
                 EventKind::DeviceDone(d) => self.mm.device_done(d as usize, t),
                 EventKind::Kswapd => {
-                    let mut ctx = Ctx::new(t.max(self.mm.kswapd.clock), Actor::Kswapd, self.slowdown());
+                    let mut ctx =
+                        Ctx::new(t.max(self.mm.kswapd.clock), Actor::Kswapd, self.slowdown());
                     ctx.memalloc = true;
                     // balance_pgdat runs inside psi_memstall_enter: kswapd on a CPU in memstall.
                     ctx.memstall = true;
@@ -179,12 +186,20 @@ impl Simulation {
                     // An event superseded by an earlier wakeup finds another time scheduled.
                     let fs = fs as usize;
                     if self.mm.fs[fs].wb.scheduled == Some(t) {
-                        let mut ctx = Ctx::new(t.max(self.mm.fs[fs].wb.clock), Actor::Flusher, self.slowdown());
+                        let mut ctx = Ctx::new(
+                            t.max(self.mm.fs[fs].wb.clock),
+                            Actor::Flusher,
+                            self.slowdown(),
+                        );
                         self.mm.wb_workfn(&mut ctx, fs);
                     }
                 }
                 EventKind::ZswapWorker => {
-                    let mut ctx = Ctx::new(t.max(self.mm.zswap.worker_clock), Actor::ZswapWorker, self.slowdown());
+                    let mut ctx = Ctx::new(
+                        t.max(self.mm.zswap.worker_clock),
+                        Actor::ZswapWorker,
+                        self.slowdown(),
+                    );
                     self.mm.zswap_worker_step(&mut ctx);
                 }
                 EventKind::Process(p) => {
@@ -195,16 +210,25 @@ impl Simulation {
                     }
                 }
             }
-            debug_assert!(self.mm.plug.is_idle(), "a block plug outlived its event ({ev:?} at {t} ns)");
+            debug_assert!(
+                self.mm.plug.is_idle(),
+                "a block plug outlived its event ({ev:?} at {t} ns)"
+            );
             if self.check_every > 0 && self.events.is_multiple_of(self.check_every) {
                 if let Err(e) = self.mm.check_conservation() {
-                    panic!("page conservation violated after event {} ({ev:?} at {t} ns): {e}", self.events);
+                    panic!(
+                        "page conservation violated after event {} ({ev:?} at {t} ns): {e}",
+                        self.events
+                    );
                 }
             }
         }
         // Stopped before `until` with every event left after it: no state change before
         // `until` is still to come, so PSI (and the counters read now) can cover up to it.
-        if !self.finished && until != Time::MAX && self.mm.queue.peek_time().is_some_and(|t| t > until) {
+        if !self.finished
+            && until != Time::MAX
+            && self.mm.queue.peek_time().is_some_and(|t| t > until)
+        {
             self.mm.psi.advance(until);
         }
         self.finished
@@ -231,7 +255,11 @@ impl Simulation {
                 events: self.events,
                 // The end of the work, not the start of the last event; a run stopped at
                 // max_time ends there.
-                sim_time_ns: if self.stopped_at_limit { self.now } else { self.now.max(self.sched.ended_at) },
+                sim_time_ns: if self.stopped_at_limit {
+                    self.now
+                } else {
+                    self.now.max(self.sched.ended_at)
+                },
                 pages: self.mm.pages.len() as u64,
                 page_events: accesses
                     + vm.pgscan_anon
@@ -293,7 +321,9 @@ impl Simulation {
     /// are (at the snapshot once every process finished, else now). An optional output: not
     /// part of [`SimResult`].
     pub fn zsmalloc_classes(&self) -> Vec<PoolClasses> {
-        self.classes_snapshot.clone().unwrap_or_else(|| self.mm.zsmalloc_classes())
+        self.classes_snapshot
+            .clone()
+            .unwrap_or_else(|| self.mm.zsmalloc_classes())
     }
 
     /// Every page is in exactly one place, and every count agrees with the pages.

@@ -39,7 +39,11 @@ pub struct ConfigError {
 
 impl ConfigError {
     pub fn new(kind: ErrorKind, path: impl Into<String>, reason: impl Into<String>) -> ConfigError {
-        ConfigError { kind, path: path.into(), reason: reason.into() }
+        ConfigError {
+            kind,
+            path: path.into(),
+            reason: reason.into(),
+        }
     }
 
     pub fn invalid(path: impl Into<String>, reason: impl Into<String>) -> ConfigError {

@@ -274,7 +274,10 @@ fn push_rows<T: Serialize>(rows: &mut Vec<KnobRow>, knobs: &[Knob], defaults: T)
     let defaults = serde_json::to_value(defaults).expect("knob defaults serialize");
     for k in knobs {
         let field = k.lowered.rsplit('.').next().expect("dotted path");
-        rows.push(KnobRow { knob: *k, default: defaults[field].clone() });
+        rows.push(KnobRow {
+            knob: *k,
+            default: defaults[field].clone(),
+        });
     }
 }
 
@@ -293,28 +296,59 @@ mod tests {
     #[test]
     fn table_has_kernel_defaults_files_and_lowered_paths() {
         let rows = table();
-        let row = |key: &str| rows.iter().find(|r| r.knob.key == key).unwrap_or_else(|| panic!("{key}"));
+        let row = |key: &str| {
+            rows.iter()
+                .find(|r| r.knob.key == key)
+                .unwrap_or_else(|| panic!("{key}"))
+        };
         let m = row("kernel.zswap.max_pool_percent");
-        assert_eq!((m.default.as_u64(), m.knob.min, m.knob.max), (Some(20), Some(0), Some(100)));
-        assert_eq!(m.knob.kernel_file, "/sys/module/zswap/parameters/max_pool_percent");
-        assert!(row("kernel.vm.min_free_kbytes").default.is_null(), "computed by the kernel");
+        assert_eq!(
+            (m.default.as_u64(), m.knob.min, m.knob.max),
+            (Some(20), Some(0), Some(100))
+        );
+        assert_eq!(
+            m.knob.kernel_file,
+            "/sys/module/zswap/parameters/max_pool_percent"
+        );
+        assert!(
+            row("kernel.vm.min_free_kbytes").default.is_null(),
+            "computed by the kernel"
+        );
         let pc = row("kernel.vm.page-cluster");
-        assert_eq!((pc.knob.lowered, pc.knob.kernel_file), ("kernel.vm.page_cluster", "/proc/sys/vm/page-cluster"));
+        assert_eq!(
+            (pc.knob.lowered, pc.knob.kernel_file),
+            ("kernel.vm.page_cluster", "/proc/sys/vm/page-cluster")
+        );
         let z = row("kernel.zswap.zpool");
-        assert!(z.default.is_null(), "the version's default allocator (crate::zpool::default_for)");
+        assert!(
+            z.default.is_null(),
+            "the version's default allocator (crate::zpool::default_for)"
+        );
         assert_eq!((z.knob.choices.unwrap())(), ["zsmalloc", "zbud"]);
-        assert_eq!((row("kernel.zswap.compressor").knob.choices.unwrap())().len(), 5);
+        assert_eq!(
+            (row("kernel.zswap.compressor").knob.choices.unwrap())().len(),
+            5
+        );
     }
 
     #[test]
     fn missing_knobs_take_kernel_defaults_and_ranges_are_checked() {
         let p: ZswapParams = serde_json::from_str(r#"{"enabled": true}"#).unwrap();
         assert_eq!((p.enabled, p.max_pool_percent, p.zpool), (true, 20, None));
-        let p = ZswapParams { accept_threshold_percent: 101, ..Default::default() };
+        let p = ZswapParams {
+            accept_threshold_percent: 101,
+            ..Default::default()
+        };
         let e = p.check_ranges().unwrap_err();
         assert_eq!(e.path, "kernel.zswap.accept_threshold_percent");
-        let v = VmSysctls { watermark_scale_factor: 0, ..Default::default() };
-        assert_eq!(v.check_ranges().unwrap_err().to_string(), "kernel.vm.watermark_scale_factor: expected 1..=3000, got 0");
+        let v = VmSysctls {
+            watermark_scale_factor: 0,
+            ..Default::default()
+        };
+        assert_eq!(
+            v.check_ranges().unwrap_err().to_string(),
+            "kernel.vm.watermark_scale_factor: expected 1..=3000, got 0"
+        );
         assert!(VmSysctls::default().check_ranges().is_ok());
     }
 }

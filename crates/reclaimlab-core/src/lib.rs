@@ -44,6 +44,10 @@ pub fn config_from_json(json: &str) -> Result<SimConfig, ConfigError> {
         let path = e.path().to_string();
         // serde_path_to_error says "." for the document itself.
         let path = if path == "." { String::new() } else { path };
-        ConfigError::new(ErrorKind::Parse, path, format!("invalid lowered config: {}", e.into_inner()))
+        ConfigError::new(
+            ErrorKind::Parse,
+            path,
+            format!("invalid lowered config: {}", e.into_inner()),
+        )
     })
 }

@@ -55,28 +55,116 @@ pub struct Limit {
 
 /// Every bound, for the docs and the Python loader.
 pub const LIMITS: &[Limit] = &[
-    Limit { key: "costs.*", max: MAX_COST_NS, unit: "ns", why: "a CPU cost (1000 s)" },
-    Limit { key: "machine.swap[].device.read_latency_ns", max: MAX_LATENCY_NS, unit: "ns", why: "a device latency (1000 s)" },
-    Limit { key: "machine.swap[].device.write_latency_ns", max: MAX_LATENCY_NS, unit: "ns", why: "a device latency (1000 s)" },
-    Limit { key: "max_time_ns", max: TIME_HORIZON_NS, unit: "ns", why: "every run stops at 10^6 s of virtual time" },
-    Limit { key: "processes[].phases[].phase.duration_ns", max: MAX_DURATION_NS, unit: "ns", why: "a phase (10^6 s)" },
-    Limit { key: "processes[].phases[].phase.count", max: MAX_ACCESSES, unit: "accesses", why: "a random phase" },
-    Limit { key: "processes[].phases[].phase.passes", max: MAX_PASSES as u64, unit: "passes", why: "a sequential phase" },
-    Limit { key: "cgroups.stats_flush_ns", max: MAX_STATS_FLUSH_NS, unit: "ns", why: "a flush interval (10^6 s)" },
-    Limit { key: "kernel.switches.zswap.writeback_pause_ms", max: MAX_PAUSE_MS, unit: "ms", why: "a pause (10^6 s)" },
-    Limit { key: "cgroups.groups", max: MAX_CGROUPS as u64, unit: "cgroups", why: "the page record's memcg index is 16 bits" },
-    Limit { key: "processes[].regions", max: MAX_REGIONS as u64, unit: "regions in all", why: "the page record's region index is 16 bits" },
-    Limit { key: "processes", max: MAX_PROCESSES as u64, unit: "processes", why: "the scheduler scans every process per event" },
-    Limit { key: "machine.swap", max: MAX_SWAP_DEVICES as u64, unit: "devices", why: "the kernel's MAX_SWAPFILES" },
-    Limit { key: "processes[].regions[].pages", max: MAX_PAGES, unit: "pages in all", why: "page indices are 32 bits" },
-    Limit { key: "machine.swap[].size_bytes", max: MAX_SWAP_SLOTS, unit: "slots (pages) in all", why: "swap slot ids are 32 bits" },
-    Limit { key: "processes[].regions[].variants", max: MAX_VARIANTS as u64, unit: "variants", why: "each is compressed when the run is built" },
-    Limit { key: "machine.cpus", max: MAX_CPUS as u64, unit: "CPUs", why: "far above any machine" },
+    Limit {
+        key: "costs.*",
+        max: MAX_COST_NS,
+        unit: "ns",
+        why: "a CPU cost (1000 s)",
+    },
+    Limit {
+        key: "machine.swap[].device.read_latency_ns",
+        max: MAX_LATENCY_NS,
+        unit: "ns",
+        why: "a device latency (1000 s)",
+    },
+    Limit {
+        key: "machine.swap[].device.write_latency_ns",
+        max: MAX_LATENCY_NS,
+        unit: "ns",
+        why: "a device latency (1000 s)",
+    },
+    Limit {
+        key: "max_time_ns",
+        max: TIME_HORIZON_NS,
+        unit: "ns",
+        why: "every run stops at 10^6 s of virtual time",
+    },
+    Limit {
+        key: "processes[].phases[].phase.duration_ns",
+        max: MAX_DURATION_NS,
+        unit: "ns",
+        why: "a phase (10^6 s)",
+    },
+    Limit {
+        key: "processes[].phases[].phase.count",
+        max: MAX_ACCESSES,
+        unit: "accesses",
+        why: "a random phase",
+    },
+    Limit {
+        key: "processes[].phases[].phase.passes",
+        max: MAX_PASSES as u64,
+        unit: "passes",
+        why: "a sequential phase",
+    },
+    Limit {
+        key: "cgroups.stats_flush_ns",
+        max: MAX_STATS_FLUSH_NS,
+        unit: "ns",
+        why: "a flush interval (10^6 s)",
+    },
+    Limit {
+        key: "kernel.switches.zswap.writeback_pause_ms",
+        max: MAX_PAUSE_MS,
+        unit: "ms",
+        why: "a pause (10^6 s)",
+    },
+    Limit {
+        key: "cgroups.groups",
+        max: MAX_CGROUPS as u64,
+        unit: "cgroups",
+        why: "the page record's memcg index is 16 bits",
+    },
+    Limit {
+        key: "processes[].regions",
+        max: MAX_REGIONS as u64,
+        unit: "regions in all",
+        why: "the page record's region index is 16 bits",
+    },
+    Limit {
+        key: "processes",
+        max: MAX_PROCESSES as u64,
+        unit: "processes",
+        why: "the scheduler scans every process per event",
+    },
+    Limit {
+        key: "machine.swap",
+        max: MAX_SWAP_DEVICES as u64,
+        unit: "devices",
+        why: "the kernel's MAX_SWAPFILES",
+    },
+    Limit {
+        key: "processes[].regions[].pages",
+        max: MAX_PAGES,
+        unit: "pages in all",
+        why: "page indices are 32 bits",
+    },
+    Limit {
+        key: "machine.swap[].size_bytes",
+        max: MAX_SWAP_SLOTS,
+        unit: "slots (pages) in all",
+        why: "swap slot ids are 32 bits",
+    },
+    Limit {
+        key: "processes[].regions[].variants",
+        max: MAX_VARIANTS as u64,
+        unit: "variants",
+        why: "each is compressed when the run is built",
+    },
+    Limit {
+        key: "machine.cpus",
+        max: MAX_CPUS as u64,
+        unit: "CPUs",
+        why: "far above any machine",
+    },
 ];
 
 fn at_most(path: impl Into<String>, v: u64, max: u64, unit: &str) -> Result<()> {
     if v > max {
-        return Err(ConfigError::invalid(path, format!("{v} {unit} is too large (at most {max} {unit})")));
+        return Err(ConfigError::invalid(
+            path,
+            format!("{v} {unit} is too large (at most {max} {unit})"),
+        ));
     }
     Ok(())
 }
@@ -86,7 +174,12 @@ pub fn check(cfg: &SimConfig) -> Result<()> {
     if cfg.machine.cpus == 0 {
         return Err(ConfigError::invalid("machine.cpus", "must be at least 1"));
     }
-    at_most("machine.cpus", cfg.machine.cpus as u64, MAX_CPUS as u64, "CPUs")?;
+    at_most(
+        "machine.cpus",
+        cfg.machine.cpus as u64,
+        MAX_CPUS as u64,
+        "CPUs",
+    )?;
     for (k, v) in &cfg.costs {
         at_most(format!("costs.{k}"), *v, MAX_COST_NS, "ns")?;
     }
@@ -96,27 +189,56 @@ pub fn check(cfg: &SimConfig) -> Result<()> {
     if let Some(f) = cfg.cgroups.stats_flush_ns {
         at_most("cgroups.stats_flush_ns", f, MAX_STATS_FLUSH_NS, "ns")?;
     }
-    if let Some(v) = cfg.kernel.switches.get("zswap.writeback_pause_ms").and_then(|v| v.as_u64()) {
-        at_most("kernel.switches.zswap.writeback_pause_ms", v, MAX_PAUSE_MS, "ms")?;
+    if let Some(v) = cfg
+        .kernel
+        .switches
+        .get("zswap.writeback_pause_ms")
+        .and_then(|v| v.as_u64())
+    {
+        at_most(
+            "kernel.switches.zswap.writeback_pause_ms",
+            v,
+            MAX_PAUSE_MS,
+            "ms",
+        )?;
     }
     if cfg.cgroups.groups.len() > MAX_CGROUPS {
         return Err(ConfigError::invalid(
             "cgroups.groups",
-            format!("{} cgroups (root included) are too many (at most {MAX_CGROUPS})", cfg.cgroups.groups.len()),
+            format!(
+                "{} cgroups (root included) are too many (at most {MAX_CGROUPS})",
+                cfg.cgroups.groups.len()
+            ),
         ));
     }
     if cfg.processes.len() > MAX_PROCESSES {
-        return Err(ConfigError::invalid("processes", format!("{} processes are too many (at most {MAX_PROCESSES})", cfg.processes.len())));
+        return Err(ConfigError::invalid(
+            "processes",
+            format!(
+                "{} processes are too many (at most {MAX_PROCESSES})",
+                cfg.processes.len()
+            ),
+        ));
     }
     if cfg.machine.swap.len() > MAX_SWAP_DEVICES {
-        return Err(ConfigError::invalid("machine.swap", format!("{} swap devices are too many (at most {MAX_SWAP_DEVICES})", cfg.machine.swap.len())));
+        return Err(ConfigError::invalid(
+            "machine.swap",
+            format!(
+                "{} swap devices are too many (at most {MAX_SWAP_DEVICES})",
+                cfg.machine.swap.len()
+            ),
+        ));
     }
     let (mut regions, mut pages) = (0usize, 0u64);
     for (pi, p) in cfg.processes.iter().enumerate() {
         if p.cgroup as usize >= cfg.cgroups.groups.len() {
             return Err(ConfigError::invalid(
                 format!("processes[{pi}].cgroup"),
-                format!("cgroup index {} out of range ({} cgroups)", p.cgroup, cfg.cgroups.groups.len()),
+                format!(
+                    "cgroup index {} out of range ({} cgroups)",
+                    p.cgroup,
+                    cfg.cgroups.groups.len()
+                ),
             ));
         }
         for (ri, r) in p.regions.iter().enumerate() {
@@ -134,21 +256,45 @@ pub fn check(cfg: &SimConfig) -> Result<()> {
                     format!("too many simulated pages: {pages} pages in all up to here (at most {MAX_PAGES} 4 KiB pages, 16 TiB, over all regions)"),
                 ));
             }
-            at_most(format!("processes[{pi}].regions[{ri}].variants"), r.variants as u64, MAX_VARIANTS as u64, "variants")?;
+            at_most(
+                format!("processes[{pi}].regions[{ri}].variants"),
+                r.variants as u64,
+                MAX_VARIANTS as u64,
+                "variants",
+            )?;
         }
     }
     let mut slots = 0u64;
     for (k, s) in cfg.machine.swap.iter().enumerate() {
         let d = &s.device;
-        at_most(format!("machine.swap[{k}].device.read_latency_ns"), d.read_latency_ns, MAX_LATENCY_NS, "ns")?;
-        at_most(format!("machine.swap[{k}].device.write_latency_ns"), d.write_latency_ns, MAX_LATENCY_NS, "ns")?;
-        for (name, v) in [("read_bytes_per_s", d.read_bytes_per_s), ("write_bytes_per_s", d.write_bytes_per_s)] {
+        at_most(
+            format!("machine.swap[{k}].device.read_latency_ns"),
+            d.read_latency_ns,
+            MAX_LATENCY_NS,
+            "ns",
+        )?;
+        at_most(
+            format!("machine.swap[{k}].device.write_latency_ns"),
+            d.write_latency_ns,
+            MAX_LATENCY_NS,
+            "ns",
+        )?;
+        for (name, v) in [
+            ("read_bytes_per_s", d.read_bytes_per_s),
+            ("write_bytes_per_s", d.write_bytes_per_s),
+        ] {
             if v == 0 {
-                return Err(ConfigError::invalid(format!("machine.swap[{k}].device.{name}"), "must be at least 1 byte/s"));
+                return Err(ConfigError::invalid(
+                    format!("machine.swap[{k}].device.{name}"),
+                    "must be at least 1 byte/s",
+                ));
             }
         }
         if d.iops == Some(0) {
-            return Err(ConfigError::invalid(format!("machine.swap[{k}].device.iops"), "must be at least 1 request/s"));
+            return Err(ConfigError::invalid(
+                format!("machine.swap[{k}].device.iops"),
+                "must be at least 1 request/s",
+            ));
         }
         slots = slots.saturating_add(s.size_bytes / crate::mm::page::PAGE_SIZE);
         if slots > MAX_SWAP_SLOTS {
@@ -186,24 +332,42 @@ pub fn estimate(cfg: &SimConfig) -> Estimate {
     use crate::mm::page::Page;
     use crate::zram::ZramSlot;
     let mut e = Estimate::default();
-    let access_ns = Costs::with_overrides(&cfg.costs).map_or(Costs::default().access_ns, |c| c.access_ns).max(1);
+    let access_ns = Costs::with_overrides(&cfg.costs)
+        .map_or(Costs::default().access_ns, |c| c.access_ns)
+        .max(1);
     for p in &cfg.processes {
         let region_pages: Vec<u64> = p.regions.iter().map(|r| r.pages).collect();
         e.pages = e.pages.saturating_add(region_pages.iter().sum());
-        let pages_of = |rs: &[u32]| rs.iter().map(|&r| region_pages.get(r as usize).copied().unwrap_or(0)).sum::<u64>();
+        let pages_of = |rs: &[u32]| {
+            rs.iter()
+                .map(|&r| region_pages.get(r as usize).copied().unwrap_or(0))
+                .sum::<u64>()
+        };
         for np in &p.phases {
             let n = match &np.phase {
                 reclaimlab_workload::Phase::Fill { region } => pages_of(&[*region]),
-                reclaimlab_workload::Phase::Sequential { regions, passes, .. } => pages_of(regions).saturating_mul(*passes as u64),
+                reclaimlab_workload::Phase::Sequential {
+                    regions, passes, ..
+                } => pages_of(regions).saturating_mul(*passes as u64),
                 reclaimlab_workload::Phase::Read { region, passes }
                 | reclaimlab_workload::Phase::Mmap { region, passes, .. }
-                | reclaimlab_workload::Phase::Write { region, passes, .. } => pages_of(&[*region]).saturating_mul(*passes as u64),
+                | reclaimlab_workload::Phase::Write { region, passes, .. } => {
+                    pages_of(&[*region]).saturating_mul(*passes as u64)
+                }
                 reclaimlab_workload::Phase::CreateFiles { regions, .. } => pages_of(regions),
                 reclaimlab_workload::Phase::Random { count: Some(c), .. } => *c,
-                reclaimlab_workload::Phase::Trace { trace, passes, limit, .. } => {
-                    limit.unwrap_or(u64::MAX).min(trace.len().saturating_mul(u64::from(*passes)))
-                }
-                reclaimlab_workload::Phase::Random { duration_ns: Some(d), .. } => d / access_ns,
+                reclaimlab_workload::Phase::Trace {
+                    trace,
+                    passes,
+                    limit,
+                    ..
+                } => limit
+                    .unwrap_or(u64::MAX)
+                    .min(trace.len().saturating_mul(u64::from(*passes))),
+                reclaimlab_workload::Phase::Random {
+                    duration_ns: Some(d),
+                    ..
+                } => d / access_ns,
                 _ => 0,
             };
             e.accesses = e.accesses.saturating_add(n);
@@ -231,7 +395,9 @@ pub fn estimate(cfg: &SimConfig) -> Estimate {
         .pages
         .saturating_mul(per_page)
         .saturating_add(e.swap_slots.saturating_mul(per_slot))
-        .saturating_add(zram_slots.saturating_mul(std::mem::size_of::<ZramSlot>() as u64 + HANDLE_BYTES));
+        .saturating_add(
+            zram_slots.saturating_mul(std::mem::size_of::<ZramSlot>() as u64 + HANDLE_BYTES),
+        );
     e
 }
 
@@ -252,4 +418,6 @@ const LARGEST_STEP_NS: u64 = {
     m
 };
 const _: () = assert!(TIME_HORIZON_NS + 2 * LARGEST_STEP_NS < crate::sim::TIME_CEILING_NS);
-const _: () = assert!(crate::sim::TIME_CEILING_NS.checked_add(crate::sim::TIME_CEILING_NS).is_some());
+const _: () = assert!(crate::sim::TIME_CEILING_NS
+    .checked_add(crate::sim::TIME_CEILING_NS)
+    .is_some());

@@ -46,7 +46,11 @@ pub enum MigrateType {
 pub const MIGRATE_PCPTYPES: usize = 3;
 
 impl MigrateType {
-    pub const ALL: [MigrateType; MIGRATE_PCPTYPES] = [MigrateType::Unmovable, MigrateType::Movable, MigrateType::Reclaimable];
+    pub const ALL: [MigrateType; MIGRATE_PCPTYPES] = [
+        MigrateType::Unmovable,
+        MigrateType::Movable,
+        MigrateType::Reclaimable,
+    ];
 
     fn from_bits(b: u8) -> MigrateType {
         MigrateType::ALL[b as usize]
@@ -88,7 +92,11 @@ pub enum PfnState {
     /// PageBuddy: head of a free block of this order.
     Free { order: u8 },
     /// Head of an allocated block.
-    Alloc { order: u8, mt: MigrateType, owner: u32 },
+    Alloc {
+        order: u8,
+        mt: MigrateType,
+        owner: u32,
+    },
     /// Inside a block that starts at a lower pfn.
     Tail,
 }
@@ -187,7 +195,11 @@ impl Zone {
     pub fn state(&self, pfn: u32) -> PfnState {
         let s = self.pstate[pfn as usize];
         if s & ALLOC != 0 {
-            PfnState::Alloc { order: s & 0xf, mt: MigrateType::from_bits((s >> 4) & 3), owner: self.owner[pfn as usize] }
+            PfnState::Alloc {
+                order: s & 0xf,
+                mt: MigrateType::from_bits((s >> 4) & 3),
+                owner: self.owner[pfn as usize],
+            }
         } else if s & FREE != 0 {
             PfnState::Free { order: s & 0xf }
         } else {
@@ -275,18 +287,32 @@ impl Zone {
 
     /// find_suitable_fallback (only_stealable = false): the first fallback type with a free
     /// block of this order, and whether the allocation may claim the whole block.
-    pub fn find_suitable_fallback(&self, order: u8, mt: MigrateType) -> Option<(MigrateType, bool)> {
+    pub fn find_suitable_fallback(
+        &self,
+        order: u8,
+        mt: MigrateType,
+    ) -> Option<(MigrateType, bool)> {
         let area = &self.nr_free[order as usize];
         if area.iter().all(|&n| n == 0) {
             return None;
         }
-        FALLBACKS[mt as usize].iter().find(|&&f| area[f as usize] > 0).map(|&f| (f, can_steal_fallback(order, mt)))
+        FALLBACKS[mt as usize]
+            .iter()
+            .find(|&&f| area[f as usize] > 0)
+            .map(|&f| (f, can_steal_fallback(order, mt)))
     }
 
     /// try_to_steal_block: claim the pageblock of the fallback block at `pfn` for `start`
     /// when the block is of pageblock order or more, or when at least half its pages are free
     /// or alike (prep_move_freepages_block's counts); then allocate from `start`'s lists.
-    fn try_to_steal_block(&mut self, pfn: u32, cur: u8, order: u8, start: MigrateType, fallback: MigrateType) -> Option<u32> {
+    fn try_to_steal_block(
+        &mut self,
+        pfn: u32,
+        cur: u8,
+        order: u8,
+        start: MigrateType,
+        fallback: MigrateType,
+    ) -> Option<u32> {
         if cur >= PAGEBLOCK_ORDER {
             self.del_from_free_list(pfn, cur, fallback);
             // change_pageblock_range
@@ -358,7 +384,9 @@ impl Zone {
     /// allocation may claim.
     fn rmqueue_claim(&mut self, order: u8, start: MigrateType) -> Option<u32> {
         for cur in (order..=MAX_PAGE_ORDER).rev() {
-            let Some((fallback, can_steal)) = self.find_suitable_fallback(cur, start) else { continue };
+            let Some((fallback, can_steal)) = self.find_suitable_fallback(cur, start) else {
+                continue;
+            };
             if !can_steal {
                 break;
             }
@@ -373,7 +401,9 @@ impl Zone {
     /// __rmqueue_steal: the smallest fallback block, split; the pageblock keeps its type.
     fn rmqueue_steal(&mut self, order: u8, start: MigrateType) -> Option<u32> {
         for cur in order..=MAX_PAGE_ORDER {
-            let Some((fallback, _)) = self.find_suitable_fallback(cur, start) else { continue };
+            let Some((fallback, _)) = self.find_suitable_fallback(cur, start) else {
+                continue;
+            };
             let pfn = self.head[cur as usize][fallback as usize];
             self.del_from_free_list(pfn, cur, fallback);
             self.expand(pfn, order, cur, fallback);
@@ -398,7 +428,10 @@ impl Zone {
     /// isolation), then onto the list of the merged block's pageblock type.
     pub fn free(&mut self, pfn: u32) {
         let s = self.pstate[pfn as usize];
-        assert!(s & ALLOC != 0, "freeing pfn {pfn} that is not an allocated head");
+        assert!(
+            s & ALLOC != 0,
+            "freeing pfn {pfn} that is not an allocated head"
+        );
         let mut order = s & 0xf;
         self.free_pages += 1 << order;
         self.pstate[pfn as usize] = TAIL;
@@ -421,7 +454,9 @@ impl Zone {
     /// split_page of an allocated block: each pfn becomes an allocated order-0 page of the
     /// block's type, page k owned by `owner(k)`.
     pub fn split_alloc(&mut self, head: u32, owner: impl Fn(u32) -> u32) {
-        let PfnState::Alloc { order, mt, .. } = self.state(head) else { panic!("pfn {head} is not an allocated head") };
+        let PfnState::Alloc { order, mt, .. } = self.state(head) else {
+            panic!("pfn {head} is not an allocated head")
+        };
         for k in 0..1u32 << order {
             self.mark_alloc(head + k, 0, mt);
             self.owner[(head + k) as usize] = owner(k);
@@ -431,7 +466,9 @@ impl Zone {
     /// Take one free block off its list without the allocator (__isolate_free_page for the
     /// compaction free scanner): it becomes allocated MOVABLE pages of order 0 each.
     pub(crate) fn isolate_free_block(&mut self, pfn: u32) -> u8 {
-        let PfnState::Free { order } = self.state(pfn) else { panic!("pfn {pfn} is not free") };
+        let PfnState::Free { order } = self.state(pfn) else {
+            panic!("pfn {pfn} is not free")
+        };
         let mt = self.free_list_mt(pfn);
         self.del_from_free_list(pfn, order, mt);
         self.free_pages -= 1 << order;
@@ -516,8 +553,13 @@ impl Zone {
                         return Err(format!("free block at {p} of order {order} is not aligned"));
                     }
                     let buddy = p ^ (1 << order);
-                    if order < MAX_PAGE_ORDER && buddy < self.spanned && self.pstate[buddy as usize] == FREE | order {
-                        return Err(format!("free blocks {p} and {buddy} of order {order} were not merged"));
+                    if order < MAX_PAGE_ORDER
+                        && buddy < self.spanned
+                        && self.pstate[buddy as usize] == FREE | order
+                    {
+                        return Err(format!(
+                            "free blocks {p} and {buddy} of order {order} were not merged"
+                        ));
                     }
                     counted[order as usize][self.free_list_mt(p) as usize] += 1;
                     free += 1 << order;
@@ -528,7 +570,10 @@ impl Zone {
             }
         }
         if free != self.free_pages {
-            return Err(format!("free blocks hold {free} pages, NR_FREE_PAGES is {}", self.free_pages));
+            return Err(format!(
+                "free blocks hold {free} pages, NR_FREE_PAGES is {}",
+                self.free_pages
+            ));
         }
         for (o, (heads, counts)) in self.head.iter().zip(&counted).enumerate() {
             for (t, (&h, &c)) in heads.iter().zip(counts).enumerate() {
@@ -539,7 +584,10 @@ impl Zone {
                     q = self.next[q as usize];
                 }
                 if n != c || n != self.nr_free[o][t] {
-                    return Err(format!("order {o} type {t}: list holds {n}, blocks {c}, count {}", self.nr_free[o][t]));
+                    return Err(format!(
+                        "order {o} type {t}: list holds {n}, blocks {c}, count {}",
+                        self.nr_free[o][t]
+                    ));
                 }
             }
         }
@@ -552,7 +600,14 @@ mod tests {
     use super::*;
 
     fn zone(pages: u32) -> Zone {
-        Zone::new(pages, Watermarks { min: 16, low: 20, high: 24 })
+        Zone::new(
+            pages,
+            Watermarks {
+                min: 16,
+                low: 20,
+                high: 24,
+            },
+        )
     }
 
     #[test]
@@ -609,10 +664,13 @@ mod tests {
                 z.check().unwrap();
             }
         }
-        let used: u64 = held.iter().map(|&p| match z.state(p) {
-            PfnState::Alloc { order, .. } => 1u64 << order,
-            s => panic!("{s:?}"),
-        }).sum();
+        let used: u64 = held
+            .iter()
+            .map(|&p| match z.state(p) {
+                PfnState::Alloc { order, .. } => 1u64 << order,
+                s => panic!("{s:?}"),
+            })
+            .sum();
         assert_eq!(used + z.free_pages(), 4096);
         for p in held {
             z.free(p);
@@ -635,7 +693,9 @@ mod tests {
     fn movable_steals_without_claiming() {
         let mut z = zone(1024);
         // Make both pageblocks UNMOVABLE, then fill all but a few scattered pages.
-        let pages: Vec<u32> = (0..1024).map(|_| z.rmqueue(0, MigrateType::Unmovable).unwrap()).collect();
+        let pages: Vec<u32> = (0..1024)
+            .map(|_| z.rmqueue(0, MigrateType::Unmovable).unwrap())
+            .collect();
         assert_eq!(z.pageblocks(), [2, 0, 0]);
         for &p in pages.iter().step_by(64) {
             z.free(p);
@@ -643,7 +703,13 @@ mod tests {
         // A movable order-0 request: no MOVABLE list, can_steal_fallback is false for
         // movable order 0, so __rmqueue_steal takes a page and the block stays UNMOVABLE.
         let p = z.rmqueue(0, MigrateType::Movable).unwrap();
-        assert!(matches!(z.state(p), PfnState::Alloc { mt: MigrateType::Movable, .. }));
+        assert!(matches!(
+            z.state(p),
+            PfnState::Alloc {
+                mt: MigrateType::Movable,
+                ..
+            }
+        ));
         assert_eq!(z.pageblocks(), [2, 0, 0]);
         z.check().unwrap();
     }
@@ -651,7 +717,9 @@ mod tests {
     #[test]
     fn watermark_ok_needs_a_block_of_the_order() {
         let mut z = zone(1024);
-        let pages: Vec<u32> = (0..1024).map(|_| z.rmqueue(0, MigrateType::Movable).unwrap()).collect();
+        let pages: Vec<u32> = (0..1024)
+            .map(|_| z.rmqueue(0, MigrateType::Movable).unwrap())
+            .collect();
         // Free every other page: 512 free pages, none of order > 0.
         for &p in pages.iter().step_by(2) {
             z.free(p);

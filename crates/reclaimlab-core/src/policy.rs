@@ -170,13 +170,23 @@ pub struct Switches {
     /// "allow zram to use zbud as underlying allocator", 2015, never merged; every mainline
     /// zram calls zs_malloc directly). Off in every preset.
     pub zram_zpool_api: bool,
+    /// SLUB's first, higher-order attempt for a new slab (allocate_slab with s->oo) neither
+    /// reclaims nor compacts nor wakes kswapd: `~__GFP_RECLAIM`, so under fragmentation it
+    /// falls back to s->min at once (4.4+, Joonsoo Kim, "mm/slub: don't wait for high-order
+    /// page allocation"; read in 6.12.117's allocate_slab). Off: the 3.18-to-4.3 behaviour,
+    /// a __GFP_NORETRY attempt that may stall in direct compaction and reclaim first (seed
+    /// 004's vanilla; on is its configuration 2, "SLUB fallback").
+    pub slub_nowait_high_order: bool,
 }
 
 /// Kernel versions with a preset.
 pub const PRESETS: &[&str] = &["6.1", "6.8", "6.10", "6.12", "6.18"];
 
 fn bad(k: &str, v: &Value, expected: &str) -> ConfigError {
-    ConfigError::invalid(format!("kernel.switches.{k}"), format!("expected {expected}, got {v}"))
+    ConfigError::invalid(
+        format!("kernel.switches.{k}"),
+        format!("expected {expected}, got {v}"),
+    )
 }
 
 fn choice<T: Copy>(k: &str, v: &Value, options: &[(&str, T)]) -> Result<T, ConfigError> {
@@ -186,14 +196,31 @@ fn choice<T: Copy>(k: &str, v: &Value, options: &[(&str, T)]) -> Result<T, Confi
         .ok_or_else(|| bad(k, v, &format!("one of {}", names.join(", "))))
 }
 
-const INCOMPRESSIBLE: &[(&str, Incompressible)] =
-    &[("reject", Incompressible::Reject), ("reject_fail", Incompressible::RejectFail), ("store_raw", Incompressible::StoreRaw)];
-const SAME_FILLED: &[(&str, SameFilled)] = &[("zswap", SameFilled::Zswap), ("zeromap", SameFilled::Zeromap)];
-const SHRINK_WORKER: &[(&str, ShrinkWorker)] = &[("6.10", ShrinkWorker::V6_10), ("fixed", ShrinkWorker::Fixed)];
-const PROTECTION: &[(&str, ShrinkerProtection)] =
-    &[("nr_zswap_protected", ShrinkerProtection::NrZswapProtected), ("referenced", ShrinkerProtection::Referenced)];
-const LRU: &[(&str, ZswapLru)] = &[("global", ZswapLru::Global), ("per_memcg", ZswapLru::PerMemcg)];
-const LOAD: &[(&str, ZswapLoad)] = &[("non_exclusive", ZswapLoad::NonExclusive), ("exclusive", ZswapLoad::Exclusive)];
+const INCOMPRESSIBLE: &[(&str, Incompressible)] = &[
+    ("reject", Incompressible::Reject),
+    ("reject_fail", Incompressible::RejectFail),
+    ("store_raw", Incompressible::StoreRaw),
+];
+const SAME_FILLED: &[(&str, SameFilled)] = &[
+    ("zswap", SameFilled::Zswap),
+    ("zeromap", SameFilled::Zeromap),
+];
+const SHRINK_WORKER: &[(&str, ShrinkWorker)] = &[
+    ("6.10", ShrinkWorker::V6_10),
+    ("fixed", ShrinkWorker::Fixed),
+];
+const PROTECTION: &[(&str, ShrinkerProtection)] = &[
+    ("nr_zswap_protected", ShrinkerProtection::NrZswapProtected),
+    ("referenced", ShrinkerProtection::Referenced),
+];
+const LRU: &[(&str, ZswapLru)] = &[
+    ("global", ZswapLru::Global),
+    ("per_memcg", ZswapLru::PerMemcg),
+];
+const LOAD: &[(&str, ZswapLoad)] = &[
+    ("non_exclusive", ZswapLoad::NonExclusive),
+    ("exclusive", ZswapLoad::Exclusive),
+];
 const KSWAPD_FILE_WRITEBACK: &[(&str, KswapdFileWriteback)] = &[
     ("always", KswapdFileWriteback::Always),
     ("raised_priority", KswapdFileWriteback::RaisedPriority),
@@ -207,7 +234,11 @@ const WRITEBACK_THROTTLE: &[(&str, WritebackThrottle)] = &[
 ];
 
 fn name_of<T: Copy + PartialEq>(options: &[(&'static str, T)], t: T) -> &'static str {
-    options.iter().find(|(_, x)| *x == t).map(|(n, _)| *n).expect("every value has a name")
+    options
+        .iter()
+        .find(|(_, x)| *x == t)
+        .map(|(n, _)| *n)
+        .expect("every value has a name")
 }
 
 impl Switches {
@@ -236,6 +267,7 @@ impl Switches {
             large_folios_xfs: true,
             compaction_defer: true,
             zram_zpool_api: false,
+            slub_nowait_high_order: true,
         };
         // 6.1 (Debian bookworm's kernel): zswap is a frontswap backend with one LRU for all
         // entries (kept by zbud/z3fold/zsmalloc and walked by zpool_shrink; no memory-pressure
@@ -273,7 +305,11 @@ impl Switches {
                 "kernel.version",
                 format!(
                     "no preset for {version:?}; expected one of {}",
-                    PRESETS.iter().map(|p| format!("{p:?}")).collect::<Vec<_>>().join(", ")
+                    PRESETS
+                        .iter()
+                        .map(|p| format!("{p:?}"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
                 ),
             )),
         }
@@ -282,31 +318,83 @@ impl Switches {
     /// The switches as name → value, in the form scenarios write them.
     pub fn to_map(&self) -> BTreeMap<&'static str, Value> {
         let mut m = BTreeMap::new();
-        m.insert("zswap.incompressible", Value::from(name_of(INCOMPRESSIBLE, self.incompressible)));
-        m.insert("zswap.same_filled", Value::from(name_of(SAME_FILLED, self.same_filled)));
-        m.insert("zswap.shrink_worker", Value::from(name_of(SHRINK_WORKER, self.shrink_worker)));
+        m.insert(
+            "zswap.incompressible",
+            Value::from(name_of(INCOMPRESSIBLE, self.incompressible)),
+        );
+        m.insert(
+            "zswap.same_filled",
+            Value::from(name_of(SAME_FILLED, self.same_filled)),
+        );
+        m.insert(
+            "zswap.shrink_worker",
+            Value::from(name_of(SHRINK_WORKER, self.shrink_worker)),
+        );
         m.insert("zswap.proactive_shrink", Value::from(self.proactive_shrink));
-        m.insert("zswap.worker_mem_reclaim", Value::from(self.worker_mem_reclaim));
-        m.insert("zswap.writeback_pause_ms", Value::from(self.writeback_pause_ms));
-        m.insert("zswap.shrinker_protection", Value::from(name_of(PROTECTION, self.shrinker_protection)));
+        m.insert(
+            "zswap.worker_mem_reclaim",
+            Value::from(self.worker_mem_reclaim),
+        );
+        m.insert(
+            "zswap.writeback_pause_ms",
+            Value::from(self.writeback_pause_ms),
+        );
+        m.insert(
+            "zswap.shrinker_protection",
+            Value::from(name_of(PROTECTION, self.shrinker_protection)),
+        );
         m.insert("zswap.lru", Value::from(name_of(LRU, self.lru)));
         m.insert("zswap.zpools", Value::from(self.zpools));
         m.insert("zswap.load", Value::from(name_of(LOAD, self.load)));
-        m.insert("vmscan.direct_file_writeback", Value::from(self.direct_file_writeback));
-        m.insert("vmscan.kswapd_file_writeback", Value::from(name_of(KSWAPD_FILE_WRITEBACK, self.kswapd_file_writeback)));
-        m.insert("vmscan.immediate_reclaim", Value::from(self.immediate_reclaim));
-        m.insert("vmscan.writeback_throttle", Value::from(name_of(WRITEBACK_THROTTLE, self.writeback_throttle)));
-        m.insert("memcg.reclaim_swappiness", Value::from(self.reclaim_swappiness));
-        m.insert("memcg.reclaim_stats_flush", Value::from(self.reclaim_stats_flush));
-        m.insert("vmscan.incremental_cgroup_iteration", Value::from(self.incremental_cgroup_iteration));
-        m.insert("filemap.large_folios_ext4", Value::from(self.large_folios_ext4));
-        m.insert("filemap.large_folios_xfs", Value::from(self.large_folios_xfs));
+        m.insert(
+            "vmscan.direct_file_writeback",
+            Value::from(self.direct_file_writeback),
+        );
+        m.insert(
+            "vmscan.kswapd_file_writeback",
+            Value::from(name_of(KSWAPD_FILE_WRITEBACK, self.kswapd_file_writeback)),
+        );
+        m.insert(
+            "vmscan.immediate_reclaim",
+            Value::from(self.immediate_reclaim),
+        );
+        m.insert(
+            "vmscan.writeback_throttle",
+            Value::from(name_of(WRITEBACK_THROTTLE, self.writeback_throttle)),
+        );
+        m.insert(
+            "memcg.reclaim_swappiness",
+            Value::from(self.reclaim_swappiness),
+        );
+        m.insert(
+            "memcg.reclaim_stats_flush",
+            Value::from(self.reclaim_stats_flush),
+        );
+        m.insert(
+            "vmscan.incremental_cgroup_iteration",
+            Value::from(self.incremental_cgroup_iteration),
+        );
+        m.insert(
+            "filemap.large_folios_ext4",
+            Value::from(self.large_folios_ext4),
+        );
+        m.insert(
+            "filemap.large_folios_xfs",
+            Value::from(self.large_folios_xfs),
+        );
         m.insert("compaction.defer", Value::from(self.compaction_defer));
         m.insert("zram.zpool_api", Value::from(self.zram_zpool_api));
+        m.insert(
+            "slub.nowait_high_order",
+            Value::from(self.slub_nowait_high_order),
+        );
         m
     }
 
-    pub fn with_overrides(version: &str, overrides: &BTreeMap<String, Value>) -> Result<Switches, ConfigError> {
+    pub fn with_overrides(
+        version: &str,
+        overrides: &BTreeMap<String, Value>,
+    ) -> Result<Switches, ConfigError> {
         let mut s = Switches::preset(version)?;
         for (k, v) in overrides {
             let boolean = || v.as_bool().ok_or_else(|| bad(k, v, "true or false"));
@@ -317,22 +405,31 @@ impl Switches {
                 "zswap.proactive_shrink" => s.proactive_shrink = boolean()?,
                 "zswap.worker_mem_reclaim" => s.worker_mem_reclaim = boolean()?,
                 "zswap.writeback_pause_ms" => {
-                    s.writeback_pause_ms = v.as_u64().ok_or_else(|| bad(k, v, "a whole number of milliseconds"))?
+                    s.writeback_pause_ms = v
+                        .as_u64()
+                        .ok_or_else(|| bad(k, v, "a whole number of milliseconds"))?
                 }
                 "zswap.shrinker_protection" => s.shrinker_protection = choice(k, v, PROTECTION)?,
                 "zswap.lru" => s.lru = choice(k, v, LRU)?,
                 "zswap.load" => s.load = choice(k, v, LOAD)?,
                 "vmscan.direct_file_writeback" => s.direct_file_writeback = boolean()?,
-                "vmscan.kswapd_file_writeback" => s.kswapd_file_writeback = choice(k, v, KSWAPD_FILE_WRITEBACK)?,
+                "vmscan.kswapd_file_writeback" => {
+                    s.kswapd_file_writeback = choice(k, v, KSWAPD_FILE_WRITEBACK)?
+                }
                 "vmscan.immediate_reclaim" => s.immediate_reclaim = boolean()?,
-                "vmscan.writeback_throttle" => s.writeback_throttle = choice(k, v, WRITEBACK_THROTTLE)?,
+                "vmscan.writeback_throttle" => {
+                    s.writeback_throttle = choice(k, v, WRITEBACK_THROTTLE)?
+                }
                 "memcg.reclaim_swappiness" => s.reclaim_swappiness = boolean()?,
                 "memcg.reclaim_stats_flush" => s.reclaim_stats_flush = boolean()?,
-                "vmscan.incremental_cgroup_iteration" => s.incremental_cgroup_iteration = boolean()?,
+                "vmscan.incremental_cgroup_iteration" => {
+                    s.incremental_cgroup_iteration = boolean()?
+                }
                 "filemap.large_folios_ext4" => s.large_folios_ext4 = boolean()?,
                 "filemap.large_folios_xfs" => s.large_folios_xfs = boolean()?,
                 "compaction.defer" => s.compaction_defer = boolean()?,
                 "zram.zpool_api" => s.zram_zpool_api = boolean()?,
+                "slub.nowait_high_order" => s.slub_nowait_high_order = boolean()?,
                 "zswap.zpools" => {
                     s.zpools = match v.as_u64() {
                         Some(n @ (1 | 32)) => n as u32,
@@ -342,7 +439,10 @@ impl Switches {
                 _ => {
                     return Err(ConfigError::unknown(
                         format!("kernel.switches.{k}"),
-                        format!("unknown switch; known: {}", s.to_map().keys().copied().collect::<Vec<_>>().join(", ")),
+                        format!(
+                            "unknown switch; known: {}",
+                            s.to_map().keys().copied().collect::<Vec<_>>().join(", ")
+                        ),
                     ))
                 }
             }
@@ -359,7 +459,11 @@ mod tests {
     fn presets_round_trip_through_their_map() {
         for v in PRESETS {
             let s = Switches::preset(v).unwrap();
-            let map: BTreeMap<String, Value> = s.to_map().into_iter().map(|(k, v)| (k.to_string(), v)).collect();
+            let map: BTreeMap<String, Value> = s
+                .to_map()
+                .into_iter()
+                .map(|(k, v)| (k.to_string(), v))
+                .collect();
             assert_eq!(Switches::with_overrides(v, &map).unwrap(), s);
         }
     }
@@ -368,12 +472,23 @@ mod tests {
     fn bad_switches_are_named() {
         let mut o = BTreeMap::new();
         o.insert("zswap.lru".to_string(), Value::from("lifo"));
-        let e = Switches::with_overrides("6.18", &o).unwrap_err().to_string();
-        assert!(e.contains("kernel.switches.zswap.lru") && e.contains("\"global\""), "{e}");
+        let e = Switches::with_overrides("6.18", &o)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("kernel.switches.zswap.lru") && e.contains("\"global\""),
+            "{e}"
+        );
         let mut o = BTreeMap::new();
         o.insert("zswap.nope".to_string(), Value::from(1));
         let e = Switches::with_overrides("6.18", &o).unwrap_err();
-        assert_eq!((e.kind, e.path.as_str()), (crate::error::ErrorKind::Unknown, "kernel.switches.zswap.nope"));
+        assert_eq!(
+            (e.kind, e.path.as_str()),
+            (
+                crate::error::ErrorKind::Unknown,
+                "kernel.switches.zswap.nope"
+            )
+        );
         assert!(e.reason.starts_with("unknown switch"), "{e}");
     }
 }

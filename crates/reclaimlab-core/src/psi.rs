@@ -146,7 +146,13 @@ pub struct Pressure {
 
 impl PsiGroup {
     pub fn new(cpus: usize) -> PsiGroup {
-        PsiGroup { cpus: vec![GroupCpu::default(); cpus], total: [0; 2], avg_total: [0; 2], avg: [[0; 3]; 2], avg_last_update: 0 }
+        PsiGroup {
+            cpus: vec![GroupCpu::default(); cpus],
+            total: [0; 2],
+            avg_total: [0; 2],
+            avg: [[0; 3]; 2],
+            avg_last_update: 0,
+        }
     }
 
     /// A task on `cpu` changes from state `clear` to `set` at `now`.
@@ -306,7 +312,9 @@ impl Psi {
             let mut first: Option<(Time, u64, usize)> = None;
             let mut second: Option<(Time, u64)> = None;
             for (task, q) in self.pending.iter().enumerate() {
-                let Some(&(t, seq, _)) = q.front().filter(|c| c.0 < until) else { continue };
+                let Some(&(t, seq, _)) = q.front().filter(|c| c.0 < until) else {
+                    continue;
+                };
                 match first {
                     Some((ft, fseq, _)) if (ft, fseq) < (t, seq) => {
                         if second.is_none_or(|s| (t, seq) < s) {
@@ -377,7 +385,13 @@ mod tests {
     fn lazy_advance_is_bit_identical_to_applying_at_every_call() {
         let mut rng = reclaimlab_workload::SplitMix64::new(7);
         let mut draw = |n: u64| rng.next_u64() % n;
-        let states = [0, TSK_RUNNING, TSK_IOWAIT, TSK_MEMSTALL, TSK_RUNNING | TSK_MEMSTALL | TSK_MEMSTALL_RUNNING];
+        let states = [
+            0,
+            TSK_RUNNING,
+            TSK_IOWAIT,
+            TSK_MEMSTALL,
+            TSK_RUNNING | TSK_MEMSTALL | TSK_MEMSTALL_RUNNING,
+        ];
         let new = || Psi::new(2, 2, vec![vec![1, 0], vec![0], vec![1, 0]]);
         let (mut lazy, mut eager) = (new(), new());
         let (mut now, mut late, mut reads) = (0u64, 0, 0);
@@ -386,13 +400,21 @@ mod tests {
                 0..=5 => {
                     let (task, flags) = (draw(3) as usize, states[draw(5) as usize]);
                     // Mostly ahead of the clock (a slice running ahead); sometimes behind it.
-                    let at = if draw(8) == 0 { now.saturating_sub(draw(50_000_000)) } else { now + draw(30_000_000) };
+                    let at = if draw(8) == 0 {
+                        now.saturating_sub(draw(50_000_000))
+                    } else {
+                        now + draw(30_000_000)
+                    };
                     late += u32::from(at < now);
                     lazy.set(task, at, flags);
                     eager.set(task, at, flags);
                 }
                 6..=8 => {
-                    let until = if draw(10) == 0 { now.saturating_sub(draw(10_000_000)) } else { now + draw(20_000_000) };
+                    let until = if draw(10) == 0 {
+                        now.saturating_sub(draw(10_000_000))
+                    } else {
+                        now + draw(20_000_000)
+                    };
                     now = now.max(until);
                     lazy.advance(until);
                     eager.advance(until);
@@ -407,7 +429,10 @@ mod tests {
             }
         }
         assert!(late > 500 && reads > 1000 && now > 20 * PSI_PERIOD_NS, "the sequence covers late reports and many periods: {late} late, {reads} reads, {now} ns");
-        assert!(eager.pressure(0, now).total_us[0] > 0, "some pressure was recorded");
+        assert!(
+            eager.pressure(0, now).total_us[0] > 0,
+            "some pressure was recorded"
+        );
         lazy.apply();
         assert_eq!(lazy.groups[0].avg, eager.groups[0].avg);
         assert_eq!(lazy.groups[1].total, eager.groups[1].total);

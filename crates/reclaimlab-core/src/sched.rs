@@ -5,7 +5,9 @@
 
 use std::collections::VecDeque;
 
-use reclaimlab_workload::{Access, AccessGen, After, CgroupCounter, CgroupFile, CgroupValue, Phase, Stream};
+use reclaimlab_workload::{
+    Access, AccessGen, After, CgroupCounter, CgroupFile, CgroupValue, Phase, Stream,
+};
 use serde::Serialize;
 
 use crate::config::SimConfig;
@@ -79,7 +81,9 @@ fn prefetch<T>(r: &T) {
     // memory, whatever the address.
     #[cfg(target_arch = "x86_64")]
     unsafe {
-        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(std::ptr::from_ref(r).cast());
+        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(
+            std::ptr::from_ref(r).cast(),
+        );
     }
     #[cfg(not(target_arch = "x86_64"))]
     let _ = r;
@@ -104,7 +108,10 @@ impl Proc {
         while self.ahead.len() <= LOOKAHEAD {
             let Some(a) = gen.next() else { break };
             let region = self.regions[a.region as usize] as usize;
-            if let Some(page) = mm.pages.get((mm.regions[region].base + a.page as u32) as usize) {
+            if let Some(page) = mm
+                .pages
+                .get((mm.regions[region].base + a.page as u32) as usize)
+            {
                 prefetch(page);
             }
             self.ahead.push_back(a);
@@ -120,21 +127,40 @@ impl Proc {
         for (pi, p) in cfg.processes.iter().enumerate() {
             for (k, np) in p.phases.iter().enumerate() {
                 let at = || format!("processes[{pi}].phases[{k}]");
-                np.phase.check(p.regions.len()).map_err(|e| ConfigError::invalid(at(), e))?;
+                np.phase
+                    .check(p.regions.len())
+                    .map_err(|e| ConfigError::invalid(at(), e))?;
                 let region_pages: Vec<u64> = p.regions.iter().map(|r| r.pages).collect();
-                np.phase.check_sizes(&region_pages).map_err(|e| ConfigError::invalid(at(), e))?;
+                np.phase
+                    .check_sizes(&region_pages)
+                    .map_err(|e| ConfigError::invalid(at(), e))?;
                 // File phases work on file regions, the others on anonymous memory.
                 let is_file = |r: u32| p.regions[r as usize].file.is_some();
                 let wrong = match &np.phase {
-                    Phase::Read { region, .. } | Phase::Mmap { region, .. } | Phase::Write { region, .. } => {
+                    Phase::Read { region, .. }
+                    | Phase::Mmap { region, .. }
+                    | Phase::Write { region, .. } => {
                         (!is_file(*region)).then_some((*region, "a file region"))
                     }
-                    Phase::Fill { region } => is_file(*region).then_some((*region, "an anonymous region")),
-                    Phase::Sequential { regions, .. } | Phase::Random { regions, .. } | Phase::Trace { regions, .. } => {
-                        regions.iter().find(|&&r| is_file(r)).map(|&r| (r, "anonymous regions"))
+                    Phase::Fill { region } => {
+                        is_file(*region).then_some((*region, "an anonymous region"))
                     }
-                    Phase::CreateFiles { regions, .. } => regions.iter().find(|&&r| !is_file(r)).map(|&r| (r, "file regions")),
-                    Phase::Sleep { .. } | Phase::Exit | Phase::Reclaim { .. } | Phase::CgroupWrite { .. } | Phase::ZramWrite { .. } => None,
+                    Phase::Sequential { regions, .. }
+                    | Phase::Random { regions, .. }
+                    | Phase::Trace { regions, .. } => regions
+                        .iter()
+                        .find(|&&r| is_file(r))
+                        .map(|&r| (r, "anonymous regions")),
+                    Phase::CreateFiles { regions, .. } => regions
+                        .iter()
+                        .find(|&&r| !is_file(r))
+                        .map(|&r| (r, "file regions")),
+                    Phase::Sleep { .. }
+                    | Phase::Exit
+                    | Phase::Reclaim { .. }
+                    | Phase::CgroupWrite { .. }
+                    | Phase::ZramWrite { .. }
+                    | Phase::KernelAlloc { .. } => None,
                 };
                 // The files a phase writes: memory.reclaim is a v2 file (on every cgroup, the
                 // root included); the others are v2 files that the root does not have
@@ -146,14 +172,25 @@ impl Proc {
                 };
                 if let Some((file, on_root)) = file {
                     if cfg.cgroups.version != 2 {
-                        return Err(ConfigError::invalid(at(), format!("phase {:?} writes {file}, a cgroup v2 file; cgroups.version is {}", np.name, cfg.cgroups.version)));
+                        return Err(ConfigError::invalid(
+                            at(),
+                            format!(
+                                "phase {:?} writes {file}, a cgroup v2 file; cgroups.version is {}",
+                                np.name, cfg.cgroups.version
+                            ),
+                        ));
                     }
                     if p.cgroup == 0 && !on_root {
                         return Err(ConfigError::invalid(at(), format!("phase {:?} writes {file}, which the root cgroup does not have; put the process in a cgroup", np.name)));
                     }
                 }
                 if let Phase::ZramWrite { device, file } = np.phase {
-                    let zram = cfg.machine.swap.iter().filter(|s| s.kind == crate::config::SwapKind::Zram).count();
+                    let zram = cfg
+                        .machine
+                        .swap
+                        .iter()
+                        .filter(|s| s.kind == crate::config::SwapKind::Zram)
+                        .count();
                     if device as usize >= zram {
                         return Err(ConfigError::invalid(
                             at(),
@@ -161,8 +198,17 @@ impl Proc {
                         ));
                     }
                 }
-                if let Phase::Reclaim { swappiness: Some(_), .. } = np.phase {
-                    if !crate::policy::Switches::with_overrides(&cfg.kernel.version, &cfg.kernel.switches)?.reclaim_swappiness {
+                if let Phase::Reclaim {
+                    swappiness: Some(_),
+                    ..
+                } = np.phase
+                {
+                    if !crate::policy::Switches::with_overrides(
+                        &cfg.kernel.version,
+                        &cfg.kernel.switches,
+                    )?
+                    .reclaim_swappiness
+                    {
                         return Err(ConfigError::invalid(
                             at(),
                             format!("phase {:?}: memory.reclaim takes swappiness= from 6.12 (switch memcg.reclaim_swappiness); kernel.version is {}", np.name, cfg.kernel.version),
@@ -171,12 +217,18 @@ impl Proc {
                 }
                 if let Some((r, want)) = wrong {
                     let name = &p.regions[r as usize].name;
-                    return Err(ConfigError::invalid(at(), format!("phase {:?} needs {want}; {name:?} is not one", np.name)));
+                    return Err(ConfigError::invalid(
+                        at(),
+                        format!("phase {:?} needs {want}; {name:?} is not one", np.name),
+                    ));
                 }
             }
             let adj = p.oom_score_adj.unwrap_or(0);
             if !(OOM_SCORE_ADJ_MIN..=OOM_SCORE_ADJ_MAX).contains(&adj) {
-                return Err(ConfigError::invalid(format!("processes[{pi}].oom_score_adj"), format!("expected -1000..=1000, got {adj}")));
+                return Err(ConfigError::invalid(
+                    format!("processes[{pi}].oom_score_adj"),
+                    format!("expected -1000..=1000, got {adj}"),
+                ));
             }
             let n = p.regions.len() as u32;
             procs.push(Proc {
@@ -184,7 +236,11 @@ impl Proc {
                 memcg: p.cgroup as u16,
                 regions: (next_region..next_region + n).collect(),
                 region_pages: p.regions.iter().map(|r| r.pages).collect(),
-                phases: p.phases.iter().map(|np| (np.name.clone(), np.phase.clone())).collect(),
+                phases: p
+                    .phases
+                    .iter()
+                    .map(|np| (np.name.clone(), np.phase.clone()))
+                    .collect(),
                 after: p.phases.iter().map(|np| np.after).collect(),
                 ended: vec![false; p.phases.len()],
                 phase: 0,
@@ -216,7 +272,11 @@ fn oom_badness(mm: &Mm, proc: &Proc, totalpages: u64) -> Option<i64> {
     if proc.oom_score_adj == OOM_SCORE_ADJ_MIN {
         return None;
     }
-    let points: u64 = proc.regions.iter().map(|&r| mm.oom_badness_of_region(r as usize)).sum();
+    let points: u64 = proc
+        .regions
+        .iter()
+        .map(|&r| mm.oom_badness_of_region(r as usize))
+        .sum();
     Some(points as i64 + i64::from(proc.oom_score_adj) * (totalpages / 1000) as i64)
 }
 
@@ -229,13 +289,31 @@ fn check_after(cfg: &SimConfig) -> Result<()> {
             let Some(a) = np.after else { continue };
             let at = format!("processes[{pi}].phases[{k}].after");
             let Some(q) = procs.get(a.process as usize) else {
-                return Err(ConfigError::invalid(at, format!("process {} does not exist ({} processes)", a.process, procs.len())));
+                return Err(ConfigError::invalid(
+                    at,
+                    format!(
+                        "process {} does not exist ({} processes)",
+                        a.process,
+                        procs.len()
+                    ),
+                ));
             };
             if a.process as usize == pi {
-                return Err(ConfigError::invalid(at, "names a phase of its own process (its phases run in order already)"));
+                return Err(ConfigError::invalid(
+                    at,
+                    "names a phase of its own process (its phases run in order already)",
+                ));
             }
             if a.phase as usize >= q.phases.len() {
-                return Err(ConfigError::invalid(at, format!("process {:?} has no phase {} ({} phases)", q.name, a.phase, q.phases.len())));
+                return Err(ConfigError::invalid(
+                    at,
+                    format!(
+                        "process {:?} has no phase {} ({} phases)",
+                        q.name,
+                        a.phase,
+                        q.phases.len()
+                    ),
+                ));
             }
         }
     }
@@ -255,7 +333,10 @@ fn check_after(cfg: &SimConfig) -> Result<()> {
                     1 => {
                         return Err(ConfigError::invalid(
                             format!("processes[{p}].phases[{j}].after"),
-                            format!("phase {:?} of process {:?} waits, through `after`, on itself", procs[p].phases[j].name, procs[p].name),
+                            format!(
+                                "phase {:?} of process {:?} waits, through `after`, on itself",
+                                procs[p].phases[j].name, procs[p].name
+                            ),
                         ))
                     }
                     _ => {}
@@ -276,7 +357,11 @@ fn check_after(cfg: &SimConfig) -> Result<()> {
 
 /// The number a cgroup phase writes (None: "max"), its counter read from memcg `m` now.
 fn cgroup_value(mm: &mut Mm, m: u16, value: CgroupValue) -> Option<u64> {
-    if let CgroupValue::Of { of: CgroupCounter::MemoryZswapCurrent, .. } = value {
+    if let CgroupValue::Of {
+        of: CgroupCounter::MemoryZswapCurrent,
+        ..
+    } = value
+    {
         // zswap_current_read flushes the memcg's statistics first.
         mm.flush_memcg_subtree(m);
     }
@@ -301,7 +386,8 @@ pub struct PhaseRecord {
     /// Simplified: no fault is retried (FAULT_FLAG_TRIED, which the kernel counts as major).
     pub minflt: u64,
     pub majflt: u64,
-    /// "completed", "oom_killed", "time_limit", or "oom_failed" (the process's charge found no
+    /// "completed", "oom_killed", "time_limit", "enomem" (a kernel_alloc phase whose
+    /// allocation failed), or "oom_failed" (the process's charge found no
     /// task the OOM killer may kill, every one at oom_score_adj -1000: it stops there).
     pub outcome: &'static str,
     /// A `reclaim` phase: the pages memory.reclaim reclaimed, in bytes (also when it failed).
@@ -331,8 +417,17 @@ pub(crate) struct Scheduler {
 
 impl Scheduler {
     pub(crate) fn from_config(cfg: &SimConfig) -> Result<Scheduler> {
-        let stop_after = cfg.max_time_ns.unwrap_or(crate::limits::TIME_HORIZON_NS).min(crate::limits::TIME_HORIZON_NS);
-        Ok(Scheduler { procs: Proc::from_config(cfg)?, records: Vec::new(), all_done: false, stop_after, ended_at: 0 })
+        let stop_after = cfg
+            .max_time_ns
+            .unwrap_or(crate::limits::TIME_HORIZON_NS)
+            .min(crate::limits::TIME_HORIZON_NS);
+        Ok(Scheduler {
+            procs: Proc::from_config(cfg)?,
+            records: Vec::new(),
+            all_done: false,
+            stop_after,
+            ended_at: 0,
+        })
     }
 
     pub(crate) fn len(&self) -> usize {
@@ -346,7 +441,10 @@ impl Scheduler {
 
     /// Processes that want a CPU at `now`: running, and not blocked on IO or throttling.
     pub(crate) fn runnable_processes(&self, now: Time) -> u64 {
-        self.procs.iter().filter(|p| p.state == ProcState::Running && p.blocked_until <= now).count() as u64
+        self.procs
+            .iter()
+            .filter(|p| p.state == ProcState::Running && p.blocked_until <= now)
+            .count() as u64
     }
 
     /// Run process `p` from `t` for up to one quantum; CPU costs stretched by `slowdown`.
@@ -400,7 +498,8 @@ impl Scheduler {
                 self.procs[pi].phase += 1;
                 continue;
             }
-            if let Phase::ZramWrite { device, file } = self.procs[pi].phases[self.procs[pi].phase].1 {
+            if let Phase::ZramWrite { device, file } = self.procs[pi].phases[self.procs[pi].phase].1
+            {
                 match file {
                     reclaimlab_workload::ZramFile::Compact => mm.zram_compact(device as usize),
                 }
@@ -409,7 +508,31 @@ impl Scheduler {
                 self.procs[pi].phase += 1;
                 continue;
             }
-            if let Phase::CgroupWrite { file, value } = self.procs[pi].phases[self.procs[pi].phase].1 {
+            if let Phase::KernelAlloc {
+                count,
+                order,
+                fallback_order,
+                migratetype,
+            } = self.procs[pi].phases[self.procs[pi].phase].1
+            {
+                // All at once, like a fork: the stalls advance this process's clock (mm/kalloc.rs).
+                let got = mm.kernel_alloc(
+                    &mut ctx,
+                    pi as u32,
+                    count,
+                    order,
+                    fallback_order,
+                    migratetype,
+                );
+                let outcome = if got == count { "completed" } else { "enomem" };
+                self.end_phase_at(mm, pi, self.procs[pi].phase, ctx.now, outcome);
+                self.procs[pi].gen = None;
+                self.procs[pi].phase += 1;
+                continue;
+            }
+            if let Phase::CgroupWrite { file, value } =
+                self.procs[pi].phases[self.procs[pi].phase].1
+            {
                 let written = self.cgroup_write(mm, pi, &mut ctx, file, value);
                 if self.procs[pi].state == ProcState::OomKilled {
                     return;
@@ -422,7 +545,10 @@ impl Scheduler {
             }
             let proc = &self.procs[pi];
             let duration_end = match proc.phases[proc.phase].1 {
-                Phase::Random { duration_ns: Some(d), .. } => later(proc.phase_start, d),
+                Phase::Random {
+                    duration_ns: Some(d),
+                    ..
+                } => later(proc.phase_start, d),
                 _ => Time::MAX,
             };
             // read(2) phases go through the page cache's read path, not a memory access; each
@@ -436,7 +562,10 @@ impl Scheduler {
                 _ => (false, None),
             };
             // create_files: fsync(2) before closing each file (its last page written).
-            let fsync_at_close = matches!(proc.phases[proc.phase].1, Phase::CreateFiles { fsync: true, .. });
+            let fsync_at_close = matches!(
+                proc.phases[proc.phase].1,
+                Phase::CreateFiles { fsync: true, .. }
+            );
             let mut phase_done = false;
             while ctx.now < quantum_end {
                 if ctx.now >= duration_end {
@@ -468,7 +597,11 @@ impl Scheduler {
                         let written = proc.accesses * PAGE_SIZE;
                         let r = mm.generic_perform_write(&mut ctx, page).map(|()| true);
                         let last_of_file = a.page + 1 == mm.regions[region].pages as u64;
-                        if r.is_ok() && (fsync_bytes.is_some_and(|n| written / n > (written - PAGE_SIZE) / n) || (fsync_at_close && last_of_file)) {
+                        if r.is_ok()
+                            && (fsync_bytes
+                                .is_some_and(|n| written / n > (written - PAGE_SIZE) / n)
+                                || (fsync_at_close && last_of_file))
+                        {
                             mm.vfs_fsync(&mut ctx, region);
                         }
                         r
@@ -483,7 +616,8 @@ impl Scheduler {
                         // dirties it. Each half is charged `access_ns`.
                         let rw = a.write && proc.gen.as_ref().is_some_and(|g| g.rw());
                         let r = if rw {
-                            mm.access(&mut ctx, page, false).and_then(|f| Ok(mm.access(&mut ctx, page, true)? || f))
+                            mm.access(&mut ctx, page, false)
+                                .and_then(|f| Ok(mm.access(&mut ctx, page, true)? || f))
                         } else {
                             mm.access(&mut ctx, page, a.write)
                         };
@@ -498,7 +632,9 @@ impl Scheduler {
                         // A charging task at OOM_SCORE_ADJ_MIN is never the victim: the kernel's
                         // select_bad_process picks another task of the OOM domain; once it is
                         // killed, the charge (here: the access) is tried again.
-                        Err(oom) if self.procs[pi].oom_score_adj == OOM_SCORE_ADJ_MIN => match self.select_bad_process(mm, oom.memcg) {
+                        Err(oom) if self.procs[pi].oom_score_adj == OOM_SCORE_ADJ_MIN => match self
+                            .select_bad_process(mm, oom.memcg)
+                        {
                             Some(victim) => self.oom_kill_process(mm, victim, oom.memcg, ctx.now),
                             None => break Err(oom),
                         },
@@ -637,7 +773,10 @@ impl Scheduler {
         let proc = &mut self.procs[pi];
         proc.phase_start = ctx.now;
         proc.ahead.clear();
-        proc.lookahead = matches!(proc.phases[proc.phase].1, Phase::Random { .. } | Phase::Trace { .. });
+        proc.lookahead = matches!(
+            proc.phases[proc.phase].1,
+            Phase::Random { .. } | Phase::Trace { .. }
+        );
         proc.accesses = 0;
         proc.minflt = 0;
         proc.majflt = 0;
@@ -665,11 +804,20 @@ impl Scheduler {
                 let bytes = cgroup_value(mm, m, amount).unwrap_or(0);
                 let proc = &mut self.procs[pi];
                 proc.reclaim = Some(MemoryReclaim::new(bytes, swappiness.map(u64::from)));
-                proc.gen = Some(AccessGen::new(&Phase::Exit, &[], reclaimlab_workload::SplitMix64::new(0)));
+                proc.gen = Some(AccessGen::new(
+                    &Phase::Exit,
+                    &[],
+                    reclaimlab_workload::SplitMix64::new(0),
+                ));
                 true
             }
             phase => {
-                let rng = reclaimlab_workload::rng::stream(mm.seed, Stream::Access, pi as u64, proc.phase as u64);
+                let rng = reclaimlab_workload::rng::stream(
+                    mm.seed,
+                    Stream::Access,
+                    pi as u64,
+                    proc.phase as u64,
+                );
                 proc.gen = Some(AccessGen::new(&phase, &proc.region_pages, rng));
                 true
             }
@@ -680,7 +828,11 @@ impl Scheduler {
     /// killed, exited or stopped before it.
     fn after_met(&self, a: After) -> bool {
         let q = &self.procs[a.process as usize];
-        q.ended[a.phase as usize] || matches!(q.state, ProcState::Finished | ProcState::Exited | ProcState::OomKilled)
+        q.ended[a.phase as usize]
+            || matches!(
+                q.state,
+                ProcState::Finished | ProcState::Exited | ProcState::OomKilled
+            )
     }
 
     /// Processes waiting on a phase that has now ended run from `now`, in process order: each
@@ -689,7 +841,8 @@ impl Scheduler {
     fn wake_waiters(&mut self, mm: &mut Mm, now: Time) {
         for qi in 0..self.procs.len() {
             let q = &self.procs[qi];
-            if q.state == ProcState::Waiting && q.after[q.phase].is_some_and(|a| self.after_met(a)) {
+            if q.state == ProcState::Waiting && q.after[q.phase].is_some_and(|a| self.after_met(a))
+            {
                 self.procs[qi].state = ProcState::Running;
                 self.procs[qi].blocked_until = 0;
                 mm.queue.push(now, EventKind::Process(qi as u32));
@@ -697,7 +850,14 @@ impl Scheduler {
         }
     }
 
-    fn end_phase_at(&mut self, mm: &mut Mm, pi: usize, idx: usize, now: Time, outcome: &'static str) {
+    fn end_phase_at(
+        &mut self,
+        mm: &mut Mm,
+        pi: usize,
+        idx: usize,
+        now: Time,
+        outcome: &'static str,
+    ) {
         self.procs[pi].ended[idx] = true;
         self.wake_waiters(mm, now);
         let proc = &self.procs[pi];
@@ -720,15 +880,26 @@ impl Scheduler {
     /// A write to the process's cgroup file `file` (memory_high_write, memory_max_write,
     /// zswap_max_write, zswap_writeback_write in 6.12's mm/memcontrol.c); returns the text
     /// written. Sizes are rounded down to pages, as page_counter_memparse does.
-    fn cgroup_write(&mut self, mm: &mut Mm, pi: usize, ctx: &mut Ctx, file: CgroupFile, value: CgroupValue) -> String {
+    fn cgroup_write(
+        &mut self,
+        mm: &mut Mm,
+        pi: usize,
+        ctx: &mut Ctx,
+        file: CgroupFile,
+        value: CgroupValue,
+    ) -> String {
         let m = self.procs[pi].memcg;
         let v = cgroup_value(mm, m, value);
         let pages = v.map_or(u64::MAX, |b| b / PAGE_SIZE);
         match file {
             CgroupFile::MemoryHigh => mm.memory_high_write(ctx, m, pages),
-            CgroupFile::MemoryMax => mm.memory_max_write(ctx, m, pages, &mut |mm, now| self.oom_kill_memcg(mm, m, now)),
+            CgroupFile::MemoryMax => mm.memory_max_write(ctx, m, pages, &mut |mm, now| {
+                self.oom_kill_memcg(mm, m, now)
+            }),
             CgroupFile::MemoryZswapMax => mm.memcgs[m as usize].zswap_max = pages,
-            CgroupFile::MemoryZswapWriteback => mm.memcgs[m as usize].zswap_writeback = v == Some(1),
+            CgroupFile::MemoryZswapWriteback => {
+                mm.memcgs[m as usize].zswap_writeback = v == Some(1)
+            }
         }
         CgroupValue::text(v)
     }
@@ -736,7 +907,9 @@ impl Scheduler {
     /// mem_cgroup_out_of_memory for memcg `m` (from a memory.max write): select_bad_process
     /// in its subtree, then oom_kill_process. False if the subtree has no task to kill.
     fn oom_kill_memcg(&mut self, mm: &mut Mm, m: u16, now: Time) -> bool {
-        let Some(victim) = self.select_bad_process(mm, Some(m)) else { return false };
+        let Some(victim) = self.select_bad_process(mm, Some(m)) else {
+            return false;
+        };
         self.oom_kill_process(mm, victim, Some(m), now);
         true
     }
@@ -752,7 +925,11 @@ impl Scheduler {
         let totalpages = match domain {
             Some(m) => {
                 let mc = &mm.memcgs[m as usize];
-                let swap = if mc.swappiness > 0 { mc.swap_max.min(mm.swap.total_swap_pages) } else { 0 };
+                let swap = if mc.swappiness > 0 {
+                    mc.swap_max.min(mm.swap.total_swap_pages)
+                } else {
+                    0
+                };
                 (mc.limit.min(PAGE_COUNTER_MAX) + swap).max(1)
             }
             None => mm.totalram + mm.swap.total_swap_pages,
@@ -760,10 +937,14 @@ impl Scheduler {
         let range = domain.map_or(0..u16::MAX, |m| m..mm.memcgs[m as usize].subtree_end);
         let mut best: Option<(i64, usize)> = None;
         for (pi, proc) in self.procs.iter().enumerate() {
-            if matches!(proc.state, ProcState::Exited | ProcState::OomKilled) || !range.contains(&proc.memcg) {
+            if matches!(proc.state, ProcState::Exited | ProcState::OomKilled)
+                || !range.contains(&proc.memcg)
+            {
                 continue;
             }
-            let Some(points) = oom_badness(mm, proc, totalpages) else { continue };
+            let Some(points) = oom_badness(mm, proc, totalpages) else {
+                continue;
+            };
             if best.is_none_or(|(b, _)| points > b) {
                 best = Some((points, pi));
             }
@@ -827,7 +1008,9 @@ impl Scheduler {
         if self.procs[pi].state == ProcState::OomKilled {
             return;
         }
-        if self.procs[pi].phase < self.procs[pi].phases.len() && self.procs[pi].state != ProcState::Finished {
+        if self.procs[pi].phase < self.procs[pi].phases.len()
+            && self.procs[pi].state != ProcState::Finished
+        {
             self.end_phase_at(mm, pi, self.procs[pi].phase, now, "oom_killed");
         }
         mm.exit_process(pi as u32);
@@ -848,7 +1031,12 @@ impl Scheduler {
 
     fn maybe_finish(&mut self, now: Time) {
         self.ended_at = self.ended_at.max(now);
-        if self.procs.iter().all(|p| matches!(p.state, ProcState::Finished | ProcState::Exited | ProcState::OomKilled)) {
+        if self.procs.iter().all(|p| {
+            matches!(
+                p.state,
+                ProcState::Finished | ProcState::Exited | ProcState::OomKilled
+            )
+        }) {
             self.all_done = true;
         }
     }
@@ -866,7 +1054,11 @@ impl Scheduler {
     /// The time limit: every phase still running ends at `now` ("time_limit").
     pub(crate) fn stop_at_time_limit(&mut self, mm: &mut Mm, now: Time) {
         for pi in 0..self.procs.len() {
-            if matches!(self.procs[pi].state, ProcState::Running | ProcState::Sleeping) && self.procs[pi].phase < self.procs[pi].phases.len() {
+            if matches!(
+                self.procs[pi].state,
+                ProcState::Running | ProcState::Sleeping
+            ) && self.procs[pi].phase < self.procs[pi].phases.len()
+            {
                 self.end_phase_at(mm, pi, self.procs[pi].phase, now, "time_limit");
                 self.procs[pi].state = ProcState::Finished;
             }
@@ -887,7 +1079,10 @@ impl Scheduler {
             .map(|(pi, p)| {
                 let mut all = mm.lat.total[pi].clone();
                 all.merge(&mm.lat.current[pi]);
-                crate::latency::ProcessLatency { process: p.name.clone(), kinds: all.summaries() }
+                crate::latency::ProcessLatency {
+                    process: p.name.clone(),
+                    kinds: all.summaries(),
+                }
             })
             .collect()
     }
@@ -900,20 +1095,51 @@ impl Scheduler {
             let done = match p.state {
                 ProcState::Running | ProcState::Sleeping | ProcState::Waiting => {
                     let frac = match (p.phases.get(p.phase).map(|x| &x.1), &p.gen) {
-                        (Some(Phase::Random { duration_ns: Some(d), .. }), Some(_)) => {
-                            (now.saturating_sub(p.phase_start)) as f64 / (*d).max(1) as f64
+                        (
+                            Some(Phase::Random {
+                                duration_ns: Some(d),
+                                ..
+                            }),
+                            Some(_),
+                        ) => (now.saturating_sub(p.phase_start)) as f64 / (*d).max(1) as f64,
+                        (Some(Phase::Random { count: Some(c), .. }), Some(_)) => {
+                            p.accesses as f64 / (*c).max(1) as f64
                         }
-                        (Some(Phase::Random { count: Some(c), .. }), Some(_)) => p.accesses as f64 / (*c).max(1) as f64,
-                        (Some(Phase::Fill { region }), Some(_)) => p.accesses as f64 / p.region_pages[*region as usize].max(1) as f64,
-                        (Some(Phase::Trace { trace, passes, limit, .. }), Some(_)) => {
-                            let total = limit.unwrap_or(u64::MAX).min(trace.len().saturating_mul(u64::from(*passes)));
+                        (Some(Phase::Fill { region }), Some(_)) => {
+                            p.accesses as f64 / p.region_pages[*region as usize].max(1) as f64
+                        }
+                        (
+                            Some(Phase::Trace {
+                                trace,
+                                passes,
+                                limit,
+                                ..
+                            }),
+                            Some(_),
+                        ) => {
+                            let total = limit
+                                .unwrap_or(u64::MAX)
+                                .min(trace.len().saturating_mul(u64::from(*passes)));
                             p.accesses as f64 / total.max(1) as f64
                         }
-                        (Some(Phase::Read { region, passes } | Phase::Mmap { region, passes, .. } | Phase::Write { region, passes, .. }), Some(_)) => {
-                            p.accesses as f64 / (p.region_pages[*region as usize] * *passes as u64).max(1) as f64
+                        (
+                            Some(
+                                Phase::Read { region, passes }
+                                | Phase::Mmap { region, passes, .. }
+                                | Phase::Write { region, passes, .. },
+                            ),
+                            Some(_),
+                        ) => {
+                            p.accesses as f64
+                                / (p.region_pages[*region as usize] * *passes as u64).max(1) as f64
                         }
                         (Some(Phase::CreateFiles { regions, .. }), Some(_)) => {
-                            p.accesses as f64 / regions.iter().map(|&r| p.region_pages[r as usize]).sum::<u64>().max(1) as f64
+                            p.accesses as f64
+                                / regions
+                                    .iter()
+                                    .map(|&r| p.region_pages[r as usize])
+                                    .sum::<u64>()
+                                    .max(1) as f64
                         }
                         _ => 0.0,
                     };

@@ -23,7 +23,11 @@ pub fn config_error(e: CoreError) -> PyErr {
     Python::attach(|py| {
         let err = ConfigError::new_err(e.to_string());
         let v = err.value(py);
-        for (k, val) in [("path", e.path.as_str()), ("reason", e.reason.as_str()), ("kind", e.kind.name())] {
+        for (k, val) in [
+            ("path", e.path.as_str()),
+            ("reason", e.reason.as_str()),
+            ("kind", e.kind.name()),
+        ] {
             if let Err(set) = v.setattr(k, val) {
                 return set;
             }

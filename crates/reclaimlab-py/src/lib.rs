@@ -24,7 +24,9 @@ struct Simulation {
 impl Simulation {
     #[new]
     fn new(config_json: &str) -> PyResult<Self> {
-        reclaimlab_core::simulation_from_json(config_json).map(|inner| Simulation { inner }).map_err(errors::config_error)
+        reclaimlab_core::simulation_from_json(config_json)
+            .map(|inner| Simulation { inner })
+            .map_err(errors::config_error)
     }
 
     /// Run up to `max_events` events (without holding the GIL); True once finished.
@@ -68,7 +70,8 @@ impl Simulation {
     /// {"counters": {...}, "phases": [...], "stats": {...}} as JSON.
     fn result_json(&self) -> String {
         let r = self.inner.result();
-        let counters: BTreeMap<&str, u64> = r.counters.iter().map(|(k, v)| (k.as_str(), *v)).collect();
+        let counters: BTreeMap<&str, u64> =
+            r.counters.iter().map(|(k, v)| (k.as_str(), *v)).collect();
         serde_json::json!({ "counters": counters, "phases": r.phases, "stats": r.stats, "latency": r.latency }).to_string()
     }
 
@@ -117,15 +120,26 @@ fn presets() -> Vec<&'static str> {
 /// Compressors the simulator knows, by kernel crypto name.
 #[pyfunction]
 fn codecs() -> Vec<String> {
-    reclaimlab_core::compress::Codec::ALL.iter().map(|c| c.to_string()).collect()
+    reclaimlab_core::compress::Codec::ALL
+        .iter()
+        .map(|c| c.to_string())
+        .collect()
 }
 
 /// The exact bytes of one page of a content class (what the runner writes, what the codecs
 /// compress): `content` as in scenarios, `region_id` = (process << 16) | region.
 #[pyfunction]
-fn page_bytes(py: Python<'_>, content: &str, seed: u64, region_id: u32, variant: u32) -> PyResult<Py<PyAny>> {
+fn page_bytes(
+    py: Python<'_>,
+    content: &str,
+    seed: u64,
+    region_id: u32,
+    variant: u32,
+) -> PyResult<Py<PyAny>> {
     use reclaimlab_workload::content::{fill_page, Content};
-    let c: Content = content.parse().map_err(|e| errors::bad_argument("content", e))?;
+    let c: Content = content
+        .parse()
+        .map_err(|e| errors::bad_argument("content", e))?;
     let mut page = [0u8; reclaimlab_workload::PAGE_SIZE];
     fill_page(c, seed, region_id, variant, &mut page);
     Ok(pyo3::types::PyBytes::new(py, &page).into_any().unbind())
@@ -134,8 +148,12 @@ fn page_bytes(py: Python<'_>, content: &str, seed: u64, region_id: u32, variant:
 /// The simulator's compressed length of a 4 KiB page for a kernel compressor name.
 #[pyfunction]
 fn compressed_len(codec: &str, page: &[u8]) -> PyResult<u32> {
-    let c: reclaimlab_core::compress::Codec = codec.parse().map_err(|e| errors::bad_argument("codec", e))?;
-    let page: &[u8; 4096] = page.try_into().map_err(|_| errors::bad_argument("page", "a page is exactly 4096 bytes"))?;
+    let c: reclaimlab_core::compress::Codec = codec
+        .parse()
+        .map_err(|e| errors::bad_argument("codec", e))?;
+    let page: &[u8; 4096] = page
+        .try_into()
+        .map_err(|_| errors::bad_argument("page", "a page is exactly 4096 bytes"))?;
     Ok(reclaimlab_core::compress::compressed_len(c, page))
 }
 
@@ -151,8 +169,12 @@ fn codec_timing(py: Python<'_>, codec: &str, page: &[u8], reps: u32) -> PyResult
     use std::hint::black_box;
     use std::time::Instant;
 
-    let c: Codec = codec.parse().map_err(|e| errors::bad_argument("codec", e))?;
-    let page: [u8; 4096] = page.try_into().map_err(|_| errors::bad_argument("page", "a page is exactly 4096 bytes"))?;
+    let c: Codec = codec
+        .parse()
+        .map_err(|e| errors::bad_argument("codec", e))?;
+    let page: [u8; 4096] = page
+        .try_into()
+        .map_err(|_| errors::bad_argument("page", "a page is exactly 4096 bytes"))?;
     if reps == 0 {
         return Err(errors::bad_argument("reps", "expected at least 1"));
     }
@@ -160,14 +182,22 @@ fn codec_timing(py: Python<'_>, codec: &str, page: &[u8], reps: u32) -> PyResult
     let dst: &mut [u8; COMPRESS_BUF_LEN] = (&mut *dst).try_into().expect("buffer length");
     let mut back = [0u8; 4096];
     let n = compress(c, &page, dst);
-    decompress(c, &dst[..n], &mut back).map_err(|e| errors::bad_argument("codec", format!("{c}: {e}")))?;
+    decompress(c, &dst[..n], &mut back)
+        .map_err(|e| errors::bad_argument("codec", format!("{c}: {e}")))?;
     if back != page {
-        return Err(errors::bad_argument("codec", format!("{c}: the round trip changed the page")));
+        return Err(errors::bad_argument(
+            "codec",
+            format!("{c}: the round trip changed the page"),
+        ));
     }
     let median = |mut v: Vec<f64>| -> f64 {
         v.sort_by(f64::total_cmp);
         let m = v.len() / 2;
-        if v.len() % 2 == 1 { v[m] } else { (v[m - 1] + v[m]) / 2.0 }
+        if v.len() % 2 == 1 {
+            v[m]
+        } else {
+            (v[m - 1] + v[m]) / 2.0
+        }
     };
     let run = |f: &mut dyn FnMut()| -> f64 {
         // Warm up and size the batch: at least ~2 µs per sample.
@@ -203,7 +233,9 @@ fn codec_timing(py: Python<'_>, codec: &str, page: &[u8], reps: u32) -> PyResult
 /// How many distinct page contents a region of this class has with `variants` requested.
 #[pyfunction]
 fn distinct_variants(content: &str, variants: u32) -> PyResult<u32> {
-    let c: reclaimlab_workload::Content = content.parse().map_err(|e| errors::bad_argument("content", e))?;
+    let c: reclaimlab_workload::Content = content
+        .parse()
+        .map_err(|e| errors::bad_argument("content", e))?;
     Ok(reclaimlab_workload::content::distinct_variants(c, variants))
 }
 
@@ -212,7 +244,9 @@ fn distinct_variants(content: &str, variants: u32) -> PyResult<u32> {
 /// Python need not mirror it.
 #[pyfunction]
 fn check_content(spec: &str) -> PyResult<()> {
-    spec.parse::<reclaimlab_workload::Content>().map(|_| ()).map_err(|e| errors::bad_argument("content", e))
+    spec.parse::<reclaimlab_workload::Content>()
+        .map(|_| ())
+        .map_err(|e| errors::bad_argument("content", e))
 }
 
 /// A JSON value (a knob's default) as a Python object.
@@ -305,13 +339,18 @@ fn estimate<'py>(py: Python<'py>, config_json: &str) -> PyResult<Bound<'py, PyDi
 #[pyfunction]
 fn latency_quantiles(values: Vec<u64>, quantiles_ppm: Vec<u64>) -> PyResult<Vec<u64>> {
     if let Some(q) = quantiles_ppm.iter().find(|&&q| q == 0 || q > 1_000_000) {
-        return Err(pyo3::exceptions::PyValueError::new_err(format!("quantile {q} ppm: expected 1 to 1000000")));
+        return Err(pyo3::exceptions::PyValueError::new_err(format!(
+            "quantile {q} ppm: expected 1 to 1000000"
+        )));
     }
     let mut h = reclaimlab_core::latency::Histogram::default();
     for v in values {
         h.record(v);
     }
-    Ok(quantiles_ppm.into_iter().map(|q| h.quantile_ppm(q)).collect())
+    Ok(quantiles_ppm
+        .into_iter()
+        .map(|q| h.quantile_ppm(q))
+        .collect())
 }
 
 /// The histogram's stated relative error bound of a reported quantile.

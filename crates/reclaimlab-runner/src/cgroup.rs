@@ -35,7 +35,8 @@ pub fn own_cgroup_dir() -> io::Result<PathBuf> {
         .lines()
         .find_map(|l| {
             let (pre, post) = l.split_once(" - ")?;
-            (post.split(' ').next() == Some("cgroup2")).then(|| pre.split(' ').nth(4).map(str::to_string))?
+            (post.split(' ').next() == Some("cgroup2"))
+                .then(|| pre.split(' ').nth(4).map(str::to_string))?
         })
         .ok_or_else(|| io::Error::other("no cgroup2 mount in /proc/self/mountinfo"))?;
     Ok(Path::new(&mount).join(rel.trim().trim_start_matches('/')))
@@ -43,14 +44,19 @@ pub fn own_cgroup_dir() -> io::Result<PathBuf> {
 
 fn read_u64(dir: &Path, file: &str) -> io::Result<u64> {
     let text = fs::read_to_string(dir.join(file))?;
-    text.trim().parse().map_err(|e| io::Error::other(format!("{}: {e}", dir.join(file).display())))
+    text.trim()
+        .parse()
+        .map_err(|e| io::Error::other(format!("{}: {e}", dir.join(file).display())))
 }
 
 /// memory.stat's `pgsteal` field.
 fn pgsteal(dir: &Path) -> io::Result<u64> {
     let text = fs::read_to_string(dir.join("memory.stat"))?;
     text.lines()
-        .find_map(|l| l.strip_prefix("pgsteal ").and_then(|v| v.trim().parse().ok()))
+        .find_map(|l| {
+            l.strip_prefix("pgsteal ")
+                .and_then(|v| v.trim().parse().ok())
+        })
         .ok_or_else(|| io::Error::other("memory.stat has no pgsteal"))
 }
 
@@ -60,7 +66,10 @@ fn write(dir: &Path, file: &str, text: &str) -> io::Result<Result<(), i32>> {
         Ok(()) => Ok(Ok(())),
         Err(e) => match e.raw_os_error() {
             Some(errno) if errno == libc::EAGAIN => Ok(Err(errno)),
-            _ => Err(io::Error::new(e.kind(), format!("writing {text:?} to {}: {e}", dir.join(file).display()))),
+            _ => Err(io::Error::new(
+                e.kind(),
+                format!("writing {text:?} to {}: {e}", dir.join(file).display()),
+            )),
         },
     }
 }
@@ -81,7 +90,11 @@ fn resolve(dir: &Path, value: CgroupValue) -> io::Result<Option<u64>> {
 }
 
 /// A `reclaim` phase: `amount` bytes (and `swappiness=N`) written to `dir/memory.reclaim`.
-pub fn reclaim(dir: &Path, amount: CgroupValue, swappiness: Option<u8>) -> io::Result<WriteOutcome> {
+pub fn reclaim(
+    dir: &Path,
+    amount: CgroupValue,
+    swappiness: Option<u8>,
+) -> io::Result<WriteOutcome> {
     let bytes = resolve(dir, amount)?.unwrap_or(0);
     let text = match swappiness {
         Some(s) => format!("{bytes} swappiness={s}"),
@@ -90,7 +103,11 @@ pub fn reclaim(dir: &Path, amount: CgroupValue, swappiness: Option<u8>) -> io::R
     let before = pgsteal(dir)?;
     let r = write(dir, "memory.reclaim", &text)?;
     let after = pgsteal(dir)?;
-    Ok(WriteOutcome { reclaimed_bytes: Some(after.saturating_sub(before) * 4096), errno: r.err(), written: Some(Some(bytes)) })
+    Ok(WriteOutcome {
+        reclaimed_bytes: Some(after.saturating_sub(before) * 4096),
+        errno: r.err(),
+        written: Some(Some(bytes)),
+    })
 }
 
 /// A `cgroup_write` phase: `value` (computed from the cgroup's counter when it is one) written
@@ -98,7 +115,11 @@ pub fn reclaim(dir: &Path, amount: CgroupValue, swappiness: Option<u8>) -> io::R
 pub fn cgroup_write(dir: &Path, file: CgroupFile, value: CgroupValue) -> io::Result<WriteOutcome> {
     let v = resolve(dir, value)?;
     let r = write(dir, file.name(), &CgroupValue::text(v))?;
-    Ok(WriteOutcome { reclaimed_bytes: None, errno: r.err(), written: Some(v) })
+    Ok(WriteOutcome {
+        reclaimed_bytes: None,
+        errno: r.err(),
+        written: Some(v),
+    })
 }
 
 #[cfg(test)]
@@ -111,16 +132,56 @@ mod tests {
         fs::create_dir_all(&dir).unwrap();
         fs::write(dir.join("memory.zswap.current"), "10001\n").unwrap();
         fs::write(dir.join("memory.stat"), "anon 1\npgsteal 5\n").unwrap();
-        let o = cgroup_write(&dir, CgroupFile::MemoryZswapMax, CgroupValue::Of { of: CgroupCounter::MemoryZswapCurrent, times: 0.5, minus: 0 }).unwrap();
+        let o = cgroup_write(
+            &dir,
+            CgroupFile::MemoryZswapMax,
+            CgroupValue::Of {
+                of: CgroupCounter::MemoryZswapCurrent,
+                times: 0.5,
+                minus: 0,
+            },
+        )
+        .unwrap();
         assert_eq!(o.written, Some(Some(5000)));
-        assert_eq!(fs::read_to_string(dir.join("memory.zswap.max")).unwrap(), "5000");
+        assert_eq!(
+            fs::read_to_string(dir.join("memory.zswap.max")).unwrap(),
+            "5000"
+        );
         let o = cgroup_write(&dir, CgroupFile::MemoryHigh, CgroupValue::Max).unwrap();
-        assert_eq!((o.written, fs::read_to_string(dir.join("memory.high")).unwrap().as_str()), (Some(None), "max"));
+        assert_eq!(
+            (
+                o.written,
+                fs::read_to_string(dir.join("memory.high"))
+                    .unwrap()
+                    .as_str()
+            ),
+            (Some(None), "max")
+        );
         let o = reclaim(&dir, CgroupValue::Value { value: 4 << 20 }, Some(0)).unwrap();
-        assert_eq!(fs::read_to_string(dir.join("memory.reclaim")).unwrap(), "4194304 swappiness=0");
+        assert_eq!(
+            fs::read_to_string(dir.join("memory.reclaim")).unwrap(),
+            "4194304 swappiness=0"
+        );
         assert_eq!((o.reclaimed_bytes, o.errno), (Some(0), None));
-        let o = reclaim(&dir, CgroupValue::Of { of: CgroupCounter::MemoryZswapCurrent, times: 1.0, minus: 1 }, None).unwrap();
-        assert_eq!((fs::read_to_string(dir.join("memory.reclaim")).unwrap().as_str(), o.written), ("10000", Some(Some(10000))));
+        let o = reclaim(
+            &dir,
+            CgroupValue::Of {
+                of: CgroupCounter::MemoryZswapCurrent,
+                times: 1.0,
+                minus: 1,
+            },
+            None,
+        )
+        .unwrap();
+        assert_eq!(
+            (
+                fs::read_to_string(dir.join("memory.reclaim"))
+                    .unwrap()
+                    .as_str(),
+                o.written
+            ),
+            ("10000", Some(Some(10000)))
+        );
         fs::remove_dir_all(&dir).unwrap();
     }
 }

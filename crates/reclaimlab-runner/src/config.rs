@@ -115,17 +115,36 @@ const MAX_INDEX: usize = 1 << 16;
 /// simulator refuses the mix too, in `sched.rs`: a read(2) of anonymous memory means nothing).
 fn check_region_kinds(phase: &Phase, regions: &[RegionPlan]) -> Result<(), String> {
     let (wanted_file, used): (bool, Vec<u32>) = match phase {
-        Phase::Read { region, .. } | Phase::Mmap { region, .. } | Phase::Write { region, .. } => (true, vec![*region]),
+        Phase::Read { region, .. } | Phase::Mmap { region, .. } | Phase::Write { region, .. } => {
+            (true, vec![*region])
+        }
         Phase::CreateFiles { regions: rs, .. } => (true, rs.clone()),
         Phase::Fill { region } => (false, vec![*region]),
-        Phase::Sequential { regions: rs, .. } | Phase::Random { regions: rs, .. } | Phase::Trace { regions: rs, .. } => (false, rs.clone()),
-        Phase::Sleep { .. } | Phase::Exit | Phase::Reclaim { .. } | Phase::CgroupWrite { .. } | Phase::ZramWrite { .. } => return Ok(()),
+        Phase::Sequential { regions: rs, .. }
+        | Phase::Random { regions: rs, .. }
+        | Phase::Trace { regions: rs, .. } => (false, rs.clone()),
+        Phase::Sleep { .. }
+        | Phase::Exit
+        | Phase::Reclaim { .. }
+        | Phase::CgroupWrite { .. }
+        | Phase::ZramWrite { .. } => return Ok(()),
+        // A user process cannot ask the kernel for a block of a given order and type.
+        Phase::KernelAlloc { .. } => {
+            return Err("kernel_alloc phases run in the simulator only".into())
+        }
     };
     for r in used {
         let reg = &regions[r as usize];
         if reg.file.is_some() != wanted_file {
-            let (is, needs) = if wanted_file { ("anonymous", "a file") } else { ("a file", "an anonymous region") };
-            return Err(format!("region {r} ({}) is {is}; this phase needs {needs}", reg.name));
+            let (is, needs) = if wanted_file {
+                ("anonymous", "a file")
+            } else {
+                ("a file", "an anonymous region")
+            };
+            return Err(format!(
+                "region {r} ({}) is {is}; this phase needs {needs}",
+                reg.name
+            ));
         }
     }
     Ok(())
@@ -134,20 +153,29 @@ fn check_region_kinds(phase: &Phase, regions: &[RegionPlan]) -> Result<(), Strin
 impl Plan {
     /// Reads and validates `path` for process `process`.
     pub fn load(path: &Path, process: usize) -> Result<Plan, String> {
-        let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read config {}: {e}", path.display()))?;
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| format!("cannot read config {}: {e}", path.display()))?;
         Plan::parse(&text, process).map_err(|e| format!("config {}: {e}", path.display()))
     }
 
     /// Parses and validates the lowered JSON `text` for process `process`.
     pub fn parse(text: &str, process: usize) -> Result<Plan, String> {
-        let raw: RawConfig = serde_json::from_str(text).map_err(|e| format!("not a lowered scenario: {e}"))?;
+        let raw: RawConfig =
+            serde_json::from_str(text).map_err(|e| format!("not a lowered scenario: {e}"))?;
         let n = raw.processes.len();
         // Phase counts of every process, to check `after` against (the simulator's check_after).
-        let phase_counts: Vec<Option<usize>> = raw.processes.iter().map(|v| v.get("phases").and_then(|p| p.as_array()).map(Vec::len)).collect();
+        let phase_counts: Vec<Option<usize>> = raw
+            .processes
+            .iter()
+            .map(|v| v.get("phases").and_then(|p| p.as_array()).map(Vec::len))
+            .collect();
         let Some(value) = raw.processes.into_iter().nth(process) else {
             return Err(match n {
                 0 => format!("--process {process}: the config has no processes"),
-                _ => format!("--process {process}: out of range, the config has {n} process(es) (0..={})", n - 1),
+                _ => format!(
+                    "--process {process}: out of range, the config has {n} process(es) (0..={})",
+                    n - 1
+                ),
             });
         };
         if process >= MAX_INDEX {
@@ -157,7 +185,9 @@ impl Plan {
         let p = RawProcess::deserialize(value).map_err(|e| format!("{at}: {e}"))?;
         let at = format!("{at} ({})", p.name);
         if let Some(adj) = p.oom_score_adj.filter(|a| !(-1000..=1000).contains(a)) {
-            return Err(format!("{at}.oom_score_adj: expected -1000..=1000, got {adj}"));
+            return Err(format!(
+                "{at}.oom_score_adj: expected -1000..=1000, got {adj}"
+            ));
         }
         if p.regions.len() > MAX_INDEX {
             return Err(format!("{at}: at most {MAX_INDEX} regions per process"));
@@ -167,9 +197,15 @@ impl Plan {
         for (ri, value) in p.regions.into_iter().enumerate() {
             let rat = format!("{at}.regions[{ri}]");
             let r = RawRegion::deserialize(value).map_err(|e| format!("{rat}: {e}"))?;
-            let content: Content = r.content.parse().map_err(|e| format!("{rat}.content: {e}"))?;
+            let content: Content = r
+                .content
+                .parse()
+                .map_err(|e| format!("{rat}.content: {e}"))?;
             if r.pages == 0 || r.variants == 0 {
-                return Err(format!("{rat} ({}): pages and variants must be > 0", r.name));
+                return Err(format!(
+                    "{rat} ({}): pages and variants must be > 0",
+                    r.name
+                ));
             }
             // The mapping is over-allocated by 2 MiB for alignment, and page offsets must fit
             // in isize for pointer arithmetic.
@@ -179,7 +215,10 @@ impl Plan {
                 .and_then(|b| b.checked_add(2 << 20))
                 .is_some_and(|b| b <= isize::MAX as u64);
             if !fits {
-                return Err(format!("{rat} ({}): {} pages do not fit in this address space", r.name, r.pages));
+                return Err(format!(
+                    "{rat} ({}): {} pages do not fit in this address space",
+                    r.name, r.pages
+                ));
             }
             regions.push(RegionPlan {
                 name: r.name,
@@ -198,17 +237,27 @@ impl Plan {
         for (k, value) in p.phases.into_iter().enumerate() {
             let pat = format!("{at}.phases[{k}]");
             let np = RawNamedPhase::deserialize(value).map_err(|e| format!("{pat}: {e}"))?;
-            np.phase.check(regions.len()).map_err(|e| format!("{pat} ({}): {e}", np.name))?;
-            check_region_kinds(&np.phase, &regions).map_err(|e| format!("{pat} ({}): {e}", np.name))?;
+            np.phase
+                .check(regions.len())
+                .map_err(|e| format!("{pat} ({}): {e}", np.name))?;
+            check_region_kinds(&np.phase, &regions)
+                .map_err(|e| format!("{pat} ({}): {e}", np.name))?;
             let region_pages: Vec<u64> = regions.iter().map(|r| r.pages).collect();
-            np.phase.check_sizes(&region_pages).map_err(|e| format!("{pat} ({}): {e}", np.name))?;
+            np.phase
+                .check_sizes(&region_pages)
+                .map_err(|e| format!("{pat} ({}): {e}", np.name))?;
             if let Some(a) = np.after {
                 let bad = if a.process as usize == process {
                     Some("names a phase of its own process".to_string())
                 } else {
                     match phase_counts.get(a.process as usize) {
-                        None => Some(format!("process {} does not exist ({n} processes)", a.process)),
-                        Some(c) if (a.phase as usize) >= c.unwrap_or(0) => Some(format!("process {} has no phase {}", a.process, a.phase)),
+                        None => Some(format!(
+                            "process {} does not exist ({n} processes)",
+                            a.process
+                        )),
+                        Some(c) if (a.phase as usize) >= c.unwrap_or(0) => {
+                            Some(format!("process {} has no phase {}", a.process, a.phase))
+                        }
                         Some(_) => None,
                     }
                 };
@@ -237,7 +286,10 @@ impl Plan {
 
     /// Whether any region is a file (the runner then needs `--fs-dir` for each filesystem).
     pub fn file_regions(&self) -> impl Iterator<Item = (usize, &RegionPlan)> {
-        self.regions.iter().enumerate().filter(|(_, r)| r.file.is_some())
+        self.regions
+            .iter()
+            .enumerate()
+            .filter(|(_, r)| r.file.is_some())
     }
 
     /// By region index: whether a create_files phase creates it. Its file does not exist
@@ -274,7 +326,9 @@ impl Plan {
                     }
                     continue;
                 }
-                Phase::Read { region, .. } | Phase::Mmap { region, .. } | Phase::Write { region, .. } => vec![*region],
+                Phase::Read { region, .. }
+                | Phase::Mmap { region, .. }
+                | Phase::Write { region, .. } => vec![*region],
                 _ => continue,
             };
             if let Some(&r) = used.iter().find(|&&r| created[r as usize]) {
@@ -296,7 +350,12 @@ impl Plan {
     /// The access generator of phase `phase_index`, seeded exactly as the simulator seeds it
     /// (`engine.rs`, `start_phase`): `stream(seed, Access, process_index, phase_index)`.
     pub fn access_gen(&self, phase_index: usize, region_pages: &[u64]) -> AccessGen {
-        let rng = stream(self.seed, Stream::Access, u64::from(self.process_index), phase_index as u64);
+        let rng = stream(
+            self.seed,
+            Stream::Access,
+            u64::from(self.process_index),
+            phase_index as u64,
+        );
         AccessGen::new(&self.phases[phase_index].phase, region_pages, rng)
     }
 
@@ -329,7 +388,16 @@ impl Plan {
         for p in self.live_phases() {
             match &p.phase {
                 Phase::Fill { region } => filled[*region as usize] = true,
-                Phase::Sequential { regions, write_percent, .. } | Phase::Random { regions, write_percent, .. } => {
+                Phase::Sequential {
+                    regions,
+                    write_percent,
+                    ..
+                }
+                | Phase::Random {
+                    regions,
+                    write_percent,
+                    ..
+                } => {
                     if *write_percent > 0 {
                         for &r in regions {
                             if !filled[r as usize] {
@@ -340,7 +408,11 @@ impl Plan {
                 }
                 // A trace says per access whether it writes: any write may come first.
                 Phase::Trace { regions, trace, .. } => {
-                    if trace.words().iter().any(|w| w & reclaimlab_workload::trace::WRITE_BIT != 0) {
+                    if trace
+                        .words()
+                        .iter()
+                        .any(|w| w & reclaimlab_workload::trace::WRITE_BIT != 0)
+                    {
                         for &r in regions {
                             if !filled[r as usize] {
                                 need[r as usize] = true;
@@ -348,7 +420,16 @@ impl Plan {
                         }
                     }
                 }
-                Phase::Read { .. } | Phase::Mmap { .. } | Phase::Write { .. } | Phase::CreateFiles { .. } | Phase::Sleep { .. } | Phase::Exit | Phase::Reclaim { .. } | Phase::CgroupWrite { .. } | Phase::ZramWrite { .. } => {}
+                Phase::Read { .. }
+                | Phase::Mmap { .. }
+                | Phase::Write { .. }
+                | Phase::CreateFiles { .. }
+                | Phase::Sleep { .. }
+                | Phase::Exit
+                | Phase::Reclaim { .. }
+                | Phase::CgroupWrite { .. }
+                | Phase::ZramWrite { .. }
+                | Phase::KernelAlloc { .. } => {}
             }
         }
         need
@@ -360,7 +441,9 @@ mod tests {
     use super::*;
 
     fn config(processes: &str) -> String {
-        format!(r#"{{"seed": 7, "machine": {{"memory_bytes": 1}}, "future_field": [1, 2], "processes": [{processes}]}}"#)
+        format!(
+            r#"{{"seed": 7, "machine": {{"memory_bytes": 1}}, "future_field": [1, 2], "processes": [{processes}]}}"#
+        )
     }
 
     const P0: &str = r#"{"name": "a", "cgroup": 0, "regions": [{"name": "r", "pages": 3, "content": "zero", "variants": 1}],
@@ -374,12 +457,26 @@ mod tests {
                 "phases": [{{"name": "c", "phase": {{"kind": "create_files", "regions": [0], "fsync": false}}}}, {second}]}}"#
             ))
         };
-        let e = Plan::parse(&phases(r#"{"name": "r", "phase": {"kind": "read", "region": 0, "passes": 1}}"#), 0).unwrap_err();
-        assert!(e.contains("phases[1] (r): region 0 (f) is created by a create_files phase"), "{e}");
+        let e = Plan::parse(
+            &phases(r#"{"name": "r", "phase": {"kind": "read", "region": 0, "passes": 1}}"#),
+            0,
+        )
+        .unwrap_err();
+        assert!(
+            e.contains("phases[1] (r): region 0 (f) is created by a create_files phase"),
+            "{e}"
+        );
         let e = Plan::parse(&phases(r#"{"name": "c2", "phase": {"kind": "create_files", "regions": [0], "fsync": true}}"#), 0)
             .unwrap_err();
-        assert!(e.contains("created by an earlier create_files phase"), "{e}");
-        assert!(Plan::parse(&phases(r#"{"name": "z", "phase": {"kind": "sleep", "duration_ns": 1}}"#), 0).is_ok());
+        assert!(
+            e.contains("created by an earlier create_files phase"),
+            "{e}"
+        );
+        assert!(Plan::parse(
+            &phases(r#"{"name": "z", "phase": {"kind": "sleep", "duration_ns": 1}}"#),
+            0
+        )
+        .is_ok());
     }
 
     #[test]
@@ -473,12 +570,27 @@ mod tests {
             let e = err(&p, idx);
             assert!(e.contains(want), "{p}\n=> {e}\nwanted {want}");
         }
-        let adj = |v: i32| format!(r#"{{"seed": 1, "processes": [{{"name": "p", "oom_score_adj": {v}, "regions": [], "phases": []}}]}}"#);
-        assert_eq!(Plan::parse(&adj(-1000), 0).unwrap().oom_score_adj, Some(-1000));
-        assert!(Plan::parse(&adj(1001), 0).unwrap_err().contains("oom_score_adj: expected -1000..=1000, got 1001"));
-        assert!(Plan::parse(r#"{"processes": []}"#, 0).unwrap_err().contains("missing field `seed`"));
-        assert!(Plan::parse(r#"{"seed": 1, "processes": []}"#, 0).unwrap_err().contains("no processes"));
-        assert!(Plan::parse("{", 0).unwrap_err().contains("not a lowered scenario"));
+        let adj = |v: i32| {
+            format!(
+                r#"{{"seed": 1, "processes": [{{"name": "p", "oom_score_adj": {v}, "regions": [], "phases": []}}]}}"#
+            )
+        };
+        assert_eq!(
+            Plan::parse(&adj(-1000), 0).unwrap().oom_score_adj,
+            Some(-1000)
+        );
+        assert!(Plan::parse(&adj(1001), 0)
+            .unwrap_err()
+            .contains("oom_score_adj: expected -1000..=1000, got 1001"));
+        assert!(Plan::parse(r#"{"processes": []}"#, 0)
+            .unwrap_err()
+            .contains("missing field `seed`"));
+        assert!(Plan::parse(r#"{"seed": 1, "processes": []}"#, 0)
+            .unwrap_err()
+            .contains("no processes"));
+        assert!(Plan::parse("{", 0)
+            .unwrap_err()
+            .contains("not a lowered scenario"));
     }
 
     #[test]
@@ -490,8 +602,12 @@ mod tests {
         ));
         let plan = Plan::parse(&text, 1).unwrap();
         let got: Vec<_> = plan.access_gen(1, &plan.region_pages()).collect();
-        let expect: Vec<_> =
-            AccessGen::new(&plan.phases[1].phase, &[100], stream(7, Stream::Access, 1, 1)).collect();
+        let expect: Vec<_> = AccessGen::new(
+            &plan.phases[1].phase,
+            &[100],
+            stream(7, Stream::Access, 1, 1),
+        )
+        .collect();
         assert_eq!(got.len(), 50);
         assert_eq!(got, expect);
     }

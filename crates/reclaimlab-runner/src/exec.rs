@@ -98,7 +98,12 @@ pub enum Ended {
 }
 
 /// Runs the plan's phases in order; traces the first `trace` accesses of each phase.
-pub fn run_phases<M: Memory, S: Sink>(plan: &Plan, mem: &mut M, sink: &mut S, trace: u64) -> io::Result<Ended> {
+pub fn run_phases<M: Memory, S: Sink>(
+    plan: &Plan,
+    mem: &mut M,
+    sink: &mut S,
+    trace: u64,
+) -> io::Result<Ended> {
     let region_pages = plan.region_pages();
     for (index, p) in plan.phases.iter().enumerate() {
         if p.after.is_some() && !sink.wait_after(index)? {
@@ -107,7 +112,13 @@ pub fn run_phases<M: Memory, S: Sink>(plan: &Plan, mem: &mut M, sink: &mut S, tr
         // Generator set-up (a small allocation for Sequential and Random) happens before the
         // phase's clock starts; the simulator charges it no time either.
         let mut gen = match p.phase {
-            Phase::Sleep { .. } | Phase::Exit | Phase::Reclaim { .. } | Phase::CgroupWrite { .. } | Phase::CreateFiles { .. } | Phase::ZramWrite { .. } => None,
+            Phase::Sleep { .. }
+            | Phase::Exit
+            | Phase::Reclaim { .. }
+            | Phase::CgroupWrite { .. }
+            | Phase::CreateFiles { .. }
+            | Phase::ZramWrite { .. }
+            | Phase::KernelAlloc { .. } => None,
             _ => Some(plan.access_gen(index, &region_pages)),
         };
         if let Phase::Write { region, .. } = p.phase {
@@ -123,9 +134,16 @@ pub fn run_phases<M: Memory, S: Sink>(plan: &Plan, mem: &mut M, sink: &mut S, tr
                 mem.filled(*region);
                 n
             }
-            (Phase::Sequential { .. } | Phase::Mmap { .. } | Phase::Trace { .. }, Some(g)) => drive::<M, S, false>(g, mem, None, trace, sink)?,
-            (Phase::Read { .. }, Some(g)) => drive_file(g, mem, None, trace, sink).map_err(|e| phase_error(p, e))?,
-            (Phase::Write { fsync_bytes, .. }, Some(g)) => drive_file(g, mem, Some(*fsync_bytes), trace, sink).map_err(|e| phase_error(p, e))?,
+            (Phase::Sequential { .. } | Phase::Mmap { .. } | Phase::Trace { .. }, Some(g)) => {
+                drive::<M, S, false>(g, mem, None, trace, sink)?
+            }
+            (Phase::Read { .. }, Some(g)) => {
+                drive_file(g, mem, None, trace, sink).map_err(|e| phase_error(p, e))?
+            }
+            (Phase::Write { fsync_bytes, .. }, Some(g)) => {
+                drive_file(g, mem, Some(*fsync_bytes), trace, sink)
+                    .map_err(|e| phase_error(p, e))?
+            }
             (Phase::Random { duration_ns, .. }, Some(g)) => {
                 let deadline = duration_ns.map(|d| start_ns.saturating_add(d));
                 drive::<M, S, false>(g, mem, deadline, trace, sink)?
@@ -163,11 +181,14 @@ pub fn run_phases<M: Memory, S: Sink>(plan: &Plan, mem: &mut M, sink: &mut S, tr
                 mem.sysfs_write(&format!("/sys/block/zram{device}/{}", file.name()), "1")?;
                 0
             }
+            (Phase::KernelAlloc { .. }, _) => unreachable!("config.rs refuses kernel_alloc phases"),
             _ => unreachable!("every access phase has a generator"),
         };
         let end_ns = sys::now_ns();
         let faults = sys::faults().since(faults_before);
-        let sched = sys::sched().zip(sched_before).map(|(now, before)| now.since(before));
+        let sched = sys::sched()
+            .zip(sched_before)
+            .map(|(now, before)| now.since(before));
         sink.phase(
             plan,
             &PhaseReport {
@@ -199,7 +220,11 @@ fn drive<M: Memory, S: Sink, const FILL: bool>(
     trace: u64,
     sink: &mut S,
 ) -> io::Result<u64> {
-    let chunk = if deadline.is_some() { DURATION_CHECK_EVERY } else { u64::MAX };
+    let chunk = if deadline.is_some() {
+        DURATION_CHECK_EVERY
+    } else {
+        u64::MAX
+    };
     let rw = gen.rw();
     let mut n = 0u64;
     loop {
@@ -355,7 +380,10 @@ mod tests {
         );
         let mut mem = CountMem::default();
         let mut log = Log::default();
-        assert_eq!(run_phases(&plan, &mut mem, &mut log, u64::MAX).unwrap(), Ended::PhasesDone);
+        assert_eq!(
+            run_phases(&plan, &mut mem, &mut log, u64::MAX).unwrap(),
+            Ended::PhasesDone
+        );
         assert_eq!((mem.fills, mem.reads, mem.writes), (6, 32, 300));
         assert_eq!(mem.filled, [1]);
         assert!(!mem.released);
@@ -367,7 +395,10 @@ mod tests {
         }
         // The trace is every access, in the generators' order.
         let pages = plan.region_pages();
-        let expect: Vec<Access> = [0, 1, 3].iter().flat_map(|&i| plan.access_gen(i, &pages)).collect();
+        let expect: Vec<Access> = [0, 1, 3]
+            .iter()
+            .flat_map(|&i| plan.access_gen(i, &pages))
+            .collect();
         assert_eq!(log.accesses, expect);
     }
 
@@ -411,10 +442,20 @@ mod tests {
         assert_eq!(counts, [20, 10, 10, 10]);
         assert_eq!(log.accesses.len(), 12);
         // A file phase on an anonymous region, and the reverse, are refused.
-        let bad = text.replace(r#""kind": "read", "region": 1"#, r#""kind": "read", "region": 0"#);
-        assert!(Plan::parse(&bad, 0).unwrap_err().contains("region 0 (a) is anonymous; this phase needs a file"));
-        let bad = text.replace(r#""kind": "read", "region": 1, "passes": 2"#, r#""kind": "fill", "region": 1"#);
-        assert!(Plan::parse(&bad, 0).unwrap_err().contains("region 1 (f) is a file"));
+        let bad = text.replace(
+            r#""kind": "read", "region": 1"#,
+            r#""kind": "read", "region": 0"#,
+        );
+        assert!(Plan::parse(&bad, 0)
+            .unwrap_err()
+            .contains("region 0 (a) is anonymous; this phase needs a file"));
+        let bad = text.replace(
+            r#""kind": "read", "region": 1, "passes": 2"#,
+            r#""kind": "fill", "region": 1"#,
+        );
+        assert!(Plan::parse(&bad, 0)
+            .unwrap_err()
+            .contains("region 1 (f) is a file"));
     }
 
     #[test]
@@ -426,7 +467,13 @@ mod tests {
         let (mut mem, mut log) = (CountMem::default(), Log::default());
         run_phases(&plan(phases), &mut mem, &mut log, u64::MAX).unwrap();
         let (mut plain, mut plain_log) = (CountMem::default(), Log::default());
-        run_phases(&plan(&phases.replace(r#", "rw": true"#, "")), &mut plain, &mut plain_log, u64::MAX).unwrap();
+        run_phases(
+            &plan(&phases.replace(r#", "rw": true"#, "")),
+            &mut plain,
+            &mut plain_log,
+            u64::MAX,
+        )
+        .unwrap();
         assert_eq!(log.accesses, plain_log.accesses);
         assert_eq!(mem.writes, plain.writes);
         assert!(plain.writes > 10 && plain.reads > 0);
@@ -474,14 +521,29 @@ mod tests {
             {"name": "s", "phase": {"kind": "sequential", "regions": [0], "passes": 1, "write_percent": 0}, "after": {"process": 0, "phase": 0}},
             {"name": "t", "phase": {"kind": "sequential", "regions": [0], "passes": 1, "write_percent": 0}, "after": {"process": 0, "phase": 0}}]}]}"#;
         let plan = Plan::parse(text, 1).unwrap();
-        let mut gate = Gate { log: Log::default(), answers: vec![true, false], asked: vec![] };
-        assert_eq!(run_phases(&plan, &mut CountMem::default(), &mut gate, 0).unwrap(), Ended::Told);
+        let mut gate = Gate {
+            log: Log::default(),
+            answers: vec![true, false],
+            asked: vec![],
+        };
+        assert_eq!(
+            run_phases(&plan, &mut CountMem::default(), &mut gate, 0).unwrap(),
+            Ended::Told
+        );
         assert_eq!(gate.asked, [1, 2]);
         assert_eq!(gate.log.phases.len(), 2, "f and s ran; t was told to stop");
         // A reference to a phase or process that does not exist, or to itself, is refused.
-        let bad = text.replace(r#""after": {"process": 0, "phase": 0}}]}]}"#, r#""after": {"process": 0, "phase": 3}}]}]}"#);
-        assert!(Plan::parse(&bad, 1).unwrap_err().contains("(t).after: process 0 has no phase 3"));
-        let bad = text.replace(r#""after": {"process": 0, "phase": 0}}]}]}"#, r#""after": {"process": 1, "phase": 0}}]}]}"#);
+        let bad = text.replace(
+            r#""after": {"process": 0, "phase": 0}}]}]}"#,
+            r#""after": {"process": 0, "phase": 3}}]}]}"#,
+        );
+        assert!(Plan::parse(&bad, 1)
+            .unwrap_err()
+            .contains("(t).after: process 0 has no phase 3"));
+        let bad = text.replace(
+            r#""after": {"process": 0, "phase": 0}}]}]}"#,
+            r#""after": {"process": 1, "phase": 0}}]}]}"#,
+        );
         assert!(Plan::parse(&bad, 1).unwrap_err().contains("own process"));
     }
 
@@ -494,7 +556,10 @@ mod tests {
         );
         let mut mem = CountMem::default();
         let mut log = Log::default();
-        assert_eq!(run_phases(&plan, &mut mem, &mut log, 0).unwrap(), Ended::Exited);
+        assert_eq!(
+            run_phases(&plan, &mut mem, &mut log, 0).unwrap(),
+            Ended::Exited
+        );
         assert!(mem.released);
         assert_eq!(mem.fills, 10);
         assert_eq!(log.phases.len(), 2);
@@ -514,7 +579,11 @@ mod tests {
         run_phases(&plan, &mut NullMemory, &mut log, 0).unwrap();
         assert_eq!(log.phases[0].accesses, 0);
         let r = log.phases[1];
-        assert!(r.accesses > 0 && r.accesses.is_multiple_of(DURATION_CHECK_EVERY), "{}", r.accesses);
+        assert!(
+            r.accesses > 0 && r.accesses.is_multiple_of(DURATION_CHECK_EVERY),
+            "{}",
+            r.accesses
+        );
         assert!(r.end_ns - r.start_ns >= 3_000_000);
     }
 }

@@ -36,7 +36,12 @@ const CREATE_CHUNK_PAGES: usize = 256;
 /// The file of region `region` of process `process`: `<fs dir>/p<process>.r<region>`. Named by
 /// index, not by the scenario's names, so that any name is safe and two processes never share a
 /// file.
-pub fn file_path(dirs: &[PathBuf], process: u32, region: usize, r: &RegionPlan) -> io::Result<PathBuf> {
+pub fn file_path(
+    dirs: &[PathBuf],
+    process: u32,
+    region: usize,
+    r: &RegionPlan,
+) -> io::Result<PathBuf> {
     let fs = r.file.expect("a file region") as usize;
     let dir = dirs.get(fs).ok_or_else(|| {
         io::Error::other(format!(
@@ -66,8 +71,19 @@ pub fn create_files(plan: &Plan, dirs: &[PathBuf], sources: &mut [PageSource]) -
             continue;
         }
         let path = file_path(dirs, plan.process_index, i, r)?;
-        let ctx = |e: io::Error| io::Error::new(e.kind(), format!("creating file {} of region {}: {e}", path.display(), r.name));
-        let mut f = OpenOptions::new().write(true).create(true).truncate(true).mode(0o600).open(&path).map_err(ctx)?;
+        let ctx = |e: io::Error| {
+            io::Error::new(
+                e.kind(),
+                format!("creating file {} of region {}: {e}", path.display(), r.name),
+            )
+        };
+        let mut f = OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(0o600)
+            .open(&path)
+            .map_err(ctx)?;
         if on_tmpfs(path.parent().unwrap_or(Path::new("/"))).map_err(ctx)? {
             f.set_len(r.bytes() as u64).map_err(ctx)?;
             continue;
@@ -76,7 +92,10 @@ pub fn create_files(plan: &Plan, dirs: &[PathBuf], sources: &mut [PageSource]) -
         let mut page = 0u64;
         while page < r.pages {
             let n = (r.pages - page).min(CREATE_CHUNK_PAGES as u64) as usize;
-            for (k, dst) in chunk[..n * PAGE_SIZE].chunks_exact_mut(PAGE_SIZE).enumerate() {
+            for (k, dst) in chunk[..n * PAGE_SIZE]
+                .chunks_exact_mut(PAGE_SIZE)
+                .enumerate()
+            {
                 dst.copy_from_slice(src.page_bytes(page + k as u64));
             }
             f.write_all(&chunk[..n * PAGE_SIZE]).map_err(ctx)?;
@@ -103,9 +122,29 @@ pub fn on_tmpfs(dir: &Path) -> io::Result<bool> {
 /// A create_files phase's file (fs_mark's loop body): create or truncate it, write each page's
 /// bytes with one write(2) per page, fsync(2) it with `fsync`, close it. Returns the pages
 /// written (the phase's accesses, as the simulator counts them).
-pub fn create_file(path: &Path, r: &RegionPlan, source: &mut PageSource, fsync: bool) -> io::Result<u64> {
-    let ctx = |e: io::Error| io::Error::new(e.kind(), format!("create_files: file {} of region {}: {e}", path.display(), r.name));
-    let mut f = OpenOptions::new().write(true).create(true).truncate(true).mode(0o600).open(path).map_err(ctx)?;
+pub fn create_file(
+    path: &Path,
+    r: &RegionPlan,
+    source: &mut PageSource,
+    fsync: bool,
+) -> io::Result<u64> {
+    let ctx = |e: io::Error| {
+        io::Error::new(
+            e.kind(),
+            format!(
+                "create_files: file {} of region {}: {e}",
+                path.display(),
+                r.name
+            ),
+        )
+    };
+    let mut f = OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(path)
+        .map_err(ctx)?;
     for page in 0..r.pages {
         f.write_all(source.page_bytes(page)).map_err(ctx)?;
     }
@@ -127,7 +166,16 @@ impl FileMap {
     fn new(file: &File, len: usize) -> io::Result<FileMap> {
         let total = len + PMD_SIZE;
         // SAFETY: a fresh reservation; nothing else refers to it.
-        let raw = unsafe { libc::mmap(std::ptr::null_mut(), total, libc::PROT_NONE, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS, -1, 0) };
+        let raw = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                total,
+                libc::PROT_NONE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
         if raw == libc::MAP_FAILED {
             return Err(io::Error::last_os_error());
         }
@@ -188,8 +236,17 @@ pub struct FileRegion {
 impl FileRegion {
     /// Opens (read-write) and maps the file [`create_files`] wrote.
     pub fn open(path: &Path, r: &RegionPlan, source: PageSource) -> io::Result<FileRegion> {
-        let ctx = |what: &str, e: io::Error| io::Error::new(e.kind(), format!("{what} {} of region {}: {e}", path.display(), r.name));
-        let file = OpenOptions::new().read(true).write(true).open(path).map_err(|e| ctx("opening", e))?;
+        let ctx = |what: &str, e: io::Error| {
+            io::Error::new(
+                e.kind(),
+                format!("{what} {} of region {}: {e}", path.display(), r.name),
+            )
+        };
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(path)
+            .map_err(|e| ctx("opening", e))?;
         let map = FileMap::new(&file, r.bytes()).map_err(|e| ctx("mapping", e))?;
         Ok(FileRegion {
             file,
@@ -211,7 +268,8 @@ impl FileRegion {
 
     /// read(2) of one page.
     pub fn read(&mut self, page: u64) -> io::Result<()> {
-        self.file.read_exact_at(&mut self.buf.0, page * PAGE_SIZE as u64)
+        self.file
+            .read_exact_at(&mut self.buf.0, page * PAGE_SIZE as u64)
     }
 
     /// write(2) of one page's bytes; fsync(2) when the phase's bytes written cross a multiple
@@ -250,7 +308,13 @@ mod tests {
     fn expected(plan: &Plan, page: u64) -> [u8; PAGE_SIZE] {
         let r = &plan.regions[1];
         let mut out = [0u8; PAGE_SIZE];
-        fill_page(Content::Text, plan.seed, r.id, variant_of(plan.seed, r.id, page, r.distinct), &mut out);
+        fill_page(
+            Content::Text,
+            plan.seed,
+            r.id,
+            variant_of(plan.seed, r.id, page, r.distinct),
+            &mut out,
+        );
         out
     }
 
@@ -269,7 +333,10 @@ mod tests {
             eprintln!("no tmpfs at /dev/shm; skipped");
             return;
         }
-        let dir = shm.join(format!("reclaimlab-runner-tmpfs-test-{}", std::process::id()));
+        let dir = shm.join(format!(
+            "reclaimlab-runner-tmpfs-test-{}",
+            std::process::id()
+        ));
         std::fs::create_dir_all(&dir).unwrap();
         let dirs = [dir.clone()];
         let mut prepared = crate::Prepared::new(&plan);
@@ -282,22 +349,37 @@ mod tests {
         assert!(!dir.join("p0.r1").exists());
         let r = &plan.regions[1];
         let mut source = PageSource::new(r.content, plan.seed, r.id, r.distinct, false);
-        assert_eq!(create_file(&dir.join("p0.r1"), r, &mut source, true).unwrap(), 5);
+        assert_eq!(
+            create_file(&dir.join("p0.r1"), r, &mut source, true).unwrap(),
+            5
+        );
         let bytes = std::fs::read(dir.join("p0.r1")).unwrap();
         assert_eq!(bytes.len(), 5 * PAGE_SIZE);
         let mut want = [0u8; PAGE_SIZE];
-        fill_page(Content::Text, plan.seed, r.id, variant_of(plan.seed, r.id, 4, r.distinct), &mut want);
+        fill_page(
+            Content::Text,
+            plan.seed,
+            r.id,
+            variant_of(plan.seed, r.id, 4, r.distinct),
+            &mut want,
+        );
         assert_eq!(&bytes[4 * PAGE_SIZE..], want);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
     fn files_hold_the_simulators_page_bytes_and_are_read_written_and_mapped() {
-        let dir = std::env::temp_dir().join(format!("reclaimlab-runner-file-test-{}", std::process::id()));
+        let dir = std::env::temp_dir().join(format!(
+            "reclaimlab-runner-file-test-{}",
+            std::process::id()
+        ));
         std::fs::create_dir_all(&dir).unwrap();
         let plan = plan();
         let dirs = [dir.clone()];
-        assert!(check_dirs(&plan, &[]).unwrap_err().to_string().contains("only 0 --fs-dir"));
+        assert!(check_dirs(&plan, &[])
+            .unwrap_err()
+            .to_string()
+            .contains("only 0 --fs-dir"));
         let mut prepared = crate::Prepared::new(&plan);
         prepared.create_files(&plan, &dirs).unwrap();
         let path = dir.join("p0.r1");
@@ -306,7 +388,13 @@ mod tests {
         for (i, page) in bytes.chunks_exact(PAGE_SIZE).enumerate() {
             assert_eq!(page, expected(&plan, i as u64), "page {i}");
         }
-        let source = PageSource::new(Content::Text, plan.seed, plan.regions[1].id, plan.regions[1].distinct, false);
+        let source = PageSource::new(
+            Content::Text,
+            plan.seed,
+            plan.regions[1].id,
+            plan.regions[1].distinct,
+            false,
+        );
         let mut f = FileRegion::open(&path, &plan.regions[1], source).unwrap();
         assert_eq!(f.map.ptr.as_ptr() as usize % PMD_SIZE, 0);
         f.read(299).unwrap();
@@ -324,11 +412,15 @@ mod tests {
         unsafe { crate::mem::write_touch(f.page_ptr(1)) };
         drop(f);
         assert_eq!(std::fs::read(&path).unwrap(), bytes);
-        assert!(FileRegion::open(&dir.join("missing"), &plan.regions[1], PageSource::new(Content::Zero, 0, 0, 1, false))
-            .err()
-            .unwrap()
-            .to_string()
-            .contains("opening"));
+        assert!(FileRegion::open(
+            &dir.join("missing"),
+            &plan.regions[1],
+            PageSource::new(Content::Zero, 0, 0, 1, false)
+        )
+        .err()
+        .unwrap()
+        .to_string()
+        .contains("opening"));
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

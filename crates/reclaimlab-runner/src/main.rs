@@ -11,7 +11,9 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use reclaimlab_runner::report::Reporter;
-use reclaimlab_runner::{file, run_phases, sys, Ended, Memory, NullMemory, Plan, Prepared, RealMemory};
+use reclaimlab_runner::{
+    file, run_phases, sys, Ended, Memory, NullMemory, Plan, Prepared, RealMemory,
+};
 
 const USAGE: &str = "\
 usage: reclaimlab-runner --config LOWERED.json --process N [--fs-dir DIR]... [--cgroup-procs FILE] [--no-wait] [--dry-run] [--trace K]
@@ -60,7 +62,9 @@ fn parse_args(mut it: impl Iterator<Item = OsString>) -> Result<Cli, String> {
     let mut cgroup_procs = None;
     let (mut no_wait, mut dry_run) = (false, false);
     while let Some(arg) = it.next() {
-        let arg = arg.into_string().map_err(|a| format!("argument {a:?} is not UTF-8"))?;
+        let arg = arg
+            .into_string()
+            .map_err(|a| format!("argument {a:?} is not UTF-8"))?;
         let (flag, inline) = match arg.split_once('=') {
             Some((f, v)) if f.starts_with("--") => (f.to_string(), Some(v.to_string())),
             _ => (arg.clone(), None),
@@ -75,7 +79,13 @@ fn parse_args(mut it: impl Iterator<Item = OsString>) -> Result<Cli, String> {
                     .map_err(|a| format!("{name}: {a:?} is not UTF-8")),
             }
         };
-        let once = |seen: bool, name: &str| if seen { Err(format!("{name} given twice")) } else { Ok(()) };
+        let once = |seen: bool, name: &str| {
+            if seen {
+                Err(format!("{name} given twice"))
+            } else {
+                Ok(())
+            }
+        };
         match flag.as_str() {
             "-h" | "--help" => return Ok(Cli::Help),
             "--config" => {
@@ -85,19 +95,27 @@ fn parse_args(mut it: impl Iterator<Item = OsString>) -> Result<Cli, String> {
             "--process" => {
                 once(process.is_some(), "--process")?;
                 let v = value("--process")?;
-                process = Some(v.parse::<usize>().map_err(|_| format!("--process: expected a process index, got {v:?}"))?);
+                process = Some(
+                    v.parse::<usize>()
+                        .map_err(|_| format!("--process: expected a process index, got {v:?}"))?,
+                );
             }
             "--trace" => {
                 once(trace.is_some(), "--trace")?;
                 let v = value("--trace")?;
-                trace = Some(v.parse::<u64>().map_err(|_| format!("--trace: expected a number of accesses, got {v:?}"))?);
+                trace =
+                    Some(v.parse::<u64>().map_err(|_| {
+                        format!("--trace: expected a number of accesses, got {v:?}")
+                    })?);
             }
             "--fs-dir" => fs_dirs.push(PathBuf::from(value("--fs-dir")?)),
             "--cgroup-procs" => {
                 once(cgroup_procs.is_some(), "--cgroup-procs")?;
                 cgroup_procs = Some(PathBuf::from(value("--cgroup-procs")?));
             }
-            "--no-wait" | "--dry-run" if inline.is_some() => return Err(format!("{flag} takes no value")),
+            "--no-wait" | "--dry-run" if inline.is_some() => {
+                return Err(format!("{flag} takes no value"))
+            }
             "--no-wait" => {
                 once(no_wait, "--no-wait")?;
                 no_wait = true;
@@ -201,15 +219,28 @@ fn run<W: Write>(out: &mut Reporter<W>) -> Result<(), Fail> {
         if let Some(procs) = &args.cgroup_procs {
             // Join the cgroup before making the files: their page cache (a tmpfs file's pages
             // stay) is charged to the cgroup the simulator charges, the process's own.
-            std::fs::write(procs, std::process::id().to_string())
-                .or_else(|e| fail(1, format!("--cgroup-procs: cannot join the cgroup through {}: {e}", procs.display())))?;
+            std::fs::write(procs, std::process::id().to_string()).or_else(|e| {
+                fail(
+                    1,
+                    format!(
+                        "--cgroup-procs: cannot join the cgroup through {}: {e}",
+                        procs.display()
+                    ),
+                )
+            })?;
         }
-        prepared.create_files(&plan, &args.fs_dirs).or_else(|e| fail(1, e.to_string()))?;
+        prepared
+            .create_files(&plan, &args.fs_dirs)
+            .or_else(|e| fail(1, e.to_string()))?;
         if let Some(adj) = plan.oom_score_adj {
             // The OOM killer's view of this process (oom_score_adj; lowering it needs
             // CAP_SYS_RESOURCE, which the lab's root runner has).
-            std::fs::write("/proc/self/oom_score_adj", adj.to_string())
-                .or_else(|e| fail(1, format!("cannot write /proc/self/oom_score_adj = {adj}: {e}")))?;
+            std::fs::write("/proc/self/oom_score_adj", adj.to_string()).or_else(|e| {
+                fail(
+                    1,
+                    format!("cannot write /proc/self/oom_score_adj = {adj}: {e}"),
+                )
+            })?;
         }
         if let Err(e) = sys::lock_current() {
             eprintln!("reclaimlab-runner: note: mlockall(MCL_CURRENT) failed ({e}); the runner's own pages can be reclaimed");
@@ -232,7 +263,8 @@ fn run<W: Write>(out: &mut Reporter<W>) -> Result<(), Fail> {
     match prepared {
         None => execute(&plan, &mut NullMemory, out, &args, &mut stdin),
         Some(prepared) => {
-            let mut mem = RealMemory::map(prepared, &plan, &args.fs_dirs).or_else(|e| fail(1, e.to_string()))?;
+            let mut mem = RealMemory::map(prepared, &plan, &args.fs_dirs)
+                .or_else(|e| fail(1, e.to_string()))?;
             execute(&plan, &mut mem, out, &args, &mut stdin)
         }
     }
@@ -258,10 +290,15 @@ impl<W: Write, R: BufRead> reclaimlab_runner::Sink for Driven<'_, W, R> {
             return Ok(true);
         }
         self.out.waiting(index)?;
-        match read_command(self.stdin).map_err(|f| io::Error::other(f.message))?.as_deref() {
+        match read_command(self.stdin)
+            .map_err(|f| io::Error::other(f.message))?
+            .as_deref()
+        {
             Some("continue") => Ok(true),
             Some("exit") | None => Ok(false),
-            Some(other) => Err(io::Error::other(format!("expected `continue` or `exit` on stdin, got {other:?}"))),
+            Some(other) => Err(io::Error::other(format!(
+                "expected `continue` or `exit` on stdin, got {other:?}"
+            ))),
         }
     }
 }
@@ -274,7 +311,11 @@ fn execute<M: Memory, W: Write>(
     args: &Args,
     stdin: &mut impl BufRead,
 ) -> Result<(), Fail> {
-    let mut driven = Driven { out, stdin, no_wait: args.no_wait };
+    let mut driven = Driven {
+        out,
+        stdin,
+        no_wait: args.no_wait,
+    };
     let ended = run_phases(plan, mem, &mut driven, args.trace).map_err(lost)?;
     let (out, stdin) = (driven.out, driven.stdin);
     match ended {

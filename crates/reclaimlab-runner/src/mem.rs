@@ -65,7 +65,10 @@ impl Mapping {
     /// `len` must be a positive multiple of the page size.
     pub fn new(len: usize) -> io::Result<Mapping> {
         if len == 0 || !len.is_multiple_of(PAGE_SIZE) {
-            return Err(io::Error::new(io::ErrorKind::InvalidInput, "mapping length must be a positive multiple of 4096"));
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "mapping length must be a positive multiple of 4096",
+            ));
         }
         let total = len
             .checked_add(PMD_SIZE)
@@ -170,7 +173,13 @@ pub struct PageSource {
 
 impl PageSource {
     /// `precompute`: build the table of all `distinct` variants now.
-    pub fn new(content: Content, seed: u64, region_id: u32, distinct: u32, precompute: bool) -> PageSource {
+    pub fn new(
+        content: Content,
+        seed: u64,
+        region_id: u32,
+        distinct: u32,
+        precompute: bool,
+    ) -> PageSource {
         let mut table = Vec::new();
         if precompute {
             table.reserve_exact(distinct as usize);
@@ -204,7 +213,13 @@ impl PageSource {
             return &self.table[v as usize].0;
         }
         if self.scratch_variant != Some(v) {
-            fill_page(self.content, self.seed, self.region_id, v, &mut self.scratch.0);
+            fill_page(
+                self.content,
+                self.seed,
+                self.region_id,
+                v,
+                &mut self.scratch.0,
+            );
             self.scratch_variant = Some(v);
         }
         &self.scratch.0
@@ -226,7 +241,10 @@ impl PageSource {
 /// What a Fill phase does to a buffer standing for a region: page `i` of `buf` gets
 /// `src.page_bytes(i)`, pages in index order. `buf.len()` must be a multiple of 4096.
 pub fn fill_buffer(buf: &mut [u8], src: &mut PageSource) {
-    assert!(buf.len().is_multiple_of(PAGE_SIZE), "buffer is not whole pages");
+    assert!(
+        buf.len().is_multiple_of(PAGE_SIZE),
+        "buffer is not whole pages"
+    );
     for (i, page) in buf.chunks_exact_mut(PAGE_SIZE).enumerate() {
         page.copy_from_slice(src.page_bytes(i as u64));
     }
@@ -280,7 +298,9 @@ impl Bitmap {
     pub fn new(bits: u64) -> Bitmap {
         let mut words = vec![0u64; bits.div_ceil(64) as usize];
         // SAFETY: u64 has no invalid bit patterns; viewing the words as bytes to prefault them.
-        let bytes = unsafe { std::slice::from_raw_parts_mut(words.as_mut_ptr().cast::<u8>(), words.len() * 8) };
+        let bytes = unsafe {
+            std::slice::from_raw_parts_mut(words.as_mut_ptr().cast::<u8>(), words.len() * 8)
+        };
         prefault(bytes);
         Bitmap { words }
     }
@@ -319,14 +339,20 @@ impl Prepared {
         let mut materialized = Vec::with_capacity(plan.regions.len());
         for (i, r) in plan.regions.iter().enumerate() {
             let bytes = r.distinct as usize * PAGE_SIZE;
-            let precompute = (filled[i] || need[i]) && r.distinct <= PRECOMPUTE_MAX_VARIANTS && bytes <= left;
+            let precompute =
+                (filled[i] || need[i]) && r.distinct <= PRECOMPUTE_MAX_VARIANTS && bytes <= left;
             if precompute {
                 left -= bytes;
             }
-            sources.push(PageSource::new(r.content, plan.seed, r.id, r.distinct, precompute));
+            sources.push(PageSource::new(
+                r.content, plan.seed, r.id, r.distinct, precompute,
+            ));
             materialized.push(need[i].then(|| Bitmap::new(r.pages)));
         }
-        Prepared { sources, materialized }
+        Prepared {
+            sources,
+            materialized,
+        }
     }
 
     /// Bytes of all variant tables.
@@ -372,7 +398,11 @@ impl RealRegion {
 enum Slot {
     Anon(RealRegion),
     File(FileRegion),
-    Created { path: PathBuf, plan: RegionPlan, source: PageSource },
+    Created {
+        path: PathBuf,
+        plan: RegionPlan,
+        source: PageSource,
+    },
 }
 
 /// The regions, mapped for real (files opened and mapped shared).
@@ -386,10 +416,20 @@ impl RealMemory {
     pub fn map(prepared: Prepared, plan: &Plan, dirs: &[PathBuf]) -> io::Result<RealMemory> {
         let mut regions = Vec::with_capacity(plan.regions.len());
         let created = plan.created_regions();
-        for (i, ((r, source), materialized)) in plan.regions.iter().zip(prepared.sources).zip(prepared.materialized).enumerate() {
+        for (i, ((r, source), materialized)) in plan
+            .regions
+            .iter()
+            .zip(prepared.sources)
+            .zip(prepared.materialized)
+            .enumerate()
+        {
             if created[i] {
                 let path = file::file_path(dirs, plan.process_index, i, r)?;
-                regions.push(Slot::Created { path, plan: r.clone(), source });
+                regions.push(Slot::Created {
+                    path,
+                    plan: r.clone(),
+                    source,
+                });
                 continue;
             }
             if r.file.is_some() {
@@ -397,11 +437,19 @@ impl RealMemory {
                 regions.push(Slot::File(FileRegion::open(&path, r, source)?));
                 continue;
             }
-            let map = Mapping::new(r.bytes())
-                .map_err(|e| io::Error::new(e.kind(), format!("mmap of region {} ({} pages): {e}", r.name, r.pages)))?;
+            let map = Mapping::new(r.bytes()).map_err(|e| {
+                io::Error::new(
+                    e.kind(),
+                    format!("mmap of region {} ({} pages): {e}", r.name, r.pages),
+                )
+            })?;
             if r.thp {
-                map.madvise_hugepage()
-                    .map_err(|e| io::Error::new(e.kind(), format!("madvise(MADV_HUGEPAGE) of region {}: {e}", r.name)))?;
+                map.madvise_hugepage().map_err(|e| {
+                    io::Error::new(
+                        e.kind(),
+                        format!("madvise(MADV_HUGEPAGE) of region {}: {e}", r.name),
+                    )
+                })?;
             }
             if r.mlock {
                 map.mlock().map_err(|e| {
@@ -459,7 +507,9 @@ impl Memory for RealMemory {
     fn fill(&mut self, region: u32, page: u64) {
         match &mut self.regions[region as usize] {
             Slot::Anon(r) => r.write_content(page),
-            Slot::File(_) | Slot::Created { .. } => panic!("fill of a file region (Plan::parse refuses it)"),
+            Slot::File(_) | Slot::Created { .. } => {
+                panic!("fill of a file region (Plan::parse refuses it)")
+            }
         }
     }
 
@@ -535,7 +585,12 @@ impl Memory for NullMemory {
     fn file_read(&mut self, _region: u32, _page: u64) -> io::Result<()> {
         Ok(())
     }
-    fn file_write(&mut self, _region: u32, _page: u64, _fsync_bytes: Option<u64>) -> io::Result<()> {
+    fn file_write(
+        &mut self,
+        _region: u32,
+        _page: u64,
+        _fsync_bytes: Option<u64>,
+    ) -> io::Result<()> {
         Ok(())
     }
     fn start_write_phase(&mut self, _region: u32) {}
@@ -550,9 +605,21 @@ mod tests {
     use crate::sys;
     use reclaimlab_workload::content::region_id;
 
-    fn expected(content: Content, seed: u64, rid: u32, distinct: u32, page: u64) -> [u8; PAGE_SIZE] {
+    fn expected(
+        content: Content,
+        seed: u64,
+        rid: u32,
+        distinct: u32,
+        page: u64,
+    ) -> [u8; PAGE_SIZE] {
         let mut out = [0u8; PAGE_SIZE];
-        fill_page(content, seed, rid, variant_of(seed, rid, page, distinct), &mut out);
+        fill_page(
+            content,
+            seed,
+            rid,
+            variant_of(seed, rid, page, distinct),
+            &mut out,
+        );
         out
     }
 
@@ -584,7 +651,11 @@ mod tests {
                 let mut buf = vec![0xEEu8; 40 * PAGE_SIZE];
                 fill_buffer(&mut buf, &mut src);
                 for (i, page) in buf.chunks_exact(PAGE_SIZE).enumerate() {
-                    assert_eq!(page, expected(content, 11, rid, distinct, i as u64), "{content} page {i} precompute {precompute}");
+                    assert_eq!(
+                        page,
+                        expected(content, 11, rid, distinct, i as u64),
+                        "{content} page {i} precompute {precompute}"
+                    );
                 }
             }
         }
@@ -595,7 +666,10 @@ mod tests {
         let mut src = PageSource::new(Content::Random, 1, 9, 100_000, false);
         assert_eq!(src.table_bytes(), 0);
         for page in [0u64, 1, 77, 1 << 20] {
-            assert_eq!(src.page_bytes(page), &expected(Content::Random, 1, 9, 100_000, page));
+            assert_eq!(
+                src.page_bytes(page),
+                &expected(Content::Random, 1, 9, 100_000, page)
+            );
         }
     }
 
@@ -648,12 +722,17 @@ mod tests {
         let faults = sys::thread_faults().since(before).minflt;
         assert!(faults >= n as u64 / 2, "{faults}");
         if cfg!(target_arch = "x86_64") {
-            assert!(faults < n as u64 * 3 / 2, "{faults} faults for {n} pages: a read fault came first");
+            assert!(
+                faults < n as u64 * 3 / 2,
+                "{faults} faults for {n} pages: a read fault came first"
+            );
         }
     }
 
     fn plan(phases: &str, regions: &str) -> Plan {
-        let text = format!(r#"{{"seed": 3, "processes": [{{"name": "p", "regions": [{regions}], "phases": [{phases}]}}]}}"#);
+        let text = format!(
+            r#"{{"seed": 3, "processes": [{{"name": "p", "regions": [{regions}], "phases": [{phases}]}}]}}"#
+        );
         Plan::parse(&text, 0).unwrap()
     }
 
@@ -690,7 +769,11 @@ mod tests {
                {"name": "c", "pages": 4, "content": "random", "variants": 2}"#,
         );
         let prepared = Prepared::new(&plan);
-        assert_eq!(prepared.table_bytes(), 5 * PAGE_SIZE, "tables for a and b only");
+        assert_eq!(
+            prepared.table_bytes(),
+            5 * PAGE_SIZE,
+            "tables for a and b only"
+        );
         let mut mem = RealMemory::map(prepared, &plan, &[]).unwrap();
         for r in 0..3 {
             assert_eq!(mem.region_addr(r) % PMD_SIZE, 0);
@@ -730,7 +813,10 @@ mod tests {
             r#"{"name": "a", "pages": 1, "content": "text", "variants": 4},
                {"name": "b", "pages": 1, "content": "text", "variants": 4}"#,
         );
-        assert_eq!(Prepared::with_budget(&plan, 6 * PAGE_SIZE).table_bytes(), 4 * PAGE_SIZE);
+        assert_eq!(
+            Prepared::with_budget(&plan, 6 * PAGE_SIZE).table_bytes(),
+            4 * PAGE_SIZE
+        );
         assert_eq!(Prepared::with_budget(&plan, 0).table_bytes(), 0);
     }
 }

@@ -126,7 +126,10 @@ impl<W: Write> Sink for Reporter<W> {
             cpu_ns: r.sched.map(|s| s.cpu_ns),
             run_delay_ns: r.sched.map(|s| s.run_delay_ns),
             reclaimed_bytes: r.write.reclaimed_bytes,
-            error: r.write.errno.map(|e| if e == libc::EAGAIN { "EAGAIN" } else { "error" }),
+            error: r
+                .write
+                .errno
+                .map(|e| if e == libc::EAGAIN { "EAGAIN" } else { "error" }),
             written: r.write.written.map(reclaimlab_workload::CgroupValue::text),
         };
         self.emit(&e)
@@ -163,7 +166,10 @@ mod tests {
                 start_ns: 1010,
                 end_ns: 2000,
                 accesses: 1,
-                faults: Faults { minflt: 3, majflt: 4 },
+                faults: Faults {
+                    minflt: 3,
+                    majflt: 4,
+                },
                 sched: None,
             },
         )
@@ -176,8 +182,14 @@ mod tests {
                 start_ns: 1010,
                 end_ns: 2000,
                 accesses: 1,
-                faults: Faults { minflt: 3, majflt: 4 },
-                sched: Some(crate::sys::Sched { cpu_ns: 700, run_delay_ns: 200 }),
+                faults: Faults {
+                    minflt: 3,
+                    majflt: 4,
+                },
+                sched: Some(crate::sys::Sched {
+                    cpu_ns: 700,
+                    run_delay_ns: 200,
+                }),
             },
         )
         .unwrap();

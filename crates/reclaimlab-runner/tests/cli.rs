@@ -102,7 +102,8 @@ struct Runner {
 impl Runner {
     fn start(config: &Value, extra: &[&str]) -> Runner {
         let file = write_config(config);
-        let mut r = Runner::start_args(&[&["--config", file.path(), "--process", "0"], extra].concat());
+        let mut r =
+            Runner::start_args(&[&["--config", file.path(), "--process", "0"], extra].concat());
         r._config = Some(file);
         r
     }
@@ -135,7 +136,10 @@ impl Runner {
     }
 
     fn next(&self) -> Value {
-        let line = self.lines.recv_timeout(TIMEOUT).expect("no line from the runner");
+        let line = self
+            .lines
+            .recv_timeout(TIMEOUT)
+            .expect("no line from the runner");
         serde_json::from_str(&line).unwrap_or_else(|e| panic!("not JSON: {line:?}: {e}"))
     }
 
@@ -145,7 +149,10 @@ impl Runner {
             Err(RecvTimeoutError::Timeout) => {}
             other => panic!("expected the runner to wait, got {other:?}"),
         }
-        assert!(self.child.try_wait().unwrap().is_none(), "runner exited while it should wait");
+        assert!(
+            self.child.try_wait().unwrap().is_none(),
+            "runner exited while it should wait"
+        );
     }
 
     fn send(&mut self, line: &str) {
@@ -173,7 +180,9 @@ impl Runner {
         };
         let mut rest = Vec::new();
         while let Ok(line) = self.lines.recv_timeout(Duration::from_secs(5)) {
-            rest.push(serde_json::from_str(&line).unwrap_or_else(|e| panic!("not JSON: {line:?}: {e}")));
+            rest.push(
+                serde_json::from_str(&line).unwrap_or_else(|e| panic!("not JSON: {line:?}: {e}")),
+            );
         }
         let mut stderr = String::new();
         std::io::Read::read_to_string(&mut self.child.stderr.take().unwrap(), &mut stderr).unwrap();
@@ -182,30 +191,48 @@ impl Runner {
 }
 
 fn event(v: &Value) -> &str {
-    v["event"].as_str().unwrap_or_else(|| panic!("no event in {v}"))
+    v["event"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no event in {v}"))
 }
 
 fn thp_always() -> bool {
-    std::fs::read_to_string("/sys/kernel/mm/transparent_hugepage/enabled").is_ok_and(|s| s.contains("[always]"))
+    std::fs::read_to_string("/sys/kernel/mm/transparent_hugepage/enabled")
+        .is_ok_and(|s| s.contains("[always]"))
 }
 
 /// Checks the phase lines of the small scenario.
 fn check_small_phases(phases: &[&Value]) {
-    let names: Vec<&str> = phases.iter().map(|p| p["phase"].as_str().unwrap()).collect();
+    let names: Vec<&str> = phases
+        .iter()
+        .map(|p| p["phase"].as_str().unwrap())
+        .collect();
     assert_eq!(names, ["fill0", "fill1", "access", "nap", "scan"]);
-    let counts: Vec<u64> = phases.iter().map(|p| p["accesses"].as_u64().unwrap()).collect();
+    let counts: Vec<u64> = phases
+        .iter()
+        .map(|p| p["accesses"].as_u64().unwrap())
+        .collect();
     assert_eq!(counts, [64, 32, 500, 0, 96]);
     let mut last_end = 0;
     for (i, p) in phases.iter().enumerate() {
         assert_eq!(p["process"], "small");
         assert_eq!(p["index"].as_u64(), Some(i as u64));
-        let (start, end) = (p["start_ns"].as_u64().unwrap(), p["end_ns"].as_u64().unwrap());
-        assert!(last_end <= start && start <= end, "times go backwards at phase {i}: {p}");
+        let (start, end) = (
+            p["start_ns"].as_u64().unwrap(),
+            p["end_ns"].as_u64().unwrap(),
+        );
+        assert!(
+            last_end <= start && start <= end,
+            "times go backwards at phase {i}: {p}"
+        );
         last_end = end;
         assert!(p["minflt"].is_u64() && p["majflt"].is_u64(), "{p}");
     }
     let nap = phases[3];
-    assert!(nap["end_ns"].as_u64().unwrap() - nap["start_ns"].as_u64().unwrap() >= 1_000_000, "{nap}");
+    assert!(
+        nap["end_ns"].as_u64().unwrap() - nap["start_ns"].as_u64().unwrap() >= 1_000_000,
+        "{nap}"
+    );
     if !thp_always() {
         // Every page of a fresh region faults once when filled.
         assert!(phases[0]["minflt"].as_u64().unwrap() >= 64, "{}", phases[0]);
@@ -232,10 +259,17 @@ fn rw_stores_take_the_read_fault_first() {
     assert_eq!(event(&r.next()), "ready");
     let (status, rest, stderr) = r.finish();
     assert!(status.success(), "{status:?} {stderr}");
-    let minflt: Vec<u64> = rest.iter().filter(|v| event(v) == "phase").map(|p| p["minflt"].as_u64().unwrap()).collect();
+    let minflt: Vec<u64> = rest
+        .iter()
+        .filter(|v| event(v) == "phase")
+        .map(|p| p["minflt"].as_u64().unwrap())
+        .collect();
     // A few faults more than the pages: the runner's own (stack, page tables) are not locked away entirely.
     assert!((2048..2048 + 64).contains(&minflt[0]), "rw: {minflt:?}");
-    assert!((1024..1024 + 64).contains(&minflt[1]), "plain stores: {minflt:?}");
+    assert!(
+        (1024..1024 + 64).contains(&minflt[1]),
+        "plain stores: {minflt:?}"
+    );
 }
 
 #[test]
@@ -258,7 +292,12 @@ fn trace_file(n: u32, pages: u32) -> TempFile {
     let mut b = reclaimlab_workload::trace::MAGIC.to_vec();
     b.extend_from_slice(&u64::from(n).to_le_bytes());
     for i in 0..n {
-        let w = (i.wrapping_mul(2_654_435_761) % pages) | if i % 3 == 0 { reclaimlab_workload::trace::WRITE_BIT } else { 0 };
+        let w = (i.wrapping_mul(2_654_435_761) % pages)
+            | if i % 3 == 0 {
+                reclaimlab_workload::trace::WRITE_BIT
+            } else {
+                0
+            };
         b.extend_from_slice(&w.to_le_bytes());
     }
     TempFile::new(&b)
@@ -269,9 +308,7 @@ fn trace_file(n: u32, pages: u32) -> TempFile {
 fn mixed(trace: &TempFile) -> Value {
     let other = json!({"name": "other", "cgroup": 0, "regions": [{"name": "x", "pages": 8, "content": "zero", "variants": 1}],
                        "phases": [phase("f", json!({"kind": "fill", "region": 0}))]});
-    let random = |dist: Value, write_percent: u8| {
-        json!({"kind": "random", "regions": [2, 0, 1], "dist": dist, "count": 700, "duration_ns": null, "write_percent": write_percent})
-    };
+    let random = |dist: Value, write_percent: u8| json!({"kind": "random", "regions": [2, 0, 1], "dist": dist, "count": 700, "duration_ns": null, "write_percent": write_percent});
     lowered(
         9,
         json!([other, {
@@ -300,9 +337,19 @@ fn mixed(trace: &TempFile) -> Value {
 /// The accesses the simulator makes in phase `index` of process `process` of `config`.
 fn simulator_accesses(config: &Value, process: usize, index: usize) -> AccessGen {
     let p = &config["processes"][process];
-    let pages: Vec<u64> = p["regions"].as_array().unwrap().iter().map(|r| r["pages"].as_u64().unwrap()).collect();
+    let pages: Vec<u64> = p["regions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["pages"].as_u64().unwrap())
+        .collect();
     let phase: Phase = serde_json::from_value(p["phases"][index]["phase"].clone()).unwrap();
-    let rng = stream(config["seed"].as_u64().unwrap(), Stream::Access, process as u64, index as u64);
+    let rng = stream(
+        config["seed"].as_u64().unwrap(),
+        Stream::Access,
+        process as u64,
+        index as u64,
+    );
     AccessGen::new(&phase, &pages, rng)
 }
 
@@ -313,7 +360,15 @@ fn trace_matches_access_gen(dry_run: bool) {
     let file = write_config(&config);
     let k = 5000u64;
     let trace = k.to_string();
-    let mut args = vec!["--config", file.path(), "--process", "1", "--no-wait", "--trace", &trace];
+    let mut args = vec![
+        "--config",
+        file.path(),
+        "--process",
+        "1",
+        "--no-wait",
+        "--trace",
+        &trace,
+    ];
     if dry_run {
         args.push("--dry-run");
     }
@@ -335,14 +390,28 @@ fn trace_matches_access_gen(dry_run: bool) {
                 assert_eq!(index, phases);
                 let accesses = v["accesses"].as_u64().unwrap();
                 assert_eq!(traced.len() as u64, accesses.min(k), "phase {v}");
-                let expect: Vec<Access> = simulator_accesses(&config, 1, index).take(traced.len()).collect();
-                assert_eq!(traced, expect, "phase {index} ({}) differs from AccessGen", v["phase"]);
+                let expect: Vec<Access> = simulator_accesses(&config, 1, index)
+                    .take(traced.len())
+                    .collect();
+                assert_eq!(
+                    traced, expect,
+                    "phase {index} ({}) differs from AccessGen",
+                    v["phase"]
+                );
                 if index != 7 {
                     // Count-bound phases make exactly the generator's accesses.
-                    assert_eq!(accesses, simulator_accesses(&config, 1, index).count() as u64, "{v}");
+                    assert_eq!(
+                        accesses,
+                        simulator_accesses(&config, 1, index).count() as u64,
+                        "{v}"
+                    );
                 } else {
                     assert!(accesses > 0, "{v}");
-                    assert!(v["end_ns"].as_u64().unwrap() - v["start_ns"].as_u64().unwrap() >= 2_000_000, "{v}");
+                    assert!(
+                        v["end_ns"].as_u64().unwrap() - v["start_ns"].as_u64().unwrap()
+                            >= 2_000_000,
+                        "{v}"
+                    );
                 }
                 traced.clear();
                 phases += 1;
@@ -393,7 +462,10 @@ fn exits_on_stdin_eof_before_go() {
     r.close_stdin();
     let (status, rest, stderr) = r.finish();
     assert_eq!(status.code(), Some(1), "{stderr}");
-    assert!(rest.iter().all(|v| event(v) == "error"), "ran phases after EOF: {rest:?}");
+    assert!(
+        rest.iter().all(|v| event(v) == "error"),
+        "ran phases after EOF: {rest:?}"
+    );
     assert!(stderr.contains("stdin closed before `go`"), "{stderr}");
 }
 
@@ -431,7 +503,13 @@ fn unexpected_line_is_an_error() {
     assert_eq!(status.code(), Some(2));
     assert_eq!(rest.len(), 1);
     assert_eq!(event(&rest[0]), "error");
-    assert!(rest[0]["message"].as_str().unwrap().contains("expected `go`"), "{rest:?}");
+    assert!(
+        rest[0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("expected `go`"),
+        "{rest:?}"
+    );
     assert!(stderr.contains("expected `go`"), "{stderr}");
 }
 
@@ -444,7 +522,10 @@ fn exit_phase_ends_the_run_without_phases_done() {
     assert_eq!(event(&r.next()), "ready");
     r.send("go");
     let fill = r.next();
-    assert_eq!((event(&fill), fill["phase"].as_str()), ("phase", Some("fill0")));
+    assert_eq!(
+        (event(&fill), fill["phase"].as_str()),
+        ("phase", Some("fill0"))
+    );
     // No `exit` needed: the Exit phase ends the process.
     let (status, rest, stderr) = r.finish();
     assert!(status.success(), "{status:?} {stderr}");
@@ -459,7 +540,10 @@ fn sigterm_ends_the_runner() {
     let r = Runner::start(&small(), &[]);
     assert_eq!(event(&r.next()), "ready");
     // SAFETY: signalling our own child.
-    assert_eq!(unsafe { libc::kill(r.child.id() as libc::pid_t, libc::SIGTERM) }, 0);
+    assert_eq!(
+        unsafe { libc::kill(r.child.id() as libc::pid_t, libc::SIGTERM) },
+        0
+    );
     let (status, _, _) = r.finish();
     assert_eq!(status.signal(), Some(libc::SIGTERM), "{status:?}");
 }
@@ -472,7 +556,10 @@ fn expect_usage_error(args: &[&str], want: &str) {
     assert_eq!(lines.len(), 1, "{args:?}: {lines:?}");
     assert_eq!(event(&lines[0]), "error");
     let message = lines[0]["message"].as_str().unwrap();
-    assert!(message.contains(want), "{args:?}: message {message:?} lacks {want:?}");
+    assert!(
+        message.contains(want),
+        "{args:?}: message {message:?} lacks {want:?}"
+    );
     assert!(stderr.contains(message), "{args:?}: stderr {stderr:?}");
 }
 
@@ -502,11 +589,27 @@ fn bad_config_exits_2_naming_the_problem() {
     let mut too_wide = small();
     too_wide["processes"][0]["phases"][2]["phase"] = trace_phase(wide.path());
     let cases = [
-        (no_trace, "0", "processes[0] (small).phases[2]: trace file /nonexistent/t.rltrace: No such file"),
+        (
+            no_trace,
+            "0",
+            "processes[0] (small).phases[2]: trace file /nonexistent/t.rltrace: No such file",
+        ),
         (bad_trace, "0", "not a reclaimlab compact trace"),
-        (too_wide, "0", "page index 96 is outside the phase's regions (96 pages)"),
-        (bad_content, "0", "processes[0] (small).regions[1].content: bad page content \"urandom\""),
-        (bad_region, "0", "processes[0] (small).phases[1] (fill1): region index 7 out of range"),
+        (
+            too_wide,
+            "0",
+            "page index 96 is outside the phase's regions (96 pages)",
+        ),
+        (
+            bad_content,
+            "0",
+            "processes[0] (small).regions[1].content: bad page content \"urandom\"",
+        ),
+        (
+            bad_region,
+            "0",
+            "processes[0] (small).phases[1] (fill1): region index 7 out of range",
+        ),
         (both, "0", "exactly one of count and duration"),
         (zero_pages, "0", "pages and variants must be > 0"),
         (no_seed, "0", "missing field `seed`"),
@@ -517,8 +620,14 @@ fn bad_config_exits_2_naming_the_problem() {
         expect_usage_error(&["--config", file.path(), "--process", process], want);
     }
     let garbage = TempFile::new(b"{not json");
-    expect_usage_error(&["--config", garbage.path(), "--process", "0"], "not a lowered scenario");
-    expect_usage_error(&["--config", "/nonexistent/lowered.json", "--process", "0"], "cannot read config");
+    expect_usage_error(
+        &["--config", garbage.path(), "--process", "0"],
+        "not a lowered scenario",
+    );
+    expect_usage_error(
+        &["--config", "/nonexistent/lowered.json", "--process", "0"],
+        "cannot read config",
+    );
 }
 
 #[test]
@@ -527,12 +636,29 @@ fn bad_arguments_exit_2() {
     let p = file.path();
     expect_usage_error(&["--process", "0"], "--config is required");
     expect_usage_error(&["--config", p], "--process is required");
-    expect_usage_error(&["--config", p, "--process", "one"], "--process: expected a process index");
-    expect_usage_error(&["--config", p, "--process", "0", "--trace"], "--trace needs a value");
-    expect_usage_error(&["--config", p, "--process", "0", "--fast"], "unknown argument \"--fast\"");
-    expect_usage_error(&["--config", p, "--process", "0", "--process", "0"], "--process given twice");
+    expect_usage_error(
+        &["--config", p, "--process", "one"],
+        "--process: expected a process index",
+    );
+    expect_usage_error(
+        &["--config", p, "--process", "0", "--trace"],
+        "--trace needs a value",
+    );
+    expect_usage_error(
+        &["--config", p, "--process", "0", "--fast"],
+        "unknown argument \"--fast\"",
+    );
+    expect_usage_error(
+        &["--config", p, "--process", "0", "--process", "0"],
+        "--process given twice",
+    );
     // The `--flag=value` form works.
-    let r = Runner::start_args(&[&format!("--config={p}"), "--process=0", "--no-wait", "--dry-run"]);
+    let r = Runner::start_args(&[
+        &format!("--config={p}"),
+        "--process=0",
+        "--no-wait",
+        "--dry-run",
+    ]);
     let (status, lines, stderr) = r.finish();
     assert!(status.success(), "{stderr}");
     assert_eq!(event(lines.last().unwrap()), "phases_done");

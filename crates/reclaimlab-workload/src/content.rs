@@ -22,12 +22,18 @@ pub const PAGE_SIZE: usize = 4096;
 pub enum Content {
     Zero,
     Random,
-    Mix { random_bytes: u16 },
+    Mix {
+        random_bytes: u16,
+    },
     Text,
-    Same { byte: u8 },
+    Same {
+        byte: u8,
+    },
     /// The bytes 0, 1, .., 255 repeated for the first `bytes` bytes, then zeros: the page the
     /// kernel's test_zswap.c writes ("half of each page with increasing data") with K = 2048.
-    Ramp { bytes: u16 },
+    Ramp {
+        bytes: u16,
+    },
 }
 
 const CONTENT_FORMS: &str =
@@ -46,7 +52,9 @@ impl FromStr for Content {
         }
         if let Some(k) = s.strip_prefix("mix") {
             return match parse_digits(k, 10) {
-                Some(k) if k <= PAGE_SIZE as u64 => Ok(Content::Mix { random_bytes: k as u16 }),
+                Some(k) if k <= PAGE_SIZE as u64 => Ok(Content::Mix {
+                    random_bytes: k as u16,
+                }),
                 Some(_) => bad("K is larger than a page"),
                 None => bad("K must be a decimal number"),
             };
@@ -81,7 +89,10 @@ fn parse_digits(s: &str, radix: u32) -> Option<u64> {
     }
     s.chars().try_fold(0u64, |acc, c| {
         let d = c.to_digit(radix)?;
-        Some(acc.saturating_mul(u64::from(radix)).saturating_add(u64::from(d)))
+        Some(
+            acc.saturating_mul(u64::from(radix))
+                .saturating_add(u64::from(d)),
+        )
     })
 }
 
@@ -140,7 +151,10 @@ pub fn variant_of(seed: u64, region_id: u32, page_index: u64, variants: u32) -> 
 /// holds: classes whose bytes do not depend on the variant have one. `variants == 0` counts as 1.
 pub fn distinct_variants(content: Content, variants: u32) -> u32 {
     match content {
-        Content::Zero | Content::Same { .. } | Content::Mix { random_bytes: 0 } | Content::Ramp { .. } => 1,
+        Content::Zero
+        | Content::Same { .. }
+        | Content::Mix { random_bytes: 0 }
+        | Content::Ramp { .. } => 1,
         Content::Random | Content::Text | Content::Mix { .. } => variants.max(1),
     }
 }
@@ -166,7 +180,13 @@ pub fn distinct_variants(content: Content, variants: u32) -> u32 {
 ///   `reclaimlab_core::compress`): mean compressed length lzo 1363 bytes (3.0:1, range
 ///   1187..1550), lz4 1458 (2.8:1, 1294..1649), zstd 915 (4.5:1), deflate 807 (5.1:1);
 ///   lzo-rle is lzo + 2 (its header; text has no zero runs).
-pub fn fill_page(content: Content, seed: u64, region_id: u32, variant: u32, out: &mut [u8; PAGE_SIZE]) {
+pub fn fill_page(
+    content: Content,
+    seed: u64,
+    region_id: u32,
+    variant: u32,
+    out: &mut [u8; PAGE_SIZE],
+) {
     match content {
         Content::Zero => out.fill(0),
         Content::Same { byte } => out.fill(byte),
@@ -189,7 +209,12 @@ pub fn fill_page(content: Content, seed: u64, region_id: u32, variant: u32, out:
 
 /// The first `len` bytes of the random page into `out[..len]`.
 fn fill_random(seed: u64, region_id: u32, variant: u32, out: &mut [u8; PAGE_SIZE], len: usize) {
-    let mut r = stream(seed, Stream::Content, u64::from(region_id), u64::from(variant));
+    let mut r = stream(
+        seed,
+        Stream::Content,
+        u64::from(region_id),
+        u64::from(variant),
+    );
     for chunk in out[..len].chunks_mut(8) {
         let w = r.next_u64().to_le_bytes();
         chunk.copy_from_slice(&w[..chunk.len()]);
@@ -202,7 +227,12 @@ const TEXT_SKEW_LEVELS: u32 = 3;
 const TEXT_MAX_PHRASE: u64 = 10;
 
 fn fill_text(seed: u64, region_id: u32, variant: u32, out: &mut [u8; PAGE_SIZE]) {
-    let mut r = stream(seed, Stream::Content, u64::from(region_id), u64::from(variant));
+    let mut r = stream(
+        seed,
+        Stream::Content,
+        u64::from(region_id),
+        u64::from(variant),
+    );
     let n = TEXT_WORDS.len();
     let mut pos = 0;
     loop {
@@ -242,7 +272,9 @@ pub fn is_zero_page(p: &[u8; PAGE_SIZE]) -> bool {
 /// an `unsigned long`); from 6.12 zswap only recognises zero-filled pages.
 #[inline]
 pub fn same_filled_word(p: &[u8; PAGE_SIZE]) -> Option<u64> {
-    let mut words = p.chunks_exact(8).map(|w| u64::from_le_bytes(w.try_into().unwrap()));
+    let mut words = p
+        .chunks_exact(8)
+        .map(|w| u64::from_le_bytes(w.try_into().unwrap()));
     let first = words.next()?;
     words.all(|w| w == first).then_some(first)
 }
@@ -250,29 +282,34 @@ pub fn same_filled_word(p: &[u8; PAGE_SIZE]) -> Option<u64> {
 /// The `text` vocabulary, roughly most common first (the generator favours low indices).
 /// Lower-case English words, no punctuation; the order is part of the content definition.
 pub const TEXT_WORDS: [&str; 320] = [
-    "the", "of", "and", "to", "a", "in", "is", "it", "you", "that", "he", "was", "for", "on", "are", "with", "as",
-    "his", "they", "be", "at", "one", "have", "this", "from", "or", "had", "by", "not", "but", "what", "some", "we",
-    "can", "out", "other", "were", "all", "there", "when", "up", "use", "your", "how", "said", "an", "each", "she",
-    "which", "do", "their", "time", "if", "will", "way", "about", "many", "then", "them", "write", "would", "like",
-    "so", "these", "her", "long", "make", "thing", "see", "him", "two", "has", "look", "more", "day", "could", "go",
-    "come", "did", "number", "sound", "no", "most", "people", "my", "over", "know", "water", "than", "call", "first",
-    "who", "may", "down", "side", "been", "now", "find", "any", "new", "work", "part", "take", "get", "place", "made",
-    "live", "where", "after", "back", "little", "only", "round", "man", "year", "came", "show", "every", "good", "me",
-    "give", "our", "under", "name", "very", "through", "just", "form", "sentence", "great", "think", "say", "help",
-    "low", "line", "differ", "turn", "cause", "much", "mean", "before", "move", "right", "boy", "old", "too", "same",
-    "tell", "does", "set", "three", "want", "air", "well", "also", "play", "small", "end", "put", "home", "read",
-    "hand", "port", "large", "spell", "add", "even", "land", "here", "must", "big", "high", "such", "follow", "act",
-    "why", "ask", "men", "change", "went", "light", "kind", "off", "need", "house", "picture", "try", "us", "again",
-    "animal", "point", "mother", "world", "near", "build", "self", "earth", "father", "head", "stand", "own", "page",
-    "should", "country", "found", "answer", "school", "grow", "study", "still", "learn", "plant", "cover", "food",
-    "sun", "four", "between", "state", "keep", "eye", "never", "last", "let", "thought", "city", "tree", "cross",
-    "farm", "hard", "start", "might", "story", "saw", "far", "sea", "draw", "left", "late", "run", "while", "press",
-    "close", "night", "real", "life", "few", "north", "open", "seem", "together", "next", "white", "children", "begin",
-    "got", "walk", "example", "ease", "paper", "group", "always", "music", "those", "both", "mark", "often", "letter",
-    "until", "mile", "river", "car", "feet", "care", "second", "book", "carry", "took", "science", "eat", "room",
-    "friend", "began", "idea", "fish", "mountain", "stop", "once", "base", "hear", "horse", "cut", "sure", "watch",
-    "color", "face", "wood", "main", "enough", "plain", "girl", "usual", "young", "ready", "above", "ever", "red",
-    "list", "though", "feel", "talk", "bird", "soon", "body", "dog", "family", "direct", "pose", "leave", "song",
+    "the", "of", "and", "to", "a", "in", "is", "it", "you", "that", "he", "was", "for", "on",
+    "are", "with", "as", "his", "they", "be", "at", "one", "have", "this", "from", "or", "had",
+    "by", "not", "but", "what", "some", "we", "can", "out", "other", "were", "all", "there",
+    "when", "up", "use", "your", "how", "said", "an", "each", "she", "which", "do", "their",
+    "time", "if", "will", "way", "about", "many", "then", "them", "write", "would", "like", "so",
+    "these", "her", "long", "make", "thing", "see", "him", "two", "has", "look", "more", "day",
+    "could", "go", "come", "did", "number", "sound", "no", "most", "people", "my", "over", "know",
+    "water", "than", "call", "first", "who", "may", "down", "side", "been", "now", "find", "any",
+    "new", "work", "part", "take", "get", "place", "made", "live", "where", "after", "back",
+    "little", "only", "round", "man", "year", "came", "show", "every", "good", "me", "give", "our",
+    "under", "name", "very", "through", "just", "form", "sentence", "great", "think", "say",
+    "help", "low", "line", "differ", "turn", "cause", "much", "mean", "before", "move", "right",
+    "boy", "old", "too", "same", "tell", "does", "set", "three", "want", "air", "well", "also",
+    "play", "small", "end", "put", "home", "read", "hand", "port", "large", "spell", "add", "even",
+    "land", "here", "must", "big", "high", "such", "follow", "act", "why", "ask", "men", "change",
+    "went", "light", "kind", "off", "need", "house", "picture", "try", "us", "again", "animal",
+    "point", "mother", "world", "near", "build", "self", "earth", "father", "head", "stand", "own",
+    "page", "should", "country", "found", "answer", "school", "grow", "study", "still", "learn",
+    "plant", "cover", "food", "sun", "four", "between", "state", "keep", "eye", "never", "last",
+    "let", "thought", "city", "tree", "cross", "farm", "hard", "start", "might", "story", "saw",
+    "far", "sea", "draw", "left", "late", "run", "while", "press", "close", "night", "real",
+    "life", "few", "north", "open", "seem", "together", "next", "white", "children", "begin",
+    "got", "walk", "example", "ease", "paper", "group", "always", "music", "those", "both", "mark",
+    "often", "letter", "until", "mile", "river", "car", "feet", "care", "second", "book", "carry",
+    "took", "science", "eat", "room", "friend", "began", "idea", "fish", "mountain", "stop",
+    "once", "base", "hear", "horse", "cut", "sure", "watch", "color", "face", "wood", "main",
+    "enough", "plain", "girl", "usual", "young", "ready", "above", "ever", "red", "list", "though",
+    "feel", "talk", "bird", "soon", "body", "dog", "family", "direct", "pose", "leave", "song",
     "measure",
 ];
 
@@ -309,7 +346,10 @@ mod tests {
         assert_eq!("same:0x0005a".parse(), Ok(Content::Same { byte: 0x5a }));
         assert_eq!("same:255".parse(), Ok(Content::Same { byte: 255 }));
         assert_eq!("mix0128".parse(), Ok(Content::Mix { random_bytes: 128 }));
-        assert_eq!("same:90".parse::<Content>().unwrap().to_string(), "same:0x5a");
+        assert_eq!(
+            "same:90".parse::<Content>().unwrap().to_string(),
+            "same:0x5a"
+        );
     }
 
     #[test]
@@ -370,7 +410,10 @@ mod tests {
             assert_eq!(v, variant_of(9, 3, p, 8));
             counts[v as usize] += 1;
         }
-        assert!(counts.iter().all(|&c| (850..1150).contains(&c)), "{counts:?}");
+        assert!(
+            counts.iter().all(|&c| (850..1150).contains(&c)),
+            "{counts:?}"
+        );
         assert_eq!(variant_of(9, 3, 5, 1), 0);
         assert_eq!(variant_of(9, 3, 5, 0), 0);
         // The seed and the region change the assignment.
@@ -395,12 +438,17 @@ mod tests {
     /// The vectors quoted in docs/workload.md.
     #[test]
     fn documented_vectors() {
-        let v: Vec<u32> = (0..8).map(|p| variant_of(1, region_id(1, 2), p, 10)).collect();
+        let v: Vec<u32> = (0..8)
+            .map(|p| variant_of(1, region_id(1, 2), p, 10))
+            .collect();
         assert_eq!(v, [8, 7, 9, 4, 6, 8, 6, 7]);
         let r = page(Content::Random, 1, 0, 0);
         assert_eq!(
             r[..16],
-            [0x22, 0xd5, 0x1e, 0x4e, 0xab, 0xdc, 0x55, 0x0b, 0xc9, 0xe6, 0xe1, 0x03, 0x99, 0x70, 0x82, 0x01]
+            [
+                0x22, 0xd5, 0x1e, 0x4e, 0xab, 0xdc, 0x55, 0x0b, 0xc9, 0xe6, 0xe1, 0x03, 0x99, 0x70,
+                0x82, 0x01
+            ]
         );
         let t = page(Content::Text, 1, 0, 0);
         assert_eq!(

@@ -10,6 +10,9 @@ pub mod rng;
 pub mod trace;
 
 pub use content::{Content, PAGE_SIZE};
-pub use pattern::{Access, AccessGen, After, CgroupCounter, CgroupFile, CgroupValue, Dist, Phase, ZramFile};
+pub use pattern::{
+    Access, AccessGen, After, CgroupCounter, CgroupFile, CgroupValue, Dist, KernelMigrateType,
+    Phase, ZramFile, MAX_KERNEL_ALLOC_ORDER,
+};
 pub use rng::{SplitMix64, Stream};
 pub use trace::TraceFile;

@@ -126,9 +126,34 @@ pub enum Phase {
         device: u32,
         file: ZramFile,
     },
+    /// `count` kernel allocations of 2^`order` pages each, made on the process's behalf (a
+    /// fork's kernel stack: order 2; a SLUB slab: order 3 with `fallback_order` 0, s->oo and
+    /// s->min), of type `migratetype`. They are held until the process exits (docs/model/
+    /// kernel_alloc.md). Simulator only.
+    KernelAlloc {
+        count: u32,
+        order: u8,
+        #[serde(default)]
+        fallback_order: Option<u8>,
+        #[serde(default)]
+        migratetype: KernelMigrateType,
+    },
     /// The process exits: all its memory, swap slots and zswap entries are freed.
     Exit,
 }
+
+/// The migratetype of a `KernelAlloc` phase's pages (gfp_migratetype: GFP_KERNEL is
+/// MIGRATE_UNMOVABLE, __GFP_RECLAIMABLE slab caches MIGRATE_RECLAIMABLE).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum KernelMigrateType {
+    #[default]
+    Unmovable,
+    Reclaimable,
+}
+
+/// MAX_PAGE_ORDER: the largest block the buddy allocator has.
+pub const MAX_KERNEL_ALLOC_ORDER: u8 = 10;
 
 /// A phase's start condition (the scenario's `after = "<process>:<phase>"`, docs/scenario.md):
 /// the phase starts once phase `phase` of process `process` (indices into the lowered config)
@@ -237,7 +262,9 @@ impl CgroupValue {
             CgroupValue::Max => None,
             CgroupValue::Value { value } => Some(value),
             // f64 multiplication is exact IEEE arithmetic: the same on every machine.
-            CgroupValue::Of { of, times, minus } => Some(((counter(of) as f64 * times).floor() as u64).saturating_sub(minus)),
+            CgroupValue::Of { of, times, minus } => {
+                Some(((counter(of) as f64 * times).floor() as u64).saturating_sub(minus))
+            }
         }
     }
 
@@ -265,20 +292,32 @@ impl Phase {
             if (*r as usize) < nregions {
                 Ok(())
             } else {
-                Err(format!("region index {r} out of range (the process has {nregions} regions)"))
+                Err(format!(
+                    "region index {r} out of range (the process has {nregions} regions)"
+                ))
             }
         };
         match self {
-            Phase::Write { fsync_bytes: Some(0), .. } => Err("fsync_bytes must be at least 1 byte".into()),
+            Phase::Write {
+                fsync_bytes: Some(0),
+                ..
+            } => Err("fsync_bytes must be at least 1 byte".into()),
             Phase::Fill { region } => check(region),
-            Phase::Read { region, passes } | Phase::Mmap { region, passes, .. } | Phase::Write { region, passes, .. } => {
+            Phase::Read { region, passes }
+            | Phase::Mmap { region, passes, .. }
+            | Phase::Write { region, passes, .. } => {
                 check(region)?;
                 if *passes > MAX_PASSES {
                     return Err(format!("passes must be at most {MAX_PASSES}, got {passes}"));
                 }
                 Ok(())
             }
-            Phase::Trace { regions, passes, limit, .. } => {
+            Phase::Trace {
+                regions,
+                passes,
+                limit,
+                ..
+            } => {
                 if regions.is_empty() {
                     return Err("needs at least one region".into());
                 }
@@ -287,7 +326,10 @@ impl Phase {
                     return Err(format!("passes must be at most {MAX_PASSES}, got {passes}"));
                 }
                 if limit.is_some_and(|c| c > MAX_ACCESSES) {
-                    return Err(format!("limit must be at most {MAX_ACCESSES} accesses, got {}", limit.unwrap_or(0)));
+                    return Err(format!(
+                        "limit must be at most {MAX_ACCESSES} accesses, got {}",
+                        limit.unwrap_or(0)
+                    ));
                 }
                 Ok(())
             }
@@ -302,15 +344,27 @@ impl Phase {
                     return Err("needs at least one region".into());
                 }
                 regions.iter().try_for_each(check)?;
-                if let Phase::Random { count, duration_ns, dist, .. } = self {
+                if let Phase::Random {
+                    count,
+                    duration_ns,
+                    dist,
+                    ..
+                } = self
+                {
                     if count.is_some() == duration_ns.is_some() {
                         return Err("a random phase needs exactly one of count and duration".into());
                     }
                     if count.is_some_and(|c| c > MAX_ACCESSES) {
-                        return Err(format!("count must be at most {MAX_ACCESSES} accesses, got {}", count.unwrap_or(0)));
+                        return Err(format!(
+                            "count must be at most {MAX_ACCESSES} accesses, got {}",
+                            count.unwrap_or(0)
+                        ));
                     }
                     if duration_ns.is_some_and(|d| d > MAX_DURATION_NS) {
-                        return Err(format!("duration must be at most {MAX_DURATION_NS} ns (10^6 s), got {} ns", duration_ns.unwrap_or(0)));
+                        return Err(format!(
+                            "duration must be at most {MAX_DURATION_NS} ns (10^6 s), got {} ns",
+                            duration_ns.unwrap_or(0)
+                        ));
                     }
                     if let Dist::Zipf { theta } = dist {
                         if !(theta.is_finite() && *theta >= 0.0) {
@@ -325,13 +379,25 @@ impl Phase {
                 }
                 Ok(())
             }
-            Phase::Sleep { duration_ns } if *duration_ns > MAX_DURATION_NS => {
-                Err(format!("duration must be at most {MAX_DURATION_NS} ns (10^6 s), got {duration_ns} ns"))
-            }
-            Phase::Reclaim { amount: CgroupValue::Max, .. } => Err("a reclaim amount is a size, not max".into()),
-            Phase::Reclaim { amount: CgroupValue::Value { value: 0 }, .. } => Err("a reclaim amount must be at least 1 byte".into()),
-            Phase::Reclaim { swappiness: Some(s), .. } if *s > 200 => Err(format!("swappiness must be 0..200, got {s}")),
-            Phase::Reclaim { amount: CgroupValue::Of { times, .. }, .. } if !(times.is_finite() && *times >= 0.0) => {
+            Phase::Sleep { duration_ns } if *duration_ns > MAX_DURATION_NS => Err(format!(
+                "duration must be at most {MAX_DURATION_NS} ns (10^6 s), got {duration_ns} ns"
+            )),
+            Phase::Reclaim {
+                amount: CgroupValue::Max,
+                ..
+            } => Err("a reclaim amount is a size, not max".into()),
+            Phase::Reclaim {
+                amount: CgroupValue::Value { value: 0 },
+                ..
+            } => Err("a reclaim amount must be at least 1 byte".into()),
+            Phase::Reclaim {
+                swappiness: Some(s),
+                ..
+            } if *s > 200 => Err(format!("swappiness must be 0..200, got {s}")),
+            Phase::Reclaim {
+                amount: CgroupValue::Of { times, .. },
+                ..
+            } if !(times.is_finite() && *times >= 0.0) => {
                 Err(format!("times must be finite and >= 0, got {times}"))
             }
             Phase::CgroupWrite { file, value } => match (file.is_size(), value) {
@@ -342,7 +408,21 @@ impl Phase {
                 }
                 (true, _) => Ok(()),
             },
-            Phase::Sleep { .. } | Phase::Exit | Phase::Reclaim { .. } | Phase::ZramWrite { .. } => Ok(()),
+            Phase::KernelAlloc { order, .. } if *order > MAX_KERNEL_ALLOC_ORDER => Err(format!(
+                "order must be at most {MAX_KERNEL_ALLOC_ORDER} (MAX_PAGE_ORDER), got {order}"
+            )),
+            Phase::KernelAlloc {
+                order,
+                fallback_order: Some(f),
+                ..
+            } if f >= order => Err(format!(
+                "fallback_order must be below order ({order}), got {f}"
+            )),
+            Phase::Sleep { .. }
+            | Phase::Exit
+            | Phase::Reclaim { .. }
+            | Phase::ZramWrite { .. }
+            | Phase::KernelAlloc { .. } => Ok(()),
         }
     }
 
@@ -359,7 +439,10 @@ impl Phase {
     /// fails here (an `AccessGen` would panic on it).
     pub fn check_sizes(&self, region_pages: &[u64]) -> Result<(), String> {
         if let Phase::Trace { regions, trace, .. } = self {
-            let total: u64 = regions.iter().map(|&r| region_pages.get(r as usize).copied().unwrap_or(0)).sum();
+            let total: u64 = regions
+                .iter()
+                .map(|&r| region_pages.get(r as usize).copied().unwrap_or(0))
+                .sum();
             if !trace.is_empty() && u64::from(trace.max_index()) >= total {
                 return Err(format!(
                     "trace file {}: page index {} is outside the phase's regions ({total} pages); the trace was lowered for other region sizes",
@@ -507,7 +590,9 @@ impl AccessGen {
                 };
                 (state, WriteMode::from_percent(*write_percent))
             }
-            Phase::Read { region, passes } | Phase::Mmap { region, passes, .. } | Phase::Write { region, passes, .. } => {
+            Phase::Read { region, passes }
+            | Phase::Mmap { region, passes, .. }
+            | Phase::Write { region, passes, .. } => {
                 // The same order as a sequential pass over one region. Read and Write phases
                 // draw nothing (the phase kind says what each call does); a mapping's stores
                 // draw like a sequential phase's.
@@ -572,11 +657,17 @@ impl AccessGen {
                 };
                 (state, WriteMode::Always)
             }
-            Phase::Sleep { .. } | Phase::Exit | Phase::Reclaim { .. } | Phase::CgroupWrite { .. } | Phase::ZramWrite { .. } => {
-                (State::Done, WriteMode::Never)
-            }
+            Phase::Sleep { .. }
+            | Phase::Exit
+            | Phase::Reclaim { .. }
+            | Phase::CgroupWrite { .. }
+            | Phase::ZramWrite { .. }
+            | Phase::KernelAlloc { .. } => (State::Done, WriteMode::Never),
         };
-        let rw = matches!(phase, Phase::Sequential { rw: true, .. } | Phase::Random { rw: true, .. });
+        let rw = matches!(
+            phase,
+            Phase::Sequential { rw: true, .. } | Phase::Random { rw: true, .. }
+        );
         AccessGen {
             rng,
             done: 0,
@@ -601,7 +692,11 @@ impl AccessGen {
     pub fn next(&mut self) -> Option<Access> {
         let (region, page) = match &mut self.state {
             State::Done => return None,
-            State::Fill { region, next, pages } => {
+            State::Fill {
+                region,
+                next,
+                pages,
+            } => {
                 if *next == *pages {
                     self.state = State::Done;
                     return None;
@@ -633,7 +728,11 @@ impl AccessGen {
                 }
                 (region, this)
             }
-            State::Random { map, pick, remaining } => {
+            State::Random {
+                map,
+                pick,
+                remaining,
+            } => {
                 if let Some(left) = remaining {
                     if *left == 0 {
                         self.state = State::Done;
@@ -683,7 +782,11 @@ impl AccessGen {
             WriteMode::Percent(p) => self.rng.below(100) < p,
         };
         self.done += 1;
-        Some(Access { region, page, write })
+        Some(Access {
+            region,
+            page,
+            write,
+        })
     }
 
     /// How many accesses `next` has returned so far.
@@ -723,7 +826,9 @@ impl RegionMap {
         for (r, n) in regions.filter(|&(_, n)| n > 0) {
             ids.push(r);
             starts.push(total);
-            total = total.checked_add(n).expect("phase has more than 2^64 pages");
+            total = total
+                .checked_add(n)
+                .expect("phase has more than 2^64 pages");
         }
         RegionMap {
             regions: ids.into(),
@@ -740,7 +845,10 @@ impl RegionMap {
         } else if n <= LINEAR_SEARCH_MAX {
             // starts is sorted, so counting the later starts <= index finds the region without
             // a data-dependent branch (random indices would defeat the branch predictor).
-            self.starts[1..].iter().map(|&s| usize::from(s <= index)).sum()
+            self.starts[1..]
+                .iter()
+                .map(|&s| usize::from(s <= index))
+                .sum()
         } else {
             self.starts.partition_point(|&s| s <= index) - 1
         };
@@ -901,11 +1009,46 @@ mod tests {
 
     #[test]
     fn file_phases_have_the_pass_bound_of_sequential_ones() {
-        for phase in [Phase::Read { region: 0, passes: MAX_PASSES + 1 }, Phase::Mmap { region: 0, passes: MAX_PASSES + 1, write_percent: 0 }, Phase::Write { region: 0, passes: MAX_PASSES + 1, fsync_bytes: None }] {
-            assert_eq!(phase.check(1), Err(format!("passes must be at most {MAX_PASSES}, got {}", MAX_PASSES + 1)));
+        for phase in [
+            Phase::Read {
+                region: 0,
+                passes: MAX_PASSES + 1,
+            },
+            Phase::Mmap {
+                region: 0,
+                passes: MAX_PASSES + 1,
+                write_percent: 0,
+            },
+            Phase::Write {
+                region: 0,
+                passes: MAX_PASSES + 1,
+                fsync_bytes: None,
+            },
+        ] {
+            assert_eq!(
+                phase.check(1),
+                Err(format!(
+                    "passes must be at most {MAX_PASSES}, got {}",
+                    MAX_PASSES + 1
+                ))
+            );
         }
-        assert!(Phase::Read { region: 0, passes: MAX_PASSES }.check(1).is_ok());
-        assert!(Phase::Mmap { region: 1, passes: 1, write_percent: 0 }.check(1).is_err(), "region out of range");
+        assert!(Phase::Read {
+            region: 0,
+            passes: MAX_PASSES
+        }
+        .check(1)
+        .is_ok());
+        assert!(
+            Phase::Mmap {
+                region: 1,
+                passes: 1,
+                write_percent: 0
+            }
+            .check(1)
+            .is_err(),
+            "region out of range"
+        );
     }
 
     use super::*;
@@ -946,7 +1089,10 @@ mod tests {
         assert_eq!(g.next(), None);
         assert_eq!(g.next(), None);
         assert_eq!(g.accesses_done(), 4);
-        assert_eq!(AccessGen::new(&Phase::Fill { region: 0 }, &[0], rng()).next(), None);
+        assert_eq!(
+            AccessGen::new(&Phase::Fill { region: 0 }, &[0], rng()).next(),
+            None
+        );
     }
 
     #[test]
@@ -961,7 +1107,10 @@ mod tests {
         let one_pass = [(2, 0), (2, 1), (2, 2), (0, 0), (0, 1)];
         let expect: Vec<(u32, u64)> = one_pass.iter().chain(one_pass.iter()).copied().collect();
         let got: Vec<Access> = g.collect();
-        assert_eq!(got.iter().map(|a| (a.region, a.page)).collect::<Vec<_>>(), expect);
+        assert_eq!(
+            got.iter().map(|a| (a.region, a.page)).collect::<Vec<_>>(),
+            expect
+        );
         assert!(got.iter().all(|a| !a.write));
     }
 
@@ -975,7 +1124,10 @@ mod tests {
         };
         assert_eq!(AccessGen::new(&seq(vec![0], 0), &[5], rng()).next(), None);
         assert_eq!(AccessGen::new(&seq(vec![], 3), &[5], rng()).next(), None);
-        assert_eq!(AccessGen::new(&seq(vec![0, 0], 3), &[0], rng()).next(), None);
+        assert_eq!(
+            AccessGen::new(&seq(vec![0, 0], 3), &[0], rng()).next(),
+            None
+        );
         let all: Vec<Access> = AccessGen::new(&seq(vec![0], 3), &[1], rng()).collect();
         assert_eq!(all.len(), 3);
         assert!(all.iter().all(|a| a.write && a.page == 0));
@@ -989,7 +1141,9 @@ mod tests {
             write_percent: 30,
             rw: false,
         };
-        let got: Vec<bool> = AccessGen::new(&phase, &[1000], rng()).map(|a| a.write).collect();
+        let got: Vec<bool> = AccessGen::new(&phase, &[1000], rng())
+            .map(|a| a.write)
+            .collect();
         let mut r = rng();
         let expect: Vec<bool> = (0..1000).map(|_| r.below(100) < 30).collect();
         assert_eq!(got, expect);
@@ -999,36 +1153,99 @@ mod tests {
 
     #[test]
     fn read_and_mmap_walk_the_file_in_order_without_writes() {
-        for phase in [Phase::Read { region: 1, passes: 2 }, Phase::Mmap { region: 1, passes: 2, write_percent: 0 }] {
-            let got: Vec<(u32, u64, bool)> = AccessGen::new(&phase, &[5, 3], rng()).map(|a| (a.region, a.page, a.write)).collect();
-            assert_eq!(got, [(1, 0, false), (1, 1, false), (1, 2, false), (1, 0, false), (1, 1, false), (1, 2, false)]);
+        for phase in [
+            Phase::Read {
+                region: 1,
+                passes: 2,
+            },
+            Phase::Mmap {
+                region: 1,
+                passes: 2,
+                write_percent: 0,
+            },
+        ] {
+            let got: Vec<(u32, u64, bool)> = AccessGen::new(&phase, &[5, 3], rng())
+                .map(|a| (a.region, a.page, a.write))
+                .collect();
+            assert_eq!(
+                got,
+                [
+                    (1, 0, false),
+                    (1, 1, false),
+                    (1, 2, false),
+                    (1, 0, false),
+                    (1, 1, false),
+                    (1, 2, false)
+                ]
+            );
             assert!(phase.check(1).is_err() && phase.check(2).is_ok());
         }
     }
 
     #[test]
     fn write_phases_write_every_page_and_mmap_stores_draw_like_sequential() {
-        let phase = Phase::Write { region: 0, passes: 1, fsync_bytes: Some(8192) };
-        let got: Vec<(u64, bool)> = AccessGen::new(&phase, &[3], rng()).map(|a| (a.page, a.write)).collect();
+        let phase = Phase::Write {
+            region: 0,
+            passes: 1,
+            fsync_bytes: Some(8192),
+        };
+        let got: Vec<(u64, bool)> = AccessGen::new(&phase, &[3], rng())
+            .map(|a| (a.page, a.write))
+            .collect();
         assert_eq!(got, [(0, true), (1, true), (2, true)]);
-        assert!(Phase::Write { region: 0, passes: 1, fsync_bytes: Some(0) }.check(1).is_err());
+        assert!(Phase::Write {
+            region: 0,
+            passes: 1,
+            fsync_bytes: Some(0)
+        }
+        .check(1)
+        .is_err());
         // A mapping with stores draws one below(100) per access, exactly as a sequential pass.
-        let mmap = Phase::Mmap { region: 0, passes: 1, write_percent: 30 };
-        let seq = Phase::Sequential { regions: vec![0], passes: 1, write_percent: 30, rw: false };
-        let a: Vec<bool> = AccessGen::new(&mmap, &[200], rng()).map(|a| a.write).collect();
-        let b: Vec<bool> = AccessGen::new(&seq, &[200], rng()).map(|a| a.write).collect();
+        let mmap = Phase::Mmap {
+            region: 0,
+            passes: 1,
+            write_percent: 30,
+        };
+        let seq = Phase::Sequential {
+            regions: vec![0],
+            passes: 1,
+            write_percent: 30,
+            rw: false,
+        };
+        let a: Vec<bool> = AccessGen::new(&mmap, &[200], rng())
+            .map(|a| a.write)
+            .collect();
+        let b: Vec<bool> = AccessGen::new(&seq, &[200], rng())
+            .map(|a| a.write)
+            .collect();
         assert_eq!(a, b);
         assert!(a.iter().any(|&w| w) && a.iter().any(|&w| !w));
         // Lowered configs without write_percent still load (loads only).
-        let old: Phase = serde_json::from_str(r#"{"kind": "mmap", "region": 0, "passes": 1}"#).unwrap();
-        assert_eq!(old, Phase::Mmap { region: 0, passes: 1, write_percent: 0 });
+        let old: Phase =
+            serde_json::from_str(r#"{"kind": "mmap", "region": 0, "passes": 1}"#).unwrap();
+        assert_eq!(
+            old,
+            Phase::Mmap {
+                region: 0,
+                passes: 1,
+                write_percent: 0
+            }
+        );
     }
 
     #[test]
     fn rw_changes_no_access_and_is_absent_from_old_configs() {
-        let seq = |rw| Phase::Sequential { regions: vec![0], passes: 2, write_percent: 40, rw };
+        let seq = |rw| Phase::Sequential {
+            regions: vec![0],
+            passes: 2,
+            write_percent: 40,
+            rw,
+        };
         let plain: Vec<Access> = AccessGen::new(&seq(false), &[50], rng()).collect();
-        assert_eq!(AccessGen::new(&seq(true), &[50], rng()).collect::<Vec<_>>(), plain);
+        assert_eq!(
+            AccessGen::new(&seq(true), &[50], rng()).collect::<Vec<_>>(),
+            plain
+        );
         assert!(AccessGen::new(&seq(true), &[50], rng()).rw());
         assert!(!AccessGen::new(&seq(false), &[50], rng()).rw());
         let random: Phase = serde_json::from_str(
@@ -1037,16 +1254,23 @@ mod tests {
         .unwrap();
         assert!(AccessGen::new(&random, &[5], rng()).rw());
         // Written only when set, read as false when absent: older lowered configs are unchanged.
-        let old: Phase = serde_json::from_str(r#"{"kind": "sequential", "regions": [0], "passes": 2, "write_percent": 40}"#).unwrap();
+        let old: Phase = serde_json::from_str(
+            r#"{"kind": "sequential", "regions": [0], "passes": 2, "write_percent": 40}"#,
+        )
+        .unwrap();
         assert_eq!(old, seq(false));
         assert!(!serde_json::to_string(&seq(false)).unwrap().contains("rw"));
-        assert!(serde_json::to_string(&seq(true)).unwrap().contains(r#""rw":true"#));
+        assert!(serde_json::to_string(&seq(true))
+            .unwrap()
+            .contains(r#""rw":true"#));
     }
 
     fn trace_phase(words: &[u32], regions: Vec<u32>, passes: u32, limit: Option<u64>) -> Phase {
         let mut b = crate::trace::MAGIC.to_vec();
         b.extend_from_slice(&(words.len() as u64).to_le_bytes());
-        words.iter().for_each(|w| b.extend_from_slice(&w.to_le_bytes()));
+        words
+            .iter()
+            .for_each(|w| b.extend_from_slice(&w.to_le_bytes()));
         Phase::Trace {
             regions,
             trace: TraceFile::from_bytes("t.rltrace".into(), "sha".into(), &b).unwrap(),
@@ -1061,32 +1285,60 @@ mod tests {
         let words = [0, 4 | WRITE_BIT, 2, 7, 3 | WRITE_BIT];
         let phase = trace_phase(&words, vec![1, 0], 2, None);
         assert!(phase.check(2).is_ok() && phase.check_sizes(&[5, 3]).is_ok());
-        let got: Vec<(u32, u64, bool)> = AccessGen::new(&phase, &[5, 3], rng()).map(|a| (a.region, a.page, a.write)).collect();
-        let once = [(1, 0, false), (0, 1, true), (1, 2, false), (0, 4, false), (0, 0, true)];
+        let got: Vec<(u32, u64, bool)> = AccessGen::new(&phase, &[5, 3], rng())
+            .map(|a| (a.region, a.page, a.write))
+            .collect();
+        let once = [
+            (1, 0, false),
+            (0, 1, true),
+            (1, 2, false),
+            (0, 4, false),
+            (0, 0, true),
+        ];
         assert_eq!(got, [once, once].concat());
         // The rng is not used: another seed gives the same sequence.
-        let other: Vec<Access> = AccessGen::new(&phase, &[5, 3], stream(9, Stream::Access, 3, 3)).collect();
+        let other: Vec<Access> =
+            AccessGen::new(&phase, &[5, 3], stream(9, Stream::Access, 3, 3)).collect();
         assert_eq!(other.len(), 10);
-        assert!(other.iter().zip(&got).all(|(a, b)| (a.region, a.page, a.write) == *b));
+        assert!(other
+            .iter()
+            .zip(&got)
+            .all(|(a, b)| (a.region, a.page, a.write) == *b));
         // limit cuts across passes; limit 0, passes 0 and an empty trace give nothing.
         let mut g = AccessGen::new(&trace_phase(&words, vec![1, 0], 3, Some(7)), &[5, 3], rng());
         assert_eq!((&mut g).count(), 7);
         assert_eq!(g.accesses_done(), 7);
-        assert_eq!(AccessGen::new(&trace_phase(&words, vec![0], 1, Some(0)), &[8], rng()).next(), None);
-        assert_eq!(AccessGen::new(&trace_phase(&words, vec![0], 0, None), &[8], rng()).next(), None);
-        assert_eq!(AccessGen::new(&trace_phase(&[], vec![0], 1, None), &[8], rng()).next(), None);
+        assert_eq!(
+            AccessGen::new(&trace_phase(&words, vec![0], 1, Some(0)), &[8], rng()).next(),
+            None
+        );
+        assert_eq!(
+            AccessGen::new(&trace_phase(&words, vec![0], 0, None), &[8], rng()).next(),
+            None
+        );
+        assert_eq!(
+            AccessGen::new(&trace_phase(&[], vec![0], 1, None), &[8], rng()).next(),
+            None
+        );
     }
 
     #[test]
     fn trace_checks() {
         let phase = trace_phase(&[9], vec![0], 1, None);
         let e = phase.check_sizes(&[9]).unwrap_err();
-        assert!(e.contains("page index 9 is outside the phase's regions (9 pages)"), "{e}");
+        assert!(
+            e.contains("page index 9 is outside the phase's regions (9 pages)"),
+            "{e}"
+        );
         assert!(phase.check_sizes(&[10]).is_ok());
         assert!(trace_phase(&[0], vec![], 1, None).check(1).is_err());
         assert!(trace_phase(&[0], vec![1], 1, None).check(1).is_err());
-        assert!(trace_phase(&[0], vec![0], MAX_PASSES + 1, None).check(1).is_err());
-        assert!(trace_phase(&[0], vec![0], 1, Some(MAX_ACCESSES + 1)).check(1).is_err());
+        assert!(trace_phase(&[0], vec![0], MAX_PASSES + 1, None)
+            .check(1)
+            .is_err());
+        assert!(trace_phase(&[0], vec![0], 1, Some(MAX_ACCESSES + 1))
+            .check(1)
+            .is_err());
     }
 
     #[test]
@@ -1117,7 +1369,8 @@ mod tests {
             let phase = random(vec![0, 1], dist.clone(), Some(5000), 50);
             let a: Vec<Access> = AccessGen::new(&phase, &[100, 900], rng()).collect();
             let b: Vec<Access> = AccessGen::new(&phase, &[100, 900], rng()).collect();
-            let c: Vec<Access> = AccessGen::new(&phase, &[100, 900], stream(1235, Stream::Access, 0, 0)).collect();
+            let c: Vec<Access> =
+                AccessGen::new(&phase, &[100, 900], stream(1235, Stream::Access, 0, 0)).collect();
             assert_eq!(a, b, "{dist:?}");
             assert_ne!(a, c, "{dist:?}");
         }
@@ -1162,17 +1415,25 @@ mod tests {
             rng(),
         ));
         assert_eq!(a, b);
-        let w: Vec<bool> = AccessGen::new(&random(vec![0], Dist::Uniform, Some(1000), 100), &[50], rng())
-            .map(|a| a.write)
-            .collect();
+        let w: Vec<bool> = AccessGen::new(
+            &random(vec![0], Dist::Uniform, Some(1000), 100),
+            &[50],
+            rng(),
+        )
+        .map(|a| a.write)
+        .collect();
         assert!(w.iter().all(|&w| w));
     }
 
     #[test]
     fn uniform_order_of_draws() {
         // One below(total) for the page, then one below(100) for the write flag.
-        let got: Vec<Access> =
-            AccessGen::new(&random(vec![1, 0], Dist::Uniform, Some(100), 50), &[7, 5], rng()).collect();
+        let got: Vec<Access> = AccessGen::new(
+            &random(vec![1, 0], Dist::Uniform, Some(100), 50),
+            &[7, 5],
+            rng(),
+        )
+        .collect();
         let mut r = rng();
         for a in got {
             let i = r.below(12);
@@ -1243,7 +1504,10 @@ mod tests {
     #[test]
     fn uniform_covers_all_regions_evenly() {
         // Uneven region sizes, an empty region, and more regions than the linear scan handles.
-        for sizes in [vec![100u64, 37, 0, 263], (1..=12).map(|i| i * 7).collect::<Vec<u64>>()] {
+        for sizes in [
+            vec![100u64, 37, 0, 263],
+            (1..=12).map(|i| i * 7).collect::<Vec<u64>>(),
+        ] {
             let regions: Vec<u32> = (0..sizes.len() as u32).collect();
             let total: u64 = sizes.iter().sum();
             let offsets: Vec<u64> = sizes
@@ -1265,7 +1529,10 @@ mod tests {
             let dof = (total - 1) as f64;
             let chi = chi_square(&counts);
             let sd = (2.0 * dof).sqrt();
-            assert!((dof - 6.0 * sd..dof + 6.0 * sd).contains(&chi), "chi2 {chi} dof {dof}");
+            assert!(
+                (dof - 6.0 * sd..dof + 6.0 * sd).contains(&chi),
+                "chi2 {chi} dof {dof}"
+            );
         }
     }
 
@@ -1295,7 +1562,10 @@ mod tests {
         let hot_chi = chi_square(&counts[..200]);
         let cold_chi = chi_square(&counts[200..]);
         assert!(hot_chi < 199.0 + 6.0 * (2.0f64 * 199.0).sqrt(), "{hot_chi}");
-        assert!(cold_chi < 799.0 + 6.0 * (2.0f64 * 799.0).sqrt(), "{cold_chi}");
+        assert!(
+            cold_chi < 799.0 + 6.0 * (2.0f64 * 799.0).sqrt(),
+            "{cold_chi}"
+        );
     }
 
     #[test]
@@ -1310,7 +1580,9 @@ mod tests {
                 Some(5000),
                 0,
             );
-            AccessGen::new(&phase, &[total], rng()).map(|a| a.page).collect()
+            AccessGen::new(&phase, &[total], rng())
+                .map(|a| a.page)
+                .collect()
         };
         // 10 % of 15 pages = 1.5, rounded up to 2 hot pages.
         let p = run(10, 100, 15);
@@ -1339,7 +1611,10 @@ mod tests {
         for theta in [1.0, 0.8] {
             let (got, expect) = zipf_rank1_share(theta);
             // sd = sqrt(p (1 - p) / n) is about 0.0005 here.
-            assert!((got - expect).abs() < 0.003, "theta {theta}: {got} vs {expect}");
+            assert!(
+                (got - expect).abs() < 0.003,
+                "theta {theta}: {got} vs {expect}"
+            );
         }
     }
 
@@ -1395,7 +1670,11 @@ mod tests {
     #[test]
     #[should_panic(expected = "theta")]
     fn zipf_rejects_negative_theta() {
-        AccessGen::new(&random(vec![0], Dist::Zipf { theta: -1.0 }, None, 0), &[10], rng());
+        AccessGen::new(
+            &random(vec![0], Dist::Zipf { theta: -1.0 }, None, 0),
+            &[10],
+            rng(),
+        );
     }
 
     #[test]
@@ -1476,7 +1755,10 @@ mod tests {
                 acc = acc.wrapping_add(a.page ^ u64::from(a.write));
             }
             black_box(acc);
-            println!("{name}: {:.2} ns/access", t.elapsed().as_nanos() as f64 / n as f64);
+            println!(
+                "{name}: {:.2} ns/access",
+                t.elapsed().as_nanos() as f64 / n as f64
+            );
         }
     }
 }

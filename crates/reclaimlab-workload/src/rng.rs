@@ -140,7 +140,10 @@ mod tests {
     fn unit_f64_is_top_53_bits() {
         let mut r = SplitMix64::new(0);
         let u = r.unit_f64();
-        assert_eq!(u, (0xE220_A839_7B1D_CDAFu64 >> 11) as f64 / 9_007_199_254_740_992.0);
+        assert_eq!(
+            u,
+            (0xE220_A839_7B1D_CDAFu64 >> 11) as f64 / 9_007_199_254_740_992.0
+        );
         for _ in 0..10_000 {
             let u = r.unit_f64();
             assert!((0.0..1.0).contains(&u));

@@ -56,7 +56,10 @@ impl TraceFile {
                 body.len()
             ));
         }
-        let words: Arc<[u32]> = body.chunks_exact(4).map(|c| u32::from_le_bytes(c.try_into().expect("4 bytes"))).collect();
+        let words: Arc<[u32]> = body
+            .chunks_exact(4)
+            .map(|c| u32::from_le_bytes(c.try_into().expect("4 bytes")))
+            .collect();
         let max_index = words.iter().map(|w| w & INDEX_MASK).max().unwrap_or(0);
         Ok(TraceFile {
             path,
@@ -148,16 +151,21 @@ mod tests {
 
     #[test]
     fn parses_and_rejects() {
-        let t = TraceFile::from_bytes("t".into(), "x".into(), &bytes(&[3, 7 | WRITE_BIT, 1])).unwrap();
+        let t =
+            TraceFile::from_bytes("t".into(), "x".into(), &bytes(&[3, 7 | WRITE_BIT, 1])).unwrap();
         assert_eq!(&t.words()[..], &[3, 7 | WRITE_BIT, 1]);
         assert_eq!(t.max_index(), 7);
         assert_eq!(t.len(), 3);
-        let e = TraceFile::from_bytes("t".into(), "x".into(), b"RLTRACE0\0\0\0\0\0\0\0\0").unwrap_err();
+        let e =
+            TraceFile::from_bytes("t".into(), "x".into(), b"RLTRACE0\0\0\0\0\0\0\0\0").unwrap_err();
         assert!(e.contains("magic"), "{e}");
         let mut short = bytes(&[1, 2]);
         short.pop();
         let e = TraceFile::from_bytes("t".into(), "x".into(), &short).unwrap_err();
-        assert!(e.contains("header says 2 accesses (8 bytes) but 7 bytes follow"), "{e}");
+        assert!(
+            e.contains("header says 2 accesses (8 bytes) but 7 bytes follow"),
+            "{e}"
+        );
         let e = TraceFile::load("/nonexistent/x.rltrace".into(), "x".into()).unwrap_err();
         assert!(e.starts_with("trace file /nonexistent/x.rltrace: "), "{e}");
     }

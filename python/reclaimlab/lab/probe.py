@@ -539,6 +539,7 @@ def check(config: dict[str, Any], p: Probe) -> list[Problem]:
     problems += [Problem(path, message) for path, message in filesystems.check_filesystems(config, state_dir())]
     problems += _check_trace(config, p)
     problems += _check_zram_writes(config)
+    problems += _check_kernel_allocs(config)
     return problems
 
 
@@ -560,6 +561,17 @@ def _check_zram_writes(config: dict[str, Any]) -> list[Problem]:
         for i, proc in enumerate(config["processes"])
         for j, ph in enumerate(proc["phases"])
         if ph["phase"].get("kind") == "zram_write"
+    ]
+
+
+def _check_kernel_allocs(config: dict[str, Any]) -> list[Problem]:
+    """kernel_alloc phases ask the page allocator for blocks of an order and migratetype, which a
+    user process cannot do (the runner refuses them too)."""
+    return [
+        Problem(("processes", i, "phases", j, "kind"), "kernel_alloc phases run in the simulator only")
+        for i, proc in enumerate(config["processes"])
+        for j, ph in enumerate(proc["phases"])
+        if ph["phase"].get("kind") == "kernel_alloc"
     ]
 
 

@@ -513,6 +513,14 @@ def _check_report(s: Scenario, r: Report) -> list[Problem]:
             return [Problem(path, str(e))]
         if m.phase is not None and m.phase not in phases:
             return [Problem(path, f"expected '<process>/<phase>' of this scenario (one of {_quoted(phases)}); got {m.phase!r}")]
+        if m.latency is not None:
+            names = sorted(proc.name for proc in s.processes)
+            pattern = m.latency[0]
+            matched = [n for n in names if (n.startswith(pattern[:-1]) if pattern.endswith("*") else n == pattern)]
+            if not matched:
+                return [
+                    Problem(path, f"expected a process of this scenario or a prefix* of some (one of {_quoted(names)}); got {pattern!r}")
+                ]
         if m.memcg is not None and m.memcg not in cgroups:
             return [Problem(path, f"expected a cgroup of this scenario in memcg[...] (one of {_quoted(cgroups)}); got {m.memcg!r}")]
         return []

@@ -547,6 +547,25 @@ class ZramWritePhase(_Phase):
     device: str | None = None
 
 
+class KernelAllocPhase(_Phase):
+    """``count`` kernel allocations of 2^``order`` pages made on the process's behalf (simulator
+    only; docs/model/kernel_alloc.md): a fork's kernel stack is order 2; a SLUB slab is
+    ``order = 3`` with ``fallback_order = 0`` (s->oo and s->min). ``migratetype``:
+    ``"unmovable"`` (GFP_KERNEL) or ``"reclaimable"``. Held until the process exits."""
+
+    kind: Literal["kernel_alloc"]
+    count: IntRange(1, 2**32 - 1)  # type: ignore[valid-type]
+    order: IntRange(0, 10)  # type: ignore[valid-type]
+    fallback_order: IntRange(0, 9) | None = None  # type: ignore[valid-type]
+    migratetype: Literal["unmovable", "reclaimable"] = "unmovable"
+
+    @model_validator(mode="after")
+    def _fallback_below(self) -> KernelAllocPhase:
+        if self.fallback_order is not None and self.fallback_order >= self.order:
+            raise ValueError(f"fallback_order must be below order ({self.order}), got {self.fallback_order}")
+        return self
+
+
 class ReclaimPhase(_Phase):
     """A write of ``amount`` to the process's cgroup's ``memory.reclaim`` (cgroup v2; proactive
     reclaim), with ``swappiness=`` when given (kernels 6.12 and later). ``amount`` is a size or
@@ -578,6 +597,7 @@ Phase = Annotated[
     | ReclaimPhase
     | CgroupWritePhase
     | ZramWritePhase
+    | KernelAllocPhase
     | ExitPhase,
     Field(discriminator="kind"),
 ]
@@ -648,6 +668,12 @@ MMTESTS_FIGURES = (
     "page_writes_by_reclaim",
 )
 
+#: Latency kinds a ``latency:`` metric may name (docs/model/latency.md).
+LATENCY_METRIC_KINDS = ("fault", "fault_minor", "fault_major", "fault_zswap", "io_wait", "alloc_stall", "high_reclaim", "throttle")
+#: Aggregates of a ``latency:`` metric over its processes' per-process sums: the total, the
+#: mean per process, the largest.
+LATENCY_METRIC_STATS = ("sum_s", "mean_s", "max_s")
+
 #: ``vmstat.pswpin``, ``zswap.pool_total_size``, ``memcg[/a/b].memory.stat.zswpwb``.
 _COUNTER_RE = re.compile(r"^(?:memcg\[(/[^\]]*)\]|[A-Za-z_][A-Za-z0-9_]*)\.[A-Za-z0-9_.-]*[A-Za-z0-9_]$")
 
@@ -662,6 +688,7 @@ class Metric:
     field: str | None = None  # one of PHASE_FIELDS
     memcg: str | None = None  # the cgroup path of a memcg[...] counter
     derived: str | None = None  # an mmtests figure (reclaimlab.mmtests.DERIVED)
+    latency: tuple[str, str, str] | None = None  # (process or "prefix*", kind, stat)
 
 
 def parse_metric(text: str) -> Metric:
@@ -672,6 +699,12 @@ def parse_metric(text: str) -> Metric:
         if name not in MMTESTS_FIGURES:
             raise ValueError(f"expected 'mmtests:<{'|'.join(MMTESTS_FIGURES)}>'; got {text!r}")
         return Metric(text, derived=name)
+    if text.startswith("latency:"):
+        parts = text[len("latency:") :].rsplit(".", 2)
+        if len(parts) != 3 or not parts[0] or parts[1] not in LATENCY_METRIC_KINDS or parts[2] not in LATENCY_METRIC_STATS:
+            kinds, stats = "|".join(LATENCY_METRIC_KINDS), "|".join(LATENCY_METRIC_STATS)
+            raise ValueError(f"expected 'latency:<process or prefix*>.<{kinds}>.<{stats}>'; got {text!r}")
+        return Metric(text, latency=(parts[0], parts[1], parts[2]))
     if text.startswith("phase:"):
         body, dot, field = text[len("phase:") :].rpartition(".")
         if not dot or field not in PHASE_FIELDS or "/" not in body.strip("/"):

@@ -28,7 +28,13 @@ pub(crate) fn le16_at(src: &[u8], ip: &mut usize) -> DecodeResult<usize> {
 /// copies), possibly writing past the run, where later output overwrites it; longer runs, and
 /// runs near either end of a buffer, are copied exactly.
 #[inline(always)]
-pub(crate) fn copy_literals(src: &[u8], ip: &mut usize, dst: &mut [u8], op: &mut usize, n: usize) -> DecodeResult<()> {
+pub(crate) fn copy_literals(
+    src: &[u8],
+    ip: &mut usize,
+    dst: &mut [u8],
+    op: &mut usize,
+    n: usize,
+) -> DecodeResult<()> {
     if n <= 8 && *ip + 8 <= src.len() && *op + 8 <= dst.len() {
         let w: [u8; 8] = src[*ip..*ip + 8].try_into().expect("8 bytes");
         dst[*op..*op + 8].copy_from_slice(&w);
@@ -41,7 +47,9 @@ pub(crate) fn copy_literals(src: &[u8], ip: &mut usize, dst: &mut [u8], op: &mut
         }
     } else {
         let lits = src.get(*ip..*ip + n).ok_or("input overrun")?;
-        dst.get_mut(*op..*op + n).ok_or("output overrun")?.copy_from_slice(lits);
+        dst.get_mut(*op..*op + n)
+            .ok_or("output overrun")?
+            .copy_from_slice(lits);
     }
     *ip += n;
     *op += n;
@@ -55,7 +63,12 @@ pub(crate) fn copy_literals(src: &[u8], ip: &mut usize, dst: &mut [u8], op: &mut
 /// byte is a fill; other overlapping matches (the output repeats with period `dist`) are
 /// copied from the match start in non-overlapping blocks that double each time.
 #[inline(always)]
-pub(crate) fn copy_match(dst: &mut [u8], op: &mut usize, dist: usize, len: usize) -> DecodeResult<()> {
+pub(crate) fn copy_match(
+    dst: &mut [u8],
+    op: &mut usize,
+    dist: usize,
+    len: usize,
+) -> DecodeResult<()> {
     if dist == 0 || dist > *op {
         return Err("lookbehind overrun");
     }
@@ -94,4 +107,3 @@ pub(crate) fn copy_match(dst: &mut [u8], op: &mut usize, dist: usize, len: usize
     *op += len;
     Ok(())
 }
-

@@ -17,14 +17,38 @@ pub const INFO: CodecInfo = CodecInfo {
     name: "deflate",
     cost: CodecCost {
         compress: [
-            CostFigure { name: "deflate_compress_ns", default: 45_280, doc: "deflate compression of a page of dictionary-like text." },
-            CostFigure { name: "deflate_compress_random_ns", default: 73_030, doc: "deflate compression of a page of random bytes." },
-            CostFigure { name: "deflate_compress_run_ns", default: 37_510, doc: "deflate compression of a page that is one run of a byte." },
+            CostFigure {
+                name: "deflate_compress_ns",
+                default: 45_280,
+                doc: "deflate compression of a page of dictionary-like text.",
+            },
+            CostFigure {
+                name: "deflate_compress_random_ns",
+                default: 73_030,
+                doc: "deflate compression of a page of random bytes.",
+            },
+            CostFigure {
+                name: "deflate_compress_run_ns",
+                default: 37_510,
+                doc: "deflate compression of a page that is one run of a byte.",
+            },
         ],
         decompress: [
-            CostFigure { name: "deflate_decompress_ns", default: 5_880, doc: "deflate decompression of a page of dictionary-like text." },
-            CostFigure { name: "deflate_decompress_random_ns", default: 14_010, doc: "deflate decompression of a page of random bytes." },
-            CostFigure { name: "deflate_decompress_run_ns", default: 9_740, doc: "deflate decompression of a page that is one run of a byte." },
+            CostFigure {
+                name: "deflate_decompress_ns",
+                default: 5_880,
+                doc: "deflate decompression of a page of dictionary-like text.",
+            },
+            CostFigure {
+                name: "deflate_decompress_random_ns",
+                default: 14_010,
+                doc: "deflate decompression of a page of random bytes.",
+            },
+            CostFigure {
+                name: "deflate_decompress_run_ns",
+                default: 9_740,
+                doc: "deflate decompression of a page that is one run of a byte.",
+            },
         ],
     },
     compressed_len: |page| deflate_compress(page, &mut [0u8; DST_LEN]),
@@ -52,8 +76,11 @@ thread_local! {
 
 /// Raw deflate with crypto/deflate.c's settings; returns the length written to `dst`.
 pub(crate) fn deflate_compress(src: &[u8], dst: &mut [u8]) -> usize {
-    let mut z =
-        flate2::Compress::new_with_window_bits(flate2::Compression::new(DEFLATE_LEVEL), false, DEFLATE_WINDOW_BITS);
+    let mut z = flate2::Compress::new_with_window_bits(
+        flate2::Compression::new(DEFLATE_LEVEL),
+        false,
+        DEFLATE_WINDOW_BITS,
+    );
     let status = z
         .compress(src, dst, flate2::FlushCompress::Finish)
         .expect("deflate failed");
@@ -83,8 +110,14 @@ fn deflate_compress_reset(src: &[u8], dst: &mut [u8]) -> usize {
         let mut z = z.borrow_mut();
         z.reset();
         let (in0, out0) = (z.total_in(), z.total_out());
-        let status = z.compress(src, dst, flate2::FlushCompress::Finish).expect("deflate failed");
-        assert_eq!(status, flate2::Status::StreamEnd, "deflate output did not fit in two pages");
+        let status = z
+            .compress(src, dst, flate2::FlushCompress::Finish)
+            .expect("deflate failed");
+        assert_eq!(
+            status,
+            flate2::Status::StreamEnd,
+            "deflate output did not fit in two pages"
+        );
         assert_eq!(z.total_in() - in0, src.len() as u64);
         (z.total_out() - out0) as usize
     })
@@ -104,4 +137,3 @@ fn deflate_decompress(src: &[u8], dst: &mut [u8]) -> DecodeResult<usize> {
         Ok((z.total_out() - out0) as usize)
     })
 }
-

@@ -62,7 +62,10 @@ fn hash(v: u32) -> usize {
 
 /// Compresses `src` (shorter than 64 KiB) into `out` (cleared first); returns the length.
 pub(crate) fn compress(src: &[u8], limit: Limit, out: &mut Vec<u8>) -> usize {
-    assert!(src.len() < 65536 + MFLIMIT - 1, "byU16 tables only address 64 KiB");
+    assert!(
+        src.len() < 65536 + MFLIMIT - 1,
+        "byU16 tables only address 64 KiB"
+    );
     out.clear();
     let mut anchor = 0;
     // Shorter inputs (below LZ4_minLength = MFLIMIT + 1) are a single literal run.
@@ -169,7 +172,11 @@ fn push_length(out: &mut Vec<u8>, mut n: usize) {
 /// How many bytes from `a` equal those from `b`, not counting past `limit` (on `a`).
 #[inline]
 fn common_prefix(s: &[u8], a: usize, b: usize, limit: usize) -> usize {
-    s[a..limit].iter().zip(&s[b..]).take_while(|(x, y)| x == y).count()
+    s[a..limit]
+        .iter()
+        .zip(&s[b..])
+        .take_while(|(x, y)| x == y)
+        .count()
 }
 
 // The plug-in: name, cost figures, and the kernel-path functions.
@@ -178,14 +185,38 @@ pub const INFO: CodecInfo = CodecInfo {
     name: "lz4",
     cost: CodecCost {
         compress: [
-            CostFigure { name: "lz4_compress_ns", default: 4_480, doc: "lz4 compression of a page of dictionary-like text." },
-            CostFigure { name: "lz4_compress_random_ns", default: 1_380, doc: "lz4 compression of a page of random bytes." },
-            CostFigure { name: "lz4_compress_run_ns", default: 2_710, doc: "lz4 compression of a page that is one run of a byte." },
+            CostFigure {
+                name: "lz4_compress_ns",
+                default: 4_480,
+                doc: "lz4 compression of a page of dictionary-like text.",
+            },
+            CostFigure {
+                name: "lz4_compress_random_ns",
+                default: 1_380,
+                doc: "lz4 compression of a page of random bytes.",
+            },
+            CostFigure {
+                name: "lz4_compress_run_ns",
+                default: 2_710,
+                doc: "lz4 compression of a page that is one run of a byte.",
+            },
         ],
         decompress: [
-            CostFigure { name: "lz4_decompress_ns", default: 2_210, doc: "lz4 decompression of a page of dictionary-like text." },
-            CostFigure { name: "lz4_decompress_random_ns", default: 80, doc: "lz4 decompression of a page of random bytes." },
-            CostFigure { name: "lz4_decompress_run_ns", default: 150, doc: "lz4 decompression of a page that is one run of a byte." },
+            CostFigure {
+                name: "lz4_decompress_ns",
+                default: 2_210,
+                doc: "lz4 decompression of a page of dictionary-like text.",
+            },
+            CostFigure {
+                name: "lz4_decompress_random_ns",
+                default: 80,
+                doc: "lz4 decompression of a page of random bytes.",
+            },
+            CostFigure {
+                name: "lz4_decompress_run_ns",
+                default: 150,
+                doc: "lz4 decompression of a page that is one run of a byte.",
+            },
         ],
     },
     compressed_len: |page| with_scratch(|out| compress(page, Limit::Kernel, out)),
@@ -231,4 +262,3 @@ fn lz4_decompress(src: &[u8], dst: &mut [u8]) -> DecodeResult<usize> {
         copy_match(dst, &mut op, dist, len)?;
     }
 }
-

@@ -20,14 +20,38 @@ pub const INFO: CodecInfo = CodecInfo {
     name: "lzo",
     cost: CodecCost {
         compress: [
-            CostFigure { name: "lzo_compress_ns", default: 3_470, doc: "lzo compression of a page of dictionary-like text." },
-            CostFigure { name: "lzo_compress_random_ns", default: 810, doc: "lzo compression of a page of random bytes." },
-            CostFigure { name: "lzo_compress_run_ns", default: 1_710, doc: "lzo compression of a page that is one run of a byte." },
+            CostFigure {
+                name: "lzo_compress_ns",
+                default: 3_470,
+                doc: "lzo compression of a page of dictionary-like text.",
+            },
+            CostFigure {
+                name: "lzo_compress_random_ns",
+                default: 810,
+                doc: "lzo compression of a page of random bytes.",
+            },
+            CostFigure {
+                name: "lzo_compress_run_ns",
+                default: 1_710,
+                doc: "lzo compression of a page that is one run of a byte.",
+            },
         ],
         decompress: [
-            CostFigure { name: "lzo_decompress_ns", default: 1_840, doc: "lzo decompression of a page of dictionary-like text." },
-            CostFigure { name: "lzo_decompress_random_ns", default: 90, doc: "lzo decompression of a page of random bytes." },
-            CostFigure { name: "lzo_decompress_run_ns", default: 760, doc: "lzo decompression of a page that is one run of a byte." },
+            CostFigure {
+                name: "lzo_decompress_ns",
+                default: 1_840,
+                doc: "lzo decompression of a page of dictionary-like text.",
+            },
+            CostFigure {
+                name: "lzo_decompress_random_ns",
+                default: 90,
+                doc: "lzo decompression of a page of random bytes.",
+            },
+            CostFigure {
+                name: "lzo_decompress_run_ns",
+                default: 760,
+                doc: "lzo decompression of a page that is one run of a byte.",
+            },
         ],
     },
     compressed_len: lzo_len,
@@ -54,7 +78,10 @@ pub(crate) fn lzo_compress<'a>(src: &[u8], dst: &'a mut [u8]) -> &'a [u8] {
     );
     LZO_CTX.with(|ctx| {
         let (out, err) = ctx.borrow_mut().compress_to_slice(src, dst);
-        assert!(err == rust_lzo::LZOError::OK, "LZO1X-1 compression cannot fail");
+        assert!(
+            err == rust_lzo::LZOError::OK,
+            "LZO1X-1 compression cannot fail"
+        );
         &*out
     })
 }

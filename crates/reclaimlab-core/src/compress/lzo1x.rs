@@ -237,14 +237,23 @@ impl Encoder<'_> {
 pub(crate) fn decompress(src: &[u8]) -> Result<Vec<u8>, String> {
     let mut out: Vec<u8> = Vec::new();
     let mut ip = 0;
-    let byte = |ip: usize| src.get(ip).copied().ok_or_else(|| "input overrun".to_string());
+    let byte = |ip: usize| {
+        src.get(ip)
+            .copied()
+            .ok_or_else(|| "input overrun".to_string())
+    };
     let version = if src.len() >= 5 && src[0] == 17 {
         ip = 2;
         src[1]
     } else {
         0
     };
-    fn copy_literals(src: &[u8], ip: &mut usize, out: &mut Vec<u8>, n: usize) -> Result<(), String> {
+    fn copy_literals(
+        src: &[u8],
+        ip: &mut usize,
+        out: &mut Vec<u8>,
+        n: usize,
+    ) -> Result<(), String> {
         let lits = src.get(*ip..*ip + n).ok_or("literal overrun")?;
         out.extend_from_slice(lits);
         *ip += n;
@@ -305,7 +314,11 @@ pub(crate) fn decompress(src: &[u8]) -> Result<Vec<u8>, String> {
             next = t & 3;
             (dist, len) = (1 + ((t >> 2) & 7) + (b << 3), (t >> 5) + 1);
         } else if t >= 32 {
-            let l = if t & 31 == 0 { long_len(&mut ip, 31)? } else { t & 31 };
+            let l = if t & 31 == 0 {
+                long_len(&mut ip, 31)?
+            } else {
+                t & 31
+            };
             let w = usize::from(u16::from_le_bytes([byte(ip)?, byte(ip + 1)?]));
             ip += 2;
             next = w & 3;
@@ -320,7 +333,11 @@ pub(crate) fn decompress(src: &[u8]) -> Result<Vec<u8>, String> {
                 copy_literals(src, &mut ip, &mut out, state)?;
                 continue;
             }
-            let l = if t & 7 == 0 { long_len(&mut ip, 7)? } else { t & 7 };
+            let l = if t & 7 == 0 {
+                long_len(&mut ip, 7)?
+            } else {
+                t & 7
+            };
             let w = usize::from(u16::from_le_bytes([byte(ip)?, byte(ip + 1)?]));
             ip += 2;
             let d = ((t & 8) << 11) + (w >> 2);
@@ -386,7 +403,11 @@ pub(crate) fn lzo1x_decompress(src: &[u8], dst: &mut [u8]) -> DecodeResult<usize
             next = t & 3;
             (dist, len) = (1 + ((t >> 2) & 7) + (b << 3), (t >> 5) + 1);
         } else if t >= 32 {
-            let l = if t & 31 == 0 { lzo_long_len(src, &mut ip, 31)? } else { t & 31 };
+            let l = if t & 31 == 0 {
+                lzo_long_len(src, &mut ip, 31)?
+            } else {
+                t & 31
+            };
             let w = le16_at(src, &mut ip)?;
             next = w & 3;
             (dist, len) = (1 + (w >> 2), l + 2);
@@ -403,7 +424,11 @@ pub(crate) fn lzo1x_decompress(src: &[u8], dst: &mut [u8]) -> DecodeResult<usize
                 copy_literals(src, &mut ip, dst, &mut op, state)?;
                 continue;
             }
-            let l = if t & 7 == 0 { lzo_long_len(src, &mut ip, 7)? } else { t & 7 };
+            let l = if t & 7 == 0 {
+                lzo_long_len(src, &mut ip, 7)?
+            } else {
+                t & 7
+            };
             let w = le16_at(src, &mut ip)?;
             let d = ((t & 8) << 11) + (w >> 2);
             if d == 0 {
@@ -415,7 +440,11 @@ pub(crate) fn lzo1x_decompress(src: &[u8], dst: &mut [u8]) -> DecodeResult<usize
             next = w & 3;
             (dist, len) = (d + 0x4000, l + 2);
         } else if state == 0 {
-            let n = if t == 0 { lzo_long_len(src, &mut ip, 15)? } else { t };
+            let n = if t == 0 {
+                lzo_long_len(src, &mut ip, 15)?
+            } else {
+                t
+            };
             copy_literals(src, &mut ip, dst, &mut op, n + 3)?;
             state = 4;
             continue;
@@ -435,4 +464,3 @@ pub(crate) fn lzo1x_decompress(src: &[u8], dst: &mut [u8]) -> DecodeResult<usize
         }
     }
 }
-

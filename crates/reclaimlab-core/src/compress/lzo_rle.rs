@@ -15,14 +15,38 @@ pub const INFO: CodecInfo = CodecInfo {
     name: "lzo-rle",
     cost: CodecCost {
         compress: [
-            CostFigure { name: "lzo_rle_compress_ns", default: 5_990, doc: "lzo-rle compression of a page of dictionary-like text." },
-            CostFigure { name: "lzo_rle_compress_random_ns", default: 690, doc: "lzo-rle compression of a page of random bytes." },
-            CostFigure { name: "lzo_rle_compress_run_ns", default: 3_000, doc: "lzo-rle compression of a page that is one run of a byte." },
+            CostFigure {
+                name: "lzo_rle_compress_ns",
+                default: 5_990,
+                doc: "lzo-rle compression of a page of dictionary-like text.",
+            },
+            CostFigure {
+                name: "lzo_rle_compress_random_ns",
+                default: 690,
+                doc: "lzo-rle compression of a page of random bytes.",
+            },
+            CostFigure {
+                name: "lzo_rle_compress_run_ns",
+                default: 3_000,
+                doc: "lzo-rle compression of a page that is one run of a byte.",
+            },
         ],
         decompress: [
-            CostFigure { name: "lzo_rle_decompress_ns", default: 1_850, doc: "lzo-rle decompression of a page of dictionary-like text." },
-            CostFigure { name: "lzo_rle_decompress_random_ns", default: 90, doc: "lzo-rle decompression of a page of random bytes." },
-            CostFigure { name: "lzo_rle_decompress_run_ns", default: 90, doc: "lzo-rle decompression of a page that is one run of a byte." },
+            CostFigure {
+                name: "lzo_rle_decompress_ns",
+                default: 1_850,
+                doc: "lzo-rle decompression of a page of dictionary-like text.",
+            },
+            CostFigure {
+                name: "lzo_rle_decompress_random_ns",
+                default: 90,
+                doc: "lzo-rle decompression of a page of random bytes.",
+            },
+            CostFigure {
+                name: "lzo_rle_decompress_run_ns",
+                default: 90,
+                doc: "lzo-rle decompression of a page that is one run of a byte.",
+            },
         ],
     },
     compressed_len: |page| with_scratch(|out| lzo1x::compress(page, Version::V1, out)),

@@ -19,12 +19,12 @@
 //! Everything is deterministic; codec state is per thread and reset for every page.
 
 mod decode;
-mod plugin;
 mod deflate;
 mod lz4;
 mod lzo;
 mod lzo1x;
 mod lzo_rle;
+mod plugin;
 mod zstd;
 
 use std::fmt;
@@ -32,12 +32,18 @@ use std::str::FromStr;
 
 use reclaimlab_workload::PAGE_SIZE;
 
-pub use plugin::{page_mix, CodecCost, CodecInfo, CostFigure, BYTE_KINDS, COMPRESS_BUF_LEN};
 pub use deflate::zlib_version;
+pub use plugin::{page_mix, CodecCost, CodecInfo, CostFigure, BYTE_KINDS, COMPRESS_BUF_LEN};
 pub use zstd::ZSTD_ESTIMATED_SRC_SIZE;
 
 /// Every codec, in [`Codec`] order.
-pub const CODECS: [&CodecInfo; 5] = [&lzo::INFO, &lzo_rle::INFO, &lz4::INFO, &zstd::INFO, &deflate::INFO];
+pub const CODECS: [&CodecInfo; 5] = [
+    &lzo::INFO,
+    &lzo_rle::INFO,
+    &lz4::INFO,
+    &zstd::INFO,
+    &deflate::INFO,
+];
 
 /// A compressor, named as in the kernel crypto API (and `/sys/module/zswap/parameters/compressor`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -50,7 +56,13 @@ pub enum Codec {
 }
 
 impl Codec {
-    pub const ALL: [Codec; 5] = [Codec::Lzo, Codec::LzoRle, Codec::Lz4, Codec::Zstd, Codec::Deflate];
+    pub const ALL: [Codec; 5] = [
+        Codec::Lzo,
+        Codec::LzoRle,
+        Codec::Lz4,
+        Codec::Zstd,
+        Codec::Deflate,
+    ];
 
     /// The codec's plug-in: name, cost figures, functions.
     pub fn info(self) -> &'static CodecInfo {
@@ -80,7 +92,10 @@ impl FromStr for Codec {
             .find(|c| c.name() == s)
             .ok_or_else(|| {
                 let names: Vec<&str> = CODECS.iter().map(|c| c.name).collect();
-                format!("unknown compressor {s:?}; expected one of {}", names.join(", "))
+                format!(
+                    "unknown compressor {s:?}; expected one of {}",
+                    names.join(", ")
+                )
             })
     }
 }
@@ -140,11 +155,11 @@ pub fn decompress(codec: Codec, src: &[u8], dst: &mut [u8; PAGE_SIZE]) -> Result
 
 #[cfg(test)]
 mod tests {
-    use super::*;
     use super::deflate::{deflate_compress, DEFLATE_WINDOW_BITS};
-    use super::plugin::DST_LEN;
     use super::lzo::lzo_compress;
+    use super::plugin::DST_LEN;
     use super::zstd::zstd_compress;
+    use super::*;
     use reclaimlab_workload::content::{fill_page, Content};
 
     fn page(content: Content, variant: u32) -> Box<[u8; PAGE_SIZE]> {
@@ -218,7 +233,11 @@ mod tests {
             assert_eq!(ours, lzo_compress(&p[..], &mut theirs), "page {i}");
         }
         // Sizes other than a page, including the literal-only and multi-chunk paths.
-        let big: Vec<u8> = test_pages().iter().take(40).flat_map(|p| p.iter().copied()).collect();
+        let big: Vec<u8> = test_pages()
+            .iter()
+            .take(40)
+            .flat_map(|p| p.iter().copied())
+            .collect();
         for len in [
             0,
             1,
@@ -252,7 +271,11 @@ mod tests {
             assert_eq!(&out[..2], &[17, 1], "version header");
             assert_eq!(lzo1x::decompress(&out).unwrap(), &p[..], "page {i}");
         }
-        let big: Vec<u8> = test_pages().iter().take(40).flat_map(|p| p.iter().copied()).collect();
+        let big: Vec<u8> = test_pages()
+            .iter()
+            .take(40)
+            .flat_map(|p| p.iter().copied())
+            .collect();
         for len in [0, 1, 20, 21, 30, 0xbfff, 0xc000, big.len()] {
             lzo1x::compress(&big[..len], lzo1x::Version::V1, &mut out);
             assert_eq!(lzo1x::decompress(&out).unwrap(), &big[..len], "len {len}");
@@ -279,7 +302,12 @@ mod tests {
         unsafe {
             let cap = lz4_sys::LZ4_compressBound(src.len() as i32);
             let mut dst = vec![0u8; cap as usize];
-            let n = lz4_sys::LZ4_compress_default(src.as_ptr().cast(), dst.as_mut_ptr().cast(), src.len() as i32, cap);
+            let n = lz4_sys::LZ4_compress_default(
+                src.as_ptr().cast(),
+                dst.as_mut_ptr().cast(),
+                src.len() as i32,
+                cap,
+            );
             assert!(n > 0);
             dst.truncate(n as usize);
             dst
@@ -340,7 +368,10 @@ mod tests {
             // Magic, then a descriptor with single-segment set and a 2-byte content size.
             assert_eq!(frame[..4], 0xFD2F_B528u32.to_le_bytes());
             assert_eq!(frame[4], 0b0110_0000);
-            assert_eq!(u16::from_le_bytes([frame[5], frame[6]]) as usize + 256, PAGE_SIZE);
+            assert_eq!(
+                u16::from_le_bytes([frame[5], frame[6]]) as usize + 256,
+                PAGE_SIZE
+            );
         }
     }
 
@@ -383,15 +414,27 @@ mod tests {
         for (i, p) in test_pages().iter().enumerate().take(80) {
             // lzo: rust-lzo's bytes, and rust-lzo (the kernel's pre-RLE decoder) reads ours.
             let n = compress(Codec::Lzo, p, &mut dst);
-            assert_eq!(&dst[..n], lzo_compress(&p[..], &mut reference), "lzo page {i}");
+            assert_eq!(
+                &dst[..n],
+                lzo_compress(&p[..], &mut reference),
+                "lzo page {i}"
+            );
             let (d, err) = rust_lzo::LZOContext::decompress_to_slice(&dst[..n], &mut back);
             assert!(err == rust_lzo::LZOError::OK && d == &p[..], "lzo page {i}");
             // lzo-rle: our encoder's bytes; the test decoder agrees with the production one.
             let n = compress(Codec::LzoRle, p, &mut dst);
-            assert_eq!(lzo1x::decompress(&dst[..n]).unwrap(), &p[..], "lzo-rle page {i}");
+            assert_eq!(
+                lzo1x::decompress(&dst[..n]).unwrap(),
+                &p[..],
+                "lzo-rle page {i}"
+            );
             // lz4: lz4-sys reads ours, ours reads lz4-sys's.
             let n = compress(Codec::Lz4, p, &mut dst);
-            assert_eq!(lz4_sys_decompress(&dst[..n], PAGE_SIZE), &p[..], "lz4 page {i}");
+            assert_eq!(
+                lz4_sys_decompress(&dst[..n], PAGE_SIZE),
+                &p[..],
+                "lz4 page {i}"
+            );
             decompress(Codec::Lz4, &lz4_sys_compress(&p[..]), &mut back).unwrap();
             assert_eq!(&back[..], &p[..], "lz4 page {i}");
             // deflate: a reset stream emits what a fresh one does.
@@ -400,7 +443,11 @@ mod tests {
             assert_eq!(&dst[..n], &reference[..m], "deflate page {i}");
             // zstd: libzstd's own decoder reads the frame.
             let n = compress(Codec::Zstd, p, &mut dst);
-            assert_eq!(::zstd::bulk::decompress(&dst[..n], PAGE_SIZE).unwrap(), &p[..], "zstd page {i}");
+            assert_eq!(
+                ::zstd::bulk::decompress(&dst[..n], PAGE_SIZE).unwrap(),
+                &p[..],
+                "zstd page {i}"
+            );
         }
     }
 
@@ -412,7 +459,10 @@ mod tests {
         for c in Codec::ALL {
             let n = compress(c, &text, &mut dst);
             for cut in [0, 1, 2, 5, n / 2, n - 1] {
-                assert!(decompress(c, &dst[..cut], &mut back).is_err(), "{c} cut at {cut}");
+                assert!(
+                    decompress(c, &dst[..cut], &mut back).is_err(),
+                    "{c} cut at {cut}"
+                );
             }
             // Garbage: an error (or, by extraordinary luck, a page), never a panic.
             let noise = page(Content::Random, 9);
@@ -421,7 +471,9 @@ mod tests {
         // A stream of a shorter input is not a page.
         let mut out = Vec::new();
         lz4::compress(&text[..100], lz4::Limit::Kernel, &mut out);
-        assert!(decompress(Codec::Lz4, &out, &mut back).unwrap_err().contains("not one page"));
+        assert!(decompress(Codec::Lz4, &out, &mut back)
+            .unwrap_err()
+            .contains("not one page"));
     }
 
     #[test]
@@ -504,7 +556,9 @@ mod tests {
             let content: Content = class.parse().unwrap();
             print!("{class:<10}");
             for c in Codec::ALL {
-                let lens: Vec<u32> = (0..64).map(|v| compressed_len(c, &page(content, v))).collect();
+                let lens: Vec<u32> = (0..64)
+                    .map(|v| compressed_len(c, &page(content, v)))
+                    .collect();
                 let mean = lens.iter().map(|&l| f64::from(l)).sum::<f64>() / lens.len() as f64;
                 print!("{:>9.0} {:>5.2}:1", mean, PAGE_SIZE as f64 / mean);
             }
@@ -513,7 +567,9 @@ mod tests {
         for class in ["text"] {
             let content: Content = class.parse().unwrap();
             for c in Codec::ALL {
-                let lens: Vec<u32> = (0..64).map(|v| compressed_len(c, &page(content, v))).collect();
+                let lens: Vec<u32> = (0..64)
+                    .map(|v| compressed_len(c, &page(content, v)))
+                    .collect();
                 println!(
                     "{class} {c}: min {} max {}",
                     lens.iter().min().unwrap(),

@@ -37,7 +37,9 @@ pub fn page_mix(content: reclaimlab_workload::Content) -> [u64; 3] {
     match content {
         Content::Text => [page, 0, 0],
         Content::Random => [0, page, 0],
-        Content::Mix { random_bytes } => [0, u64::from(random_bytes), page - u64::from(random_bytes)],
+        Content::Mix { random_bytes } => {
+            [0, u64::from(random_bytes), page - u64::from(random_bytes)]
+        }
         Content::Zero | Content::Same { .. } => [0, 0, page],
         // rampK: its first 256 bytes have no earlier match (coded as literals, like random
         // bytes); the rest repeats them or is zero, long matches like a run.
@@ -77,4 +79,3 @@ thread_local! {
 pub(crate) fn with_scratch(f: impl FnOnce(&mut Vec<u8>) -> usize) -> usize {
     SCRATCH.with(|s| f(&mut s.borrow_mut()))
 }
-

@@ -23,14 +23,38 @@ pub const INFO: CodecInfo = CodecInfo {
     name: "zstd",
     cost: CodecCost {
         compress: [
-            CostFigure { name: "zstd_compress_ns", default: 14_480, doc: "zstd compression of a page of dictionary-like text." },
-            CostFigure { name: "zstd_compress_random_ns", default: 6_270, doc: "zstd compression of a page of random bytes." },
-            CostFigure { name: "zstd_compress_run_ns", default: 5_040, doc: "zstd compression of a page that is one run of a byte." },
+            CostFigure {
+                name: "zstd_compress_ns",
+                default: 14_480,
+                doc: "zstd compression of a page of dictionary-like text.",
+            },
+            CostFigure {
+                name: "zstd_compress_random_ns",
+                default: 6_270,
+                doc: "zstd compression of a page of random bytes.",
+            },
+            CostFigure {
+                name: "zstd_compress_run_ns",
+                default: 5_040,
+                doc: "zstd compression of a page that is one run of a byte.",
+            },
         ],
         decompress: [
-            CostFigure { name: "zstd_decompress_ns", default: 5_640, doc: "zstd decompression of a page of dictionary-like text." },
-            CostFigure { name: "zstd_decompress_random_ns", default: 110, doc: "zstd decompression of a page of random bytes." },
-            CostFigure { name: "zstd_decompress_run_ns", default: 540, doc: "zstd decompression of a page that is one run of a byte." },
+            CostFigure {
+                name: "zstd_decompress_ns",
+                default: 5_640,
+                doc: "zstd decompression of a page of dictionary-like text.",
+            },
+            CostFigure {
+                name: "zstd_decompress_random_ns",
+                default: 110,
+                doc: "zstd decompression of a page of random bytes.",
+            },
+            CostFigure {
+                name: "zstd_decompress_run_ns",
+                default: 540,
+                doc: "zstd decompression of a page that is one run of a byte.",
+            },
         ],
     },
     compressed_len: |page| zstd_compress(page, ZSTD_ESTIMATED_SRC_SIZE, &mut [0u8; DST_LEN]),
@@ -72,7 +96,10 @@ impl Drop for ZstdCctx {
 
 fn zstd_check(code: usize, what: &str) -> usize {
     // SAFETY: ZSTD_isError only inspects the value.
-    assert!(unsafe { zstd_sys::ZSTD_isError(code) } == 0, "zstd {what} failed");
+    assert!(
+        unsafe { zstd_sys::ZSTD_isError(code) } == 0,
+        "zstd {what} failed"
+    );
     code
 }
 
@@ -91,7 +118,10 @@ pub(crate) fn zstd_compress(src: &[u8], estimated_src_size: u64, dst: &mut [u8])
             let p = zstd_sys::ZSTD_getParams(3, estimated_src_size, 0);
             let reset = zstd_sys::ZSTD_ResetDirective::ZSTD_reset_session_and_parameters;
             zstd_check(zstd_sys::ZSTD_CCtx_reset(c, reset), "reset");
-            zstd_check(zstd_sys::ZSTD_CCtx_setPledgedSrcSize(c, src.len() as u64), "pledge");
+            zstd_check(
+                zstd_sys::ZSTD_CCtx_setPledgedSrcSize(c, src.len() as u64),
+                "pledge",
+            );
             let cp = p.cParams;
             for (param, value) in [
                 (ZSTD_c_windowLog, cp.windowLog as c_int),
@@ -105,9 +135,18 @@ pub(crate) fn zstd_compress(src: &[u8], estimated_src_size: u64, dst: &mut [u8])
                 (ZSTD_c_checksumFlag, p.fParams.checksumFlag),
                 (ZSTD_c_dictIDFlag, c_int::from(p.fParams.noDictIDFlag == 0)),
             ] {
-                zstd_check(zstd_sys::ZSTD_CCtx_setParameter(c, param, value), "setParameter");
+                zstd_check(
+                    zstd_sys::ZSTD_CCtx_setParameter(c, param, value),
+                    "setParameter",
+                );
             }
-            let n = zstd_sys::ZSTD_compress2(c, dst.as_mut_ptr().cast(), dst.len(), src.as_ptr().cast(), src.len());
+            let n = zstd_sys::ZSTD_compress2(
+                c,
+                dst.as_mut_ptr().cast(),
+                dst.len(),
+                src.as_ptr().cast(),
+                src.len(),
+            );
             zstd_check(n, "compression")
         }
     })
@@ -136,7 +175,13 @@ fn zstd_decompress(src: &[u8], dst: &mut [u8]) -> DecodeResult<usize> {
     ZSTD_DCTX.with(|d| {
         // SAFETY: a live context owned by this thread; buffers valid for the lengths passed.
         let n = unsafe {
-            zstd_sys::ZSTD_decompressDCtx(d.0, dst.as_mut_ptr().cast(), dst.len(), src.as_ptr().cast(), src.len())
+            zstd_sys::ZSTD_decompressDCtx(
+                d.0,
+                dst.as_mut_ptr().cast(),
+                dst.len(),
+                src.as_ptr().cast(),
+                src.len(),
+            )
         };
         // SAFETY: ZSTD_isError only inspects the value.
         if unsafe { zstd_sys::ZSTD_isError(n) } != 0 {
@@ -145,4 +190,3 @@ fn zstd_decompress(src: &[u8], dst: &mut [u8]) -> DecodeResult<usize> {
         Ok(n)
     })
 }
-

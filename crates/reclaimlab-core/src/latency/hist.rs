@@ -106,7 +106,9 @@ impl Histogram {
         if self.count == 0 {
             return 0;
         }
-        let rank = (self.count as u128 * q_ppm as u128).div_ceil(1_000_000).max(1) as u64;
+        let rank = (self.count as u128 * q_ppm as u128)
+            .div_ceil(1_000_000)
+            .max(1) as u64;
         if rank >= self.count {
             return self.max;
         }
@@ -148,7 +150,10 @@ mod tests {
             }
             assert_eq!(index(lo), i);
             assert_eq!(index(hi), i);
-            assert!((hi - lo) as f64 <= lo as f64 / SUB as f64, "bucket {i} too wide");
+            assert!(
+                (hi - lo) as f64 <= lo as f64 / SUB as f64,
+                "bucket {i} too wide"
+            );
             prev_hi = Some(hi);
         }
         assert_eq!(prev_hi, Some(u64::MAX));
@@ -161,9 +166,20 @@ mod tests {
             h.record(v * 1000);
         }
         let s = h.summary();
-        assert_eq!((s.count, s.max_ns, s.sum_ns), (1000, 1_000_000, 500_500_000));
-        for (got, exact) in [(s.p50_ns, 500_000u64), (s.p90_ns, 900_000), (s.p99_ns, 990_000), (s.p999_ns, 999_000)] {
-            assert!((got as f64 - exact as f64).abs() <= exact as f64 * RELATIVE_ERROR, "{got} vs {exact}");
+        assert_eq!(
+            (s.count, s.max_ns, s.sum_ns),
+            (1000, 1_000_000, 500_500_000)
+        );
+        for (got, exact) in [
+            (s.p50_ns, 500_000u64),
+            (s.p90_ns, 900_000),
+            (s.p99_ns, 990_000),
+            (s.p999_ns, 999_000),
+        ] {
+            assert!(
+                (got as f64 - exact as f64).abs() <= exact as f64 * RELATIVE_ERROR,
+                "{got} vs {exact}"
+            );
         }
         let mut a = Histogram::default();
         let mut b = Histogram::default();

@@ -65,7 +65,11 @@ impl Latencies {
 
     /// The non-empty kinds, by export name.
     pub fn summaries(&self) -> BTreeMap<&'static str, Summary> {
-        KINDS.iter().filter(|(k, ..)| !self.get(*k).is_empty()).map(|(k, name, _)| (*name, self.get(*k).summary())).collect()
+        KINDS
+            .iter()
+            .filter(|(k, ..)| !self.get(*k).is_empty())
+            .map(|(k, name, _)| (*name, self.get(*k).summary()))
+            .collect()
     }
 }
 
@@ -96,7 +100,11 @@ pub struct LatencyLog {
 
 impl LatencyLog {
     pub fn new(processes: usize) -> LatencyLog {
-        LatencyLog { current: vec![Latencies::default(); processes], total: vec![Latencies::default(); processes], phases: Vec::new() }
+        LatencyLog {
+            current: vec![Latencies::default(); processes],
+            total: vec![Latencies::default(); processes],
+            phases: Vec::new(),
+        }
     }
 
     /// Every process's latencies, finished phases and running ones, merged.
@@ -111,7 +119,11 @@ impl LatencyLog {
     /// Process `p`'s phase ended: its latencies go to the phase list and the process total.
     pub(crate) fn end_phase(&mut self, p: usize, process: &str, phase: &str) {
         let cur = std::mem::take(&mut self.current[p]);
-        self.phases.push(PhaseLatency { process: process.to_string(), phase: phase.to_string(), kinds: cur.summaries() });
+        self.phases.push(PhaseLatency {
+            process: process.to_string(),
+            phase: phase.to_string(),
+            kinds: cur.summaries(),
+        });
         self.total[p].merge(&cur);
     }
 }

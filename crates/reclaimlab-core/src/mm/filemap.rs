@@ -112,19 +112,35 @@ impl Filesystem {
             let fstype = FsType::parse(&f.fstype).ok_or_else(|| {
                 ConfigError::unknown(
                     format!("machine.filesystems[{k}].fstype"),
-                    format!("unknown filesystem type {:?} (expected one of {}, {})", f.fstype, FsType::NAMES.join(", "), super::shmem::TMPFS),
+                    format!(
+                        "unknown filesystem type {:?} (expected one of {}, {})",
+                        f.fstype,
+                        FsType::NAMES.join(", "),
+                        super::shmem::TMPFS
+                    ),
                 )
             })?;
             let Some(device) = f.device.clone() else {
-                return Err(ConfigError::invalid(format!("machine.filesystems[{k}].device"), format!("required for a {} filesystem", f.fstype)));
+                return Err(ConfigError::invalid(
+                    format!("machine.filesystems[{k}].device"),
+                    format!("required for a {} filesystem", f.fstype),
+                ));
             };
             if f.size_bytes.is_some() {
                 return Err(ConfigError::invalid(
                     format!("machine.filesystems[{k}].size_bytes"),
-                    format!("only a tmpfs has a size; a {} filesystem has its device's", f.fstype),
+                    format!(
+                        "only a tmpfs has a size; a {} filesystem has its device's",
+                        f.fstype
+                    ),
                 ));
             }
-            out.push(Filesystem { name: f.name.clone(), fstype, bdev: BlockDevice::new(device), wb: Wb::default() });
+            out.push(Filesystem {
+                name: f.name.clone(),
+                fstype,
+                bdev: BlockDevice::new(device),
+                wb: Wb::default(),
+            });
         }
         Ok(out)
     }
@@ -153,7 +169,17 @@ pub struct FileState {
 
 impl FileState {
     pub fn new(fs: u16, dev_off: u64) -> FileState {
-        FileState { fs, dev_off, ra_start: 0, ra_size: 0, ra_async: 0, ra_order: 0, prev_index: None, pending: Vec::new(), wb: InodeWb::default() }
+        FileState {
+            fs,
+            dev_off,
+            ra_start: 0,
+            ra_size: 0,
+            ra_async: 0,
+            ra_order: 0,
+            prev_index: None,
+            pending: Vec::new(),
+            wb: InodeWb::default(),
+        }
     }
 }
 
@@ -193,14 +219,26 @@ impl Mm {
     /// file->f_ra->ra_pages of file region `region`: its device's read_ahead_kb in pages
     /// (0: no readahead, each miss reads its page alone).
     fn ra_pages(&self, region: usize) -> u64 {
-        let fs = self.regions[region].file.as_ref().expect("a file region").fs as usize;
-        self.fs[fs].bdev.model.read_ahead_kb.map_or(RA_PAGES, |kb| kb as u64 * 1024 / PAGE_SIZE)
+        let fs = self.regions[region]
+            .file
+            .as_ref()
+            .expect("a file region")
+            .fs as usize;
+        self.fs[fs]
+            .bdev
+            .model
+            .read_ahead_kb
+            .map_or(RA_PAGES, |kb| kb as u64 * 1024 / PAGE_SIZE)
     }
 
     /// mapping_large_folio_support for file region `region`'s file: per filesystem type and
     /// kernel (the `filemap.large_folios_*` switches; btrfs's are experimental in 6.18, off).
     fn large_folios(&self, region: usize) -> bool {
-        let fs = self.regions[region].file.as_ref().expect("a file region").fs as usize;
+        let fs = self.regions[region]
+            .file
+            .as_ref()
+            .expect("a file region")
+            .fs as usize;
         match self.fs[fs].fstype {
             FsType::Ext4 => self.switches.large_folios_ext4,
             FsType::Xfs => self.switches.large_folios_xfs,
@@ -217,7 +255,8 @@ impl Mm {
     /// folio starts the next window asynchronously; then copy and folio_mark_accessed.
     pub fn filemap_read(&mut self, ctx: &mut Ctx, i: u32) -> std::result::Result<(), Oom> {
         let (region, index) = self.file_of(i);
-        let hit_marker = self.pages[i as usize].flags & (pg::RESIDENT | pg::READAHEAD) == pg::RESIDENT | pg::READAHEAD;
+        let hit_marker = self.pages[i as usize].flags & (pg::RESIDENT | pg::READAHEAD)
+            == pg::RESIDENT | pg::READAHEAD;
         if !self.pages[i as usize].has(pg::RESIDENT) {
             // filemap_get_pages: a miss runs page_cache_sync_ra (req_count 1).
             let prev = self.file_state(region).prev_index;
@@ -247,7 +286,12 @@ impl Mm {
     /// page (do_sync_mmap_readahead's read-around); a PG_readahead hit starts the next window.
     /// A store (do_shared_fault) has no fault-around: filemap_fault, then the caller dirties
     /// the folio (fault_dirty_shared_page).
-    pub fn filemap_fault(&mut self, ctx: &mut Ctx, i: u32, write: bool) -> std::result::Result<(), Oom> {
+    pub fn filemap_fault(
+        &mut self,
+        ctx: &mut Ctx,
+        i: u32,
+        write: bool,
+    ) -> std::result::Result<(), Oom> {
         let (region, index) = self.file_of(i);
         self.pte_alloc(ctx, i)?;
         if !write {
@@ -302,7 +346,10 @@ impl Mm {
             // starts the next readahead window.
             // A tmpfs page in the swap cache is not in the file's mapping (its slot there
             // holds a swap entry, which filemap_map_pages skips).
-            if !p.has(pg::RESIDENT) || p.has(pg::MAPPED | pg::READAHEAD | pg::SWAPCACHE) || self.file_locked_until(region, j).is_some_and(|t| t > now) {
+            if !p.has(pg::RESIDENT)
+                || p.has(pg::MAPPED | pg::READAHEAD | pg::SWAPCACHE)
+                || self.file_locked_until(region, j).is_some_and(|t| t > now)
+            {
                 continue;
             }
             self.pages[j as usize].set(pg::MAPPED | pg::YOUNG);
@@ -312,7 +359,10 @@ impl Mm {
 
     /// When page `j`'s read completes, if one is in flight.
     fn file_locked_until(&self, region: usize, j: u32) -> Option<Time> {
-        self.regions[region].file.as_ref().and_then(|f| f.pending.iter().find(|(p, _)| *p == j).map(|&(_, t)| t))
+        self.regions[region]
+            .file
+            .as_ref()
+            .and_then(|f| f.pending.iter().find(|(p, _)| *p == j).map(|&(_, t)| t))
     }
 
     /// folio_wait_locked: wait for page `i`'s read if it is still in flight; forget the reads
@@ -380,7 +430,11 @@ impl Mm {
     /// folios and a window of at least 4 pages, folios of order min(ra->order, ilog2(size),
     /// MAX_PAGECACHE_ORDER) (recorded back in ra->order); else order 0
     /// (the fallback, do_page_cache_ra).
-    fn page_cache_ra_order(&mut self, ctx: &mut Ctx, region: usize) -> std::result::Result<(), Oom> {
+    fn page_cache_ra_order(
+        &mut self,
+        ctx: &mut Ctx,
+        region: usize,
+    ) -> std::result::Result<(), Oom> {
         let large = self.large_folios(region);
         let st = self.file_state(region);
         let (start, size, async_size) = (st.ra_start, st.ra_size, st.ra_async);
@@ -403,11 +457,21 @@ impl Mm {
     /// cannot be had, the rest of the window falls back to order 0 (6.18's fallback to
     /// do_page_cache_ra). Stops at the first order-0 page it cannot allocate (an error only
     /// if that was the first).
-    fn do_page_cache_ra(&mut self, ctx: &mut Ctx, region: usize, start: u64, nr: u64, lookahead: u64, order: u32) -> std::result::Result<(), Oom> {
+    fn do_page_cache_ra(
+        &mut self,
+        ctx: &mut Ctx,
+        region: usize,
+        start: u64,
+        nr: u64,
+        lookahead: u64,
+        order: u32,
+    ) -> std::result::Result<(), Oom> {
         let r = &self.regions[region];
         let (base, npages) = (r.base, r.pages as u64);
         let end = (start + nr).min(npages);
-        let mark = (start + nr).checked_sub(lookahead).filter(|_| lookahead > 0);
+        let mark = (start + nr)
+            .checked_sub(lookahead)
+            .filter(|_| lookahead > 0);
         let (fs, dev_off) = {
             let f = r.file.as_ref().expect("a file region");
             (f.fs as usize, f.dev_off)
@@ -470,7 +534,9 @@ impl Mm {
             for y in x..x + nr {
                 let jy = base + y as u32;
                 let bio_pages = if y == x { first_bio_pages } else { 0 };
-                if let Some(done) = self.submit_bio_page(ctx, dev, Dir::Read, (dev_off + y) as u32, jy, bio_pages) {
+                if let Some(done) =
+                    self.submit_bio_page(ctx, dev, Dir::Read, (dev_off + y) as u32, jy, bio_pages)
+                {
                     issued.push((jy, done));
                 }
             }
@@ -484,7 +550,11 @@ impl Mm {
     /// filemap_add_folio: a new page cache folio for page `i`, charged to its memcg; a shadow
     /// entry left by its eviction makes it a refault (workingset_refault), which may start it
     /// on the active list. Then folio_add_lru.
-    pub(crate) fn filemap_add_folio(&mut self, ctx: &mut Ctx, i: u32) -> std::result::Result<(), Oom> {
+    pub(crate) fn filemap_add_folio(
+        &mut self,
+        ctx: &mut Ctx,
+        i: u32,
+    ) -> std::result::Result<(), Oom> {
         let m = self.pages[i as usize].memcg;
         self.alloc_charged_frame(ctx, m)?;
         ctx.cpu(self.costs.pagecache_add_ns + self.costs.pagecache_add_page_ns);
@@ -497,7 +567,12 @@ impl Mm {
     /// charge event, memcg v1 `pgpgin`), the insertion is paid once (`pagecache_add_ns`, and
     /// `pagecache_add_page_ns` per page), and
     /// each page goes on the LRU as the model's unit (see the module comment).
-    fn filemap_add_folio_order(&mut self, ctx: &mut Ctx, first: u32, order: u32) -> std::result::Result<(), Oom> {
+    fn filemap_add_folio_order(
+        &mut self,
+        ctx: &mut Ctx,
+        first: u32,
+        order: u32,
+    ) -> std::result::Result<(), Oom> {
         if order == 0 {
             return self.filemap_add_folio(ctx, first);
         }
@@ -577,7 +652,15 @@ impl Mm {
         let order = self.pages[i as usize].folio_order;
         self.workingset_eviction(i);
         let p = &mut self.pages[i as usize];
-        p.clear(pg::RESIDENT | pg::ACTIVE | pg::YOUNG | pg::RECLAIM | pg::READAHEAD | pg::MAPPED | pg::REFERENCED);
+        p.clear(
+            pg::RESIDENT
+                | pg::ACTIVE
+                | pg::YOUNG
+                | pg::RECLAIM
+                | pg::READAHEAD
+                | pg::MAPPED
+                | pg::REFERENCED,
+        );
         p.folio_order = 0;
         self.resident_del(i);
         let (_, index) = self.file_of(i);
@@ -591,7 +674,13 @@ impl Mm {
 
     /// NR_FILE_MAPPED: page cache pages (tmpfs ones included) mapped by a process.
     pub fn nr_file_mapped(&self) -> u64 {
-        self.pages.iter().filter(|p| p.has(pg::FILE | pg::SHMEM) && p.flags & (pg::RESIDENT | pg::MAPPED) == pg::RESIDENT | pg::MAPPED).count() as u64
+        self.pages
+            .iter()
+            .filter(|p| {
+                p.has(pg::FILE | pg::SHMEM)
+                    && p.flags & (pg::RESIDENT | pg::MAPPED) == pg::RESIDENT | pg::MAPPED
+            })
+            .count() as u64
     }
 }
 

@@ -79,7 +79,9 @@ impl Default for LruGen {
 impl LruGen {
     /// lru_gen_init_lruvec: max_seq = MIN_NR_GENS + 1, min_seq = 0, all born at time 0.
     pub fn new() -> LruGen {
-        let folios = std::array::from_fn(|g| std::array::from_fn(|t| List::new(list::LRU_GEN + 2 * g as u8 + t as u8)));
+        let folios = std::array::from_fn(|g| {
+            std::array::from_fn(|t| List::new(list::LRU_GEN + 2 * g as u8 + t as u8))
+        });
         LruGen {
             max_seq: MIN_NR_GENS + 1,
             min_seq: [0; 2],
@@ -105,7 +107,10 @@ impl LruGen {
     pub fn lru_size(&self, which: u8) -> u64 {
         let ty = (which >= list::INACTIVE_FILE) as usize;
         let active = which == list::ACTIVE_ANON || which == list::ACTIVE_FILE;
-        (0..MAX_NR_GENS as usize).filter(|&g| self.is_active(g) == active).map(|g| self.nr_pages[g][ty]).sum()
+        (0..MAX_NR_GENS as usize)
+            .filter(|&g| self.is_active(g) == active)
+            .map(|g| self.nr_pages[g][ty])
+            .sum()
     }
 
     fn nr_gens(&self, ty: usize) -> u64 {
@@ -118,7 +123,11 @@ impl LruGen {
         if tier > 0 {
             total += self.protected[ty][tier - 1];
         }
-        CtrlPos { refaulted: self.avg_refaulted[ty][tier] + self.refaulted[ty][tier], total, gain }
+        CtrlPos {
+            refaulted: self.avg_refaulted[ty][tier] + self.refaulted[ty][tier],
+            total,
+            gain,
+        }
     }
 
     /// reset_ctrl_pos(carryover = true) with NR_HIST_GENS = 1: fold the generation's figures
@@ -126,7 +135,8 @@ impl LruGen {
     /// aging) and one history generation it does nothing.
     fn reset_ctrl_pos(&mut self, ty: usize) {
         for tier in 0..MAX_NR_TIERS {
-            self.avg_refaulted[ty][tier] = (self.avg_refaulted[ty][tier] + self.refaulted[ty][tier]) / 2;
+            self.avg_refaulted[ty][tier] =
+                (self.avg_refaulted[ty][tier] + self.refaulted[ty][tier]) / 2;
             let mut sum = self.avg_total[ty][tier] + self.evicted[ty][tier];
             if tier > 0 {
                 sum += self.protected[ty][tier - 1];
@@ -201,7 +211,10 @@ pub struct LruGenNode {
 impl LruGenNode {
     /// lru_gen_online_memcg for every memcg, in pre-order.
     pub fn new(nmemcg: usize) -> LruGenNode {
-        LruGenNode { old: (0..nmemcg as u16).collect(), ..Default::default() }
+        LruGenNode {
+            old: (0..nmemcg as u16).collect(),
+            ..Default::default()
+        }
     }
 }
 
@@ -219,7 +232,9 @@ impl Mm {
     /// type the walk may age (anon only when swap is possible); then the young bit is cleared.
     fn test_and_clear_young(&mut self, j: u32, m: u16, can_swap: bool) -> bool {
         let p = &mut self.pages[j as usize];
-        if p.flags & (pg::MAPPED | pg::YOUNG | pg::ZERO_PFN) != pg::MAPPED | pg::YOUNG || p.memcg != m {
+        if p.flags & (pg::MAPPED | pg::YOUNG | pg::ZERO_PFN) != pg::MAPPED | pg::YOUNG
+            || p.memcg != m
+        {
             return false;
         }
         if !can_swap && !p.has(pg::FILE) {
@@ -249,7 +264,9 @@ impl Mm {
         let active = p.has(pg::ACTIVE);
         let seq = if active {
             g.max_seq
-        } else if (ty == ANON && !p.has(pg::SWAPCACHE)) || (p.has(pg::RECLAIM) && p.has(pg::DIRTY | pg::WRITEBACK)) {
+        } else if (ty == ANON && !p.has(pg::SWAPCACHE))
+            || (p.has(pg::RECLAIM) && p.has(pg::DIRTY | pg::WRITEBACK))
+        {
             g.max_seq - 1
         } else if reclaiming || g.min_seq[ty] + MIN_NR_GENS >= g.max_seq {
             g.min_seq[ty]
@@ -373,7 +390,9 @@ impl Mm {
                 }
             }
         }
-        ctx.cpu(tables * self.costs.lru_gen_walk_pte_table_ns + young * self.costs.lru_gen_young_pte_ns);
+        ctx.cpu(
+            tables * self.costs.lru_gen_walk_pte_table_ns + young * self.costs.lru_gen_young_pte_ns,
+        );
     }
 
     /// lru_gen_look_around: a young PTE found by the rmap walk of shrink_folio_list; the
@@ -420,7 +439,10 @@ impl Mm {
                 self.folio_activate_young(j, gen);
             }
         }
-        ctx.cpu((end - start) as u64 * self.costs.lru_gen_walk_pte_table_ns / PTRS_PER_PTE as u64 + young * self.costs.lru_gen_young_pte_ns);
+        ctx.cpu(
+            (end - start) as u64 * self.costs.lru_gen_walk_pte_table_ns / PTRS_PER_PTE as u64
+                + young * self.costs.lru_gen_young_pte_ns,
+        );
     }
 
     /// lru_gen_look_around without an mm_walk: an isolated folio gets PG_referenced; one in
@@ -540,7 +562,10 @@ impl Mm {
     fn get_type_to_scan(&self, m: u16, swappiness: u64) -> (usize, usize) {
         let g = &self.memcgs[m as usize].lrugen;
         let gain = [swappiness, MAX_SWAPPINESS - swappiness];
-        let ty = positive_ctrl_err(g.ctrl_pos(ANON, 0, gain[ANON]), g.ctrl_pos(FILE, 0, gain[FILE])) as usize;
+        let ty = positive_ctrl_err(
+            g.ctrl_pos(ANON, 0, gain[ANON]),
+            g.ctrl_pos(FILE, 0, gain[FILE]),
+        ) as usize;
         let sp = g.ctrl_pos(1 - ty, 0, gain[1 - ty]);
         let mut tier = 1;
         while tier < MAX_NR_TIERS {
@@ -590,7 +615,15 @@ impl Mm {
     /// scan_folios: from the tail of the oldest generation of `ty`, sort or isolate until
     /// MIN_LRU_BATCH are isolated or MAX_LRU_BATCH scanned. Counts pgscan_* (isolated) and
     /// pgrefill (sorted). Returns the number scanned, 0 when nothing could be isolated.
-    fn scan_folios(&mut self, ctx: &mut Ctx, m: u16, sc: &ScanControl, ty: usize, tier: usize, taken: &mut Vec<u32>) -> u64 {
+    fn scan_folios(
+        &mut self,
+        ctx: &mut Ctx,
+        m: u16,
+        sc: &ScanControl,
+        ty: usize,
+        tier: usize,
+        taken: &mut Vec<u32>,
+    ) -> u64 {
         let g = &self.memcgs[m as usize].lrugen;
         if g.nr_gens(ty) == MIN_NR_GENS {
             return 0;
@@ -645,7 +678,14 @@ impl Mm {
 
     /// isolate_folios: which type to evict (the obvious choice first, else the PID
     /// controller), falling back to the other type when nothing could be scanned.
-    fn isolate_folios(&mut self, ctx: &mut Ctx, m: u16, sc: &ScanControl, swappiness: u64, taken: &mut Vec<u32>) -> (u64, usize) {
+    fn isolate_folios(
+        &mut self,
+        ctx: &mut Ctx,
+        m: u16,
+        sc: &ScanControl,
+        swappiness: u64,
+        taken: &mut Vec<u32>,
+    ) -> (u64, usize) {
         let min_seq = self.memcgs[m as usize].lrugen.min_seq;
         let mut tier = None;
         let mut ty = if swappiness == 0 {
@@ -679,12 +719,22 @@ impl Mm {
     /// folios pending reclaim writeback as they are, rejected ones (active, referenced,
     /// mapped, dirty) into the youngest generation, clean ones once more through
     /// shrink_folio_list. Returns the number scanned.
-    fn evict_folios(&mut self, ctx: &mut Ctx, m: u16, sc: &mut ScanControl, swappiness: u64) -> u64 {
+    fn evict_folios(
+        &mut self,
+        ctx: &mut Ctx,
+        m: u16,
+        sc: &mut ScanControl,
+        swappiness: u64,
+    ) -> u64 {
         self.complete_io_until(ctx.now);
         let mut list = Vec::with_capacity(MIN_LRU_BATCH as usize);
         let (mut scanned, ty) = self.isolate_folios(ctx, m, sc, swappiness, &mut list);
         scanned += self.try_to_inc_min_seq(m, swappiness != 0) as u64;
-        if self.memcgs[m as usize].lrugen.nr_gens((swappiness == 0) as usize) == MIN_NR_GENS {
+        if self.memcgs[m as usize]
+            .lrugen
+            .nr_gens((swappiness == 0) as usize)
+            == MIN_NR_GENS
+        {
             scanned = 0;
         }
         if list.is_empty() {
@@ -767,7 +817,9 @@ impl Mm {
             if p.has(pg::WORKINGSET) {
                 p.set(pg::REFERENCED);
             }
-        } else if skip_retry || p.has(pg::ACTIVE | pg::REFERENCED | pg::MAPPED | pg::DIRTY | pg::WRITEBACK) {
+        } else if skip_retry
+            || p.has(pg::ACTIVE | pg::REFERENCED | pg::MAPPED | pg::DIRTY | pg::WRITEBACK)
+        {
             p.clear(pg::LRU_REFS_MASK | pg::REFERENCED | pg::WORKINGSET);
             p.set(pg::ACTIVE);
         } else {
@@ -804,7 +856,10 @@ impl Mm {
         if min_seq[!can_swap as usize] + MIN_NR_GENS < max_seq {
             return (false, total);
         }
-        (young * MIN_NR_GENS > total || old * (MIN_NR_GENS + 2) < total, total)
+        (
+            young * MIN_NR_GENS > total || old * (MIN_NR_GENS + 2) < total,
+            total,
+        )
     }
 
     /// get_nr_to_scan: the pages to scan at this priority; at lower priorities, age first
@@ -864,8 +919,9 @@ impl Mm {
     fn lruvec_is_sizable(&self, m: u16, sc: &ScanControl) -> bool {
         let can_swap = self.lru_gen_swappiness(m, sc) != 0;
         let g = &self.memcgs[m as usize].lrugen;
-        let total: u64 =
-            ((!can_swap as usize)..2).flat_map(|ty| (g.min_seq[ty]..=g.max_seq).map(move |s| g.nr_pages[gen_of(s)][ty])).sum();
+        let total: u64 = ((!can_swap as usize)..2)
+            .flat_map(|ty| (g.min_seq[ty]..=g.max_seq).map(move |s| g.nr_pages[gen_of(s)][ty]))
+            .sum();
         (total >> sc.priority) > 0
     }
 
@@ -999,7 +1055,9 @@ impl Mm {
         let reclaimable = (0..self.memcgs.len() as u16).any(|m| {
             let g = &self.memcgs[m as usize].lrugen;
             let birth = g.timestamps[gen_of(g.min_seq[FILE])];
-            !self.mem_cgroup_below_min(0, m) && self.lruvec_is_sizable(m, sc) && birth.saturating_add(min_ttl) < ctx.now
+            !self.mem_cgroup_below_min(0, m)
+                && self.lruvec_is_sizable(m, sc)
+                && birth.saturating_add(min_ttl) < ctx.now
         });
         if !reclaimable {
             self.lru_gen.oom = true;
@@ -1036,7 +1094,8 @@ impl Mm {
         let file = ty == FILE;
         self.count_workingset_refault(m, file);
         let g = &mut self.memcgs[m as usize].lrugen;
-        let recent = (shadow >> LRU_REFS_WIDTH) == (g.min_seq[ty] as u32 & (u32::MAX >> LRU_REFS_WIDTH));
+        let recent =
+            (shadow >> LRU_REFS_WIDTH) == (g.min_seq[ty] as u32 & (u32::MAX >> LRU_REFS_WIDTH));
         if !recent {
             return false;
         }
@@ -1069,7 +1128,10 @@ impl Mm {
     pub(crate) fn oom_badness_of_region(&self, r: usize) -> u64 {
         let reg = &self.regions[r];
         let pages = &self.pages[reg.base as usize..(reg.base + reg.pages) as usize];
-        let rss_swap = pages.iter().filter(|p| (p.has(pg::MAPPED) && !p.has(pg::ZERO_PFN)) || p.slot != super::page::NONE).count();
+        let rss_swap = pages
+            .iter()
+            .filter(|p| (p.has(pg::MAPPED) && !p.has(pg::ZERO_PFN)) || p.slot != super::page::NONE)
+            .count();
         rss_swap as u64 + reg.page_tables.iter().filter(|&&t| t).count() as u64
     }
 
@@ -1083,7 +1145,10 @@ impl Mm {
             for seq in oldest..=g.max_seq {
                 let k = g.max_seq - seq;
                 for (ty, name) in [(ANON, "anon"), (FILE, "file")] {
-                    out.push((format!("lru_gen.memcg[{}].gen{k}.{name}", m.path), g.nr_pages[gen_of(seq)][ty]));
+                    out.push((
+                        format!("lru_gen.memcg[{}].gen{k}.{name}", m.path),
+                        g.nr_pages[gen_of(seq)][ty],
+                    ));
                 }
             }
             out.push((format!("lru_gen.memcg[{}].max_seq", m.path), g.max_seq));
@@ -1098,11 +1163,16 @@ impl Mm {
         for (i, p) in self.pages.iter().enumerate() {
             if !list::is_gen(p.list) {
                 if p.has(pg::RESIDENT) && folio_lru_gen(p).is_some() {
-                    return Err(format!("page {i} has a generation but is on list {}", p.list));
+                    return Err(format!(
+                        "page {i} has a generation but is on list {}",
+                        p.list
+                    ));
                 }
                 continue;
             }
-            let Some(gen) = folio_lru_gen(p) else { return Err(format!("page {i} on an lrugen list without a generation")) };
+            let Some(gen) = folio_lru_gen(p) else {
+                return Err(format!("page {i} on an lrugen list without a generation"));
+            };
             if p.has(pg::ACTIVE) {
                 return Err(format!("page {i}: PG_active on an lrugen list"));
             }
@@ -1117,14 +1187,25 @@ impl Mm {
             let g = &mc.lrugen;
             for gen in 0..MAX_NR_GENS as usize {
                 for ty in 0..2 {
-                    if g.nr_pages[gen][ty] != by_flags[m][gen][ty] || g.folios[gen][ty].len != by_list[m][gen][ty] {
-                        return Err(format!("memcg {} gen {gen} type {ty}: counts disagree with the pages", mc.path));
+                    if g.nr_pages[gen][ty] != by_flags[m][gen][ty]
+                        || g.folios[gen][ty].len != by_list[m][gen][ty]
+                    {
+                        return Err(format!(
+                            "memcg {} gen {gen} type {ty}: counts disagree with the pages",
+                            mc.path
+                        ));
                     }
                 }
             }
             for ty in 0..2 {
-                if g.min_seq[ty] > g.max_seq || g.nr_gens(ty) > MAX_NR_GENS || (ty == FILE && g.nr_gens(ty) < MIN_NR_GENS) {
-                    return Err(format!("memcg {}: invalid seqs {:?} {}", mc.path, g.min_seq, g.max_seq));
+                if g.min_seq[ty] > g.max_seq
+                    || g.nr_gens(ty) > MAX_NR_GENS
+                    || (ty == FILE && g.nr_gens(ty) < MIN_NR_GENS)
+                {
+                    return Err(format!(
+                        "memcg {}: invalid seqs {:?} {}",
+                        mc.path, g.min_seq, g.max_seq
+                    ));
                 }
             }
         }
@@ -1154,14 +1235,46 @@ mod tests {
 
     #[test]
     fn pid_controller_protects_tiers_refaulting_less_than_twice_the_first() {
-        let sp = CtrlPos { refaulted: 100, total: 1000, gain: 1 };
+        let sp = CtrlPos {
+            refaulted: 100,
+            total: 1000,
+            gain: 1,
+        };
         // Few refaults: always positive (protect).
-        assert!(positive_ctrl_err(sp, CtrlPos { refaulted: 63, total: 64, gain: 2 }));
+        assert!(positive_ctrl_err(
+            sp,
+            CtrlPos {
+                refaulted: 63,
+                total: 64,
+                gain: 2
+            }
+        ));
         // 15% refaults vs 10% with gain 2: within the margin (twice the SP's rate, less the
         // MIN_LRU_BATCH added to the SP's total: 200/1000 is just beyond it).
-        assert!(positive_ctrl_err(sp, CtrlPos { refaulted: 150, total: 1000, gain: 2 }));
-        assert!(!positive_ctrl_err(sp, CtrlPos { refaulted: 200, total: 1000, gain: 2 }));
+        assert!(positive_ctrl_err(
+            sp,
+            CtrlPos {
+                refaulted: 150,
+                total: 1000,
+                gain: 2
+            }
+        ));
+        assert!(!positive_ctrl_err(
+            sp,
+            CtrlPos {
+                refaulted: 200,
+                total: 1000,
+                gain: 2
+            }
+        ));
         // 30% vs 10%: beyond it.
-        assert!(!positive_ctrl_err(sp, CtrlPos { refaulted: 300, total: 1000, gain: 2 }));
+        assert!(!positive_ctrl_err(
+            sp,
+            CtrlPos {
+                refaulted: 300,
+                total: 1000,
+                gain: 2
+            }
+        ));
     }
 }

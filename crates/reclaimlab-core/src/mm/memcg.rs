@@ -162,15 +162,26 @@ impl Memcg {
 
     /// The memcg tree of the lowered cgroups section (pre-order, root first) and whether it is
     /// cgroup v2. A memcg without its own swappiness inherits its parent's, the root vm.swappiness.
-    pub(crate) fn tree_from_config(c: &Cgroups, vm_swappiness: u32) -> error::Result<(Vec<Memcg>, bool)> {
+    pub(crate) fn tree_from_config(
+        c: &Cgroups,
+        vm_swappiness: u32,
+    ) -> error::Result<(Vec<Memcg>, bool)> {
         let groups = &c.groups;
         if groups.is_empty() || groups[0].parent.is_some() {
-            return Err(ConfigError::invalid("cgroups.groups[0]", "must be the root cgroup"));
+            return Err(ConfigError::invalid(
+                "cgroups.groups[0]",
+                "must be the root cgroup",
+            ));
         }
         let v2 = match c.version {
             1 => false,
             2 => true,
-            v => return Err(ConfigError::invalid("cgroups.version", format!("expected 1 or 2, got {v}"))),
+            v => {
+                return Err(ConfigError::invalid(
+                    "cgroups.version",
+                    format!("expected 1 or 2, got {v}"),
+                ))
+            }
         };
         let mut memcgs: Vec<Memcg> = Vec::with_capacity(groups.len());
         for (idx, g) in groups.iter().enumerate() {
@@ -194,7 +205,10 @@ impl Memcg {
                 ("oom_group", g.oom_group.map(u64::from)),
             ];
             if let (false, Some((key, _))) = (v2, v2_only.iter().find(|(_, v)| v.is_some())) {
-                return Err(ConfigError::invalid(format!("cgroups.groups[{idx}].{key}"), "is a cgroup v2 file; cgroups.version is 1"));
+                return Err(ConfigError::invalid(
+                    format!("cgroups.groups[{idx}].{key}"),
+                    "is a cgroup v2 file; cgroups.version is 1",
+                ));
             }
             m.min = g.min_bytes.map_or(0, |b| b / PAGE_SIZE);
             m.low = g.low_bytes.map_or(0, |b| b / PAGE_SIZE);
@@ -217,7 +231,9 @@ impl Memcg {
             }
         };
         for idx in (0..memcgs.len()).rev() {
-            let end = (idx + 1..memcgs.len()).find(|&j| !is_descendant(&memcgs, j as u16, idx as u16)).unwrap_or(memcgs.len());
+            let end = (idx + 1..memcgs.len())
+                .find(|&j| !is_descendant(&memcgs, j as u16, idx as u16))
+                .unwrap_or(memcgs.len());
             memcgs[idx].subtree_end = end as u16;
         }
         Ok((memcgs, v2))
@@ -242,13 +258,17 @@ impl Mm {
     /// Sum of an LRU list size over the subtree, now (the lists themselves).
     pub fn lru_size_tree(&self, m: u16, which: u8) -> u64 {
         let end = self.memcgs[m as usize].subtree_end;
-        (m..end).map(|c| self.memcgs[c as usize].nr_lru(which)).sum()
+        (m..end)
+            .map(|c| self.memcgs[c as usize].nr_lru(which))
+            .sum()
     }
 
     /// WORKINGSET_ACTIVATE_ANON summed over the subtree, now.
     fn workingset_activate_tree(&self, m: u16) -> u64 {
         let end = self.memcgs[m as usize].subtree_end;
-        (m..end).map(|c| self.memcgs[c as usize].events.workingset_activate_anon).sum()
+        (m..end)
+            .map(|c| self.memcgs[c as usize].events.workingset_activate_anon)
+            .sum()
     }
 
     /// lruvec_page_state(lruvec, NR_LRU_BASE + which) (mm/memcontrol.c, 6.18): the memcg's
@@ -267,7 +287,9 @@ impl Mm {
     /// WORKINGSET_ACTIVATE_FILE summed over the subtree, now.
     fn workingset_activate_file_tree(&self, m: u16) -> u64 {
         let end = self.memcgs[m as usize].subtree_end;
-        (m..end).map(|c| self.memcgs[c as usize].file_events.workingset_activate_file).sum()
+        (m..end)
+            .map(|c| self.memcgs[c as usize].file_events.workingset_activate_file)
+            .sum()
     }
 
     /// lruvec_page_state(lruvec, WORKINGSET_ACTIVATE_FILE), as of the last flush.
@@ -331,13 +353,21 @@ impl Mm {
 
     pub fn zswap_tree(&self, m: u16) -> (u64, u64) {
         let end = self.memcgs[m as usize].subtree_end;
-        (m..end).fold((0, 0), |(b, n), c| (b + self.memcgs[c as usize].zswap_bytes, n + self.memcgs[c as usize].zswapped))
+        (m..end).fold((0, 0), |(b, n), c| {
+            (
+                b + self.memcgs[c as usize].zswap_bytes,
+                n + self.memcgs[c as usize].zswapped,
+            )
+        })
     }
 
     /// memory.swap.current in bytes: the subtree's pages holding a swap slot.
     pub fn swap_current_bytes(&self, m: u16) -> u64 {
         let end = self.memcgs[m as usize].subtree_end;
-        (m..end).map(|c| self.memcgs[c as usize].swap_pages).sum::<u64>() * PAGE_SIZE
+        (m..end)
+            .map(|c| self.memcgs[c as usize].swap_pages)
+            .sum::<u64>()
+            * PAGE_SIZE
     }
 
     /// The workingset clock advances in the lruvec and all its ancestors.
@@ -412,7 +442,16 @@ impl Mm {
         let mut guard = 64 * MAX_RECLAIM_RETRIES;
         // When the charge first entered reclaim: its stall latency runs from there.
         let mut stalled: Option<crate::sim::Time> = None;
-        let r = self.try_charge_slow(ctx, m, nr, &mut batch, &mut retries, &mut drained, &mut guard, &mut stalled);
+        let r = self.try_charge_slow(
+            ctx,
+            m,
+            nr,
+            &mut batch,
+            &mut retries,
+            &mut drained,
+            &mut guard,
+            &mut stalled,
+        );
         if let Some(start) = stalled {
             self.latency(ctx, crate::latency::Kind::AllocStall, ctx.now - start);
         }
@@ -573,7 +612,9 @@ impl Mm {
             let penalty = if max_overage == 0 {
                 0
             } else {
-                let j = ((max_overage * max_overage * crate::sim::HZ) >> MEMCG_DELAY_PRECISION_SHIFT) >> MEMCG_DELAY_SCALING_SHIFT;
+                let j = ((max_overage * max_overage * crate::sim::HZ)
+                    >> MEMCG_DELAY_PRECISION_SHIFT)
+                    >> MEMCG_DELAY_SCALING_SHIFT;
                 j * nr_pages / MEMCG_CHARGE_BATCH
             }
             .min(MEMCG_MAX_HIGH_DELAY_JIFFIES);
@@ -703,7 +744,11 @@ impl Mm {
     /// pages going to the swapping device"); else only if this memcg and every ancestor, the
     /// root included, has memory.zswap.writeback = 1. Always true on v1.
     pub fn zswap_writeback_enabled(&self, m: u16) -> bool {
-        !self.cgroup_v2 || !self.zswap.enabled || self.memcg_ancestry(m).all(|c| self.memcgs[c as usize].zswap_writeback)
+        !self.cgroup_v2
+            || !self.zswap.enabled
+            || self
+                .memcg_ancestry(m)
+                .all(|c| self.memcgs[c as usize].zswap_writeback)
     }
 
     /// One pass of memory_reclaim's loop (mm/memcontrol.c, 6.12): reclaim a quarter of what is
@@ -761,7 +806,13 @@ impl Mm {
     /// up to MAX_RECLAIM_RETRIES passes that reclaim nothing, then count MEMCG_OOM and ask
     /// `oom` to kill a task of the memcg (mem_cgroup_out_of_memory); stop when usage ≤ max
     /// or no task could be killed.
-    pub fn memory_max_write(&mut self, ctx: &mut Ctx, m: u16, max: u64, oom: &mut dyn FnMut(&mut Mm, u64) -> bool) {
+    pub fn memory_max_write(
+        &mut self,
+        ctx: &mut Ctx,
+        m: u16,
+        max: u64,
+        oom: &mut dyn FnMut(&mut Mm, u64) -> bool,
+    ) {
         self.memcgs[m as usize].limit = max;
         let mut nr_reclaims = MAX_RECLAIM_RETRIES;
         let mut drained = false;
@@ -813,7 +864,14 @@ pub struct MemoryReclaim {
 impl MemoryReclaim {
     /// A write of `bytes` (memparse(buf) / PAGE_SIZE pages).
     pub fn new(bytes: u64, swappiness: Option<u64>) -> MemoryReclaim {
-        MemoryReclaim { bytes, nr_to_reclaim: bytes / PAGE_SIZE, nr_reclaimed: 0, nr_retries: MAX_RECLAIM_RETRIES, swappiness, eagain: false }
+        MemoryReclaim {
+            bytes,
+            nr_to_reclaim: bytes / PAGE_SIZE,
+            nr_reclaimed: 0,
+            nr_retries: MAX_RECLAIM_RETRIES,
+            swappiness,
+            eagain: false,
+        }
     }
 }
 
@@ -1050,7 +1108,11 @@ impl Mm {
         let mut file_dirty = vec![0u64; self.memcgs.len()];
         let mut writeback = vec![0u64; self.memcgs.len()];
         // NR_SHMEM per memcg: tmpfs pages in their files' mappings (part of NR_FILE_PAGES).
-        let shmem = if self.tmpfs.is_empty() { vec![0u64; self.memcgs.len()] } else { self.nr_shmem_by_memcg() };
+        let shmem = if self.tmpfs.is_empty() {
+            vec![0u64; self.memcgs.len()]
+        } else {
+            self.nr_shmem_by_memcg()
+        };
         for p in &self.pages {
             if p.has(pg::RESIDENT) && p.has(pg::WRITEBACK) {
                 writeback[p.memcg as usize] += 1;
@@ -1097,7 +1159,9 @@ impl Mm {
                 total.export_tagged("v2", &stat, out);
                 if self.has_files() {
                     // NR_FILE_PAGES: page cache and swap cache; NR_FILE_MAPPED.
-                    let file = lru(list::INACTIVE_FILE) + lru(list::ACTIVE_FILE) + (sum(&|m| m.swapcached) + sum_of(&shmem)) * PAGE_SIZE;
+                    let file = lru(list::INACTIVE_FILE)
+                        + lru(list::ACTIVE_FILE)
+                        + (sum(&|m| m.swapcached) + sum_of(&shmem)) * PAGE_SIZE;
                     if !self.tmpfs.is_empty() {
                         out.push((format!("{stat}shmem"), sum_of(&shmem) * PAGE_SIZE));
                     }
@@ -1110,15 +1174,25 @@ impl Mm {
                         ("active_file", lru(list::ACTIVE_FILE)),
                     ];
                     out.extend(gauges.into_iter().map(|(k, v)| (format!("{stat}{k}"), v)));
-                    MemcgFileEvents::sum(tree().map(|c| &c.file_events)).export_tagged("v2", &stat, out);
+                    MemcgFileEvents::sum(tree().map(|c| &c.file_events))
+                        .export_tagged("v2", &stat, out);
                 }
                 // The root cgroup has no memory.current, memory.events or *.current files.
                 if idx != 0 {
                     out.push((format!("{pre}memory.current"), m.usage * PAGE_SIZE));
                     out.push((format!("{pre}memory.peak"), m.watermark * PAGE_SIZE));
-                    out.push((format!("{pre}memory.swap.current"), sum(&|m| m.swap_pages) * PAGE_SIZE));
-                    out.push((format!("{pre}memory.swap.peak"), m.swap_watermark * PAGE_SIZE));
-                    out.push((format!("{pre}memory.zswap.current"), sum(&|m| m.zswap_bytes)));
+                    out.push((
+                        format!("{pre}memory.swap.current"),
+                        sum(&|m| m.swap_pages) * PAGE_SIZE,
+                    ));
+                    out.push((
+                        format!("{pre}memory.swap.peak"),
+                        m.swap_watermark * PAGE_SIZE,
+                    ));
+                    out.push((
+                        format!("{pre}memory.zswap.current"),
+                        sum(&|m| m.zswap_bytes),
+                    ));
                     // memcg_memory_event (6.12 include/linux/memcontrol.h) counts an event in
                     // the memcg and every ancestor below the root (on cgroup v2, without the
                     // memory_localevents mount option): the file shows the subtree's sum.
@@ -1130,10 +1204,26 @@ impl Mm {
                 let own_lru = |which: u8| m.nr_lru(which) * PAGE_SIZE;
                 let gauges = [
                     ("rss", mapped[i] * PAGE_SIZE, sum_of(&mapped) * PAGE_SIZE),
-                    ("swap", swapped_out[i] * PAGE_SIZE, sum_of(&swapped_out) * PAGE_SIZE),
-                    ("swapcached", m.swapcached * PAGE_SIZE, sum(&|m| m.swapcached) * PAGE_SIZE),
-                    ("inactive_anon", own_lru(list::INACTIVE_ANON), lru(list::INACTIVE_ANON)),
-                    ("active_anon", own_lru(list::ACTIVE_ANON), lru(list::ACTIVE_ANON)),
+                    (
+                        "swap",
+                        swapped_out[i] * PAGE_SIZE,
+                        sum_of(&swapped_out) * PAGE_SIZE,
+                    ),
+                    (
+                        "swapcached",
+                        m.swapcached * PAGE_SIZE,
+                        sum(&|m| m.swapcached) * PAGE_SIZE,
+                    ),
+                    (
+                        "inactive_anon",
+                        own_lru(list::INACTIVE_ANON),
+                        lru(list::INACTIVE_ANON),
+                    ),
+                    (
+                        "active_anon",
+                        own_lru(list::ACTIVE_ANON),
+                        lru(list::ACTIVE_ANON),
+                    ),
                 ];
                 for (k, v, t) in gauges {
                     out.push((format!("{stat}{k}"), v));
@@ -1146,25 +1236,55 @@ impl Mm {
                 }
                 if self.has_files() {
                     // v1 cache = NR_FILE_PAGES (page cache and swap cache), mapped_file = NR_FILE_MAPPED.
-                    let cache = |c: &Memcg| c.nr_lru(list::INACTIVE_FILE) + c.nr_lru(list::ACTIVE_FILE) + c.swapcached;
+                    let cache = |c: &Memcg| {
+                        c.nr_lru(list::INACTIVE_FILE) + c.nr_lru(list::ACTIVE_FILE) + c.swapcached
+                    };
                     if !self.tmpfs.is_empty() {
                         out.push((format!("{stat}shmem"), shmem[i] * PAGE_SIZE));
                         out.push((format!("{stat}total_shmem"), sum_of(&shmem) * PAGE_SIZE));
                     }
                     let gauges = [
-                        ("cache", (cache(m) + shmem[i]) * PAGE_SIZE, (sum(&cache) + sum_of(&shmem)) * PAGE_SIZE),
-                        ("mapped_file", file_mapped[i] * PAGE_SIZE, sum_of(&file_mapped) * PAGE_SIZE),
-                        ("dirty", file_dirty[i] * PAGE_SIZE, sum_of(&file_dirty) * PAGE_SIZE),
-                        ("writeback", writeback[i] * PAGE_SIZE, sum_of(&writeback) * PAGE_SIZE),
-                        ("inactive_file", own_lru(list::INACTIVE_FILE), lru(list::INACTIVE_FILE)),
-                        ("active_file", own_lru(list::ACTIVE_FILE), lru(list::ACTIVE_FILE)),
+                        (
+                            "cache",
+                            (cache(m) + shmem[i]) * PAGE_SIZE,
+                            (sum(&cache) + sum_of(&shmem)) * PAGE_SIZE,
+                        ),
+                        (
+                            "mapped_file",
+                            file_mapped[i] * PAGE_SIZE,
+                            sum_of(&file_mapped) * PAGE_SIZE,
+                        ),
+                        (
+                            "dirty",
+                            file_dirty[i] * PAGE_SIZE,
+                            sum_of(&file_dirty) * PAGE_SIZE,
+                        ),
+                        (
+                            "writeback",
+                            writeback[i] * PAGE_SIZE,
+                            sum_of(&writeback) * PAGE_SIZE,
+                        ),
+                        (
+                            "inactive_file",
+                            own_lru(list::INACTIVE_FILE),
+                            lru(list::INACTIVE_FILE),
+                        ),
+                        (
+                            "active_file",
+                            own_lru(list::ACTIVE_FILE),
+                            lru(list::ACTIVE_FILE),
+                        ),
                     ];
                     for (k, v, t) in gauges {
                         out.push((format!("{stat}{k}"), v));
                         out.push((format!("{stat}total_{k}"), t));
                     }
                     m.file_events.export_tagged("v1", &stat, out);
-                    MemcgFileEvents::sum(tree().map(|c| &c.file_events)).export_tagged("v1", &format!("{stat}total_"), out);
+                    MemcgFileEvents::sum(tree().map(|c| &c.file_events)).export_tagged(
+                        "v1",
+                        &format!("{stat}total_"),
+                        out,
+                    );
                 }
                 m.events.export_tagged("v1", &stat, out);
                 total.export_tagged("v1", &format!("{stat}total_"), out);
@@ -1172,7 +1292,10 @@ impl Mm {
                 // mem_cgroup_read_u64 (6.12 mm/memcontrol-v1.c): RES_MAX_USAGE is the memory
                 // counter's watermark, RES_FAILCNT its failcnt (the memsw counter, not modelled,
                 // has its own).
-                out.push((format!("{pre}memory.max_usage_in_bytes"), m.watermark * PAGE_SIZE));
+                out.push((
+                    format!("{pre}memory.max_usage_in_bytes"),
+                    m.watermark * PAGE_SIZE,
+                ));
                 out.push((format!("{pre}memory.failcnt"), m.failcnt));
             }
         }

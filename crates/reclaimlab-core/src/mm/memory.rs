@@ -27,7 +27,9 @@ impl Mm {
     #[inline]
     pub fn access(&mut self, ctx: &mut Ctx, i: u32, write: bool) -> Result<bool, Oom> {
         let p = &mut self.pages[i as usize];
-        if p.flags & (pg::MAPPED | pg::ZERO_PFN) == pg::MAPPED && !(write && p.flags & (pg::FILE | pg::DIRTY) == pg::FILE) {
+        if p.flags & (pg::MAPPED | pg::ZERO_PFN) == pg::MAPPED
+            && !(write && p.flags & (pg::FILE | pg::DIRTY) == pg::FILE)
+        {
             p.flags |= pg::YOUNG | if write { pg::DIRTY } else { 0 };
             ctx.cpu(self.costs.access_ns);
             return Ok(false);
@@ -261,7 +263,12 @@ impl Mm {
 
     /// Read page `i` and its readahead `window` into the swap cache (the second half of
     /// swap_cluster_readahead / swap_vma_readahead); returns when `i`'s data is there.
-    pub(super) fn swapin_window(&mut self, ctx: &mut Ctx, i: u32, window: Vec<u32>) -> Result<Time, Oom> {
+    pub(super) fn swapin_window(
+        &mut self,
+        ctx: &mut Ctx,
+        i: u32,
+        window: Vec<u32>,
+    ) -> Result<Time, Oom> {
         // swap_cluster_readahead and swap_vma_readahead read the window under a plug, so reads
         // of consecutive slots merge into one request (crate::block).
         self.blk_start_plug();
@@ -286,7 +293,9 @@ impl Mm {
         }
         // A read that waited in the plug completes with the request it joined (the last read
         // of the page, if it was read twice).
-        let mut ready = mine?.or_else(|| plugged_reads.iter().rev().find(|r| r.0 == i).map(|r| r.1)).unwrap_or(ctx.now);
+        let mut ready = mine?
+            .or_else(|| plugged_reads.iter().rev().find(|r| r.0 == i).map(|r| r.1))
+            .unwrap_or(ctx.now);
         if !self.pages[i as usize].has(pg::RESIDENT) {
             // Unplugged now: issued at once.
             ready = match self.read_swap_cache_async(ctx, i, false) {
@@ -310,7 +319,12 @@ impl Mm {
     /// __read_swap_cache_async + swap_read_folio for page `j` if its PTE holds a swap entry
     /// and it is not in the swap cache yet. Returns when its data is there (now, if someone
     /// else brought it in meanwhile), or None if its device read waits in the plug.
-    fn read_swap_cache_async(&mut self, ctx: &mut Ctx, j: u32, readahead: bool) -> Result<Option<Time>, Oom> {
+    fn read_swap_cache_async(
+        &mut self,
+        ctx: &mut Ctx,
+        j: u32,
+        readahead: bool,
+    ) -> Result<Option<Time>, Oom> {
         let p = self.pages[j as usize];
         if p.has(pg::RESIDENT) || p.slot == NONE {
             return Ok(Some(ctx.now));
@@ -358,7 +372,13 @@ impl Mm {
             1
         } else {
             let hits = std::mem::take(&mut self.swap.ra_hits);
-            let pages = swapin_nr_pages(self.swap.ra_prev_offset, off, hits, max_pages, self.swap.ra_last_pages);
+            let pages = swapin_nr_pages(
+                self.swap.ra_prev_offset,
+                off,
+                hits,
+                max_pages,
+                self.swap.ra_last_pages,
+            );
             if hits == 0 {
                 self.swap.ra_prev_offset = off;
             }
@@ -462,8 +482,13 @@ impl Mm {
 
     /// Process exit (exit_mmap): free every page, swap slot and zswap entry of its regions.
     pub fn exit_process(&mut self, process: u32) {
-        let regions: Vec<(u32, u32, u16)> =
-            self.regions.iter().filter(|r| r.process == process).map(|r| (r.base, r.pages, r.memcg)).collect();
+        self.kernel_free_process(process);
+        let regions: Vec<(u32, u32, u16)> = self
+            .regions
+            .iter()
+            .filter(|r| r.process == process)
+            .map(|r| (r.base, r.pages, r.memcg))
+            .collect();
         for &(base, pages, _) in &regions {
             for i in base..base + pages {
                 if self.pages[i as usize].has(pg::MLOCKED) {

@@ -4,6 +4,7 @@
 //! workingset.rs, swap.rs (slots, devices, swap cache, readahead) and zswap/.
 
 pub mod filemap;
+pub mod kalloc;
 pub mod lru_gen;
 pub mod memcg;
 pub mod memory;
@@ -22,8 +23,8 @@ pub mod zswap;
 
 use crate::compress::Codec;
 use crate::config::{Kernel, SimConfig};
-use crate::error::{ConfigError, Result};
 use crate::costs::Costs;
+use crate::error::{ConfigError, Result};
 use crate::policy::Switches;
 pub use crate::sim::{Actor, Ctx};
 use crate::sim::{EventKind, EventQueue, Time};
@@ -186,16 +187,25 @@ impl Mm {
         let switches = Switches::with_overrides(&cfg.kernel.version, &cfg.kernel.switches)?;
         let totalram = cfg.machine.memory_bytes / PAGE_SIZE;
         if totalram < 1024 {
-            return Err(ConfigError::invalid("machine.memory_bytes", "at least 4 MiB"));
+            return Err(ConfigError::invalid(
+                "machine.memory_bytes",
+                "at least 4 MiB",
+            ));
         }
         cfg.kernel.check_ranges()?;
         let (wmark_min, wmark_low, wmark_high) = vmscan::watermarks(&cfg.kernel.vm, totalram);
         let (memcgs, cgroup_v2) = Memcg::tree_from_config(&cfg.cgroups, cfg.kernel.vm.swappiness)?;
-        let mut zswap = Zswap::from_config(&cfg.kernel.zswap, &cfg.kernel.version, &switches, totalram)?;
+        let mut zswap =
+            Zswap::from_config(&cfg.kernel.zswap, &cfg.kernel.version, &switches, totalram)?;
         zswap.host_memcgs = cfg.machine.host_memcgs;
         // Codec slot 0 is zswap's compressor; zram devices add theirs.
         let mut codecs = vec![zswap.codec];
-        let swap = Swap::from_config(&cfg.machine.swap, &cfg.kernel.version, &switches, &mut codecs)?;
+        let swap = Swap::from_config(
+            &cfg.machine.swap,
+            &cfg.kernel.version,
+            &switches,
+            &mut codecs,
+        )?;
         let fs = filemap::Filesystem::from_config(&cfg.machine.filesystems)?;
         let tmpfs = shmem::Tmpfs::from_config(&cfg.machine.filesystems, totalram)?;
         let (regions, pages) = region::from_config(cfg, memcgs.len(), &codecs)?;
@@ -206,7 +216,9 @@ impl Mm {
             .processes
             .iter()
             .map(|p| {
-                let chain = std::iter::successors(Some(p.cgroup as u16), |&c| memcgs.get(c as usize).and_then(|m| m.parent));
+                let chain = std::iter::successors(Some(p.cgroup as u16), |&c| {
+                    memcgs.get(c as usize).and_then(|m| m.parent)
+                });
                 if cgroup_v2 {
                     chain.collect()
                 } else {
@@ -257,13 +269,21 @@ impl Mm {
             vm_file: FileVmEvents::default(),
             lru_gen: lru_gen::LruGenNode::new(nmemcg),
             dirty: page_writeback::DirtyState::new(cfg.processes.len()),
-            pgdat: vmscan::PgdatFlags { cgroup_congested: vec![false; nmemcg], ..Default::default() },
+            pgdat: vmscan::PgdatFlags {
+                cgroup_congested: vec![false; nmemcg],
+                ..Default::default()
+            },
             trace: crate::stats::trace::Trace::from_groups(&cfg.trace)?,
             psi,
             lat: crate::latency::LatencyLog::new(cfg.processes.len()),
             phys: None,
         };
-        mm.phys = phys::Phys::from_config(&mm)?;
+        let kernel_alloc = cfg.processes.iter().any(|p| {
+            p.phases
+                .iter()
+                .any(|np| matches!(np.phase, reclaimlab_workload::Phase::KernelAlloc { .. }))
+        });
+        mm.phys = phys::Phys::from_config(&mm, kernel_alloc)?;
         Ok(mm)
     }
 
@@ -274,7 +294,12 @@ impl Mm {
     /// Content variant of a page (which of its region's distinct contents it holds).
     pub fn variant(&self, page: u32) -> usize {
         let r = self.region_of(page);
-        reclaimlab_workload::content::variant_of(self.seed, r.content_id, (page - r.base) as u64, r.variants) as usize
+        reclaimlab_workload::content::variant_of(
+            self.seed,
+            r.content_id,
+            (page - r.base) as u64,
+            r.variants,
+        ) as usize
     }
 
     /// Compressed length of page `i` with codec slot `c`.
@@ -285,17 +310,37 @@ impl Mm {
 
     /// Every compressed-object pool: zswap's and each zram device's.
     fn pools(&self) -> impl Iterator<Item = &dyn crate::zpool::Zpool> {
-        self.zswap.pools.iter().map(|p| p.as_ref()).chain(self.swap.devs.iter().filter_map(|d| d.zram.as_ref()).map(|z| z.pool.as_ref()))
+        self.zswap.pools.iter().map(|p| p.as_ref()).chain(
+            self.swap
+                .devs
+                .iter()
+                .filter_map(|d| d.zram.as_ref())
+                .map(|z| z.pool.as_ref()),
+        )
     }
 
     /// The debugfs `classes` table of every zsmalloc pool (zbud pools have none).
     pub(crate) fn zsmalloc_classes(&self) -> Vec<crate::engine::PoolClasses> {
-        let zswap = self.zswap.pools.iter().enumerate().map(|(k, p)| (format!("zswap{k}"), p.as_ref()));
-        let zram = self.swap.devs.iter().filter_map(|d| d.zram.as_ref()).enumerate().map(|(n, z)| (format!("zram{n}"), z.pool.as_ref()));
+        let zswap = self
+            .zswap
+            .pools
+            .iter()
+            .enumerate()
+            .map(|(k, p)| (format!("zswap{k}"), p.as_ref()));
+        let zram = self
+            .swap
+            .devs
+            .iter()
+            .filter_map(|d| d.zram.as_ref())
+            .enumerate()
+            .map(|(n, z)| (format!("zram{n}"), z.pool.as_ref()));
         zswap
             .chain(zram)
             .filter(|(_, p)| p.name() == "zsmalloc")
-            .map(|(pool, p)| crate::engine::PoolClasses { pool, classes: p.classes() })
+            .map(|(pool, p)| crate::engine::PoolClasses {
+                pool,
+                classes: p.classes(),
+            })
             .collect()
     }
 
@@ -306,7 +351,10 @@ impl Mm {
 
     /// NR_ZSPAGES: pages of the zsmalloc pools only.
     pub fn zspages(&self) -> u64 {
-        self.pools().filter(|p| p.name() == zsmalloc::ZPOOL.name).map(|p| p.total_pages()).sum()
+        self.pools()
+            .filter(|p| p.name() == zsmalloc::ZPOOL.name)
+            .map(|p| p.total_pages())
+            .sum()
     }
 
     /// Put a resident page on its memcg's LRU list (head), per its ACTIVE flag (folio_add_lru);
@@ -357,7 +405,10 @@ impl Mm {
     /// Wake kswapd (wakeup_kswapd): not if it is running, the node is balanced, or it is
     /// hopeless (kswapd_failures ≥ MAX_RECLAIM_RETRIES).
     pub fn wakeup_kswapd(&mut self, now: Time) {
-        if self.kswapd.running || self.kswapd.failures >= MAX_RECLAIM_RETRIES || self.node_balanced() {
+        if self.kswapd.running
+            || self.kswapd.failures >= MAX_RECLAIM_RETRIES
+            || self.node_balanced()
+        {
             return;
         }
         self.kswapd.running = true;
@@ -378,9 +429,18 @@ impl Mm {
         let gauges = [
             ("vmstat.nr_free_pages", self.nr_free),
             ("vmstat.nr_page_table_pages", self.nr_page_table_pages),
-            ("vmstat.nr_inactive_anon", self.lru_size_tree(0, page::list::INACTIVE_ANON)),
-            ("vmstat.nr_active_anon", self.lru_size_tree(0, page::list::ACTIVE_ANON)),
-            ("vmstat.nr_swapcached", self.memcgs.iter().map(|m| m.swapcached).sum()),
+            (
+                "vmstat.nr_inactive_anon",
+                self.lru_size_tree(0, page::list::INACTIVE_ANON),
+            ),
+            (
+                "vmstat.nr_active_anon",
+                self.lru_size_tree(0, page::list::ACTIVE_ANON),
+            ),
+            (
+                "vmstat.nr_swapcached",
+                self.memcgs.iter().map(|m| m.swapcached).sum(),
+            ),
             ("vmstat.nr_zspages", self.zspages()),
             ("meminfo.MemTotal", self.totalram * 4),
             ("meminfo.MemFree", self.nr_free * 4),
@@ -399,7 +459,10 @@ impl Mm {
             // meminfo Cached leaves the swap cache out (no buffer heads are modelled:
             // Buffers would be 0 and is not exported).
             let gauges = [
-                ("vmstat.nr_file_pages", inactive + active + shmem + swapcached),
+                (
+                    "vmstat.nr_file_pages",
+                    inactive + active + shmem + swapcached,
+                ),
                 ("vmstat.nr_inactive_file", inactive),
                 ("vmstat.nr_active_file", active),
                 ("vmstat.nr_mapped", mapped),
@@ -420,10 +483,22 @@ impl Mm {
                 let traced = [
                     ("trace.balance_dirty_pages", self.dirty.throttled),
                     ("trace.mm_vmscan_throttled", self.dirty.reclaim_throttled),
-                    ("trace.mm_vmscan_write_folio.direct_anon", self.dirty.reclaim_writes[0][0]),
-                    ("trace.mm_vmscan_write_folio.direct_file", self.dirty.reclaim_writes[0][1]),
-                    ("trace.mm_vmscan_write_folio.kswapd_anon", self.dirty.reclaim_writes[1][0]),
-                    ("trace.mm_vmscan_write_folio.kswapd_file", self.dirty.reclaim_writes[1][1]),
+                    (
+                        "trace.mm_vmscan_write_folio.direct_anon",
+                        self.dirty.reclaim_writes[0][0],
+                    ),
+                    (
+                        "trace.mm_vmscan_write_folio.direct_file",
+                        self.dirty.reclaim_writes[0][1],
+                    ),
+                    (
+                        "trace.mm_vmscan_write_folio.kswapd_anon",
+                        self.dirty.reclaim_writes[1][0],
+                    ),
+                    (
+                        "trace.mm_vmscan_write_folio.kswapd_file",
+                        self.dirty.reclaim_writes[1][1],
+                    ),
                 ];
                 out.extend(traced.into_iter().map(|(k, v)| (k.to_string(), v)));
             }

@@ -122,17 +122,36 @@ pub struct Page {
 
 impl Page {
     pub fn new(region: u16, memcg: u16) -> Page {
-        Page { prev: NONE, next: NONE, slot: NONE, shadow: 0, handle: NONE, flags: 0, zlen: 0, memcg, region, list: list::NONE, folio_order: 0, stamp: 0 }
+        Page {
+            prev: NONE,
+            next: NONE,
+            slot: NONE,
+            shadow: 0,
+            handle: NONE,
+            flags: 0,
+            zlen: 0,
+            memcg,
+            region,
+            list: list::NONE,
+            folio_order: 0,
+            stamp: 0,
+        }
     }
 
     /// A page of a file region, not in the page cache yet.
     pub fn new_file(region: u16, memcg: u16) -> Page {
-        Page { flags: pg::FILE, ..Page::new(region, memcg) }
+        Page {
+            flags: pg::FILE,
+            ..Page::new(region, memcg)
+        }
     }
 
     /// A page of a tmpfs file, not in memory yet (a hole).
     pub fn new_shmem(region: u16, memcg: u16) -> Page {
-        Page { flags: pg::SHMEM, ..Page::new(region, memcg) }
+        Page {
+            flags: pg::SHMEM,
+            ..Page::new(region, memcg)
+        }
     }
 
     /// The LRU list this resident page belongs on (folio_lru_list).
@@ -173,7 +192,12 @@ pub struct List {
 
 impl List {
     pub const fn new(id: u8) -> List {
-        List { head: NONE, tail: NONE, len: 0, id }
+        List {
+            head: NONE,
+            tail: NONE,
+            len: 0,
+            id,
+        }
     }
 
     pub fn push_head(&mut self, pages: &mut [Page], i: u32) {

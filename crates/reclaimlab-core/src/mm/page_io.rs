@@ -82,7 +82,10 @@ impl Mm {
         let off = self.pages[i as usize].slot - self.swap.devs[d].base;
         let v = self.variant(i);
         let same = self.region_of(i).same_filled[v];
-        let zram = self.swap.devs[d].zram.as_ref().expect("synchronous device is zram");
+        let zram = self.swap.devs[d]
+            .zram
+            .as_ref()
+            .expect("synchronous device is zram");
         let codec_slot = zram.codec_slot;
         let comp_len = self.compressed_len(i, codec_slot);
         if !same {
@@ -92,7 +95,10 @@ impl Mm {
         let before = self.pool_pages();
         let huge = self.zram_huge_class_size;
         let zram = self.swap.devs[d].zram.as_mut().expect("zram");
-        let ok = matches!(zram.write(off, same, comp_len, huge), crate::zram::ZramWrite::Stored);
+        let ok = matches!(
+            zram.write(off, same, comp_len, huge),
+            crate::zram::ZramWrite::Stored
+        );
         let after = self.pool_pages();
         // The pool grows from free pages (GFP_NOIO, may use reserves in reclaim).
         if after > before && after - before > self.nr_free {
@@ -165,7 +171,11 @@ impl Mm {
     pub fn device_done(&mut self, d: usize, now: Time) {
         let n = self.swap.devs.len();
         self.complete_dev_until(d, now);
-        let bdev = if d < n { &mut self.swap.devs[d].bdev } else { &mut self.fs[d - n].bdev };
+        let bdev = if d < n {
+            &mut self.swap.devs[d].bdev
+        } else {
+            &mut self.fs[d - n].bdev
+        };
         bdev.scheduled = bdev.inflight.front().map(|&(done, _)| done);
         if let Some(done) = bdev.scheduled {
             self.queue.push(done, EventKind::DeviceDone(d as u16));
@@ -206,41 +216,82 @@ impl Mm {
 
     /// blk_finish_plug: the completion times of the reads the plug issued.
     pub fn blk_finish_plug(&mut self, ctx: &Ctx) -> Vec<(u32, Time)> {
-        let mut devs = MmDevs { swap: &mut self.swap.devs, fs: &mut self.fs };
-        let mut io = BlockIo { devs: &mut devs, queue: &mut self.queue };
+        let mut devs = MmDevs {
+            swap: &mut self.swap.devs,
+            fs: &mut self.fs,
+        };
+        let mut io = BlockIo {
+            devs: &mut devs,
+            queue: &mut self.queue,
+        };
         self.plug.finish(ctx, &mut io)
     }
 
     /// blk_flush_plug.
     pub fn blk_flush_plug(&mut self, now: Time) {
-        let mut devs = MmDevs { swap: &mut self.swap.devs, fs: &mut self.fs };
-        let mut io = BlockIo { devs: &mut devs, queue: &mut self.queue };
+        let mut devs = MmDevs {
+            swap: &mut self.swap.devs,
+            fs: &mut self.fs,
+        };
+        let mut io = BlockIo {
+            devs: &mut devs,
+            queue: &mut self.queue,
+        };
         self.plug.flush(now, &mut io);
     }
 
     /// Sleep until `t`, flushing the plug first.
     pub fn io_schedule_until(&mut self, ctx: &mut Ctx, t: Time) {
         let start = ctx.now;
-        let mut devs = MmDevs { swap: &mut self.swap.devs, fs: &mut self.fs };
-        let mut io = BlockIo { devs: &mut devs, queue: &mut self.queue };
+        let mut devs = MmDevs {
+            swap: &mut self.swap.devs,
+            fs: &mut self.fs,
+        };
+        let mut io = BlockIo {
+            devs: &mut devs,
+            queue: &mut self.queue,
+        };
         self.plug.io_schedule_until(ctx, t, &mut io);
         self.psi_slept(ctx, start);
     }
 
     /// submit_bio for page `page` at offset `off` of block device `dev` (swap devices first,
     /// then filesystems): a bio of its own.
-    pub fn submit_bio(&mut self, ctx: &mut Ctx, dev: usize, dir: Dir, off: u32, page: u32) -> Option<Time> {
+    pub fn submit_bio(
+        &mut self,
+        ctx: &mut Ctx,
+        dev: usize,
+        dir: Dir,
+        off: u32,
+        page: u32,
+    ) -> Option<Time> {
         self.submit_bio_page(ctx, dev, dir, off, page, 1)
     }
 
     /// submit_bio of page `page` as the first of a bio of `bio_pages` consecutive pages, or
     /// with 0 added to the bio of the page submitted just before it
     /// (crate::block::Plug::submit_bio).
-    pub fn submit_bio_page(&mut self, ctx: &mut Ctx, dev: usize, dir: Dir, off: u32, page: u32, bio_pages: usize) -> Option<Time> {
+    pub fn submit_bio_page(
+        &mut self,
+        ctx: &mut Ctx,
+        dev: usize,
+        dir: Dir,
+        off: u32,
+        page: u32,
+        bio_pages: usize,
+    ) -> Option<Time> {
         let start = ctx.now;
-        let mut devs = MmDevs { swap: &mut self.swap.devs, fs: &mut self.fs };
-        let mut io = BlockIo { devs: &mut devs, queue: &mut self.queue };
-        let done = self.plug.submit_bio(ctx, &mut io, (dev, dir, off, page), bio_pages);
+        let mut devs = MmDevs {
+            swap: &mut self.swap.devs,
+            fs: &mut self.fs,
+        };
+        let mut io = BlockIo {
+            devs: &mut devs,
+            queue: &mut self.queue,
+        };
+        let done = self
+            .plug
+            .submit_bio(ctx, &mut io, (dev, dir, off, page), bio_pages);
         // A sleep for a request tag (blk_get_tag): from the submission to the last wake-up.
         self.psi_slept(ctx, start);
         done

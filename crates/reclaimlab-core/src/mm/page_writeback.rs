@@ -95,7 +95,11 @@ impl DirtyState {
 
     pub fn new(nprocs: usize) -> DirtyState {
         // The kernel starts every task at 128 >> (PAGE_SHIFT - 10) = 32 pages.
-        DirtyState { nr_dirtied: vec![0; nprocs], nr_dirtied_pause: vec![32; nprocs], ..Default::default() }
+        DirtyState {
+            nr_dirtied: vec![0; nprocs],
+            nr_dirtied_pause: vec![32; nprocs],
+            ..Default::default()
+        }
     }
 }
 
@@ -128,11 +132,19 @@ fn pos_ratio_1024(setpoint: u64, dirty: u64, limit: u64) -> u64 {
 
 impl Mm {
     fn inode(&mut self, region: usize) -> &mut InodeWb {
-        &mut self.regions[region].file.as_mut().expect("a file region").wb
+        &mut self.regions[region]
+            .file
+            .as_mut()
+            .expect("a file region")
+            .wb
     }
 
     fn fs_of_region(&self, region: usize) -> usize {
-        self.regions[region].file.as_ref().expect("a file region").fs as usize
+        self.regions[region]
+            .file
+            .as_ref()
+            .expect("a file region")
+            .fs as usize
     }
 
     /// The block-layer device number of filesystem `fs` (after the swap devices).
@@ -143,7 +155,8 @@ impl Mm {
     /// global_dirtyable_memory: free pages and the file LRUs, less the reserves
     /// (totalreserve_pages ≈ the high watermark of the one zone).
     pub fn global_dirtyable_memory(&self) -> u64 {
-        let file = self.lru_size_tree(0, list::INACTIVE_FILE) + self.lru_size_tree(0, list::ACTIVE_FILE);
+        let file =
+            self.lru_size_tree(0, list::INACTIVE_FILE) + self.lru_size_tree(0, list::ACTIVE_FILE);
         (self.nr_free + file).saturating_sub(self.wmark_high).max(1)
     }
 
@@ -153,8 +166,16 @@ impl Mm {
     pub fn dirty_limits(&self) -> (u64, u64) {
         let vm = &self.knobs.vm;
         let avail = self.global_dirtyable_memory();
-        let thresh = vm.dirty_bytes.map_or(avail * vm.dirty_ratio as u64 / 100, |b| b.div_ceil(PAGE_SIZE));
-        let bg = vm.dirty_background_bytes.map_or(avail * vm.dirty_background_ratio as u64 / 100, |b| b.div_ceil(PAGE_SIZE));
+        let thresh = vm
+            .dirty_bytes
+            .map_or(avail * vm.dirty_ratio as u64 / 100, |b| {
+                b.div_ceil(PAGE_SIZE)
+            });
+        let bg = vm
+            .dirty_background_bytes
+            .map_or(avail * vm.dirty_background_ratio as u64 / 100, |b| {
+                b.div_ceil(PAGE_SIZE)
+            });
         (if bg >= thresh { thresh / 2 } else { bg }, thresh)
     }
 
@@ -225,7 +246,12 @@ impl Mm {
     }
 
     fn fs_dirty_pages(&self, fs: usize) -> u64 {
-        self.regions.iter().filter_map(|r| r.file.as_ref()).filter(|f| f.fs as usize == fs).map(|f| f.wb.dirty.len() as u64).sum()
+        self.regions
+            .iter()
+            .filter_map(|r| r.file.as_ref())
+            .filter(|f| f.fs as usize == fs)
+            .map(|f| f.wb.dirty.len() as u64)
+            .sum()
     }
 
     /// generic_perform_write for one page (a write(2) of 4 KiB at page `i`'s offset):
@@ -259,7 +285,9 @@ impl Mm {
     /// current->nr_dirtied_pause of them, balance_dirty_pages. Kernel threads are not
     /// throttled.
     fn balance_dirty_pages_ratelimited(&mut self, ctx: &mut Ctx, region: usize, newly: bool) {
-        let super::Actor::Process(p) = ctx.actor else { return };
+        let super::Actor::Process(p) = ctx.actor else {
+            return;
+        };
         if !newly {
             return;
         }
@@ -298,7 +326,10 @@ impl Mm {
             // The kernel aims at pauses of ~HZ/100 (dirty_ratelimit × pause); a 32-page
             // batch stands for it.
             self.dirty.nr_dirtied_pause[p] = 32;
-            later(ctx.now, (pages_dirtied * NSEC_PER_SEC / rate).min(MAX_PAUSE_NS))
+            later(
+                ctx.now,
+                (pages_dirtied * NSEC_PER_SEC / rate).min(MAX_PAUSE_NS),
+            )
         } else {
             // At the limit: sleep until `dirty − thresh + 1` of the writes in flight complete
             // (at least a jiffy, at most MAX_PAUSE), then return to user space: the next page
@@ -308,7 +339,11 @@ impl Mm {
             let inflight = &self.fs[fs].bdev.inflight;
             let max = later(ctx.now, MAX_PAUSE_NS);
             self.dirty.nr_dirtied_pause[p] = 1;
-            inflight.get(need - 1).or(inflight.back()).map_or(max, |&(t, _)| t).clamp(later(ctx.now, JIFFY_NS), max)
+            inflight
+                .get(need - 1)
+                .or(inflight.back())
+                .map_or(max, |&(t, _)| t)
+                .clamp(later(ctx.now, JIFFY_NS), max)
         };
         // trace_balance_dirty_pages: one per sleep.
         self.dirty.throttled += 1;
@@ -348,7 +383,14 @@ impl Mm {
             ctx.cpu(self.costs.bio_submit_ns);
         }
         let dev = self.fs_dev(fs);
-        self.submit_bio_page(ctx, dev, Dir::Write, (dev_off + (i - base) as u64) as u32, i, bio_pages);
+        self.submit_bio_page(
+            ctx,
+            dev,
+            Dir::Write,
+            (dev_off + (i - base) as u64) as u32,
+            i,
+            bio_pages,
+        );
     }
 
     /// writeback_sb_inodes → do_writepages → write_cache_pages for one inode (WB_SYNC_NONE,
@@ -362,7 +404,12 @@ impl Mm {
         };
         let mut picked = Vec::new();
         {
-            let d = &self.regions[region].file.as_ref().expect("a file region").wb.dirty;
+            let d = &self.regions[region]
+                .file
+                .as_ref()
+                .expect("a file region")
+                .wb
+                .dirty;
             for &j in d.range(start..end).chain(d.range(base..start)) {
                 if picked.len() as u64 >= nr {
                     break;
@@ -382,7 +429,10 @@ impl Mm {
                 0
             } else {
                 // The new bio: this folio and the consecutive ones after it, at most BIO_MAX_VECS.
-                let n = 1 + picked[k..].windows(2).take_while(|w| w[0] + 1 == w[1]).count();
+                let n = 1 + picked[k..]
+                    .windows(2)
+                    .take_while(|w| w[0] + 1 == w[1])
+                    .count();
                 left = n.min(BIO_MAX_VECS);
                 left
             };
@@ -426,7 +476,11 @@ impl Mm {
             if let Some(r) = self.oldest_dirty_inode(fs, None) {
                 written = self.writeback_inode(ctx, r, nr);
             }
-            self.fs[fs].wb.start_all = if written == 0 { 0 } else { self.fs[fs].wb.start_all - written.min(self.fs[fs].wb.start_all) };
+            self.fs[fs].wb.start_all = if written == 0 {
+                0
+            } else {
+                self.fs[fs].wb.start_all - written.min(self.fs[fs].wb.start_all)
+            };
         }
         if written == 0 {
             let (bg, _) = self.dirty_limits();
@@ -498,8 +552,14 @@ impl Mm {
     pub(crate) fn complete_dev_until(&mut self, dev: usize, t: Time) {
         let n = self.swap.devs.len();
         loop {
-            let bdev = if dev < n { &mut self.swap.devs[dev].bdev } else { &mut self.fs[dev - n].bdev };
-            let Some(&(done, page)) = bdev.inflight.front() else { break };
+            let bdev = if dev < n {
+                &mut self.swap.devs[dev].bdev
+            } else {
+                &mut self.fs[dev - n].bdev
+            };
+            let Some(&(done, page)) = bdev.inflight.front() else {
+                break;
+            };
             if done > t {
                 break;
             }
@@ -517,7 +577,9 @@ impl Mm {
     pub(crate) fn wait_on_file_writeback(&mut self, ctx: &mut Ctx, fs: usize, i: u32) {
         self.blk_flush_plug(ctx.now);
         while self.pages[i as usize].has(pg::WRITEBACK) {
-            let Some((done, page)) = self.fs[fs].bdev.inflight.pop_front() else { break };
+            let Some((done, page)) = self.fs[fs].bdev.inflight.pop_front() else {
+                break;
+            };
             self.psi_sleep(ctx, done);
             self.end_file_writeback(page);
         }
@@ -545,7 +607,9 @@ impl Mm {
     fn wait_inode_writeback(&mut self, ctx: &mut Ctx, region: usize, fs: usize) {
         self.blk_flush_plug(ctx.now);
         while self.inode(region).nr_writeback > 0 {
-            let Some((done, page)) = self.fs[fs].bdev.inflight.pop_front() else { break };
+            let Some((done, page)) = self.fs[fs].bdev.inflight.pop_front() else {
+                break;
+            };
             self.psi_sleep(ctx, done);
             self.end_file_writeback(page);
         }
@@ -556,7 +620,9 @@ impl Mm {
         let mut dirty = 0;
         let mut wb = 0;
         for p in &self.pages {
-            if p.flags & (pg::FILE | pg::RESIDENT | pg::DIRTY) == pg::FILE | pg::RESIDENT | pg::DIRTY {
+            if p.flags & (pg::FILE | pg::RESIDENT | pg::DIRTY)
+                == pg::FILE | pg::RESIDENT | pg::DIRTY
+            {
                 dirty += 1;
             }
             if p.flags & (pg::RESIDENT | pg::WRITEBACK) == pg::RESIDENT | pg::WRITEBACK {

@@ -4,8 +4,8 @@
 //! for a costly order, 6.12.117 / 6.18) → docs/model/compaction.md.
 //!
 //! Built only when some region can get transparent huge pages (kernel.transparent_hugepage
-//! .enabled = always with anonymous memory, or madvise with a `thp = true` region): without
-//! THP every allocation is order 0, which the count in Mm::nr_free serves alone, and the
+//! .enabled = always with anonymous memory, or madvise with a `thp = true` region) or some
+//! process has a kernel_alloc phase (mm/kalloc.rs): without them every allocation is order 0, which the count in Mm::nr_free serves alone, and the
 //! order-0 paths do not touch this file (one `Option` test when a page becomes resident or
 //! leaves memory).
 //!
@@ -30,7 +30,7 @@ use crate::error::ConfigError;
 use crate::latency::Kind;
 use crate::page_alloc::{MigrateType, PfnState, Watermarks, Wmark, Zone, PAGEBLOCK_ORDER};
 
-use crate::stats::{CompactEvents, ThpEvents};
+use crate::stats::{CompactEvents, KernelAllocEvents, ThpEvents};
 
 /// HPAGE_PMD_ORDER on x86-64.
 pub const HPAGE_PMD_ORDER: u8 = 9;
@@ -54,7 +54,11 @@ pub enum ThpDefrag {
 }
 
 /// The enabled knob's choices, in the kernel's order.
-pub const THP_ENABLED: &[(&str, ThpEnabled)] = &[("always", ThpEnabled::Always), ("madvise", ThpEnabled::Madvise), ("never", ThpEnabled::Never)];
+pub const THP_ENABLED: &[(&str, ThpEnabled)] = &[
+    ("always", ThpEnabled::Always),
+    ("madvise", ThpEnabled::Madvise),
+    ("never", ThpEnabled::Never),
+];
 /// The defrag knob's choices, in the kernel's order.
 pub const THP_DEFRAG: &[(&str, ThpDefrag)] = &[
     ("always", ThpDefrag::Always),
@@ -73,10 +77,17 @@ pub fn thp_defrag_names() -> Vec<&'static str> {
 }
 
 fn lookup<T: Copy>(options: &[(&str, T)], key: &str, name: &str) -> Result<T, ConfigError> {
-    options.iter().find(|(n, _)| *n == name).map(|(_, t)| *t).ok_or_else(|| {
-        let names: Vec<String> = options.iter().map(|(n, _)| format!("{n:?}")).collect();
-        ConfigError::invalid(key, format!("expected one of {}, got {name:?}", names.join(", ")))
-    })
+    options
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map(|(_, t)| *t)
+        .ok_or_else(|| {
+            let names: Vec<String> = options.iter().map(|(n, _)| format!("{n:?}")).collect();
+            ConfigError::invalid(
+                key,
+                format!("expected one of {}, got {name:?}", names.join(", ")),
+            )
+        })
 }
 
 /// What vma_thp_gfp_mask gives a fault: may it reclaim and compact directly, and does it
@@ -90,11 +101,26 @@ struct ThpGfp {
 fn vma_thp_gfp_mask(defrag: ThpDefrag, madvised: bool) -> ThpGfp {
     match defrag {
         // GFP_TRANSHUGE (| __GFP_NORETRY unless madvised: one pass either way here).
-        ThpDefrag::Always => ThpGfp { direct: true, kswapd: false },
-        ThpDefrag::Defer => ThpGfp { direct: false, kswapd: true },
-        ThpDefrag::DeferMadvise => ThpGfp { direct: madvised, kswapd: !madvised },
-        ThpDefrag::Madvise => ThpGfp { direct: madvised, kswapd: false },
-        ThpDefrag::Never => ThpGfp { direct: false, kswapd: false },
+        ThpDefrag::Always => ThpGfp {
+            direct: true,
+            kswapd: false,
+        },
+        ThpDefrag::Defer => ThpGfp {
+            direct: false,
+            kswapd: true,
+        },
+        ThpDefrag::DeferMadvise => ThpGfp {
+            direct: madvised,
+            kswapd: !madvised,
+        },
+        ThpDefrag::Madvise => ThpGfp {
+            direct: madvised,
+            kswapd: false,
+        },
+        ThpDefrag::Never => ThpGfp {
+            direct: false,
+            kswapd: false,
+        },
     }
 }
 
@@ -106,28 +132,55 @@ pub struct Phys {
     enabled: ThpEnabled,
     defrag: ThpDefrag,
     /// The pfn of each resident page (page index → pfn; NONE when not resident).
-    pfn_of: Vec<u32>,
+    pub(crate) pfn_of: Vec<u32>,
     /// Pfns of the pages in use that are not resident pages (see the file comment).
     kernel: Vec<u32>,
     /// Resident pages holding a pfn.
     mapped: u64,
     /// pgdat->kcompactd_max_order: the order kcompactd is to work for when kswapd sleeps.
-    kcompactd_max_order: u8,
+    pub(crate) kcompactd_max_order: u8,
+    /// Blocks held by kernel_alloc phases: (head pfn, process), in allocation order
+    /// (mm/kalloc.rs); their order is the zone's.
+    pub(crate) kblocks: Vec<(u32, u32)>,
+    /// Pages in `kblocks`.
+    pub(crate) kblock_pages: u64,
+    /// Some when the scenario has kernel_alloc phases (their counters are exported then).
+    pub(crate) kev: Option<KernelAllocEvents>,
 }
 
 impl Phys {
     /// The zone of a machine of `totalram` pages, if the config lets any region have THPs.
-    pub(crate) fn from_config(mm: &Mm) -> Result<Option<Box<Phys>>, ConfigError> {
+    /// `kernel_alloc`: some process has a kernel_alloc phase (the zone is needed then too).
+    pub(crate) fn from_config(
+        mm: &Mm,
+        kernel_alloc: bool,
+    ) -> Result<Option<Box<Phys>>, ConfigError> {
         let t = &mm.knobs.transparent_hugepage;
-        let enabled = lookup(THP_ENABLED, "kernel.transparent_hugepage.enabled", &t.enabled)?;
+        let enabled = lookup(
+            THP_ENABLED,
+            "kernel.transparent_hugepage.enabled",
+            &t.enabled,
+        )?;
         let defrag = lookup(THP_DEFRAG, "kernel.transparent_hugepage.defrag", &t.defrag)?;
-        let any = mm.regions.iter().any(|r| r.file.is_none() && r.shmem.is_none() && (enabled == ThpEnabled::Always || enabled == ThpEnabled::Madvise && r.thp));
-        if !any || enabled == ThpEnabled::Never {
+        let any = mm.regions.iter().any(|r| {
+            r.file.is_none()
+                && r.shmem.is_none()
+                && (enabled == ThpEnabled::Always || enabled == ThpEnabled::Madvise && r.thp)
+        });
+        if !kernel_alloc && (!any || enabled == ThpEnabled::Never) {
             return Ok(None);
         }
-        let wmark = Watermarks { min: mm.wmark_min, low: mm.wmark_low, high: mm.wmark_high };
+        let wmark = Watermarks {
+            min: mm.wmark_min,
+            low: mm.wmark_low,
+            high: mm.wmark_high,
+        };
         let zone = Zone::new(mm.totalram as u32, wmark);
-        let compact = CompactState::new(&zone, mm.switches.compaction_defer, mm.knobs.vm.extfrag_threshold as i64);
+        let compact = CompactState::new(
+            &zone,
+            mm.switches.compaction_defer,
+            mm.knobs.vm.extfrag_threshold as i64,
+        );
         Ok(Some(Box::new(Phys {
             zone,
             compact,
@@ -139,14 +192,21 @@ impl Phys {
             kernel: Vec::new(),
             mapped: 0,
             kcompactd_max_order: 0,
+            kblocks: Vec::new(),
+            kblock_pages: 0,
+            kev: kernel_alloc.then(KernelAllocEvents::default),
         })))
     }
 
     /// Grow or shrink the kernel pfns so the zone's free pages equal `nr_free`.
-    fn sync(&mut self, nr_free: u64) {
-        let want = (self.zone.spanned() as u64).saturating_sub(nr_free + self.mapped);
+    pub(crate) fn sync(&mut self, nr_free: u64) {
+        let want =
+            (self.zone.spanned() as u64).saturating_sub(nr_free + self.mapped + self.kblock_pages);
         while (self.kernel.len() as u64) < want {
-            let p = self.zone.rmqueue(0, MigrateType::Unmovable).expect("the zone has the free pages the count says");
+            let p = self
+                .zone
+                .rmqueue(0, MigrateType::Unmovable)
+                .expect("the zone has the free pages the count says");
             self.kernel.push(p);
         }
         while self.kernel.len() as u64 > want {
@@ -159,10 +219,16 @@ impl Phys {
     fn map(&mut self, i: u32, nr_free: u64) {
         if self.zone.free_pages() == 0 {
             // The count took this frame already: it is among the kernel pfns until now.
-            let p = self.kernel.pop().expect("a page in use is counted somewhere");
+            let p = self
+                .kernel
+                .pop()
+                .expect("a page in use is counted somewhere");
             self.zone.free(p);
         }
-        let p = self.zone.rmqueue(0, MigrateType::Movable).expect("a free page");
+        let p = self
+            .zone
+            .rmqueue(0, MigrateType::Movable)
+            .expect("a free page");
         self.zone.set_owner(p, i);
         self.pfn_of[i as usize] = p;
         self.mapped += 1;
@@ -189,16 +255,43 @@ impl Phys {
     pub(crate) fn check(&self, mm: &Mm) -> Result<(), String> {
         self.zone.check()?;
         let used = self.zone.spanned() as u64 - self.zone.free_pages();
-        if used != self.mapped + self.kernel.len() as u64 {
-            return Err(format!("zone: {used} pages in use, {} resident + {} kernel", self.mapped, self.kernel.len()));
+        if used != self.mapped + self.kernel.len() as u64 + self.kblock_pages {
+            return Err(format!(
+                "zone: {used} pages in use, {} resident + {} kernel + {} in kernel_alloc blocks",
+                self.mapped,
+                self.kernel.len(),
+                self.kblock_pages
+            ));
+        }
+        let mut held = 0u64;
+        for &(pfn, p) in &self.kblocks {
+            let PfnState::Alloc { order, .. } = self.zone.state(pfn) else {
+                return Err(format!(
+                    "kernel_alloc block {pfn} of process {p} is not allocated"
+                ));
+            };
+            held += 1 << order;
+        }
+        if held != self.kblock_pages {
+            return Err(format!(
+                "kernel_alloc: {held} pages in blocks, {} counted",
+                self.kblock_pages
+            ));
         }
         let resident = mm.pages.iter().filter(|p| p.has(pg::RESIDENT)).count() as u64;
         if resident != self.mapped {
-            return Err(format!("zone: {} pfns of resident pages, {resident} resident pages", self.mapped));
+            return Err(format!(
+                "zone: {} pfns of resident pages, {resident} resident pages",
+                self.mapped
+            ));
         }
         for (i, p) in mm.pages.iter().enumerate() {
             if p.has(pg::RESIDENT) != (self.pfn_of[i] != NONE) {
-                return Err(format!("page {i}: resident {} but pfn {}", p.has(pg::RESIDENT), self.pfn_of[i]));
+                return Err(format!(
+                    "page {i}: resident {} but pfn {}",
+                    p.has(pg::RESIDENT),
+                    self.pfn_of[i]
+                ));
             }
         }
         Ok(())
@@ -248,7 +341,11 @@ impl Mm {
     /// (pte_alloc, as pgtable_trans_huge_deposit needs one). Ok(false): no huge page
     /// (thp_fault_fallback, or thp_fault_fallback_charge too), the caller goes on with
     /// order 0.
-    pub(crate) fn do_huge_pmd_anonymous_page(&mut self, ctx: &mut Ctx, i: u32) -> Result<bool, Oom> {
+    pub(crate) fn do_huge_pmd_anonymous_page(
+        &mut self,
+        ctx: &mut Ctx,
+        i: u32,
+    ) -> Result<bool, Oom> {
         let region = self.pages[i as usize].region as usize;
         let r = &self.regions[region];
         let base = r.base + (i - r.base) / PTRS_PER_PTE * PTRS_PER_PTE;
@@ -312,7 +409,10 @@ impl Mm {
             mm.phys.as_mut().expect("eligible").mapped += NR;
             Some(pfn)
         };
-        if ph.zone.watermark_ok(HPAGE_PMD_ORDER, ph.zone.wmark.low, false) {
+        if ph
+            .zone
+            .watermark_ok(HPAGE_PMD_ORDER, ph.zone.wmark.low, false)
+        {
             let pfn = ph.zone.rmqueue(HPAGE_PMD_ORDER, MigrateType::Movable)?;
             return take(self, pfn);
         }
@@ -327,7 +427,10 @@ impl Mm {
             }
         }
         let ph = self.phys.as_mut()?;
-        if ph.zone.watermark_ok(HPAGE_PMD_ORDER, ph.zone.wmark.min, false) {
+        if ph
+            .zone
+            .watermark_ok(HPAGE_PMD_ORDER, ph.zone.wmark.min, false)
+        {
             let pfn = ph.zone.rmqueue(HPAGE_PMD_ORDER, MigrateType::Movable)?;
             return take(self, pfn);
         }
@@ -356,10 +459,18 @@ impl Mm {
         for _ in 0..max_rounds {
             let got = self.try_to_free_pages(ctx);
             self.phys_sync();
-            let inactive = self.lru_size_tree(0, super::page::list::INACTIVE_ANON) + self.lru_size_tree(0, super::page::list::INACTIVE_FILE);
+            let inactive = self.lru_size_tree(0, super::page::list::INACTIVE_ANON)
+                + self.lru_size_tree(0, super::page::list::INACTIVE_FILE);
             let Some(ph) = &self.phys else { return };
             if compaction::compaction_ready(&ph.zone, &ph.compact, HPAGE_PMD_ORDER)
-                || !compaction::should_continue_reclaim(&ph.zone, &ph.compact, HPAGE_PMD_ORDER, super::vmscan::DEF_PRIORITY, got, inactive)
+                || !compaction::should_continue_reclaim(
+                    &ph.zone,
+                    &ph.compact,
+                    HPAGE_PMD_ORDER,
+                    super::vmscan::DEF_PRIORITY,
+                    got,
+                    inactive,
+                )
             {
                 return;
             }
@@ -372,11 +483,25 @@ impl Mm {
         let nr_free = self.nr_free;
         let ph = self.phys.as_mut()?;
         ph.sync(nr_free);
-        let Phys { zone, compact, ev, pfn_of, .. } = &mut **ph;
-        let (page, _, work) =
-            compaction::alloc_pages_direct_compact(zone, compact, ev, PAGEBLOCK_ORDER, MigrateType::Movable, CompactPriority::Async, Wmark::Min, &mut |owner, _, new| {
+        let Phys {
+            zone,
+            compact,
+            ev,
+            pfn_of,
+            ..
+        } = &mut **ph;
+        let (page, _, work) = compaction::alloc_pages_direct_compact(
+            zone,
+            compact,
+            ev,
+            PAGEBLOCK_ORDER,
+            MigrateType::Movable,
+            CompactPriority::Async,
+            Wmark::Min,
+            &mut |owner, _, new| {
                 pfn_of[owner as usize] = new;
-            });
+            },
+        );
         ctx.cpu(work.migrated * self.costs.migrate_page_ns);
         page
     }
@@ -393,10 +518,18 @@ impl Mm {
         }
         let nr_free = self.nr_free;
         ph.sync(nr_free);
-        if ph.zone.watermark_ok(order, ph.zone.wmark.min, false) || !compaction::compaction_suitable(&ph.zone, &ph.compact, order) {
+        if ph.zone.watermark_ok(order, ph.zone.wmark.min, false)
+            || !compaction::compaction_suitable(&ph.zone, &ph.compact, order)
+        {
             return;
         }
-        let Phys { zone, compact, ev, pfn_of, .. } = &mut **ph;
+        let Phys {
+            zone,
+            compact,
+            ev,
+            pfn_of,
+            ..
+        } = &mut **ph;
         compaction::kcompactd_do_work(zone, compact, ev, order, &mut |owner, _, new| {
             pfn_of[owner as usize] = new;
         });
@@ -407,6 +540,10 @@ impl Mm {
         let Some(ph) = &self.phys else { return };
         ph.ev.export("vmstat.", out);
         ph.thp.export("vmstat.", out);
+        if let Some(k) = &ph.kev {
+            k.export_tagged("vmstat", "vmstat.", out);
+            k.export_tagged("slub", "slub.", out);
+        }
         // The zone as the count has it now (pool growth since the last sync is not yet in the
         // kernel pfns: it shows as free order-0 pages at most).
         for (o, n) in ph.zone.buddyinfo().iter().enumerate() {

@@ -83,7 +83,8 @@ impl Mm {
         if let Some(task) = self.psi_task(ctx) {
             if ctx.waited_until > start {
                 self.psi.set(task, start, sleeping_flags(ctx.memstall));
-                self.psi.set(task, ctx.waited_until, running_flags(ctx.memstall));
+                self.psi
+                    .set(task, ctx.waited_until, running_flags(ctx.memstall));
             }
         }
     }
@@ -115,7 +116,10 @@ impl Mm {
         };
         put("pressure.memory.", 0);
         for g in 0..groups {
-            put(&format!("memcg[{}].memory.pressure.", self.memcgs[g].path), g);
+            put(
+                &format!("memcg[{}].memory.pressure.", self.memcgs[g].path),
+                g,
+            );
         }
     }
 }

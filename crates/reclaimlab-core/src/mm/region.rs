@@ -53,7 +53,11 @@ struct ContentTable {
 
 /// Every process's regions, in process order, and their pages (all not yet touched).
 /// `codecs` are the compressors in use (Mm::codecs).
-pub(crate) fn from_config(cfg: &SimConfig, nr_memcgs: usize, codecs: &[Codec]) -> Result<(Vec<RegionInfo>, Vec<Page>)> {
+pub(crate) fn from_config(
+    cfg: &SimConfig,
+    nr_memcgs: usize,
+    codecs: &[Codec],
+) -> Result<(Vec<RegionInfo>, Vec<Page>)> {
     let mut regions = Vec::new();
     let mut pages: Vec<Page> = Vec::new();
     let mut shared_tables: Vec<(Content, ContentTable)> = Vec::new();
@@ -72,23 +76,40 @@ pub(crate) fn from_config(cfg: &SimConfig, nr_memcgs: usize, codecs: &[Codec]) -
             nblock += 1;
         }
     }
-    let tmpfs_limit = |fs: usize| super::shmem::Tmpfs::max_pages(&cfg.machine.filesystems[fs], cfg.machine.memory_bytes / super::PAGE_SIZE);
+    let tmpfs_limit = |fs: usize| {
+        super::shmem::Tmpfs::max_pages(
+            &cfg.machine.filesystems[fs],
+            cfg.machine.memory_bytes / super::PAGE_SIZE,
+        )
+    };
     for (pi, p) in cfg.processes.iter().enumerate() {
         if p.cgroup as usize >= nr_memcgs {
-            return Err(ConfigError::invalid(format!("processes[{pi}].cgroup"), format!("cgroup index {} out of range ({})", p.cgroup, p.name)));
+            return Err(ConfigError::invalid(
+                format!("processes[{pi}].cgroup"),
+                format!("cgroup index {} out of range ({})", p.cgroup, p.name),
+            ));
         }
         let memcg = p.cgroup as u16;
         for (ri, r) in p.regions.iter().enumerate() {
             let at = format!("processes[{pi}].regions[{ri}]");
-            let content: Content = r.content.parse().map_err(|e| ConfigError::unknown(format!("{at}.content"), e))?;
+            let content: Content = r
+                .content
+                .parse()
+                .map_err(|e| ConfigError::unknown(format!("{at}.content"), e))?;
             if r.pages == 0 {
                 return Err(ConfigError::invalid(format!("{at}.pages"), "must be > 0"));
             }
             if r.variants == 0 {
-                return Err(ConfigError::invalid(format!("{at}.variants"), "must be > 0"));
+                return Err(ConfigError::invalid(
+                    format!("{at}.variants"),
+                    "must be > 0",
+                ));
             }
             if pages.len() as u64 + r.pages >= NONE as u64 || regions.len() >= u16::MAX as usize {
-                return Err(ConfigError::invalid(format!("{at}.pages"), "too many simulated pages (at most 2^32 - 2 in all)"));
+                return Err(ConfigError::invalid(
+                    format!("{at}.pages"),
+                    "too many simulated pages (at most 2^32 - 2 in all)",
+                ));
             }
             if r.mlock && r.file.is_some() {
                 return Err(ConfigError::invalid(format!("{at}.mlock"), "only anonymous regions can be mlocked (mlock of a file mapping is not modelled)"));
@@ -102,14 +123,19 @@ pub(crate) fn from_config(cfg: &SimConfig, nr_memcgs: usize, codecs: &[Codec]) -
                     let Some(off) = fs_used.get_mut(fs as usize) else {
                         return Err(ConfigError::invalid(
                             format!("{at}.file"),
-                            format!("filesystem index {fs} out of range ({} filesystems)", fs_used.len()),
+                            format!(
+                                "filesystem index {fs} out of range ({} filesystems)",
+                                fs_used.len()
+                            ),
                         ));
                     };
                     // Files are laid out one after another on their filesystem's device.
                     let dev_off = *off;
                     *off += r.pages;
                     match numbering[fs as usize] {
-                        (Some(block), _) => (Some(super::filemap::FileState::new(block, dev_off)), None),
+                        (Some(block), _) => {
+                            (Some(super::filemap::FileState::new(block, dev_off)), None)
+                        }
                         (_, tmpfs) => {
                             // tmpfs refuses blocks past its size (ENOSPC); files here have a
                             // fixed size, so the whole of them must fit.
@@ -130,7 +156,14 @@ pub(crate) fn from_config(cfg: &SimConfig, nr_memcgs: usize, codecs: &[Codec]) -
             };
             let content_id = content::region_id(pi as u32, ri as u32);
             let distinct = content::distinct_variants(content, r.variants);
-            let table = content_table(cfg.seed, content, content_id, distinct, codecs, &mut shared_tables);
+            let table = content_table(
+                cfg.seed,
+                content,
+                content_id,
+                distinct,
+                codecs,
+                &mut shared_tables,
+            );
             let idx = regions.len() as u16;
             regions.push(RegionInfo {
                 name: r.name.clone(),
@@ -174,21 +207,28 @@ fn content_table(
 ) -> ContentTable {
     // Zero and same-filled pages are the same bytes in every region: share their table.
     // (Other classes with one variant still differ per region.)
-    let shareable = matches!(content, Content::Zero | Content::Same { .. } | Content::Mix { random_bytes: 0 });
+    let shareable = matches!(
+        content,
+        Content::Zero | Content::Same { .. } | Content::Mix { random_bytes: 0 }
+    );
     if shareable {
         if let Some((_, t)) = shared.iter().find(|(c, _)| *c == content) {
             return t.clone();
         }
     }
     let mut page = [0u8; WL_PAGE];
-    let mut t = ContentTable { zlen: vec![Vec::with_capacity(variants as usize); codecs.len()], ..Default::default() };
+    let mut t = ContentTable {
+        zlen: vec![Vec::with_capacity(variants as usize); codecs.len()],
+        ..Default::default()
+    };
     for v in 0..variants {
         content::fill_page(content, seed, content_id, v, &mut page);
         for (lens, &codec) in t.zlen.iter_mut().zip(codecs) {
             lens.push(compressed_len(codec, &page).min(u16::MAX as u32) as u16);
         }
         t.zero.push(content::is_zero_page(&page));
-        t.same_filled.push(content::same_filled_word(&page).is_some());
+        t.same_filled
+            .push(content::same_filled_word(&page).is_some());
     }
     if shareable {
         shared.push((content, t.clone()));

@@ -44,16 +44,23 @@ impl Tmpfs {
         let mut out = Vec::new();
         for (k, f) in fss.iter().enumerate().filter(|(_, f)| f.fstype == TMPFS) {
             if f.device.is_some() {
-                return Err(crate::error::ConfigError::invalid(format!("machine.filesystems[{k}].device"), "a tmpfs has no block device"));
+                return Err(crate::error::ConfigError::invalid(
+                    format!("machine.filesystems[{k}].device"),
+                    "a tmpfs has no block device",
+                ));
             }
-            out.push(Tmpfs { name: f.name.clone(), max_pages: Tmpfs::max_pages(f, totalram) });
+            out.push(Tmpfs {
+                name: f.name.clone(),
+                max_pages: Tmpfs::max_pages(f, totalram),
+            });
         }
         Ok(out)
     }
 
     /// size= in pages; unset: shmem_default_max_blocks, half of RAM.
     pub(crate) fn max_pages(f: &FsConfig, totalram: u64) -> u64 {
-        f.size_bytes.map_or(totalram / 2, |b| b.div_ceil(super::PAGE_SIZE))
+        f.size_bytes
+            .map_or(totalram / 2, |b| b.div_ceil(super::PAGE_SIZE))
     }
 }
 
@@ -137,7 +144,11 @@ impl Mm {
     fn shmem_alloc_and_add_folio(&mut self, ctx: &mut Ctx, i: u32) -> Result<(), Oom> {
         let m = self.pages[i as usize].memcg;
         self.alloc_charged_frame(ctx, m)?;
-        ctx.cpu(self.costs.page_alloc_zero_ns + self.costs.pagecache_add_ns + self.costs.pagecache_add_page_ns);
+        ctx.cpu(
+            self.costs.page_alloc_zero_ns
+                + self.costs.pagecache_add_ns
+                + self.costs.pagecache_add_page_ns,
+        );
         let p = &mut self.pages[i as usize];
         p.set(pg::RESIDENT);
         p.clear(pg::ACTIVE | pg::REFERENCED | pg::READAHEAD | pg::DIRTY);
@@ -151,7 +162,13 @@ impl Mm {
     /// and a swap_cluster_readahead window around its slot (shmem_swapin_cluster; a major
     /// fault when it comes from a fault); wait for a write in flight; then SGP_WRITE marks it
     /// accessed, and it leaves the swap cache for the mapping, dirty, its slot freed.
-    fn shmem_swapin_folio(&mut self, ctx: &mut Ctx, i: u32, fault: bool, sgp_write: bool) -> Result<(), Oom> {
+    fn shmem_swapin_folio(
+        &mut self,
+        ctx: &mut Ctx,
+        i: u32,
+        fault: bool,
+        sgp_write: bool,
+    ) -> Result<(), Oom> {
         if self.pages[i as usize].has(pg::RESIDENT) {
             if self.folio_test_clear_readahead(i) {
                 self.vm.swap_ra_hit += 1;
@@ -175,7 +192,10 @@ impl Mm {
         }
         // delete_from_swap_cache + folio_mark_dirty + swap_free.
         let freed = self.folio_free_swap(i);
-        debug_assert!(freed, "a shmem folio out of writeback leaves the swap cache");
+        debug_assert!(
+            freed,
+            "a shmem folio out of writeback leaves the swap cache"
+        );
         Ok(())
     }
 
@@ -185,7 +205,12 @@ impl Mm {
     /// folio is dropped from the mapping (__remove_mapping; no shadow: folio_is_file_lru is
     /// false) and freed; without may_writepage it is kept; with no free slot
     /// shmem_writepage redirties it and returns AOP_WRITEPAGE_ACTIVATE.
-    pub(super) fn shmem_pageout_prepare(&mut self, ctx: &mut Ctx, i: u32, may_writepage: bool) -> Result<(), super::vmscan::Fate> {
+    pub(super) fn shmem_pageout_prepare(
+        &mut self,
+        ctx: &mut Ctx,
+        i: u32,
+        may_writepage: bool,
+    ) -> Result<(), super::vmscan::Fate> {
         use super::vmscan::Fate;
         self.pages[i as usize].clear(pg::MAPPED);
         if !self.pages[i as usize].has(pg::DIRTY) {

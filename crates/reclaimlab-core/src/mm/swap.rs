@@ -22,7 +22,6 @@ use crate::config::{DeviceModel, SwapDevice, SwapKind};
 use crate::error::{ConfigError, Result};
 use crate::policy::Switches;
 
-
 pub const SWAPFILE_CLUSTER: u32 = 512;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -80,7 +79,11 @@ impl SwapDev {
         let max = pages.min(u32::MAX as u64 / 2) as u32;
         let nclusters = max.div_ceil(SWAPFILE_CLUSTER);
         let mut clusters: Vec<Cluster> = (0..nclusters)
-            .map(|_| Cluster { count: 0, state: ClusterState::Free, used: [0; 8] })
+            .map(|_| Cluster {
+                count: 0,
+                state: ClusterState::Free,
+                used: [0; 8],
+            })
             .collect();
         // Slots past `max` in the last cluster, and slot 0 (the swap header), are never free.
         for s in max..nclusters * SWAPFILE_CLUSTER {
@@ -121,7 +124,11 @@ impl SwapDev {
         if cl.count as u32 >= SWAPFILE_CLUSTER {
             return None;
         }
-        let start = if self.current == Some(c) { self.cursor % SWAPFILE_CLUSTER } else { 0 };
+        let start = if self.current == Some(c) {
+            self.cursor % SWAPFILE_CLUSTER
+        } else {
+            0
+        };
         // First free slot at or after the cursor, else from the cluster start (the kernel's
         // find_next_zero_bit in alloc_swap_scan_cluster): a word at a time.
         let s = first_free(&cl.used, start).or_else(|| first_free(&cl.used, 0))?;
@@ -144,14 +151,18 @@ impl SwapDev {
             }
             let next = loop {
                 match self.nonfull_clusters.pop_front() {
-                    Some(c) if self.clusters[c as usize].state == ClusterState::NonFull => break Some(c),
+                    Some(c) if self.clusters[c as usize].state == ClusterState::NonFull => {
+                        break Some(c)
+                    }
                     Some(_) => continue,
                     None => break None,
                 }
             }
             .or_else(|| loop {
                 match self.free_clusters.pop_front() {
-                    Some(c) if self.clusters[c as usize].state == ClusterState::Free => break Some(c),
+                    Some(c) if self.clusters[c as usize].state == ClusterState::Free => {
+                        break Some(c)
+                    }
                     Some(_) => continue,
                     None => break None,
                 }
@@ -166,7 +177,10 @@ impl SwapDev {
         let c = off / SWAPFILE_CLUSTER;
         let s = off % SWAPFILE_CLUSTER;
         let cl = &mut self.clusters[c as usize];
-        debug_assert!(cl.used[(s / 64) as usize] & (1 << (s % 64)) != 0, "freeing free slot {off}");
+        debug_assert!(
+            cl.used[(s / 64) as usize] & (1 << (s % 64)) != 0,
+            "freeing free slot {off}"
+        );
         cl.used[(s / 64) as usize] &= !(1 << (s % 64));
         cl.count -= 1;
         self.inuse -= 1;
@@ -191,7 +205,6 @@ impl SwapDev {
         let s = off % SWAPFILE_CLUSTER;
         cl.used[(s / 64) as usize] & (1 << (s % 64)) != 0
     }
-
 }
 
 pub struct Swap {
@@ -223,21 +236,39 @@ impl Swap {
     /// The swap devices of the lowered config, numbered into one slot space in their order.
     /// zram devices add their compressor to `codecs` (Mm::codecs); their allocator is checked
     /// against kernel `version` and the `zram.zpool_api` switch.
-    pub(crate) fn from_config(cfg: &[SwapDevice], version: &str, switches: &Switches, codecs: &mut Vec<Codec>) -> Result<Swap> {
+    pub(crate) fn from_config(
+        cfg: &[SwapDevice],
+        version: &str,
+        switches: &Switches,
+        codecs: &mut Vec<Codec>,
+    ) -> Result<Swap> {
         let mut devs = Vec::new();
         let mut base = 0u32;
         for (k, s) in cfg.iter().enumerate() {
             let pages = s.size_bytes / PAGE_SIZE;
             if pages < 2 {
-                return Err(ConfigError::invalid(format!("machine.swap[{k}].size_bytes"), format!("too small ({})", s.name)));
+                return Err(ConfigError::invalid(
+                    format!("machine.swap[{k}].size_bytes"),
+                    format!("too small ({})", s.name),
+                ));
             }
             if base as u64 + pages >= NONE as u64 {
-                return Err(ConfigError::invalid("machine.swap", "more than 2^32 - 2 swap slots in total"));
+                return Err(ConfigError::invalid(
+                    "machine.swap",
+                    "more than 2^32 - 2 swap slots in total",
+                ));
             }
             let mut dev = SwapDev::new(s.name.clone(), s.priority, base, pages, s.device.clone());
             if s.kind == SwapKind::Zram {
                 dev.bdev.model.rotational = false;
-                dev.zram = Some(crate::zram::Zram::from_config(k, s, dev.max as usize, version, switches, codecs)?);
+                dev.zram = Some(crate::zram::Zram::from_config(
+                    k,
+                    s,
+                    dev.max as usize,
+                    version,
+                    switches,
+                    codecs,
+                )?);
             }
             devs.push(dev);
             base += pages as u32;
@@ -260,7 +291,11 @@ impl Swap {
 
     pub fn new(devs: Vec<SwapDev>) -> Swap {
         let total: u64 = devs.iter().map(|d| d.usable()).sum();
-        let slots = devs.iter().map(|d| d.base as u64 + d.max as u64).max().unwrap_or(0);
+        let slots = devs
+            .iter()
+            .map(|d| d.base as u64 + d.max as u64)
+            .max()
+            .unwrap_or(0);
         let rotational = devs.iter().any(|d| d.bdev.model.rotational);
         let mut by_priority: Vec<usize> = (0..devs.len()).collect();
         by_priority.sort_by_key(|&i| std::cmp::Reverse(devs[i].priority));
@@ -283,7 +318,10 @@ impl Swap {
     }
 
     pub fn dev_of(&self, slot: u32) -> usize {
-        self.devs.iter().rposition(|d| d.base <= slot).expect("slot below every device")
+        self.devs
+            .iter()
+            .rposition(|d| d.base <= slot)
+            .expect("slot below every device")
     }
 
     /// folio_alloc_swap for one page: highest-priority device with a free slot.
@@ -374,7 +412,8 @@ mod tests {
                 };
             }
             let from = (round * 37) % SWAPFILE_CLUSTER;
-            let slow = (from..SWAPFILE_CLUSTER).find(|&s| used[(s / 64) as usize] & (1 << (s % 64)) == 0);
+            let slow =
+                (from..SWAPFILE_CLUSTER).find(|&s| used[(s / 64) as usize] & (1 << (s % 64)) == 0);
             assert_eq!(first_free(&used, from), slow, "map {used:x?} from {from}");
         }
     }

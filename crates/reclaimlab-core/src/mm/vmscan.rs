@@ -20,9 +20,9 @@
 
 use super::page::{list, pg, NONE};
 use super::{Actor, Ctx, Mm, MAX_RECLAIM_RETRIES, SWAP_CLUSTER_MAX};
-use crate::mm::page_io::Writeout;
 use crate::config::VmSysctls;
 use crate::latency::Kind;
+use crate::mm::page_io::Writeout;
 use crate::policy::{KswapdFileWriteback, WritebackThrottle};
 use crate::sim::EventKind;
 use crate::stats::trace::{prio, Shrinker};
@@ -162,7 +162,9 @@ fn default_min_free_kbytes(pages: u64) -> u64 {
 /// The zone watermarks (min, low, high) in pages, as __setup_per_zone_wmarks sets them for one
 /// zone from vm.min_free_kbytes (computed at boot when None) and vm.watermark_scale_factor.
 pub(crate) fn watermarks(vm: &VmSysctls, totalram: u64) -> (u64, u64, u64) {
-    let min_free_kbytes = vm.min_free_kbytes.unwrap_or_else(|| default_min_free_kbytes(totalram));
+    let min_free_kbytes = vm
+        .min_free_kbytes
+        .unwrap_or_else(|| default_min_free_kbytes(totalram));
     let wmark_min = min_free_kbytes / 4;
     let gap = (wmark_min / 4).max(totalram * vm.watermark_scale_factor as u64 / 10_000);
     (wmark_min, wmark_min + gap, wmark_min + 2 * gap)
@@ -207,7 +209,8 @@ impl Mm {
     /// snapshot_refaults: remember WORKINGSET_ACTIVATE of the target lruvec.
     fn snapshot_refaults(&mut self, target: u16) {
         self.memcgs[target as usize].refaults_snapshot = self.workingset_activate_stat(target);
-        self.memcgs[target as usize].refaults_snapshot_file = self.workingset_activate_file_stat(target);
+        self.memcgs[target as usize].refaults_snapshot_file =
+            self.workingset_activate_file_stat(target);
     }
 
     /// lru_note_cost: IO costs 32 × the pages written, rotations 1 each; added to this lruvec
@@ -254,7 +257,8 @@ impl Mm {
 
     /// sc_swappiness (6.12): memory.reclaim's `swappiness=` if given, else the memcg's.
     pub(super) fn sc_swappiness(&self, sc: &ScanControl, m: u16) -> u64 {
-        sc.proactive_swappiness.unwrap_or_else(|| self.swappiness_of(m))
+        sc.proactive_swappiness
+            .unwrap_or_else(|| self.swappiness_of(m))
     }
 
     /// prepare_scan_control.
@@ -263,8 +267,9 @@ impl Mm {
         sc.anon_cost = t.anon_cost;
         sc.file_cost = t.file_cost;
         let refaults = self.workingset_activate_stat(sc.target);
-        sc.may_deactivate_anon =
-            sc.force_deactivate || refaults != t.refaults_snapshot || self.inactive_is_low(sc.target, list::INACTIVE_ANON);
+        sc.may_deactivate_anon = sc.force_deactivate
+            || refaults != t.refaults_snapshot
+            || self.inactive_is_low(sc.target, list::INACTIVE_ANON);
         let refaults_file = self.workingset_activate_file_stat(sc.target);
         sc.may_deactivate_file = sc.force_deactivate
             || refaults_file != t.refaults_snapshot_file
@@ -274,10 +279,12 @@ impl Mm {
         sc.file_is_tiny = false;
         if !sc.cgroup_reclaim() {
             // The node's file pages, now (node_page_state).
-            let file = self.lru_size_tree(0, list::INACTIVE_FILE) + self.lru_size_tree(0, list::ACTIVE_FILE);
+            let file = self.lru_size_tree(0, list::INACTIVE_FILE)
+                + self.lru_size_tree(0, list::ACTIVE_FILE);
             let anon = self.lru_size_tree(0, list::INACTIVE_ANON);
-            sc.file_is_tiny =
-                file + self.nr_free <= self.wmark_high && !sc.may_deactivate_anon && (anon >> sc.priority) > 0;
+            sc.file_is_tiny = file + self.nr_free <= self.wmark_high
+                && !sc.may_deactivate_anon
+                && (anon >> sc.priority) > 0;
         }
     }
 
@@ -293,7 +300,10 @@ impl Mm {
         let swappiness = self.sc_swappiness(sc, m);
         let mut fraction = [0u64; 2];
         let mut denominator = 1u64;
-        let balance = if !sc.may_swap || !self.can_reclaim_anon(m) || (sc.cgroup_reclaim() && swappiness == 0) {
+        let balance = if !sc.may_swap
+            || !self.can_reclaim_anon(m)
+            || (sc.cgroup_reclaim() && swappiness == 0)
+        {
             Balance::File
         } else if sc.priority == 0 && swappiness > 0 {
             Balance::Equal
@@ -314,7 +324,15 @@ impl Mm {
         };
         let mut nr = [0u64; 4];
         let (min, low) = self.mem_cgroup_protection(sc.target, m);
-        for (idx, which) in [list::INACTIVE_ANON, list::ACTIVE_ANON, list::INACTIVE_FILE, list::ACTIVE_FILE].into_iter().enumerate() {
+        for (idx, which) in [
+            list::INACTIVE_ANON,
+            list::ACTIVE_ANON,
+            list::INACTIVE_FILE,
+            list::ACTIVE_FILE,
+        ]
+        .into_iter()
+        .enumerate()
+        {
             let file = which >= list::INACTIVE_FILE;
             let size = self.memcgs[m as usize].lru[which as usize - 1].len;
             let scan = if min > 0 || low > 0 {
@@ -329,7 +347,8 @@ impl Mm {
                     min
                 };
                 let cgroup_size = self.memcgs[m as usize].usage.max(protection);
-                (size - (size as u128 * protection as u128 / (cgroup_size + 1) as u128) as u64).max(SWAP_CLUSTER_MAX)
+                (size - (size as u128 * protection as u128 / (cgroup_size + 1) as u128) as u64)
+                    .max(SWAP_CLUSTER_MAX)
             } else {
                 size
             } >> sc.priority;
@@ -375,9 +394,18 @@ impl Mm {
                 }
                 let n = nr[idx].min(SWAP_CLUSTER_MAX);
                 nr[idx] -= n;
-                let which = [list::INACTIVE_ANON, list::ACTIVE_ANON, list::INACTIVE_FILE, list::ACTIVE_FILE][idx];
+                let which = [
+                    list::INACTIVE_ANON,
+                    list::ACTIVE_ANON,
+                    list::INACTIVE_FILE,
+                    list::ACTIVE_FILE,
+                ][idx];
                 if which == list::ACTIVE_ANON || which == list::ACTIVE_FILE {
-                    let may = if which == list::ACTIVE_ANON { sc.may_deactivate_anon } else { sc.may_deactivate_file };
+                    let may = if which == list::ACTIVE_ANON {
+                        sc.may_deactivate_anon
+                    } else {
+                        sc.may_deactivate_file
+                    };
                     if may {
                         self.shrink_active_list(ctx, n, m, which, sc);
                     } else {
@@ -398,9 +426,17 @@ impl Mm {
                 break;
             }
             let (stop, other, percentage) = if nr_file > nr_anon {
-                (0usize, 2usize, nr_anon * 100 / (targets[0] + targets[1] + 1))
+                (
+                    0usize,
+                    2usize,
+                    nr_anon * 100 / (targets[0] + targets[1] + 1),
+                )
             } else {
-                (2usize, 0usize, nr_file * 100 / (targets[2] + targets[3] + 1))
+                (
+                    2usize,
+                    0usize,
+                    nr_file * 100 / (targets[2] + targets[3] + 1),
+                )
             };
             nr[stop] = 0;
             nr[stop + 1] = 0;
@@ -423,7 +459,10 @@ impl Mm {
         let mut moved = 0;
         let mut taken = Vec::with_capacity(n as usize);
         for _ in 0..n {
-            let Some(i) = self.memcgs[m as usize].lru[which as usize - 1].pop_tail(&mut self.pages) else { break };
+            let Some(i) = self.memcgs[m as usize].lru[which as usize - 1].pop_tail(&mut self.pages)
+            else {
+                break;
+            };
             taken.push(i);
         }
         let nr_taken = taken.len() as u64;
@@ -451,7 +490,14 @@ impl Mm {
     }
 
     /// shrink_inactive_list: isolate up to `n` from the tail and run shrink_folio_list.
-    fn shrink_inactive_list(&mut self, ctx: &mut Ctx, n: u64, m: u16, which: u8, sc: &mut ScanControl) -> u64 {
+    fn shrink_inactive_list(
+        &mut self,
+        ctx: &mut Ctx,
+        n: u64,
+        m: u16,
+        which: u8,
+        sc: &mut ScanControl,
+    ) -> u64 {
         // Swap writes issued earlier in this reclaim complete while it runs (the completion
         // interrupt does not wait for the reclaimer): folio_end_writeback rotates those folios
         // to the inactive tail, clean, where this batch frees them instead of writing more.
@@ -461,7 +507,10 @@ impl Mm {
         let file = which == list::INACTIVE_FILE;
         let mut taken = Vec::with_capacity(n as usize);
         for _ in 0..n {
-            let Some(i) = self.memcgs[m as usize].lru[which as usize - 1].pop_tail(&mut self.pages) else { break };
+            let Some(i) = self.memcgs[m as usize].lru[which as usize - 1].pop_tail(&mut self.pages)
+            else {
+                break;
+            };
             self.pages[i as usize].set(pg::ISOLATED);
             taken.push(i);
         }
@@ -496,8 +545,11 @@ impl Mm {
         let mut stat = ReclaimStat::default();
         for &i in &taken {
             self.pages[i as usize].clear(pg::ISOLATED);
-            let fate =
-                if file { self.shrink_file_folio(ctx, i, sc, &mut stat, &mut nr_pageout) } else { self.shrink_folio(ctx, i, sc, &mut nr_pageout) };
+            let fate = if file {
+                self.shrink_file_folio(ctx, i, sc, &mut stat, &mut nr_pageout)
+            } else {
+                self.shrink_folio(ctx, i, sc, &mut nr_pageout)
+            };
             match fate {
                 Fate::Freed => nr_reclaimed += 1,
                 Fate::Keep => self.lru_add(i),
@@ -557,7 +609,12 @@ impl Mm {
     }
 
     /// The mm_vmscan_lru_shrink_inactive tracepoint (shrink_inactive_list, evict_folios).
-    pub(super) fn trace_lru_shrink_inactive(&mut self, priority: i32, nr_scanned: u64, nr_reclaimed: u64) {
+    pub(super) fn trace_lru_shrink_inactive(
+        &mut self,
+        priority: i32,
+        nr_scanned: u64,
+        nr_reclaimed: u64,
+    ) {
         if let Some(t) = self.trace.as_deref_mut() {
             let e = &mut t.inactive[prio(priority)];
             e.calls += 1;
@@ -584,13 +641,23 @@ impl Mm {
         p.clear(pg::REFERENCED);
         if referenced_ptes {
             p.set(pg::REFERENCED);
-            return if referenced_folio { References::Activate } else { References::Keep };
+            return if referenced_folio {
+                References::Activate
+            } else {
+                References::Keep
+            };
         }
         References::Reclaim { referenced_folio }
     }
 
     /// shrink_folio_list for one isolated anonymous folio (6.18 order, kernel-model.md §5.7).
-    pub(super) fn shrink_folio(&mut self, ctx: &mut Ctx, i: u32, sc: &ScanControl, nr_pageout: &mut u64) -> Fate {
+    pub(super) fn shrink_folio(
+        &mut self,
+        ctx: &mut Ctx,
+        i: u32,
+        sc: &ScanControl,
+        nr_pageout: &mut u64,
+    ) -> Fate {
         // Under writeback (a swap write in flight).
         if self.pages[i as usize].has(pg::WRITEBACK) {
             let v1_memcg = sc.cgroup_reclaim() && !self.cgroup_v2;
@@ -663,13 +730,15 @@ impl Mm {
                 }
                 Writeout::Io => {
                     self.vm.nr_vmscan_write += 1;
-                    self.dirty.count_reclaim_write(sc.kind == Reclaimer::Kswapd, false);
+                    self.dirty
+                        .count_reclaim_write(sc.kind == Reclaimer::Kswapd, false);
                     *nr_pageout += 1;
                     return Fate::Keep;
                 }
                 Writeout::Done => {
                     self.vm.nr_vmscan_write += 1;
-                    self.dirty.count_reclaim_write(sc.kind == Reclaimer::Kswapd, false);
+                    self.dirty
+                        .count_reclaim_write(sc.kind == Reclaimer::Kswapd, false);
                     *nr_pageout += 1;
                     self.pages[i as usize].clear(pg::RECLAIM);
                 }
@@ -694,7 +763,14 @@ impl Mm {
     /// [`Mm::file_pageout_allowed`]); otherwise it is marked PG_reclaim and activated
     /// (NR_VMSCAN_IMMEDIATE: the flusher's completion rotates it to the inactive tail). A clean
     /// one leaves a shadow entry and is freed.
-    pub(super) fn shrink_file_folio(&mut self, ctx: &mut Ctx, i: u32, sc: &ScanControl, stat: &mut ReclaimStat, nr_pageout: &mut u64) -> Fate {
+    pub(super) fn shrink_file_folio(
+        &mut self,
+        ctx: &mut Ctx,
+        i: u32,
+        sc: &ScanControl,
+        stat: &mut ReclaimStat,
+        nr_pageout: &mut u64,
+    ) -> Fate {
         let p = self.pages[i as usize];
         let (dirty, writeback) = (p.has(pg::DIRTY), p.has(pg::WRITEBACK));
         stat.dirty += u64::from(dirty || writeback);
@@ -711,7 +787,11 @@ impl Mm {
                 stat.writeback += 1;
                 return Fate::Activate;
             }
-            let fs = self.regions[p.region as usize].file.as_ref().expect("a file region").fs as usize;
+            let fs = self.regions[p.region as usize]
+                .file
+                .as_ref()
+                .expect("a file region")
+                .fs as usize;
             self.wait_on_file_writeback(ctx, fs, i);
         }
         let referenced_folio = match self.folio_check_references(i) {
@@ -763,15 +843,29 @@ impl Mm {
     /// before, the filesystem's writepage either writes it (PG_reclaim, under writeback,
     /// kept) or redirties it; pageout counts NR_VMSCAN_WRITE either way, as writepage
     /// returned 0.
-    fn file_pageout(&mut self, ctx: &mut Ctx, i: u32, sc: &ScanControl, nr_pageout: &mut u64) -> Fate {
+    fn file_pageout(
+        &mut self,
+        ctx: &mut Ctx,
+        i: u32,
+        sc: &ScanControl,
+        nr_pageout: &mut u64,
+    ) -> Fate {
         if self.switches.kswapd_file_writeback == KswapdFileWriteback::Never {
             return Fate::Activate;
         }
-        let fs = self.regions[self.pages[i as usize].region as usize].file.as_ref().expect("a file region").fs as usize;
+        let fs = self.regions[self.pages[i as usize].region as usize]
+            .file
+            .as_ref()
+            .expect("a file region")
+            .fs as usize;
         self.vm.nr_vmscan_write += 1;
-        self.dirty.count_reclaim_write(sc.kind == Reclaimer::Kswapd, true);
+        self.dirty
+            .count_reclaim_write(sc.kind == Reclaimer::Kswapd, true);
         *nr_pageout += 1;
-        if self.fs[fs].fstype.writepage_from_reclaim(sc.kind == Reclaimer::Kswapd) {
+        if self.fs[fs]
+            .fstype
+            .writepage_from_reclaim(sc.kind == Reclaimer::Kswapd)
+        {
             self.pages[i as usize].set(pg::RECLAIM);
             self.writeback_file_folio(ctx, i, 1);
         }
@@ -785,17 +879,32 @@ impl Mm {
     fn reclaim_throttle(&mut self, ctx: &mut Ctx, reason: Throttle) {
         let timeout = match (self.switches.writeback_throttle, reason) {
             (WritebackThrottle::None, _) => return,
-            (WritebackThrottle::CongestionWait, _) | (WritebackThrottle::ReclaimThrottle, Throttle::Writeback) => crate::sim::NSEC_PER_SEC / 10,
+            (WritebackThrottle::CongestionWait, _)
+            | (WritebackThrottle::ReclaimThrottle, Throttle::Writeback) => {
+                crate::sim::NSEC_PER_SEC / 10
+            }
             (WritebackThrottle::ReclaimThrottle, Throttle::Congested) => crate::sim::JIFFY_NS,
         };
         let mut until = crate::sim::later(ctx.now, timeout);
         if self.switches.writeback_throttle == WritebackThrottle::ReclaimThrottle {
             let mut done: Vec<crate::sim::Time> = Vec::new();
             for d in &self.swap.devs {
-                done.extend(d.bdev.inflight.iter().take(SWAP_CLUSTER_MAX as usize).map(|&(t, _)| t));
+                done.extend(
+                    d.bdev
+                        .inflight
+                        .iter()
+                        .take(SWAP_CLUSTER_MAX as usize)
+                        .map(|&(t, _)| t),
+                );
             }
             for f in &self.fs {
-                done.extend(f.bdev.inflight.iter().take(SWAP_CLUSTER_MAX as usize).map(|&(t, _)| t));
+                done.extend(
+                    f.bdev
+                        .inflight
+                        .iter()
+                        .take(SWAP_CLUSTER_MAX as usize)
+                        .map(|&(t, _)| t),
+                );
             }
             done.sort_unstable();
             if let Some(&t) = done.get(SWAP_CLUSTER_MAX as usize - 1) {
@@ -819,7 +928,11 @@ impl Mm {
     /// (mem_cgroup_swap_full; folio_free_swap), then activate.
     fn activate_locked(&mut self, i: u32) -> Fate {
         let p = &self.pages[i as usize];
-        if p.has(pg::SWAPCACHE) && !p.has(pg::WRITEBACK) && p.has(pg::MAPPED) && self.mem_cgroup_swap_full(p.memcg) {
+        if p.has(pg::SWAPCACHE)
+            && !p.has(pg::WRITEBACK)
+            && p.has(pg::MAPPED)
+            && self.mem_cgroup_swap_full(p.memcg)
+        {
             self.folio_free_swap(i);
         }
         Fate::Activate
@@ -832,7 +945,15 @@ impl Mm {
         let p = &mut self.pages[i as usize];
         // PG_referenced was already test-and-cleared by folio_check_references; the bit now
         // belongs to the zswap entry if there is one.
-        p.clear(pg::RESIDENT | pg::SWAPCACHE | pg::ACTIVE | pg::YOUNG | pg::RECLAIM | pg::READAHEAD | pg::MAPPED);
+        p.clear(
+            pg::RESIDENT
+                | pg::SWAPCACHE
+                | pg::ACTIVE
+                | pg::YOUNG
+                | pg::RECLAIM
+                | pg::READAHEAD
+                | pg::MAPPED,
+        );
         // ≤6.4: a folio reclaimed clean after a non-exclusive zswap load: its entry is the copy.
         self.zswap_entry_unshadow(i);
         self.memcgs[m as usize].swapcached -= 1;
@@ -865,11 +986,23 @@ impl Mm {
     /// (vmpressure, demotion, MGLRU's mm-walk allocation); the counters go, as for limit
     /// reclaim, under pgscan_direct/pgsteal_direct (reclaimer_offset; the `_proactive`
     /// counters came after 6.12).
-    pub fn try_to_free_mem_cgroup_pages_proactive(&mut self, ctx: &mut Ctx, m: u16, nr_pages: u64, swappiness: Option<u64>) -> u64 {
+    pub fn try_to_free_mem_cgroup_pages_proactive(
+        &mut self,
+        ctx: &mut Ctx,
+        m: u16,
+        nr_pages: u64,
+        swappiness: Option<u64>,
+    ) -> u64 {
         self.try_to_free_mem_cgroup_pages_sc(ctx, m, nr_pages, swappiness)
     }
 
-    fn try_to_free_mem_cgroup_pages_sc(&mut self, ctx: &mut Ctx, m: u16, nr_pages: u64, swappiness: Option<u64>) -> u64 {
+    fn try_to_free_mem_cgroup_pages_sc(
+        &mut self,
+        ctx: &mut Ctx,
+        m: u16,
+        nr_pages: u64,
+        swappiness: Option<u64>,
+    ) -> u64 {
         let mut sc = ScanControl::new(Reclaimer::Memcg, m, nr_pages.max(SWAP_CLUSTER_MAX));
         sc.proactive_swappiness = swappiness;
         // PF_MEMALLOC: folios added while reclaiming are not "in fault" (folio_add_lru).
@@ -967,8 +1100,14 @@ impl Mm {
         // visited to the end of the pre-order subtree, not wrapping; at the end the cursor
         // returns to the target. Simplified: no concurrent walker ends a walk early (the
         // kernel's iterator generation), since one reclaim call runs at one instant here.
-        let partial = self.switches.incremental_cgroup_iteration && sc.kind != Reclaimer::Kswapd && !sc.memcg_full_walk;
-        let first = if partial { self.reclaim_cursor[start as usize].max(start).min(end - 1) } else { start };
+        let partial = self.switches.incremental_cgroup_iteration
+            && sc.kind != Reclaimer::Kswapd
+            && !sc.memcg_full_walk;
+        let first = if partial {
+            self.reclaim_cursor[start as usize].max(start).min(end - 1)
+        } else {
+            start
+        };
         let before = sc.nr_reclaimed;
         for m in first..end {
             if partial {
@@ -1042,26 +1181,41 @@ impl Mm {
         let freeable = self.zswap_shrinker_count(m);
         if freeable > 0 {
             let deferred = std::mem::take(&mut self.memcgs[m as usize].zswap_shrinker_deferred);
-            self.memcgs[m as usize].zswap_shrinker_deferred =
-                self.do_shrink_slab(ctx, Shrinker::Zswap, freeable, deferred, sc.priority, |mm, ctx, nr| mm.zswap_shrinker_scan(ctx, m, nr));
+            self.memcgs[m as usize].zswap_shrinker_deferred = self.do_shrink_slab(
+                ctx,
+                Shrinker::Zswap,
+                freeable,
+                deferred,
+                sc.priority,
+                |mm, ctx, nr| mm.zswap_shrinker_scan(ctx, m, nr),
+            );
         }
         if m != 0 {
             return;
         }
         // Pools 0..n are zswap's zsmalloc pools, then one per swap device (zram only).
         for k in 0..self.zswap.pools.len() + self.swap.devs.len() {
-            let Some((pool, deferred)) = self.zsmalloc_pool(k) else { continue };
+            let Some((pool, deferred)) = self.zsmalloc_pool(k) else {
+                continue;
+            };
             let freeable = pool.compactable_pages();
             if freeable == 0 {
                 continue;
             }
             let deferred = std::mem::take(deferred);
-            let next = self.do_shrink_slab(ctx, Shrinker::Zsmalloc, freeable, deferred, sc.priority, |mm, _ctx, _nr| {
-                let (pool, _) = mm.zsmalloc_pool(k).expect("pool exists");
-                let freed = pool.compact();
-                mm.nr_free += freed;
-                (freed > 0).then_some(freed)
-            });
+            let next = self.do_shrink_slab(
+                ctx,
+                Shrinker::Zsmalloc,
+                freeable,
+                deferred,
+                sc.priority,
+                |mm, _ctx, _nr| {
+                    let (pool, _) = mm.zsmalloc_pool(k).expect("pool exists");
+                    let freed = pool.compact();
+                    mm.nr_free += freed;
+                    (freed > 0).then_some(freed)
+                },
+            );
             *self.zsmalloc_pool(k).expect("pool exists").1 = next;
         }
     }
@@ -1071,18 +1225,33 @@ impl Mm {
     /// pages; mm_stat's pages_compacted counts them. Simplified: it costs the writer no time
     /// (the kernel's migration copies each moved object).
     pub(crate) fn zram_compact(&mut self, n: usize) {
-        let zram = self.swap.devs.iter_mut().filter_map(|d| d.zram.as_mut()).nth(n).expect("Proc::from_config checked the device");
+        let zram = self
+            .swap
+            .devs
+            .iter_mut()
+            .filter_map(|d| d.zram.as_mut())
+            .nth(n)
+            .expect("Proc::from_config checked the device");
         let freed = zram.pool.compact();
         self.nr_free += freed;
     }
 
     /// A zsmalloc pool and its compaction shrinker's deferred count (see shrink_slab).
-    fn zsmalloc_pool(&mut self, k: usize) -> Option<(&mut (dyn crate::zpool::Zpool + 'static), &mut u64)> {
+    fn zsmalloc_pool(
+        &mut self,
+        k: usize,
+    ) -> Option<(&mut (dyn crate::zpool::Zpool + 'static), &mut u64)> {
         let n = self.zswap.pools.len();
         if k < n {
-            return Some((self.zswap.pools[k].as_mut(), &mut self.zswap.compact_deferred[k]));
+            return Some((
+                self.zswap.pools[k].as_mut(),
+                &mut self.zswap.compact_deferred[k],
+            ));
         }
-        self.swap.devs[k - n].zram.as_mut().map(|z| (z.pool.as_mut(), &mut z.compact_deferred))
+        self.swap.devs[k - n]
+            .zram
+            .as_mut()
+            .map(|z| (z.pool.as_mut(), &mut z.compact_deferred))
     }
 
     /// do_shrink_slab arithmetic (seeks = DEFAULT_SEEKS, batch = SHRINK_BATCH): scan
@@ -1110,7 +1279,9 @@ impl Mm {
         let mut freed = 0;
         while total >= SHRINK_BATCH || total >= freeable {
             let nr = total.min(SHRINK_BATCH);
-            let Some(ret) = scan(self, ctx, nr) else { break };
+            let Some(ret) = scan(self, ctx, nr) else {
+                break;
+            };
             freed += ret;
             // slabs_scanned in the kernel also counts every other slab shrinker (dentries,
             // inodes, ...), which the model cannot produce; keep our share unexported.

@@ -9,7 +9,9 @@
 
 use super::page::{list, pg, NONE};
 use super::{Ctx, Mm, MAX_RECLAIM_RETRIES, PAGE_SIZE};
-use crate::policy::{Incompressible, SameFilled, ShrinkWorker, ShrinkerProtection, ZswapLoad, ZswapLru};
+use crate::policy::{
+    Incompressible, SameFilled, ShrinkWorker, ShrinkerProtection, ZswapLoad, ZswapLru,
+};
 use crate::sim::{EventKind, Time};
 use crate::zpool::ZpoolError;
 use crate::zswap::WorkerRun;
@@ -59,7 +61,8 @@ impl Mm {
     }
 
     pub fn zswap_check_limits(&mut self, now: Time) -> bool {
-        self.zswap.check_limits(now, self.switches.proactive_shrink, &mut self.queue)
+        self.zswap
+            .check_limits(now, self.switches.proactive_shrink, &mut self.queue)
     }
 
     fn zswap_pool_malloc(&mut self, i: u32, len: u32) -> Result<u32, ZpoolError> {
@@ -118,7 +121,10 @@ impl Mm {
     fn zswap_store_inner(&mut self, ctx: &mut Ctx, i: u32, m: u16) -> bool {
         // Over memory.zswap.max: write back one of the memcg's own entries first (6.8+); with
         // the global LRU (≤6.7) the store is simply refused.
-        if !self.memcg_may_zswap(m) && (self.switches.lru == ZswapLru::Global || self.shrink_memcg(ctx, m) != ShrinkResult::Ok) {
+        if !self.memcg_may_zswap(m)
+            && (self.switches.lru == ZswapLru::Global
+                || self.shrink_memcg(ctx, m) != ShrinkResult::Ok)
+        {
             return false;
         }
         if self.zswap_check_limits(ctx.now) {
@@ -141,7 +147,10 @@ impl Mm {
             self.count_zswpout(m);
             return true;
         }
-        ctx.cpu(self.costs.compress_ns(self.zswap.codec, self.region_of(i).content));
+        ctx.cpu(
+            self.costs
+                .compress_ns(self.zswap.codec, self.region_of(i).content),
+        );
         let len = if dlen >= PAGE_SIZE as u32 {
             match self.switches.incompressible {
                 Incompressible::StoreRaw if self.zswap_writeback_enabled(m) => PAGE_SIZE as u32,
@@ -189,7 +198,9 @@ impl Mm {
         p.zlen = len as u16;
         // Entries join the LRU tail and are walked from the head (oldest first).
         let owner = self.zswap_lru_owner(i);
-        self.memcgs[owner as usize].zswap_lru.push_tail(&mut self.pages, i);
+        self.memcgs[owner as usize]
+            .zswap_lru
+            .push_tail(&mut self.pages, i);
         if self.switches.shrinker_protection == ShrinkerProtection::NrZswapProtected {
             // zswap_lru_add: grow the protected area, halving it above a quarter of the LRU.
             let lru_size = self.memcgs[owner as usize].zswap_lru.len;
@@ -216,7 +227,9 @@ impl Mm {
         let m = p.memcg;
         if p.list == list::ZSWAP {
             let owner = self.zswap_lru_owner(i);
-            self.memcgs[owner as usize].zswap_lru.remove(&mut self.pages, i);
+            self.memcgs[owner as usize]
+                .zswap_lru
+                .remove(&mut self.pages, i);
         }
         if p.handle != NONE {
             self.zswap_pool_free(i, p.handle);
@@ -232,7 +245,11 @@ impl Mm {
         // A folio on the memory LRU (≤6.4: its entry was kept at load) owns PG_referenced;
         // otherwise the bit was the entry's.
         let on_lru = (list::INACTIVE_ANON..=list::ACTIVE_FILE).contains(&p.list);
-        p.clear(if on_lru { pg::ZSWAP } else { pg::ZSWAP | pg::REFERENCED });
+        p.clear(if on_lru {
+            pg::ZSWAP
+        } else {
+            pg::ZSWAP | pg::REFERENCED
+        });
         p.handle = NONE;
         p.zlen = 0;
     }
@@ -260,7 +277,10 @@ impl Mm {
             if p.zlen as u64 == PAGE_SIZE {
                 ctx.cpu(self.costs.zswap_copy_ns);
             } else {
-                ctx.cpu(self.costs.decompress_ns(self.zswap.codec, self.region_of(i).content));
+                ctx.cpu(
+                    self.costs
+                        .decompress_ns(self.zswap.codec, self.region_of(i).content),
+                );
             }
         }
         self.vm.zswpin += 1;
@@ -273,7 +293,9 @@ impl Mm {
             ZswapLoad::NonExclusive => {
                 if p.list == list::ZSWAP {
                     let owner = self.zswap_lru_owner(i);
-                    self.memcgs[owner as usize].zswap_lru.remove(&mut self.pages, i);
+                    self.memcgs[owner as usize]
+                        .zswap_lru
+                        .remove(&mut self.pages, i);
                 }
                 self.pages[i as usize].clear(pg::REFERENCED);
             }
@@ -287,7 +309,9 @@ impl Mm {
         let p = self.pages[i as usize];
         if p.has(pg::ZSWAP) && p.handle != NONE && p.list == list::NONE {
             let owner = self.zswap_lru_owner(i);
-            self.memcgs[owner as usize].zswap_lru.push_tail(&mut self.pages, i);
+            self.memcgs[owner as usize]
+                .zswap_lru
+                .push_tail(&mut self.pages, i);
         }
     }
 
@@ -312,13 +336,20 @@ impl Mm {
         if now.has(pg::RESIDENT) || !now.has(pg::ZSWAP) || now.handle != p.handle {
             self.uncharge(m);
             self.free_frame();
-            return Err(if now.has(pg::RESIDENT) { WbError::Exist } else { WbError::NoMem });
+            return Err(if now.has(pg::RESIDENT) {
+                WbError::Exist
+            } else {
+                WbError::NoMem
+            });
         }
         ctx.cpu(self.costs.swapin_page_ns);
         if p.zlen as u64 == PAGE_SIZE {
             ctx.cpu(self.costs.zswap_copy_ns);
         } else if p.handle != NONE {
-            ctx.cpu(self.costs.decompress_ns(self.zswap.codec, self.region_of(i).content));
+            ctx.cpu(
+                self.costs
+                    .decompress_ns(self.zswap.codec, self.region_of(i).content),
+            );
         }
         // The entry leaves the zswap LRU before the folio joins the memory LRU: one set of links.
         self.zswap_entry_free(i);
@@ -344,8 +375,12 @@ impl Mm {
         }
         // Rotate first: failures leave the entry rotated, successes unlink it anyway.
         self.memcgs[m as usize].zswap_lru.remove(&mut self.pages, e);
-        self.memcgs[m as usize].zswap_lru.push_tail(&mut self.pages, e);
-        if self.switches.shrinker_protection == ShrinkerProtection::Referenced && self.pages[e as usize].has(pg::REFERENCED) {
+        self.memcgs[m as usize]
+            .zswap_lru
+            .push_tail(&mut self.pages, e);
+        if self.switches.shrinker_protection == ShrinkerProtection::Referenced
+            && self.pages[e as usize].has(pg::REFERENCED)
+        {
             self.pages[e as usize].clear(pg::REFERENCED);
             ctx.cpu(self.costs.zswap_lru_visit_ns);
             return Some(Visit::Rotated);
@@ -368,7 +403,11 @@ impl Mm {
     pub fn shrink_memcg(&mut self, ctx: &mut Ctx, m: u16) -> ShrinkResult {
         let v6_10 = self.switches.shrink_worker == ShrinkWorker::V6_10;
         if !self.zswap_writeback_enabled(m) {
-            return if v6_10 { ShrinkResult::Inval } else { ShrinkResult::NoEnt };
+            return if v6_10 {
+                ShrinkResult::Inval
+            } else {
+                ShrinkResult::NoEnt
+            };
         }
         match self.shrink_memcg_cb(ctx, m) {
             None if v6_10 => ShrinkResult::Again,
@@ -406,7 +445,12 @@ impl Mm {
     pub fn zswap_worker_step(&mut self, ctx: &mut Ctx) {
         // Patch 6: no writeback until the pause after the last reject or load miss has passed.
         if let Some(t) = self.zswap.last_contention {
-            let resume = crate::sim::later(t, self.switches.writeback_pause_ms.saturating_mul(crate::sim::NSEC_PER_MSEC));
+            let resume = crate::sim::later(
+                t,
+                self.switches
+                    .writeback_pause_ms
+                    .saturating_mul(crate::sim::NSEC_PER_MSEC),
+            );
             if ctx.now < resume {
                 self.zswap.worker_clock = resume;
                 self.queue.push(resume, EventKind::ZswapWorker);
@@ -425,7 +469,12 @@ impl Mm {
             Some(r) => r,
             None => {
                 self.zswap.worker_pending = false;
-                WorkerRun { thr: self.zswap_accept_thr_pages(), failures: 0, attempts: 0, started: ctx.now }
+                WorkerRun {
+                    thr: self.zswap_accept_thr_pages(),
+                    failures: 0,
+                    attempts: 0,
+                    started: ctx.now,
+                }
             }
         };
         // Running from here on: a store that fails during this step (reclaim inside writeback)
@@ -512,7 +561,8 @@ impl Mm {
                 nr_freeable -= take;
             }
             ShrinkerProtection::NrZswapProtected => {
-                nr_freeable = nr_freeable.saturating_sub(self.memcgs[m as usize].nr_zswap_protected);
+                nr_freeable =
+                    nr_freeable.saturating_sub(self.memcgs[m as usize].nr_zswap_protected);
             }
         }
         if nr_freeable == 0 {
@@ -558,12 +608,23 @@ impl Mm {
         if self.zswap.enabled {
             let now_ms = now / crate::sim::NSEC_PER_MSEC;
             let (mut pool, mut disk) = ((0u64, 0u64), (0u64, 0u64));
-            for p in self.pages.iter().filter(|p| p.slot != NONE && !p.has(pg::RESIDENT) && !p.has(pg::ZEROMAP)) {
-                let bucket = if p.has(pg::ZSWAP) { &mut pool } else { &mut disk };
+            for p in self
+                .pages
+                .iter()
+                .filter(|p| p.slot != NONE && !p.has(pg::RESIDENT) && !p.has(pg::ZEROMAP))
+            {
+                let bucket = if p.has(pg::ZSWAP) {
+                    &mut pool
+                } else {
+                    &mut disk
+                };
                 bucket.0 += now_ms.saturating_sub(p.stamp as u64);
                 bucket.1 += 1;
             }
-            out.push(("lru_inversion.device_swapouts_while_pool_nonempty".into(), self.lru_inversion_swapouts));
+            out.push((
+                "lru_inversion.device_swapouts_while_pool_nonempty".into(),
+                self.lru_inversion_swapouts,
+            ));
             if let Some(age) = pool.0.checked_div(pool.1) {
                 out.push(("lru_inversion.pool_mean_age_ms".into(), age));
             }

@@ -84,7 +84,14 @@ pub struct Ctx {
 
 impl Ctx {
     pub fn new(now: Time, actor: Actor, slowdown: u64) -> Ctx {
-        Ctx { now, actor, memalloc: false, slowdown, waited_until: 0, memstall: false }
+        Ctx {
+            now,
+            actor,
+            memalloc: false,
+            slowdown,
+            waited_until: 0,
+            memstall: false,
+        }
     }
 
     #[inline]
@@ -117,7 +124,8 @@ pub struct EventQueue {
 impl EventQueue {
     pub fn push(&mut self, time: Time, kind: EventKind) {
         self.seq += 1;
-        self.heap.push(Reverse((time, kind.priority(), self.seq, kind)));
+        self.heap
+            .push(Reverse((time, kind.priority(), self.seq, kind)));
     }
 
     pub fn pop(&mut self) -> Option<(Time, EventKind)> {

@@ -156,6 +156,17 @@ counters! {
 }
 
 counters! {
+    /// Counters of kernel_alloc phases (mm/kalloc.rs), exported only by a scenario that has
+    /// one: /proc/vmstat's ALLOCSTALL of ZONE_NORMAL (GFP_KERNEL requests), and SLUB's
+    /// ORDER_FALLBACK (/sys/kernel/slab/<cache>/order_fallback with CONFIG_SLUB_STATS),
+    /// summed over the phases that name a fallback order.
+    KernelAllocEvents {
+        allocstall_normal [vmstat]: "Direct reclaim entries of kernel (GFP_KERNEL, ZONE_NORMAL) allocations.",
+        order_fallback [slub]: "Slabs allocated at their fallback order (s->min) after the higher order failed.",
+    }
+}
+
+counters! {
     /// /proc/vmstat event counters of file pages. Exported only by a machine with a
     /// filesystem: without one the model cannot produce them (and they stay absent).
     FileVmEvents {
@@ -251,18 +262,38 @@ mod tests {
 
     #[test]
     fn export_uses_kernel_names_tags_and_sums() {
-        let a = MemcgEvents { pgfault: 2, high_events: 1, pgpgin: 5, ..Default::default() };
-        let b = MemcgEvents { pgfault: 3, ..Default::default() };
+        let a = MemcgEvents {
+            pgfault: 2,
+            high_events: 1,
+            pgpgin: 5,
+            ..Default::default()
+        };
+        let b = MemcgEvents {
+            pgfault: 3,
+            ..Default::default()
+        };
         let s = MemcgEvents::sum([&a, &b]);
         assert_eq!((s.pgfault, s.high_events, s.pgpgin), (5, 1, 5));
         let mut out = Vec::new();
         a.export_tagged("events", "memory.events.", &mut out);
         let names: Vec<&str> = out.iter().map(|(k, _)| k.as_str()).collect();
-        assert_eq!(names, ["memory.events.low", "memory.events.high", "memory.events.max", "memory.events.oom", "memory.events.oom_kill", "memory.events.oom_group_kill"]);
+        assert_eq!(
+            names,
+            [
+                "memory.events.low",
+                "memory.events.high",
+                "memory.events.max",
+                "memory.events.oom",
+                "memory.events.oom_kill",
+                "memory.events.oom_group_kill"
+            ]
+        );
         assert_eq!(out[1].1, 1);
         let mut out = Vec::new();
         a.export_tagged("v1", "", &mut out);
-        assert!(out.contains(&("pgpgin".to_string(), 5)) && !out.iter().any(|(k, _)| k == "pswpin"));
+        assert!(
+            out.contains(&("pgpgin".to_string(), 5)) && !out.iter().any(|(k, _)| k == "pswpin")
+        );
         let mut out = Vec::new();
         VmEvents::default().export("vmstat.", &mut out);
         assert_eq!(out.len(), VmEvents::COUNTERS.len());

@@ -144,7 +144,12 @@ impl Trace {
                 "vmscan" => t.vmscan = true,
                 "shrinker" => t.shrinker = true,
                 "zswap" => t.zswap = true,
-                other => return Err(crate::ConfigError::invalid("trace", format!("unknown trace group {other:?}; expected one of {GROUPS:?}"))),
+                other => {
+                    return Err(crate::ConfigError::invalid(
+                        "trace",
+                        format!("unknown trace group {other:?}; expected one of {GROUPS:?}"),
+                    ))
+                }
             }
         }
         Ok(Some(Box::new(t)))
@@ -158,8 +163,14 @@ impl Trace {
     pub fn export(&self, out: &mut Vec<(String, u64)>) {
         if self.vmscan {
             for p in 0..NR_PRIORITIES {
-                self.inactive[p].export(&format!("trace.mm_vmscan_lru_shrink_inactive.priority.{p}."), out);
-                self.active[p].export(&format!("trace.mm_vmscan_lru_shrink_active.priority.{p}."), out);
+                self.inactive[p].export(
+                    &format!("trace.mm_vmscan_lru_shrink_inactive.priority.{p}."),
+                    out,
+                );
+                self.active[p].export(
+                    &format!("trace.mm_vmscan_lru_shrink_active.priority.{p}."),
+                    out,
+                );
             }
             self.reclaim.export("trace.", out);
             self.high_penalty.export("memcg_high_penalty.", out);
@@ -170,7 +181,10 @@ impl Trace {
             }
             let f = s.scan_function();
             for p in 0..NR_PRIORITIES {
-                self.slab_start[s as usize][p].export(&format!("trace.mm_shrink_slab_start.{f}.priority.{p}."), out);
+                self.slab_start[s as usize][p].export(
+                    &format!("trace.mm_shrink_slab_start.{f}.priority.{p}."),
+                    out,
+                );
             }
             self.slab_end[s as usize].export(&format!("trace.mm_shrink_slab_end.{f}."), out);
         }
@@ -189,14 +203,31 @@ mod tests {
         t.slab_end[Shrinker::Zswap as usize].retval = 7;
         let mut out = Vec::new();
         t.export(&mut out);
-        assert!(out.iter().all(|(k, _)| k.contains("zswap_shrinker_scan")), "{out:?}");
-        assert!(out.contains(&("trace.mm_shrink_slab_end.zswap_shrinker_scan.retval".into(), 7)));
-        assert!(out.iter().any(|(k, _)| k == "trace.mm_shrink_slab_start.zswap_shrinker_scan.priority.12.total_scan"));
-        let t = Trace::from_groups(&["vmscan".into(), "shrinker".into()]).unwrap().unwrap();
+        assert!(
+            out.iter().all(|(k, _)| k.contains("zswap_shrinker_scan")),
+            "{out:?}"
+        );
+        assert!(out.contains(&(
+            "trace.mm_shrink_slab_end.zswap_shrinker_scan.retval".into(),
+            7
+        )));
+        assert!(out
+            .iter()
+            .any(|(k, _)| k
+                == "trace.mm_shrink_slab_start.zswap_shrinker_scan.priority.12.total_scan"));
+        let t = Trace::from_groups(&["vmscan".into(), "shrinker".into()])
+            .unwrap()
+            .unwrap();
         let mut out = Vec::new();
         t.export(&mut out);
-        assert!(out.iter().any(|(k, _)| k == "trace.mm_vmscan_lru_shrink_inactive.priority.0.nr_scanned"));
-        assert!(out.iter().any(|(k, _)| k == "trace.mm_shrink_slab_end.zs_shrinker_scan.calls"));
-        assert!(out.iter().any(|(k, _)| k == "trace.mm_vmscan_throttled.VMSCAN_THROTTLE_WRITEBACK.calls"));
+        assert!(out
+            .iter()
+            .any(|(k, _)| k == "trace.mm_vmscan_lru_shrink_inactive.priority.0.nr_scanned"));
+        assert!(out
+            .iter()
+            .any(|(k, _)| k == "trace.mm_shrink_slab_end.zs_shrinker_scan.calls"));
+        assert!(out
+            .iter()
+            .any(|(k, _)| k == "trace.mm_vmscan_throttled.VMSCAN_THROTTLE_WRITEBACK.calls"));
     }
 }

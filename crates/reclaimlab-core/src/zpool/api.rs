@@ -84,7 +84,11 @@ impl ZpoolInfo {
 
     /// The kernel versions with a preset that have this allocator.
     pub fn presets(&self) -> Vec<&'static str> {
-        crate::policy::PRESETS.iter().copied().filter(|v| self.exists_in(v)).collect()
+        crate::policy::PRESETS
+            .iter()
+            .copied()
+            .filter(|v| self.exists_in(v))
+            .collect()
     }
 }
 

@@ -8,7 +8,7 @@ mod api;
 pub mod zbud;
 pub mod zsmalloc;
 
-pub use api::{Handle, ZsClassRow, Zpool, ZpoolError, ZpoolInfo};
+pub use api::{Handle, Zpool, ZpoolError, ZpoolInfo, ZsClassRow};
 
 use crate::error::ConfigError;
 
@@ -16,8 +16,10 @@ use crate::error::ConfigError;
 pub const ZPOOLS: &[ZpoolInfo] = &[zsmalloc::ZPOOL, zbud::ZPOOL];
 
 /// Allocators that kernels had but the model does not.
-const NOT_MODELLED: &[(&str, &str)] = &[("z3fold", "z3fold (up to 6.14) is not modelled; use \"zbud\" or \"zsmalloc\"")];
-
+const NOT_MODELLED: &[(&str, &str)] = &[(
+    "z3fold",
+    "z3fold (up to 6.14) is not modelled; use \"zbud\" or \"zsmalloc\"",
+)];
 
 /// zswap's default allocator (CONFIG_ZSWAP_ZPOOL_DEFAULT's Kconfig default) in kernel `version`:
 /// zbud up to 6.6, zsmalloc from 6.7 (Nhat Pham, "mm: zswap: make zsmalloc the default
@@ -37,12 +39,21 @@ pub fn select(name: &str, version: &str, path: &str) -> Result<&'static ZpoolInf
     }
     let Some(info) = ZPOOLS.iter().find(|z| z.name == name) else {
         let names: Vec<String> = ZPOOLS.iter().map(|z| format!("{:?}", z.name)).collect();
-        return Err(ConfigError::unknown(path, format!("unknown allocator {name:?}; expected one of {}", names.join(", "))));
+        return Err(ConfigError::unknown(
+            path,
+            format!(
+                "unknown allocator {name:?}; expected one of {}",
+                names.join(", ")
+            ),
+        ));
     };
     if !info.exists_in(version) {
         return Err(ConfigError::unavailable(
             path,
-            format!("{name} does not exist in kernel {version} (it exists in {})", info.presets().join(", ")),
+            format!(
+                "{name} does not exist in kernel {version} (it exists in {})",
+                info.presets().join(", ")
+            ),
         ));
     }
     Ok(info)

@@ -51,8 +51,12 @@ fn new_pool() -> Box<dyn Zpool> {
 }
 
 /// zbud (like z3fold) was removed in 6.15: it exists up to 6.14.
-pub const ZPOOL: ZpoolInfo =
-    ZpoolInfo { name: "zbud", until: Some((6, 14)), doc: "at most two objects per page, no compaction", new: new_pool };
+pub const ZPOOL: ZpoolInfo = ZpoolInfo {
+    name: "zbud",
+    until: Some((6, 14)),
+    doc: "at most two objects per page, no compaction",
+    new: new_pool,
+};
 
 impl std::fmt::Debug for Zbud {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

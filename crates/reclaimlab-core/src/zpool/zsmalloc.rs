@@ -11,7 +11,7 @@
 //! (u32) in the zspage's slot region. Everything else is per zspage or
 //! per class.
 
-use super::api::{Handle, ZsClassRow, Zpool, ZpoolError, ZpoolInfo};
+use super::api::{Handle, Zpool, ZpoolError, ZpoolInfo, ZsClassRow};
 
 const PAGE_SIZE: u32 = 4096;
 /// Every object carries its handle inline, so zs_malloc sizes the class for `size + 8`.
@@ -161,8 +161,12 @@ fn new_pool() -> Box<dyn Zpool> {
 }
 
 /// zsmalloc exists in every kernel we model; since 6.15 it is the only allocator.
-pub const ZPOOL: ZpoolInfo =
-    ZpoolInfo { name: "zsmalloc", until: None, doc: "size classes over multi-page zspages, compactable", new: new_pool };
+pub const ZPOOL: ZpoolInfo = ZpoolInfo {
+    name: "zsmalloc",
+    until: None,
+    doc: "size classes over multi-page zspages, compactable",
+    new: new_pool,
+};
 
 impl std::fmt::Debug for Zsmalloc {
     // The arenas can hold millions of entries; a derived Debug would print all of them.
@@ -800,7 +804,8 @@ mod tests {
             live_handles += 1;
             let zp = &zs.zspages[zs.handles[h].zspage() as usize];
             let class = &zs.classes[zp.class as usize];
-            let w = class.slots[zp.region as usize * class.objs as usize + zs.handles[h].slot() as usize];
+            let w = class.slots
+                [zp.region as usize * class.objs as usize + zs.handles[h].slot() as usize];
             assert_eq!(w, h as u32, "slot of handle {h} does not point back at it");
         }
         assert_eq!(live_handles, objects);
@@ -1029,24 +1034,55 @@ mod tests {
         let full = row(&zs);
         assert_eq!((full.class, full.pages_per_zspage), (66, 4));
         assert_eq!(full.inuse_ratio[10], 100, "all in the 100% column");
-        assert_eq!((full.obj_allocated, full.obj_used, full.pages_used, full.freeable), (1500, 1500, 400, 0));
+        assert_eq!(
+            (
+                full.obj_allocated,
+                full.obj_used,
+                full.pages_used,
+                full.freeable
+            ),
+            (1500, 1500, 400, 0)
+        );
         for h in handles.iter().step_by(2) {
             zs.free(*h);
         }
         let sparse = row(&zs);
         assert_eq!(sparse.inuse_ratio[10], 0);
-        assert_eq!(sparse.inuse_ratio[4] + sparse.inuse_ratio[5], 100, "{:?}", sparse.inuse_ratio);
-        assert_eq!((sparse.obj_used, sparse.pages_used, sparse.freeable), (750, 400, 200));
+        assert_eq!(
+            sparse.inuse_ratio[4] + sparse.inuse_ratio[5],
+            100,
+            "{:?}",
+            sparse.inuse_ratio
+        );
+        assert_eq!(
+            (sparse.obj_used, sparse.pages_used, sparse.freeable),
+            (750, 400, 200)
+        );
         zs.compact();
         let dense = row(&zs);
-        assert_eq!(dense.inuse_ratio[10], 50, "compaction filled 50 zspages: {:?}", dense.inuse_ratio);
+        assert_eq!(
+            dense.inuse_ratio[10], 50,
+            "compaction filled 50 zspages: {:?}",
+            dense.inuse_ratio
+        );
         assert_eq!(dense.inuse_ratio.iter().sum::<u64>(), 50);
-        assert_eq!((dense.obj_allocated, dense.obj_used, dense.pages_used, dense.freeable), (750, 750, 200, 0));
+        assert_eq!(
+            (
+                dense.obj_allocated,
+                dense.obj_used,
+                dense.pages_used,
+                dense.freeable
+            ),
+            (750, 750, 200, 0)
+        );
         // Only distinct classes, ascending; totals agree with the pool.
         let rows = zs.classes();
         assert_eq!(rows.len(), zs.distinct_classes());
         assert!(rows.windows(2).all(|w| w[0].size < w[1].size));
-        assert_eq!(rows.iter().map(|r| r.pages_used).sum::<u64>(), zs.total_pages());
+        assert_eq!(
+            rows.iter().map(|r| r.pages_used).sum::<u64>(),
+            zs.total_pages()
+        );
     }
 
     #[test]
@@ -1059,13 +1095,23 @@ mod tests {
         let survivors: Vec<Handle> = handles.iter().skip(1).step_by(2).copied().collect();
         let before: Vec<(u32, u16)> = survivors
             .iter()
-            .map(|&h| (zs.handles[h as usize].zspage(), zs.handles[h as usize].slot()))
+            .map(|&h| {
+                (
+                    zs.handles[h as usize].zspage(),
+                    zs.handles[h as usize].slot(),
+                )
+            })
             .collect();
         zs.compact();
         let moved = survivors
             .iter()
             .zip(&before)
-            .filter(|(&h, &loc)| (zs.handles[h as usize].zspage(), zs.handles[h as usize].slot()) != loc)
+            .filter(|(&h, &loc)| {
+                (
+                    zs.handles[h as usize].zspage(),
+                    zs.handles[h as usize].slot(),
+                ) != loc
+            })
             .count();
         assert!(
             moved >= 350,
@@ -1073,10 +1119,13 @@ mod tests {
         );
         check(&zs);
         // Free the moved objects first, then the rest; counts must stay consistent throughout.
-        let (moved_h, stayed_h): (Vec<_>, Vec<_>) = survivors
-            .iter()
-            .zip(&before)
-            .partition(|(&h, &loc)| (zs.handles[h as usize].zspage(), zs.handles[h as usize].slot()) != loc);
+        let (moved_h, stayed_h): (Vec<_>, Vec<_>) =
+            survivors.iter().zip(&before).partition(|(&h, &loc)| {
+                (
+                    zs.handles[h as usize].zspage(),
+                    zs.handles[h as usize].slot(),
+                ) != loc
+            });
         for (&h, _) in moved_h.iter().chain(stayed_h.iter()) {
             zs.free(h);
             check(&zs);
@@ -1299,8 +1348,7 @@ mod tests {
             zs.malloc(200 + rng.below(3000) as u32).unwrap();
         }
         let slots: usize = zs.classes.iter().map(|c| c.slots.len()).sum();
-        let per_object_bytes =
-            (zs.handles.len() * 6 + slots * 4) as f64 / n as f64;
+        let per_object_bytes = (zs.handles.len() * 6 + slots * 4) as f64 / n as f64;
         let zspage_bytes = zs.zspages.len() * std::mem::size_of::<Zspage>();
         assert_eq!(std::mem::size_of::<Zspage>(), 20);
         let total = per_object_bytes + zspage_bytes as f64 / n as f64;

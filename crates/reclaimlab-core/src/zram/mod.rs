@@ -90,7 +90,9 @@ impl Zram {
         codecs: &mut Vec<Codec>,
     ) -> Result<Zram> {
         let alg = s.comp_algorithm.as_deref().unwrap_or("lzo-rle");
-        let c: Codec = alg.parse().map_err(|e| ConfigError::unknown(format!("machine.swap[{k}].comp_algorithm"), e))?;
+        let c: Codec = alg
+            .parse()
+            .map_err(|e| ConfigError::unknown(format!("machine.swap[{k}].comp_algorithm"), e))?;
         let slot = codecs.iter().position(|&x| x == c).unwrap_or_else(|| {
             codecs.push(c);
             codecs.len() - 1
@@ -105,7 +107,11 @@ impl Zram {
                     "mainline zram has only zsmalloc (drivers/block/zram calls zs_malloc directly), not {other:?}; \
                      zram on another allocator is seed 004's unmerged patch: set kernel.switches.\"zram.zpool_api\" = true"
                 );
-                return Err(if known { ConfigError::unavailable(path, reason) } else { ConfigError::unknown(path, reason) });
+                return Err(if known {
+                    ConfigError::unavailable(path, reason)
+                } else {
+                    ConfigError::unknown(path, reason)
+                });
             }
         };
         Ok(Zram::new(slot, slots, pool))
@@ -117,16 +123,30 @@ impl Zram {
     /// above PAGE_SIZE − header − one chunk, as in the 2015 series before Vitaly Wool's
     /// separate "zbud: allow PAGE_SIZE allocations"), so the write fails (failed_writes). The caller accounts the pool's page growth (and undoes the
     /// write with `free_slot` if the page allocator cannot supply it).
-    pub fn write(&mut self, off: u32, same: bool, comp_len: u32, huge_class_size: u32) -> ZramWrite {
+    pub fn write(
+        &mut self,
+        off: u32,
+        same: bool,
+        comp_len: u32,
+        huge_class_size: u32,
+    ) -> ZramWrite {
         // Overwriting a slot (a dirty swap-cache page written again) frees its old contents.
         self.free_slot(off, false);
         if same {
-            self.slots[off as usize] = ZramSlot { handle: 0, len: 0, flags: SLOT_USED | SLOT_SAME };
+            self.slots[off as usize] = ZramSlot {
+                handle: 0,
+                len: 0,
+                flags: SLOT_USED | SLOT_SAME,
+            };
             self.same_pages += 1;
             self.pages_stored += 1;
             return ZramWrite::Stored;
         }
-        let (len, huge) = if comp_len >= huge_class_size { (4096, true) } else { (comp_len, false) };
+        let (len, huge) = if comp_len >= huge_class_size {
+            (4096, true)
+        } else {
+            (comp_len, false)
+        };
         let Ok(h) = self.pool.malloc(len) else {
             self.failed_writes += 1;
             return ZramWrite::Failed;
@@ -137,7 +157,11 @@ impl Zram {
             self.huge_pages += 1;
             self.huge_pages_since += 1;
         }
-        self.slots[off as usize] = ZramSlot { handle: h, len: len as u16, flags };
+        self.slots[off as usize] = ZramSlot {
+            handle: h,
+            len: len as u16,
+            flags,
+        };
         self.compr_data_size += len as u64;
         self.pages_stored += 1;
         self.mem_used_max_pages = self.mem_used_max_pages.max(self.pool.total_pages());
@@ -216,7 +240,10 @@ mod tests {
         assert_eq!(z.mm_stat()[0].1, 4 * 4096);
         z.free_slot(2, true);
         z.free_slot(1, true);
-        assert_eq!((z.huge_pages, z.same_pages, z.notify_free, z.pages_stored), (1, 0, 2, 2));
+        assert_eq!(
+            (z.huge_pages, z.same_pages, z.notify_free, z.pages_stored),
+            (1, 0, 2, 2)
+        );
         assert_eq!(z.huge_pages_since, 2, "cumulative");
         assert_eq!(z.compr_data_size, 4096 + 1000);
         // Overwriting a slot replaces its contents.

@@ -106,8 +106,16 @@ impl Zswap {
     /// zswap from its module parameters (/sys/module/zswap/parameters/*) on kernel `version`
     /// with its switches: the compressor, the pool limit and threshold, the shrinker, and the
     /// pool's allocator (one zpool per pool, 32 up to 6.11).
-    pub(crate) fn from_config(p: &ZswapParams, version: &str, switches: &Switches, totalram: u64) -> Result<Zswap> {
-        let codec: Codec = p.compressor.parse().map_err(|e| ConfigError::unknown("kernel.zswap.compressor", e))?;
+    pub(crate) fn from_config(
+        p: &ZswapParams,
+        version: &str,
+        switches: &Switches,
+        totalram: u64,
+    ) -> Result<Zswap> {
+        let codec: Codec = p
+            .compressor
+            .parse()
+            .map_err(|e| ConfigError::unknown("kernel.zswap.compressor", e))?;
         p.check_ranges()?;
         if switches.lru == ZswapLru::Global && p.shrinker_enabled {
             return Err(ConfigError::invalid(
@@ -115,7 +123,13 @@ impl Zswap {
                 "the memory-pressure shrinker needs the per-memcg zswap LRU (kernel.switches.\"zswap.lru\" = \"per_memcg\", 6.8+)",
             ));
         }
-        let zpool = crate::zpool::select(p.zpool.as_deref().unwrap_or(crate::zpool::default_for(version)), version, "kernel.zswap.zpool")?;
+        let zpool = crate::zpool::select(
+            p.zpool
+                .as_deref()
+                .unwrap_or(crate::zpool::default_for(version)),
+            version,
+            "kernel.zswap.zpool",
+        )?;
         let pools = (0..switches.zpools).map(|_| (zpool.new)()).collect();
         Ok(Zswap::new(
             totalram,
@@ -149,7 +163,12 @@ impl Zswap {
     /// reached_full flag clears only once the pool is back at the accept threshold.
     /// With proactive shrinking (Funaki's patch 3) there is no hysteresis: stores are refused
     /// only at the limit, and the worker starts at accept_threshold + 1% of the limit.
-    pub fn check_limits(&mut self, now: Time, proactive_shrink: bool, queue: &mut EventQueue) -> bool {
+    pub fn check_limits(
+        &mut self,
+        now: Time,
+        proactive_shrink: bool,
+        queue: &mut EventQueue,
+    ) -> bool {
         let cur = self.total_pages();
         let max = self.max_pages();
         if proactive_shrink {
@@ -186,7 +205,12 @@ impl Zswap {
     }
 
     /// zpool_malloc for page `i`'s entry, the pool's page growth taken from `nr_free`.
-    pub fn pool_malloc(&mut self, i: u32, len: u32, nr_free: &mut u64) -> std::result::Result<u32, ZpoolError> {
+    pub fn pool_malloc(
+        &mut self,
+        i: u32,
+        len: u32,
+        nr_free: &mut u64,
+    ) -> std::result::Result<u32, ZpoolError> {
         let k = self.pool_of(i);
         let pool = &mut self.pools[k];
         let before = pool.total_pages();
@@ -235,7 +259,10 @@ impl Zswap {
         out.push(("zswap.pool_total_size".into(), pool_pages * PAGE_SIZE));
         out.push(("zswap.stored_pages".into(), self.stored_pages));
         if switches.incompressible == Incompressible::StoreRaw {
-            out.push(("zswap.stored_incompressible_pages".into(), self.stored_incompressible_pages));
+            out.push((
+                "zswap.stored_incompressible_pages".into(),
+                self.stored_incompressible_pages,
+            ));
         }
         if switches.same_filled == SameFilled::Zswap {
             out.push(("zswap.same_filled_pages".into(), self.same_filled_pages));

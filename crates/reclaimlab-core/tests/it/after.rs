@@ -16,7 +16,11 @@ fn two() -> Value {
 }
 
 fn span(r: &reclaimlab_core::SimResult, process: &str, phase: &str) -> (u64, u64) {
-    let p = r.phases.iter().find(|p| p.process == process && p.phase == phase).unwrap_or_else(|| panic!("no phase {process}/{phase}"));
+    let p = r
+        .phases
+        .iter()
+        .find(|p| p.process == process && p.phase == phase)
+        .unwrap_or_else(|| panic!("no phase {process}/{phase}"));
     (p.start_ns, p.end_ns)
 }
 
@@ -32,7 +36,10 @@ fn a_process_starts_when_the_named_phase_ends() {
     let r = run(&v);
     let (_, p_end) = span(&r, "p", "measure");
     let (q_start, _) = span(&r, "q", "fill0");
-    assert_eq!(q_start, p_end, "q's first phase starts the moment p's measure ends");
+    assert_eq!(
+        q_start, p_end,
+        "q's first phase starts the moment p's measure ends"
+    );
     assert!(r.phases.iter().all(|p| p.outcome == "completed"));
 }
 
@@ -41,12 +48,20 @@ fn a_later_phase_waits_and_earlier_ones_run() {
     let mut v = two();
     // q fills at once, then waits for p's fill before its random phase.
     v["processes"][1]["phases"][1]["after"] = json!({"process": 0, "phase": 0});
-    v["processes"][0]["phases"][0]["phase"] = json!({"kind": "sleep", "duration_ns": 300_000_000u64});
+    v["processes"][0]["phases"][0]["phase"] =
+        json!({"kind": "sleep", "duration_ns": 300_000_000u64});
     let r = run(&v);
     assert_eq!(span(&r, "q", "fill0").0, 0);
     let q_fill_end = span(&r, "q", "fill0").1;
-    assert!(q_fill_end < 300_000_000, "q's fill ran while p slept ({q_fill_end} ns)");
-    assert_eq!(span(&r, "q", "measure").0, 300_000_000, "q's measure waited for p's sleep to end");
+    assert!(
+        q_fill_end < 300_000_000,
+        "q's fill ran while p slept ({q_fill_end} ns)"
+    );
+    assert_eq!(
+        span(&r, "q", "measure").0,
+        300_000_000,
+        "q's measure waited for p's sleep to end"
+    );
 }
 
 #[test]
@@ -54,7 +69,10 @@ fn a_wait_on_a_process_that_stops_first_ends_with_it() {
     let mut v = two();
     // p exits after its fill: q waits for p's measure, which never runs.
     v["processes"][0]["phases"][1]["phase"] = json!({"kind": "exit"});
-    v["processes"][0]["phases"].as_array_mut().unwrap().push(json!({"name": "never", "phase": {"kind": "sleep", "duration_ns": 1}}));
+    v["processes"][0]["phases"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!({"name": "never", "phase": {"kind": "sleep", "duration_ns": 1}}));
     v["processes"][1]["phases"][0]["after"] = json!({"process": 0, "phase": 2});
     let r = run(&v);
     assert_eq!(span(&r, "q", "fill0").0, span(&r, "p", "measure").1);
@@ -65,7 +83,10 @@ fn a_wait_on_a_process_that_stops_first_ends_with_it() {
 fn bad_references_and_cycles_are_refused() {
     let refuse = |v: &Value, want: &str| {
         let cfg: SimConfig = serde_json::from_value(v.clone()).expect("parses");
-        let e = Simulation::new(&cfg).err().unwrap_or_else(|| panic!("accepted; wanted {want:?}")).to_string();
+        let e = Simulation::new(&cfg)
+            .err()
+            .unwrap_or_else(|| panic!("accepted; wanted {want:?}"))
+            .to_string();
         assert!(e.contains(want), "{e}");
     };
     let mut v = two();
@@ -96,5 +117,9 @@ fn a_woken_process_runs_at_its_own_speed() {
     let r = run(&v);
     let (p0, p1) = span(&r, "p", "fill0");
     let (q0, q1) = span(&r, "q", "fill0");
-    assert_eq!(q1 - q0, p1 - p0, "the same fill, alone on the machine, takes as long");
+    assert_eq!(
+        q1 - q0,
+        p1 - p0,
+        "the same fill, alone on the machine, takes as long"
+    );
 }

@@ -13,7 +13,13 @@ const MAX_SECTORS_KB: u64 = 1280;
 
 /// A swap-only run whose device has `iops` and `max_sectors_kb` (null: absent).
 fn swap_only(iops: Option<u64>, max_sectors_kb: Option<u64>) -> serde_json::Value {
-    let mut v = scenario(&[("a", 1000, "text"), ("b", 2500, "random")], 30_000, 1200, false, false);
+    let mut v = scenario(
+        &[("a", 1000, "text"), ("b", 2500, "random")],
+        30_000,
+        1200,
+        false,
+        false,
+    );
     v["machine"]["swap"][0]["device"]["iops"] = json!(iops);
     v["machine"]["swap"][0]["device"]["max_sectors_kb"] = json!(max_sectors_kb);
     v
@@ -21,7 +27,17 @@ fn swap_only(iops: Option<u64>, max_sectors_kb: Option<u64>) -> serde_json::Valu
 
 /// zswap at a 1% pool limit, so the worker writes entries back one by one.
 fn zswap_writeback(iops: Option<u64>, max_sectors_kb: Option<u64>) -> serde_json::Value {
-    let mut v = scenario(&[("a", 1000, "text"), ("b", 2500, "random"), ("z", 300, "zero")], 30_000, 1200, true, false);
+    let mut v = scenario(
+        &[
+            ("a", 1000, "text"),
+            ("b", 2500, "random"),
+            ("z", 300, "zero"),
+        ],
+        30_000,
+        1200,
+        true,
+        false,
+    );
     v["kernel"]["zswap"]["max_pool_percent"] = json!(1);
     v["processes"][0]["phases"][3]["phase"]["write_percent"] = json!(50);
     v["machine"]["swap"][0]["device"]["iops"] = json!(iops);
@@ -49,9 +65,15 @@ fn iops_cap_makes_scattered_writes_take_n_over_iops() {
             mm.blk_finish_plug(&ctx);
         }
         let dev = &mm.swap().devs[0];
-        assert_eq!((dev.bdev.stat.write_ios, dev.bdev.stat.write_merges), (N as u64, 0));
+        assert_eq!(
+            (dev.bdev.stat.write_ios, dev.bdev.stat.write_merges),
+            (N as u64, 0)
+        );
         let last = dev.bdev.inflight.back().unwrap().0;
-        assert!(last >= N as u64 * 1_000_000_000 / IOPS, "{N} requests at {IOPS} IOPS done at {last} ns");
+        assert!(
+            last >= N as u64 * 1_000_000_000 / IOPS,
+            "{N} requests at {IOPS} IOPS done at {last} ns"
+        );
     }
 }
 
@@ -71,9 +93,15 @@ fn plugged_consecutive_writes_merge() {
     mm.blk_finish_plug(&ctx);
     let dev = &mm.swap().devs[0];
     let requests = N.div_ceil(per_request) as u64;
-    assert_eq!((dev.bdev.stat.write_ios, dev.bdev.stat.write_merges), (requests, N as u64 - requests));
+    assert_eq!(
+        (dev.bdev.stat.write_ios, dev.bdev.stat.write_merges),
+        (requests, N as u64 - requests)
+    );
     let last = dev.bdev.inflight.back().unwrap().0;
-    assert!(last < N as u64 * 1_000_000_000 / IOPS / 10, "merged writes done at {last} ns");
+    assert!(
+        last < N as u64 * 1_000_000_000 / IOPS / 10,
+        "merged writes done at {last} ns"
+    );
 
     // Without a plug nothing merges, consecutive or not.
     let mut sim = build(&swap_only(Some(IOPS), Some(MAX_SECTORS_KB)));
@@ -98,10 +126,18 @@ fn plug_limits() {
         mm.submit_bio(&mut ctx, 0, Dir::Write, 1 + 4 * k, 2 * k);
         mm.submit_bio(&mut ctx, 0, Dir::Write, 2 + 4 * k, 2 * k + 1);
         if k == 31 {
-            assert_eq!(mm.swap().devs[0].bdev.stat.write_ios, 0, "32 requests wait in the plug");
+            assert_eq!(
+                mm.swap().devs[0].bdev.stat.write_ios,
+                0,
+                "32 requests wait in the plug"
+            );
         }
         if k == 32 {
-            assert_eq!(mm.swap().devs[0].bdev.stat.write_ios, 32, "the 33rd request flushed the plug");
+            assert_eq!(
+                mm.swap().devs[0].bdev.stat.write_ios,
+                32,
+                "the 33rd request flushed the plug"
+            );
         }
     }
     mm.blk_finish_plug(&ctx);
@@ -128,7 +164,11 @@ fn nr_requests_makes_the_submitter_wait() {
     }
     mm.blk_finish_plug(&ctx);
     let per_request = 1_000_000_000 / IOPS;
-    assert!(ctx.now >= (N - TAGS) as u64 * per_request, "submitter free at {} ns", ctx.now);
+    assert!(
+        ctx.now >= (N - TAGS) as u64 * per_request,
+        "submitter free at {} ns",
+        ctx.now
+    );
     assert!(ctx.now < (N - TAGS + 1) as u64 * per_request + 1_000_000);
     assert_eq!(mm.swap().devs[0].bdev.stat.write_ios, N as u64);
 
@@ -146,18 +186,36 @@ fn nr_requests_makes_the_submitter_wait() {
 #[test]
 fn reclaim_merges_writeback_does_not() {
     let r = run(&swap_only(None, Some(MAX_SECTORS_KB)));
-    let (ios, merges) = (counter(&r, "block[swapfile].stat.write_ios"), counter(&r, "block[swapfile].stat.write_merges"));
+    let (ios, merges) = (
+        counter(&r, "block[swapfile].stat.write_ios"),
+        counter(&r, "block[swapfile].stat.write_merges"),
+    );
     assert_eq!(ios + merges, counter(&r, "vmstat.pswpout"));
-    assert!(ios * 4 < counter(&r, "vmstat.pswpout"), "reclaim writes should merge: {ios} requests, {merges} merges");
-    let (rios, rmerges) = (counter(&r, "block[swapfile].stat.read_ios"), counter(&r, "block[swapfile].stat.read_merges"));
+    assert!(
+        ios * 4 < counter(&r, "vmstat.pswpout"),
+        "reclaim writes should merge: {ios} requests, {merges} merges"
+    );
+    let (rios, rmerges) = (
+        counter(&r, "block[swapfile].stat.read_ios"),
+        counter(&r, "block[swapfile].stat.read_merges"),
+    );
     assert_eq!(rios + rmerges, counter(&r, "vmstat.pswpin"));
-    assert!(rmerges > 0, "readahead windows of consecutive slots should merge");
+    assert!(
+        rmerges > 0,
+        "readahead windows of consecutive slots should merge"
+    );
 
     let r = run(&zswap_writeback(None, Some(MAX_SECTORS_KB)));
     let ios = counter(&r, "block[swapfile].stat.write_ios");
-    assert_eq!(ios + counter(&r, "block[swapfile].stat.write_merges"), counter(&r, "vmstat.pswpout"));
+    assert_eq!(
+        ios + counter(&r, "block[swapfile].stat.write_merges"),
+        counter(&r, "vmstat.pswpout")
+    );
     assert!(counter(&r, "vmstat.zswpwb") > 0);
-    assert!(ios >= counter(&r, "vmstat.zswpwb"), "every writeback is a request of its own");
+    assert!(
+        ios >= counter(&r, "vmstat.zswpwb"),
+        "every writeback is a request of its own"
+    );
 }
 
 /// The IOPS cap slows a run that writes, and bounds its request rate.
@@ -167,9 +225,14 @@ fn iops_cap_slows_the_run() {
     let free = run(&zswap_writeback(None, None));
     let capped = run(&zswap_writeback(Some(IOPS), None));
     assert!(end(&capped) > end(&free));
-    let requests = counter(&capped, "block[swapfile].stat.write_ios") + counter(&capped, "block[swapfile].stat.read_ios");
+    let requests = counter(&capped, "block[swapfile].stat.write_ios")
+        + counter(&capped, "block[swapfile].stat.read_ios");
     // Every request is served before the last completion, one per millisecond at most.
-    assert!(requests * 1_000_000_000 / IOPS <= end(&capped) + 1_000_000_000, "{requests} requests by {} ns", end(&capped));
+    assert!(
+        requests * 1_000_000_000 / IOPS <= end(&capped) + 1_000_000_000,
+        "{requests} requests by {} ns",
+        end(&capped)
+    );
 }
 
 /// (c) Without `iops` and `max_sectors_kb` the device is the per-page model it was before
@@ -183,10 +246,19 @@ fn no_figures_is_the_per_page_model() {
         last_write: u64,
     }
     let m = swap_only(None, None)["machine"]["swap"][0]["device"].clone();
-    let (rl, wl) = (m["read_latency_ns"].as_u64().unwrap(), m["write_latency_ns"].as_u64().unwrap());
-    let (rbw, wbw) = (m["read_bytes_per_s"].as_u64().unwrap(), m["write_bytes_per_s"].as_u64().unwrap());
+    let (rl, wl) = (
+        m["read_latency_ns"].as_u64().unwrap(),
+        m["write_latency_ns"].as_u64().unwrap(),
+    );
+    let (rbw, wbw) = (
+        m["read_bytes_per_s"].as_u64().unwrap(),
+        m["write_bytes_per_s"].as_u64().unwrap(),
+    );
     let transfer = |bw: u64| (4096 * 1_000_000_000u64).div_ceil(bw);
-    let mut old = PerPage { pipe_free: 0, last_write: 0 };
+    let mut old = PerPage {
+        pipe_free: 0,
+        last_write: 0,
+    };
     let mut sim = build(&swap_only(None, None));
     let mm = sim.mm_mut();
     let mut ctx = Ctx::new(0, Actor::Kswapd, 1024);
@@ -194,7 +266,9 @@ fn no_figures_is_the_per_page_model() {
     mm.blk_start_plug();
     let (mut now, mut x) = (0u64, 12345u64);
     for k in 0..2000u32 {
-        x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        x = x
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
         now += (x >> 33) % 10_000;
         let write = (x >> 20) & 1 == 1;
         let off = 1 + k; // consecutive: would merge on a device that merges
@@ -209,7 +283,11 @@ fn no_figures_is_the_per_page_model() {
         };
         let dir = if write { Dir::Write } else { Dir::Read };
         ctx.now = now;
-        assert_eq!(mm.submit_bio(&mut ctx, 0, dir, off, k), Some(want), "bio {k}");
+        assert_eq!(
+            mm.submit_bio(&mut ctx, 0, dir, off, k),
+            Some(want),
+            "bio {k}"
+        );
     }
     assert!(mm.blk_finish_plug(&ctx).iter().all(|&(_, t)| t > 0));
     let s = &mm.swap().devs[0].bdev.stat;
@@ -221,13 +299,18 @@ fn no_figures_is_the_per_page_model() {
 #[test]
 fn no_figures_same_run_no_block_counters() {
     let mut absent = swap_only(None, None);
-    let dev = absent["machine"]["swap"][0]["device"].as_object_mut().unwrap();
+    let dev = absent["machine"]["swap"][0]["device"]
+        .as_object_mut()
+        .unwrap();
     dev.remove("iops");
     dev.remove("max_sectors_kb");
     let a = run(&absent);
     let b = run(&swap_only(None, None));
     assert_eq!(a.counters, b.counters);
-    assert_eq!(serde_json::to_string(&a.phases).unwrap(), serde_json::to_string(&b.phases).unwrap());
+    assert_eq!(
+        serde_json::to_string(&a.phases).unwrap(),
+        serde_json::to_string(&b.phases).unwrap()
+    );
     assert!(!a.counters.iter().any(|(k, _)| k.starts_with("block[")));
 }
 
@@ -251,5 +334,8 @@ fn request_model_is_deterministic() {
     let v = zswap_writeback(Some(IOPS), Some(MAX_SECTORS_KB));
     let (a, b) = (run(&v), run(&v));
     assert_eq!(a.counters, b.counters);
-    assert_eq!(serde_json::to_string(&a.phases).unwrap(), serde_json::to_string(&b.phases).unwrap());
+    assert_eq!(
+        serde_json::to_string(&a.phases).unwrap(),
+        serde_json::to_string(&b.phases).unwrap()
+    );
 }

@@ -8,7 +8,13 @@ use reclaimlab_core::SimConfig;
 use serde_json::{json, Value};
 
 fn small() -> Value {
-    scenario(&[("a", 300, "text"), ("b", 300, "random")], 2_000, 200, true, false)
+    scenario(
+        &[("a", 300, "text"), ("b", 300, "random")],
+        2_000,
+        200,
+        true,
+        false,
+    )
 }
 
 fn refused(v: &Value) -> reclaimlab_core::ConfigError {
@@ -24,7 +30,11 @@ fn refused(v: &Value) -> reclaimlab_core::ConfigError {
 #[test]
 fn every_time_at_its_bound_runs_without_overflow() {
     let mut v = small();
-    for (k, cost) in [("access_ns", limits::MAX_COST_NS), ("scan_page_ns", limits::MAX_COST_NS), ("process_quantum_ns", limits::MAX_COST_NS)] {
+    for (k, cost) in [
+        ("access_ns", limits::MAX_COST_NS),
+        ("scan_page_ns", limits::MAX_COST_NS),
+        ("process_quantum_ns", limits::MAX_COST_NS),
+    ] {
         v["costs"][k] = json!(cost);
     }
     let dev = &mut v["machine"]["swap"][0]["device"];
@@ -39,9 +49,16 @@ fn every_time_at_its_bound_runs_without_overflow() {
     let mut s = build(&v);
     s.set_check_interval(1);
     let r = s.run_to_end();
-    assert!(r.stats.sim_time_ns <= limits::TIME_HORIZON_NS, "{}", r.stats.sim_time_ns);
+    assert!(
+        r.stats.sim_time_ns <= limits::TIME_HORIZON_NS,
+        "{}",
+        r.stats.sim_time_ns
+    );
     for p in &r.phases {
-        assert!(p.start_ns <= p.end_ns && p.end_ns <= limits::TIME_HORIZON_NS, "{p:?}");
+        assert!(
+            p.start_ns <= p.end_ns && p.end_ns <= limits::TIME_HORIZON_NS,
+            "{p:?}"
+        );
     }
 }
 
@@ -54,11 +71,18 @@ fn a_huge_quantum_does_not_skip_max_time() {
     let r = run(&v);
     assert_eq!(r.stats.sim_time_ns, 1_000_000);
     let last = r.phases.last().unwrap();
-    assert_eq!((last.outcome, last.end_ns), ("time_limit", 1_000_000), "{last:?}");
+    assert_eq!(
+        (last.outcome, last.end_ns),
+        ("time_limit", 1_000_000),
+        "{last:?}"
+    );
     // Without max_time the run's time is when its work ended, not the start of its one event.
     v["max_time_ns"] = Value::Null;
     let r = run(&v);
-    assert!(r.stats.sim_time_ns > 0 && r.stats.sim_time_ns == r.phases.iter().map(|p| p.end_ns).max().unwrap());
+    assert!(
+        r.stats.sim_time_ns > 0
+            && r.stats.sim_time_ns == r.phases.iter().map(|p| p.end_ns).max().unwrap()
+    );
 }
 
 /// One past each bound is refused, naming the lowered key, the unit and the bound.
@@ -66,22 +90,66 @@ fn a_huge_quantum_does_not_skip_max_time() {
 fn one_past_each_bound_is_refused_with_key_unit_and_bound() {
     type Set = Box<dyn Fn(&mut Value)>;
     let cases: Vec<(&str, Set, &str)> = vec![
-        ("costs.access_ns", Box::new(|v| v["costs"]["access_ns"] = json!(limits::MAX_COST_NS + 1)), "ns"),
-        ("machine.swap[0].device.write_latency_ns", Box::new(|v| v["machine"]["swap"][0]["device"]["write_latency_ns"] = json!(u64::MAX)), "ns"),
-        ("max_time_ns", Box::new(|v| v["max_time_ns"] = json!(limits::TIME_HORIZON_NS + 1)), "ns"),
-        ("kernel.switches.zswap.writeback_pause_ms", Box::new(|v| v["kernel"]["switches"] = json!({"zswap.writeback_pause_ms": i64::MAX})), "ms"),
-        ("cgroups.stats_flush_ns", Box::new(|v| v["cgroups"]["stats_flush_ns"] = json!(u64::MAX)), "ns"),
-        ("processes[0].phases[2]", Box::new(|v| v["processes"][0]["phases"][2]["phase"]["count"] = json!(limits::MAX_ACCESSES + 1)), "accesses"),
-        ("processes[0].phases[0]", Box::new(|v| v["processes"][0]["phases"][0]["phase"] = json!({"kind": "sleep", "duration_ns": u64::MAX})), "ns"),
-        ("processes[0].regions[1].pages", Box::new(|v| v["processes"][0]["regions"][1]["pages"] = json!(limits::MAX_PAGES)), "pages"),
-        ("machine.swap[0].size_bytes", Box::new(|v| v["machine"]["swap"][0]["size_bytes"] = json!(u64::MAX)), "slots"),
+        (
+            "costs.access_ns",
+            Box::new(|v| v["costs"]["access_ns"] = json!(limits::MAX_COST_NS + 1)),
+            "ns",
+        ),
+        (
+            "machine.swap[0].device.write_latency_ns",
+            Box::new(|v| v["machine"]["swap"][0]["device"]["write_latency_ns"] = json!(u64::MAX)),
+            "ns",
+        ),
+        (
+            "max_time_ns",
+            Box::new(|v| v["max_time_ns"] = json!(limits::TIME_HORIZON_NS + 1)),
+            "ns",
+        ),
+        (
+            "kernel.switches.zswap.writeback_pause_ms",
+            Box::new(|v| v["kernel"]["switches"] = json!({"zswap.writeback_pause_ms": i64::MAX})),
+            "ms",
+        ),
+        (
+            "cgroups.stats_flush_ns",
+            Box::new(|v| v["cgroups"]["stats_flush_ns"] = json!(u64::MAX)),
+            "ns",
+        ),
+        (
+            "processes[0].phases[2]",
+            Box::new(|v| {
+                v["processes"][0]["phases"][2]["phase"]["count"] = json!(limits::MAX_ACCESSES + 1)
+            }),
+            "accesses",
+        ),
+        (
+            "processes[0].phases[0]",
+            Box::new(|v| {
+                v["processes"][0]["phases"][0]["phase"] =
+                    json!({"kind": "sleep", "duration_ns": u64::MAX})
+            }),
+            "ns",
+        ),
+        (
+            "processes[0].regions[1].pages",
+            Box::new(|v| v["processes"][0]["regions"][1]["pages"] = json!(limits::MAX_PAGES)),
+            "pages",
+        ),
+        (
+            "machine.swap[0].size_bytes",
+            Box::new(|v| v["machine"]["swap"][0]["size_bytes"] = json!(u64::MAX)),
+            "slots",
+        ),
     ];
     for (key, set, unit) in cases {
         let mut v = small();
         set(&mut v);
         let e = refused(&v);
         assert_eq!(e.path, key, "{e}");
-        assert!(e.reason.contains(unit) && e.reason.contains("at most"), "{key}: {e}");
+        assert!(
+            e.reason.contains(unit) && e.reason.contains("at most"),
+            "{key}: {e}"
+        );
     }
 }
 
@@ -105,8 +173,14 @@ fn index_limits_name_the_key_and_the_real_limit() {
     let region = json!({"name": "r", "pages": 1, "content": "zero", "variants": 1});
     v["processes"][0]["regions"] = json!(vec![region; limits::MAX_REGIONS + 1]);
     let e = refused(&v);
-    assert_eq!(e.path, format!("processes[0].regions[{}]", limits::MAX_REGIONS));
-    assert!(e.reason.contains(&limits::MAX_REGIONS.to_string()) && !e.reason.contains("2^32"), "{e}");
+    assert_eq!(
+        e.path,
+        format!("processes[0].regions[{}]", limits::MAX_REGIONS)
+    );
+    assert!(
+        e.reason.contains(&limits::MAX_REGIONS.to_string()) && !e.reason.contains("2^32"),
+        "{e}"
+    );
 
     let mut v = small();
     let p = v["processes"][0].clone();

@@ -5,9 +5,17 @@ pub const MIB: u64 = 1 << 20;
 
 /// A one-process scenario: `regions` (name, pages, content) filled, then `accesses` uniform
 /// random reads over all of them, in cgroup `/t` limited to `limit_pages`.
-pub fn scenario(regions: &[(&str, u64, &str)], accesses: u64, limit_pages: u64, zswap: bool, v2: bool) -> Value {
-    let regs: Vec<Value> =
-        regions.iter().map(|(n, p, c)| json!({"name": n, "pages": p, "content": c, "variants": 64})).collect();
+pub fn scenario(
+    regions: &[(&str, u64, &str)],
+    accesses: u64,
+    limit_pages: u64,
+    zswap: bool,
+    v2: bool,
+) -> Value {
+    let regs: Vec<Value> = regions
+        .iter()
+        .map(|(n, p, c)| json!({"name": n, "pages": p, "content": c, "variants": 64}))
+        .collect();
     let mut phases: Vec<Value> = (0..regions.len())
         .map(|i| json!({"name": format!("fill{i}"), "phase": {"kind": "fill", "region": i}}))
         .collect();
@@ -42,10 +50,9 @@ pub fn add_file(v: &mut Value, fstype: &str, bytes_per_s: u64, file_pages: u64, 
     v["machine"]["filesystems"] = json!([{"name": "data", "fstype": fstype, "device": {
         "rotational": false, "read_latency_ns": 100000, "write_latency_ns": 100000,
         "read_bytes_per_s": bytes_per_s, "write_bytes_per_s": bytes_per_s, "max_sectors_kb": 512}}]);
-    v["processes"][0]["regions"]
-        .as_array_mut()
-        .unwrap()
-        .push(json!({"name": "f", "pages": file_pages, "content": "text", "variants": 64, "file": 0}));
+    v["processes"][0]["regions"].as_array_mut().unwrap().push(
+        json!({"name": "f", "pages": file_pages, "content": "text", "variants": 64, "file": 0}),
+    );
     let mut ph = vec![v["processes"][0]["phases"][0].clone()];
     for (k, p) in phases.iter().enumerate() {
         ph.push(json!({"name": format!("f{k}"), "phase": p}));
@@ -64,7 +71,11 @@ pub fn run(v: &Value) -> SimResult {
 }
 
 pub fn counter(r: &SimResult, key: &str) -> u64 {
-    r.counters.iter().find(|(k, _)| k == key).unwrap_or_else(|| panic!("no counter {key}")).1
+    r.counters
+        .iter()
+        .find(|(k, _)| k == key)
+        .unwrap_or_else(|| panic!("no counter {key}"))
+        .1
 }
 
 pub fn has(r: &SimResult, key: &str) -> bool {
@@ -86,5 +97,6 @@ pub fn dump(r: &SimResult) {
 /// `phases`, run on that file.
 pub fn add_tmpfs(v: &mut Value, size_bytes: Option<u64>, file_pages: u64, phases: &[Value]) {
     add_file(v, "ext4", 1, file_pages, phases);
-    v["machine"]["filesystems"] = json!([{"name": "shm", "fstype": "tmpfs", "size_bytes": size_bytes}]);
+    v["machine"]["filesystems"] =
+        json!([{"name": "shm", "fstype": "tmpfs", "size_bytes": size_bytes}]);
 }

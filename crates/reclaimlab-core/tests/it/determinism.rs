@@ -2,11 +2,20 @@ use crate::common::*;
 
 #[test]
 fn same_seed_same_result() {
-    let v = scenario(&[("a", 600, "text"), ("b", 600, "random")], 20_000, 900, true, false);
+    let v = scenario(
+        &[("a", 600, "text"), ("b", 600, "random")],
+        20_000,
+        900,
+        true,
+        false,
+    );
     let a = run(&v);
     let b = run(&v);
     assert_eq!(a.counters, b.counters);
-    assert_eq!(serde_json::to_string(&a.phases).unwrap(), serde_json::to_string(&b.phases).unwrap());
+    assert_eq!(
+        serde_json::to_string(&a.phases).unwrap(),
+        serde_json::to_string(&b.phases).unwrap()
+    );
 }
 
 /// The seed moves what it drives: with heavy reclaim, the access order (and so which pages
@@ -15,18 +24,44 @@ fn same_seed_same_result() {
 /// accesses made) stays the same.
 #[test]
 fn counters_move_with_the_seed() {
-    let mut v = scenario(&[("a", 1000, "text"), ("b", 2500, "random"), ("z", 300, "zero")], 60_000, 1200, true, false);
+    let mut v = scenario(
+        &[
+            ("a", 1000, "text"),
+            ("b", 2500, "random"),
+            ("z", 300, "zero"),
+        ],
+        60_000,
+        1200,
+        true,
+        false,
+    );
     v["kernel"]["zswap"]["max_pool_percent"] = serde_json::json!(1);
     v["processes"][0]["phases"][3]["phase"]["write_percent"] = serde_json::json!(50);
     let a = run(&v);
     v["seed"] = serde_json::json!(8);
     let b = run(&v);
-    for key in ["vmstat.zswpin", "vmstat.zswpwb", "vmstat.pswpin", "vmstat.workingset_refault_anon", "vmstat.pgmajfault", "zswap.pool_total_size"] {
+    for key in [
+        "vmstat.zswpin",
+        "vmstat.zswpwb",
+        "vmstat.pswpin",
+        "vmstat.workingset_refault_anon",
+        "vmstat.pgmajfault",
+        "zswap.pool_total_size",
+    ] {
         assert!(counter(&a, key) > 0, "{key} should move in this run");
-        assert_ne!(counter(&a, key), counter(&b, key), "{key} should depend on the seed");
+        assert_ne!(
+            counter(&a, key),
+            counter(&b, key),
+            "{key} should depend on the seed"
+        );
     }
-    let accesses = |r: &reclaimlab_core::SimResult| r.phases.iter().map(|p| p.accesses).collect::<Vec<_>>();
-    assert_eq!(accesses(&a), accesses(&b), "the seed does not change how many accesses each phase makes");
+    let accesses =
+        |r: &reclaimlab_core::SimResult| r.phases.iter().map(|p| p.accesses).collect::<Vec<_>>();
+    assert_eq!(
+        accesses(&a),
+        accesses(&b),
+        "the seed does not change how many accesses each phase makes"
+    );
 }
 
 /// Same seed, same result, bit for bit, under everything that makes a run complex at once:
@@ -34,7 +69,17 @@ fn counters_move_with_the_seed() {
 /// worker and shrinker writeback, and zram as the swap device, with writes.
 #[test]
 fn same_seed_same_result_heavy_reclaim_two_tenants_zram() {
-    let mut v = scenario(&[("a", 1500, "text"), ("b", 1500, "random"), ("z", 300, "zero")], 40_000, 1200, true, true);
+    let mut v = scenario(
+        &[
+            ("a", 1500, "text"),
+            ("b", 1500, "random"),
+            ("z", 300, "zero"),
+        ],
+        40_000,
+        1200,
+        true,
+        true,
+    );
     v["kernel"]["zswap"]["max_pool_percent"] = serde_json::json!(1);
     v["kernel"]["zswap"]["shrinker_enabled"] = serde_json::json!(true);
     v["machine"]["swap"][0]["kind"] = serde_json::json!("zram");
@@ -49,14 +94,30 @@ fn same_seed_same_result_heavy_reclaim_two_tenants_zram() {
     second["cgroup"] = serde_json::json!(2);
     v["processes"] = serde_json::json!([v["processes"][0].clone(), second]);
     let a = run(&v);
-    for key in ["vmstat.zswpwb", "vmstat.pgscan_anon", "vmstat.workingset_refault_anon", "memcg[/t].memory.events.high", "memcg[/u].memory.events.max"] {
+    for key in [
+        "vmstat.zswpwb",
+        "vmstat.pgscan_anon",
+        "vmstat.workingset_refault_anon",
+        "memcg[/t].memory.events.high",
+        "memcg[/u].memory.events.max",
+    ] {
         assert!(counter(&a, key) > 0, "{key}: the run should exercise it");
     }
-    assert!(counter(&a, "zram0.mm_stat.orig_data_size") + counter(&a, "zram0.mm_stat.pages_compacted") > 0, "zram should be used");
+    assert!(
+        counter(&a, "zram0.mm_stat.orig_data_size") + counter(&a, "zram0.mm_stat.pages_compacted")
+            > 0,
+        "zram should be used"
+    );
     let b = run(&v);
     assert_eq!(a.counters, b.counters);
-    assert_eq!(serde_json::to_string(&a.phases).unwrap(), serde_json::to_string(&b.phases).unwrap());
-    assert_eq!(serde_json::to_string(&a.stats).unwrap(), serde_json::to_string(&b.stats).unwrap());
+    assert_eq!(
+        serde_json::to_string(&a.phases).unwrap(),
+        serde_json::to_string(&b.phases).unwrap()
+    );
+    assert_eq!(
+        serde_json::to_string(&a.stats).unwrap(),
+        serde_json::to_string(&b.stats).unwrap()
+    );
 }
 
 /// The global zswap LRU (≤6.7) keeps every entry on the root's list: the conservation check
@@ -64,7 +125,17 @@ fn same_seed_same_result_heavy_reclaim_two_tenants_zram() {
 /// baseline).
 #[test]
 fn page_conservation_every_event_global_zswap_lru() {
-    let mut v = scenario(&[("a", 1000, "text"), ("b", 2500, "random"), ("z", 300, "zero")], 60_000, 1200, true, false);
+    let mut v = scenario(
+        &[
+            ("a", 1000, "text"),
+            ("b", 2500, "random"),
+            ("z", 300, "zero"),
+        ],
+        60_000,
+        1200,
+        true,
+        false,
+    );
     v["kernel"]["version"] = serde_json::json!("6.8");
     v["kernel"]["zswap"]["max_pool_percent"] = serde_json::json!(1);
     v["processes"][0]["phases"][3]["phase"]["write_percent"] = serde_json::json!(50);
@@ -73,7 +144,10 @@ fn page_conservation_every_event_global_zswap_lru() {
     s.set_check_interval(1);
     let r = s.run_to_end();
     // Entries of a memcg other than the root, all on the root's list.
-    assert!(counter(&r, "vmstat.zswpout") > 1000, "zswap should store pages of /t (the only process is there)");
+    assert!(
+        counter(&r, "vmstat.zswpout") > 1000,
+        "zswap should store pages of /t (the only process is there)"
+    );
     s.check_conservation().unwrap();
 }
 
@@ -81,7 +155,17 @@ fn page_conservation_every_event_global_zswap_lru() {
 /// pool limit (worker writeback), readahead and the zeromap all active (cgroup v1 limit).
 #[test]
 fn page_conservation_every_event_v1() {
-    let mut v = scenario(&[("a", 1000, "text"), ("b", 2500, "random"), ("z", 300, "zero")], 60_000, 1200, true, false);
+    let mut v = scenario(
+        &[
+            ("a", 1000, "text"),
+            ("b", 2500, "random"),
+            ("z", 300, "zero"),
+        ],
+        60_000,
+        1200,
+        true,
+        false,
+    );
     v["kernel"]["zswap"]["max_pool_percent"] = serde_json::json!(1);
     // Writes free the swap copies of pages (write faults free the slot), so pages keep
     // returning to zswap and the pool stays at its limit.
@@ -89,7 +173,10 @@ fn page_conservation_every_event_v1() {
     let mut s = build(&v);
     s.set_check_interval(1);
     let r = s.run_to_end();
-    assert!(counter(&r, "vmstat.zswpwb") > 0, "the run should exercise writeback");
+    assert!(
+        counter(&r, "vmstat.zswpwb") > 0,
+        "the run should exercise writeback"
+    );
     assert!(counter(&r, "vmstat.swpout_zero") > 0);
     assert!(counter(&r, "vmstat.pswpin") > 0);
     s.check_conservation().unwrap();
@@ -98,12 +185,25 @@ fn page_conservation_every_event_v1() {
 /// The same under cgroup v2 memory.high with the zswap shrinker on.
 #[test]
 fn page_conservation_every_event_v2_shrinker() {
-    let mut v = scenario(&[("a", 1500, "text"), ("b", 1500, "random"), ("z", 300, "zero")], 30_000, 1200, true, true);
+    let mut v = scenario(
+        &[
+            ("a", 1500, "text"),
+            ("b", 1500, "random"),
+            ("z", 300, "zero"),
+        ],
+        30_000,
+        1200,
+        true,
+        true,
+    );
     v["kernel"]["zswap"]["shrinker_enabled"] = serde_json::json!(true);
     let mut s = build(&v);
     s.set_check_interval(1);
     let r = s.run_to_end();
-    assert!(counter(&r, "vmstat.zswpwb") > 0, "the shrinker should write back");
+    assert!(
+        counter(&r, "vmstat.zswpwb") > 0,
+        "the shrinker should write back"
+    );
     assert!(counter(&r, "memcg[/t].memory.events.high") > 0);
     s.check_conservation().unwrap();
 }
@@ -111,7 +211,17 @@ fn page_conservation_every_event_v2_shrinker() {
 /// Conservation with zram as the swap device and zswap in front of it.
 #[test]
 fn page_conservation_every_event_zram() {
-    let mut v = scenario(&[("a", 1000, "text"), ("b", 2500, "random"), ("z", 300, "zero")], 30_000, 1200, true, false);
+    let mut v = scenario(
+        &[
+            ("a", 1000, "text"),
+            ("b", 2500, "random"),
+            ("z", 300, "zero"),
+        ],
+        30_000,
+        1200,
+        true,
+        false,
+    );
     v["kernel"]["zswap"]["max_pool_percent"] = serde_json::json!(1);
     v["machine"]["swap"][0]["kind"] = serde_json::json!("zram");
     v["processes"][0]["phases"][3]["phase"]["write_percent"] = serde_json::json!(50);
@@ -119,7 +229,10 @@ fn page_conservation_every_event_zram() {
     s.set_check_interval(1);
     let r = s.run_to_end();
     assert!(counter(&r, "vmstat.zswpwb") > 0);
-    assert!(counter(&r, "zram0.mm_stat.pages_compacted") + counter(&r, "zram0.mm_stat.orig_data_size") > 0);
+    assert!(
+        counter(&r, "zram0.mm_stat.pages_compacted") + counter(&r, "zram0.mm_stat.orig_data_size")
+            > 0
+    );
     s.check_conservation().unwrap();
 }
 
@@ -127,7 +240,13 @@ fn page_conservation_every_event_zram() {
 /// write back the very entry being brought in; the swap-in must then use that folio.
 #[test]
 fn page_conservation_v2_memory_max_shrinker() {
-    let mut v = scenario(&[("a", 1500, "text"), ("b", 1500, "random")], 30_000, 1200, true, true);
+    let mut v = scenario(
+        &[("a", 1500, "text"), ("b", 1500, "random")],
+        30_000,
+        1200,
+        true,
+        true,
+    );
     v["cgroups"]["groups"][1]["limit_bytes"] = v["cgroups"]["groups"][1]["high_bytes"].clone();
     v["cgroups"]["groups"][1]["high_bytes"] = serde_json::Value::Null;
     v["kernel"]["zswap"]["shrinker_enabled"] = serde_json::json!(true);

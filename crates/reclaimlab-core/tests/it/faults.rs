@@ -12,17 +12,32 @@ fn phase_faults_add_up_to_vmstat() {
     let v = scenario(&[("a", 4096, "mix1024")], 20_000, 1024, false, false);
     let r = run(&v);
     let fill = &r.phases[0];
-    assert_eq!((fill.minflt, fill.majflt), (4096, 0), "a fill: one minor fault per fresh page");
+    assert_eq!(
+        (fill.minflt, fill.majflt),
+        (4096, 0),
+        "a fill: one minor fault per fresh page"
+    );
     let measure = &r.phases[1];
-    assert!(measure.majflt > 0 && measure.minflt > 0, "measure: {} minor, {} major", measure.minflt, measure.majflt);
+    assert!(
+        measure.majflt > 0 && measure.minflt > 0,
+        "measure: {} minor, {} major",
+        measure.minflt,
+        measure.majflt
+    );
     assert!(measure.minflt + measure.majflt <= measure.accesses);
     // One process, no retried faults: the phases' faults are all of the machine's.
-    let (min, maj): (u64, u64) = r.phases.iter().fold((0, 0), |(a, b), p| (a + p.minflt, b + p.majflt));
+    let (min, maj): (u64, u64) = r
+        .phases
+        .iter()
+        .fold((0, 0), |(a, b), p| (a + p.minflt, b + p.majflt));
     assert_eq!(maj, counter(&r, "vmstat.pgmajfault"));
     assert_eq!(min + maj, counter(&r, "vmstat.pgfault"));
     // The record's JSON carries them under getrusage's short names, as the lab runner does.
     let j = serde_json::to_value(&r.phases[1]).unwrap();
-    assert_eq!((j["minflt"].clone(), j["majflt"].clone()), (json!(measure.minflt), json!(measure.majflt)));
+    assert_eq!(
+        (j["minflt"].clone(), j["majflt"].clone()),
+        (json!(measure.minflt), json!(measure.majflt))
+    );
 }
 
 #[test]
@@ -63,7 +78,12 @@ fn rw_takes_the_read_fault_and_dirties_the_page() {
     // ... but the page is dirty now: evicting it again writes it out, where the clean pages
     // the loads brought in keep their swap copy and are dropped.
     let out = |r: &reclaimlab_core::SimResult| counter(r, "vmstat.pswpout");
-    assert!(out(&rw) > out(&read) + 1000, "pswpout rw {} read {}", out(&rw), out(&read));
+    assert!(
+        out(&rw) > out(&read) + 1000,
+        "pswpout rw {} read {}",
+        out(&rw),
+        out(&read)
+    );
 }
 
 #[test]
@@ -97,6 +117,14 @@ fn a_fault_on_a_folio_under_reclaim_writeback_counts_as_a_readahead_hit() {
     let hits = counter(&r, "vmstat.swap_ra_hit");
     assert!(hits > 0, "no readahead hit on a folio under writeback");
     // Every hit was a minor fault of the random phase on a swap-cache folio.
-    let measure = r.phases.iter().find(|p| p.phase == "measure").expect("phase");
-    assert!(hits <= measure.minflt, "{hits} hits, {} minor faults", measure.minflt);
+    let measure = r
+        .phases
+        .iter()
+        .find(|p| p.phase == "measure")
+        .expect("phase");
+    assert!(
+        hits <= measure.minflt,
+        "{hits} hits, {} minor faults",
+        measure.minflt
+    );
 }

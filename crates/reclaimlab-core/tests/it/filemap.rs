@@ -24,7 +24,11 @@ fn mmap(passes: u32) -> Value {
 #[test]
 fn a_machine_without_files_exports_no_file_counters() {
     let r = run(&scenario(&[("a", 300, "text")], 1000, 1000, false, false));
-    assert!(!has(&r, "vmstat.pgscan_file") && !has(&r, "vmstat.nr_file_pages") && !has(&r, "meminfo.Cached"));
+    assert!(
+        !has(&r, "vmstat.pgscan_file")
+            && !has(&r, "vmstat.nr_file_pages")
+            && !has(&r, "meminfo.Cached")
+    );
     assert!(!has(&r, "memcg[/t].memory.stat.cache"));
 }
 
@@ -40,7 +44,10 @@ fn reading_twice_activates_and_readahead_reads_every_page_once() {
     assert_eq!(counter(&r, "vmstat.nr_file_pages"), 2000);
     assert_eq!(counter(&r, "meminfo.Cached"), 2000 * 4);
     assert_eq!(counter(&r, "vmstat.nr_mapped"), 0);
-    assert_eq!(counter(&r, "memcg[/t].memory.stat.total_cache"), 2000 * 4096);
+    assert_eq!(
+        counter(&r, "memcg[/t].memory.stat.total_cache"),
+        2000 * 4096
+    );
 }
 
 #[test]
@@ -57,7 +64,10 @@ fn streaming_read_larger_than_the_memcg_is_use_once() {
     assert_eq!(counter(&r, "vmstat.workingset_refault_file"), 4000);
     assert_eq!(counter(&r, "vmstat.workingset_activate_file"), 0);
     assert_eq!(counter(&r, "vmstat.pgpgin"), 2 * 4000 * 4);
-    assert_eq!(counter(&r, "memcg[/t].memory.stat.workingset_refault_file"), 4000);
+    assert_eq!(
+        counter(&r, "memcg[/t].memory.stat.workingset_refault_file"),
+        4000
+    );
 }
 
 #[test]
@@ -77,7 +87,10 @@ fn mapped_pages_fault_around_and_count_as_mapped() {
     assert_eq!(counter(&r, "vmstat.pgpgin"), 2048 * 4);
     assert_eq!(counter(&r, "vmstat.nr_mapped"), 2048);
     assert_eq!(counter(&r, "meminfo.Mapped"), 2048 * 4);
-    assert_eq!(counter(&r, "memcg[/t].memory.stat.mapped_file"), 2048 * 4096);
+    assert_eq!(
+        counter(&r, "memcg[/t].memory.stat.mapped_file"),
+        2048 * 4096
+    );
     let faults = counter(&r, "vmstat.pgfault") - 256;
     assert!(faults < 2048 / 4, "{faults} faults for 2048 pages");
     assert!(counter(&r, "vmstat.pgmajfault") > 0);
@@ -91,17 +104,30 @@ fn young_mapped_pages_survive_a_scan_that_unmapped_ones_do_not() {
     // FOLIOREF_RECLAIM_CLEAN) they are the first to go.
     let resident_of_first_file = |first: Value| {
         let mut v = file_scenario(1000, 1500, &[first, read(1)]);
-        v["processes"][0]["regions"].as_array_mut().unwrap().push(json!({"name": "g", "pages": 900, "content": "text", "variants": 64, "file": 0}));
+        v["processes"][0]["regions"]
+            .as_array_mut()
+            .unwrap()
+            .push(json!({"name": "g", "pages": 900, "content": "text", "variants": 64, "file": 0}));
         v["processes"][0]["phases"][2]["phase"]["region"] = json!(2);
         let mut s = build(&v);
         let r = s.run_to_end();
-        assert!(counter(&r, "vmstat.pgsteal_file") > 500, "{}", counter(&r, "vmstat.pgsteal_file"));
+        assert!(
+            counter(&r, "vmstat.pgsteal_file") > 500,
+            "{}",
+            counter(&r, "vmstat.pgsteal_file")
+        );
         // The heap's 256 pages come first in the arena, then the first file's 1000.
-        s.mm().pages()[256..1256].iter().filter(|p| p.has(reclaimlab_core::mm::page::pg::RESIDENT)).count()
+        s.mm().pages()[256..1256]
+            .iter()
+            .filter(|p| p.has(reclaimlab_core::mm::page::pg::RESIDENT))
+            .count()
     };
     let mapped = resident_of_first_file(mmap(1));
     let read = resident_of_first_file(read(1));
-    assert!(mapped > read + 150, "mapped {mapped} vs read {read} pages left");
+    assert!(
+        mapped > read + 150,
+        "mapped {mapped} vs read {read} pages left"
+    );
 }
 
 #[test]
@@ -120,7 +146,10 @@ fn file_runs_are_deterministic() {
     let v = file_scenario(3000, 1200, &[read(1), mmap(2)]);
     let (a, b) = (run(&v), run(&v));
     assert_eq!(a.counters, b.counters);
-    assert_eq!(serde_json::to_string(&a.phases).unwrap(), serde_json::to_string(&b.phases).unwrap());
+    assert_eq!(
+        serde_json::to_string(&a.phases).unwrap(),
+        serde_json::to_string(&b.phases).unwrap()
+    );
 }
 
 #[test]
@@ -206,7 +235,10 @@ fn large_folios_follow_the_readahead_order_ramp() {
         assert_eq!(counter(r, "block[data].stat.read_merges"), 0);
     }
     // The last window has 512 pages (two requests) instead of 300 (one).
-    assert_eq!(counter(&large, "block[data].stat.read_ios"), 5 + 2 + 8 * 2 + 2);
+    assert_eq!(
+        counter(&large, "block[data].stat.read_ios"),
+        5 + 2 + 8 * 2 + 2
+    );
     let charges = |r: &reclaimlab_core::SimResult| counter(r, "memcg[/t].memory.stat.pgpgin");
     assert_eq!(charges(&small) - charges(&large), 6400 - 42);
     // The reference host's kernel (6.18, ext4 on a disk with read_ahead_kb 8192 and
@@ -231,10 +263,18 @@ fn large_folios_follow_the_readahead_order_ramp() {
         dev["read_latency_ns"] = json!(0);
         dev["read_bytes_per_s"] = json!(1u64 << 60);
         let r = run(&v);
-        let p = r.phases.iter().find(|p| p.phase == "f0").expect("the read phase");
+        let p = r
+            .phases
+            .iter()
+            .find(|p| p.phase == "f0")
+            .expect("the read phase");
         (p.end_ns - p.start_ns) as i64
     };
     let added = |large: bool| phase_ns(large, 1800) - phase_ns(large, 800);
     assert!((added(true) - 42_000).abs() < 1_000, "{}", added(true));
-    assert!((added(false) - 6_400_000).abs() < 10_000, "{}", added(false));
+    assert!(
+        (added(false) - 6_400_000).abs() < 10_000,
+        "{}",
+        added(false)
+    );
 }

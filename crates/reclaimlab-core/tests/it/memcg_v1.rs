@@ -30,11 +30,23 @@ fn failcnt_counts_each_failed_try_at_the_limited_ancestor() {
     // /a, the counter over its limit), then its single page, which does. Nothing is reclaimed.
     let r = run(&nested_v1(90, 100));
     assert_eq!(counter(&r, "memcg[/a].memory.failcnt"), 27);
-    assert_eq!(counter(&r, "memcg[/a/b].memory.failcnt"), 0, "/a/b has no limit of its own");
+    assert_eq!(
+        counter(&r, "memcg[/a/b].memory.failcnt"),
+        0,
+        "/a/b has no limit of its own"
+    );
     assert_eq!(counter(&r, "memcg[/].memory.failcnt"), 0);
-    assert_eq!(counter(&r, "memcg[/a].memory.stat.pgpgout"), 0, "no reclaim");
+    assert_eq!(
+        counter(&r, "memcg[/a].memory.stat.pgpgout"),
+        0,
+        "no reclaim"
+    );
     for g in ["/", "/a", "/a/b"] {
-        assert_eq!(counter(&r, &format!("memcg[{g}].memory.max_usage_in_bytes")), 91 * 4096, "{g}");
+        assert_eq!(
+            counter(&r, &format!("memcg[{g}].memory.max_usage_in_bytes")),
+            91 * 4096,
+            "{g}"
+        );
     }
 }
 
@@ -44,7 +56,10 @@ fn max_usage_is_the_watermark_under_reclaim() {
     // watermark reaches the limit and never passes it, the usage at the end is below it.
     let r = run(&nested_v1(4096, 1024));
     let failcnt = counter(&r, "memcg[/a].memory.failcnt");
-    assert!(failcnt >= 4096 - 1024, "at least one failed try per page charged beyond the limit: {failcnt}");
+    assert!(
+        failcnt >= 4096 - 1024,
+        "at least one failed try per page charged beyond the limit: {failcnt}"
+    );
     let max_usage = counter(&r, "memcg[/a].memory.max_usage_in_bytes");
     assert_eq!(max_usage, 1024 * 4096);
     assert!(counter(&r, "memcg[/a].memory.usage_in_bytes") <= max_usage);
@@ -54,5 +69,8 @@ fn max_usage_is_the_watermark_under_reclaim() {
 #[test]
 fn v2_has_no_v1_files() {
     let r = run(&scenario(&[("r", 256, "mix1024")], 100, 128, false, true));
-    assert!(!r.counters.iter().any(|(k, _)| k.ends_with("memory.failcnt") || k.ends_with("memory.max_usage_in_bytes")));
+    assert!(!r
+        .counters
+        .iter()
+        .any(|(k, _)| k.ends_with("memory.failcnt") || k.ends_with("memory.max_usage_in_bytes")));
 }

@@ -35,7 +35,11 @@ fn scenario(a: Value, procs: &[(&str, u32, u64, i16, u64)]) -> Value {
 }
 
 fn outcome<'a>(r: &'a reclaimlab_core::SimResult, process: &str) -> Vec<&'a str> {
-    r.phases.iter().filter(|p| p.process == process).map(|p| p.outcome).collect()
+    r.phases
+        .iter()
+        .filter(|p| p.process == process)
+        .map(|p| p.outcome)
+        .collect()
 }
 
 const LIMIT: u64 = 2048 * 4096;
@@ -44,7 +48,10 @@ const LIMIT: u64 = 2048 * 4096;
 fn unkillable_charging_task_makes_the_killer_take_another() {
     // "big" holds 1200 pages; "safe" (-1000) then needs 1200 more under 2048: the killer
     // cannot take it, takes "big", and safe's charge succeeds.
-    let r = run(&scenario(json!({"limit_bytes": LIMIT}), &[("big", 1, 1200, 0, 0), ("safe", 1, 1200, -1000, 100)]));
+    let r = run(&scenario(
+        json!({"limit_bytes": LIMIT}),
+        &[("big", 1, 1200, 0, 0), ("safe", 1, 1200, -1000, 100)],
+    ));
     assert_eq!(outcome(&r, "big"), ["completed", "completed", "oom_killed"]);
     assert_eq!(outcome(&r, "safe"), ["completed", "completed", "completed"]);
     assert_eq!(counter(&r, "memcg[/a].memory.events.oom_kill"), 1);
@@ -55,7 +62,10 @@ fn unkillable_charging_task_makes_the_killer_take_another() {
 fn nothing_killable_fails_the_charge() {
     // Both at -1000: out_of_memory finds no victim; the charging task stops ("oom_failed"),
     // the other keeps its memory, nothing is counted as killed.
-    let r = run(&scenario(json!({"limit_bytes": LIMIT}), &[("a", 1, 1200, -1000, 0), ("b", 1, 1200, -1000, 100)]));
+    let r = run(&scenario(
+        json!({"limit_bytes": LIMIT}),
+        &[("a", 1, 1200, -1000, 0), ("b", 1, 1200, -1000, 100)],
+    ));
     assert_eq!(outcome(&r, "a"), ["completed", "completed", "completed"]);
     assert_eq!(outcome(&r, "b"), ["completed", "oom_failed"]);
     assert_eq!(counter(&r, "memcg[/a].memory.events.oom_kill"), 0);
@@ -67,12 +77,23 @@ fn oom_group_kills_the_subtree_and_events_propagate() {
     // /a has memory.oom.group; the charging task is in /a/b: the group is /a, every task of
     // /a and /a/b dies but the -1000 one; oom_kill counts the victim twice (kernel: the group
     // scan meets it again), in /a/b and, hierarchically, in /a.
-    let procs = [("p_a", 1, 100, 0, 0), ("safe_a", 1, 100, -1000, 0), ("q_b", 2, 100, 0, 0), ("hog_b", 2, 4000, 0, 100)];
-    let r = run(&scenario(json!({"limit_bytes": LIMIT, "oom_group": true}), &procs));
+    let procs = [
+        ("p_a", 1, 100, 0, 0),
+        ("safe_a", 1, 100, -1000, 0),
+        ("q_b", 2, 100, 0, 0),
+        ("hog_b", 2, 4000, 0, 100),
+    ];
+    let r = run(&scenario(
+        json!({"limit_bytes": LIMIT, "oom_group": true}),
+        &procs,
+    ));
     for p in ["p_a", "q_b", "hog_b"] {
         assert_eq!(outcome(&r, p).last(), Some(&"oom_killed"), "{p}");
     }
-    assert_eq!(outcome(&r, "safe_a"), ["completed", "completed", "completed"]);
+    assert_eq!(
+        outcome(&r, "safe_a"),
+        ["completed", "completed", "completed"]
+    );
     assert_eq!(counter(&r, "memcg[/a/b].memory.events.oom_kill"), 3);
     assert_eq!(counter(&r, "memcg[/a].memory.events.oom_kill"), 4);
     assert_eq!(counter(&r, "memcg[/a].memory.events.oom_group_kill"), 1);

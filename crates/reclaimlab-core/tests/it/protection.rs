@@ -17,7 +17,13 @@ fn group(path: &str, parent: u32, extra: Value) -> Value {
     g
 }
 
-fn fill_then(name: &str, cgroup: u32, pages: u64, sleep_before_ns: u64, sleep_after_ns: u64) -> Value {
+fn fill_then(
+    name: &str,
+    cgroup: u32,
+    pages: u64,
+    sleep_before_ns: u64,
+    sleep_after_ns: u64,
+) -> Value {
     json!({"name": name, "cgroup": cgroup,
         "regions": [{"name": "r", "pages": pages, "content": "text", "variants": 64}],
         "phases": [
@@ -36,16 +42,27 @@ fn siblings(a: Value, b: Value, b_pages: u64) -> Value {
         group("/p/a", 1, a),
         group("/p/b", 1, b),
     ]);
-    v["processes"] = json!([fill_then("a", 2, 3000, 0, 4_000_000_000), fill_then("b", 3, b_pages, 1_000_000_000, 1)]);
+    v["processes"] = json!([
+        fill_then("a", 2, 3000, 0, 4_000_000_000),
+        fill_then("b", 3, b_pages, 1_000_000_000, 1)
+    ]);
     v
 }
 
 #[test]
 fn memory_min_is_not_reclaimed() {
-    let r = run(&siblings(json!({"min_bytes": 3000 * PAGE}), json!({}), 7000));
+    let r = run(&siblings(
+        json!({"min_bytes": 3000 * PAGE}),
+        json!({}),
+        7000,
+    ));
     let a = counter(&r, "memcg[/p/a].memory.current") / PAGE;
     assert!(a >= 3000, "a kept its memory.min: {a} pages");
-    assert_eq!(counter(&r, "memcg[/p/a].memory.events.low"), 0, "min is not an event");
+    assert_eq!(
+        counter(&r, "memcg[/p/a].memory.events.low"),
+        0,
+        "min is not an event"
+    );
     let r = run(&siblings(json!({}), json!({}), 7000));
     let a = counter(&r, "memcg[/p/a].memory.current") / PAGE;
     assert!(a < 2900, "without memory.min a is reclaimed: {a} pages");
@@ -53,9 +70,16 @@ fn memory_min_is_not_reclaimed() {
 
 #[test]
 fn memory_low_is_skipped_while_others_are_reclaimable() {
-    let r = run(&siblings(json!({"low_bytes": 3000 * PAGE}), json!({}), 7000));
+    let r = run(&siblings(
+        json!({"low_bytes": 3000 * PAGE}),
+        json!({}),
+        7000,
+    ));
     let a = counter(&r, "memcg[/p/a].memory.current") / PAGE;
-    assert!(a >= 3000, "b was reclaimable, so a kept its memory.low: {a} pages");
+    assert!(
+        a >= 3000,
+        "b was reclaimable, so a kept its memory.low: {a} pages"
+    );
     assert_eq!(counter(&r, "memcg[/p/a].memory.events.low"), 0);
 }
 
@@ -64,13 +88,21 @@ fn memory_low_yields_when_nothing_else_is_reclaimable() {
     // b may not swap (memory.swap.max 0), so its 7000 pages need a below its low: the
     // memcg_low retry reclaims a and counts MEMCG_LOW; memory.min OOM-kills b instead.
     let b = json!({"swap_max_bytes": 0});
-    let r = run(&siblings(json!({"low_bytes": 3000 * PAGE}), b.clone(), 7000));
+    let r = run(&siblings(
+        json!({"low_bytes": 3000 * PAGE}),
+        b.clone(),
+        7000,
+    ));
     assert!(counter(&r, "memcg[/p/a].memory.events.low") > 0);
     assert!(counter(&r, "memcg[/p/a].memory.current") / PAGE < 3000);
     assert_eq!(counter(&r, "memcg[/p/b].memory.events.oom_kill"), 0);
     let r = run(&siblings(json!({"min_bytes": 3000 * PAGE}), b, 7000));
     assert!(counter(&r, "memcg[/p/a].memory.current") / PAGE >= 3000);
-    assert_eq!(counter(&r, "memcg[/p].memory.events.oom_kill"), 1, "b cannot fit above a's memory.min");
+    assert_eq!(
+        counter(&r, "memcg[/p].memory.events.oom_kill"),
+        1,
+        "b cannot fit above a's memory.min"
+    );
 }
 
 #[test]
@@ -87,13 +119,22 @@ fn recursiveprot_shares_unclaimed_protection_by_usage() {
             group("/top/p/a", 2, json!({})),
             group("/top/b", 1, json!({})),
         ]);
-        v["processes"] = json!([fill_then("a", 3, 3000, 0, 4_000_000_000), fill_then("b", 4, 7000, 1_000_000_000, 1)]);
+        v["processes"] = json!([
+            fill_then("a", 3, 3000, 0, 4_000_000_000),
+            fill_then("b", 4, 7000, 1_000_000_000, 1)
+        ]);
         run(&v)
     };
     let with = counter(&mk(true), "memcg[/top/p/a].memory.current") / PAGE;
     let without = counter(&mk(false), "memcg[/top/p/a].memory.current") / PAGE;
-    assert!(with >= 3000, "recursiveprot: a is covered by /top/p's low ({with} pages)");
-    assert!(without < 2900, "no recursiveprot: a has no protection ({without} pages)");
+    assert!(
+        with >= 3000,
+        "recursiveprot: a is covered by /top/p's low ({with} pages)"
+    );
+    assert!(
+        without < 2900,
+        "no recursiveprot: a has no protection ({without} pages)"
+    );
 }
 
 /// /t with memory.max 2000 pages and memory.swap.max `swap_max` pages fills 5000 pages.
@@ -101,7 +142,11 @@ fn swap_limited(swap_max: Option<u64>) -> reclaimlab_core::SimResult {
     let mut v = scenario(&[("x", 1, "text")], 1, 1, false, true);
     v["cgroups"]["groups"] = json!([
         group("/", 0, json!({"parent": null})),
-        group("/t", 0, json!({"limit_bytes": 2000 * PAGE, "swap_max_bytes": swap_max.map(|p| p * PAGE)})),
+        group(
+            "/t",
+            0,
+            json!({"limit_bytes": 2000 * PAGE, "swap_max_bytes": swap_max.map(|p| p * PAGE)})
+        ),
     ]);
     v["processes"] = json!([fill_then("p", 1, 5000, 0, 1)]);
     run(&v)
@@ -110,14 +155,29 @@ fn swap_limited(swap_max: Option<u64>) -> reclaimlab_core::SimResult {
 #[test]
 fn swap_max_limits_swap_and_ooms() {
     let r = swap_limited(Some(1000));
-    assert_eq!(counter(&r, "memcg[/t].memory.events.oom_kill"), 1, "5000 pages do not fit in 2000 + 1000");
-    assert_eq!(counter(&r, "memcg[/t].memory.swap.peak") / PAGE, 1000, "swap usage reached memory.swap.max");
+    assert_eq!(
+        counter(&r, "memcg[/t].memory.events.oom_kill"),
+        1,
+        "5000 pages do not fit in 2000 + 1000"
+    );
+    assert_eq!(
+        counter(&r, "memcg[/t].memory.swap.peak") / PAGE,
+        1000,
+        "swap usage reached memory.swap.max"
+    );
     assert!(counter(&r, "memcg[/t].memory.swap.current") / PAGE <= 1000);
     assert!(counter(&r, "memcg[/t].memory.peak") / PAGE >= 2000);
-    let (max, fail) = (counter(&r, "memcg[/t].memory.swap.events.max"), counter(&r, "memcg[/t].memory.swap.events.fail"));
+    let (max, fail) = (
+        counter(&r, "memcg[/t].memory.swap.events.max"),
+        counter(&r, "memcg[/t].memory.swap.events.fail"),
+    );
     assert!(max > 0 && fail >= max, "swap.events max {max}, fail {fail}");
     let r = swap_limited(None);
-    assert_eq!(counter(&r, "memcg[/t].memory.events.oom_kill"), 0, "without memory.swap.max it swaps");
+    assert_eq!(
+        counter(&r, "memcg[/t].memory.events.oom_kill"),
+        0,
+        "without memory.swap.max it swaps"
+    );
     assert!(counter(&r, "memcg[/t].memory.swap.peak") / PAGE >= 3000);
     assert_eq!(counter(&r, "memcg[/t].memory.swap.events.max"), 0);
 }
@@ -144,10 +204,19 @@ fn protection_in_the_last_subtree_of_the_tree() {
     ]);
     // b (in /b) fills more than the machine's memory: global reclaim walks every memcg, and
     // /p/a's protection comes from /p's low (memory_recursiveprot).
-    v["processes"] = json!([fill_then("a", 3, 3000, 0, 4_000_000_000), fill_then("b", 1, 140_000, 1_000_000_000, 1)]);
+    v["processes"] = json!([
+        fill_then("a", 3, 3000, 0, 4_000_000_000),
+        fill_then("b", 1, 140_000, 1_000_000_000, 1)
+    ]);
     let r = run(&v);
-    assert!(counter(&r, "memcg[/p/a].memory.current") / PAGE >= 3000, "/p/a kept /p's memory.low");
-    assert!(counter(&r, "memcg[/b].memory.swap.current") > 0, "b was swapped out instead");
+    assert!(
+        counter(&r, "memcg[/p/a].memory.current") / PAGE >= 3000,
+        "/p/a kept /p's memory.low"
+    );
+    assert!(
+        counter(&r, "memcg[/b].memory.swap.current") > 0,
+        "b was swapped out instead"
+    );
 }
 
 #[test]
@@ -161,23 +230,42 @@ fn mglru_respects_memory_min_in_memcg_and_global_reclaim() {
         counter(&run(&v), "memcg[/p/a].memory.current") / PAGE
     };
     let (with, without) = (memcg(json!({"min_bytes": 3000 * PAGE})), memcg(json!({})));
-    assert!(with >= 3000 - 64, "memcg reclaim kept a's memory.min within a batch: {with} pages");
-    assert!(without < 2800, "without memory.min a is reclaimed: {without} pages");
+    assert!(
+        with >= 3000 - 64,
+        "memcg reclaim kept a's memory.min within a batch: {with} pages"
+    );
+    assert!(
+        without < 2800,
+        "without memory.min a is reclaimed: {without} pages"
+    );
     // Global reclaim: kswapd's lru_gen_age_node computes the protection, shrink_one skips a.
     // b may not swap (memory.swap.max 0), so a's pages are the only reclaimable ones.
     let mk = |min: bool| {
         let mut v = scenario(&[("x", 1, "text")], 1, 1, false, true);
         v["kernel"]["lru_gen"] = json!({"enabled": true});
-        let a = if min { json!({"min_bytes": 3000 * PAGE}) } else { json!({}) };
+        let a = if min {
+            json!({"min_bytes": 3000 * PAGE})
+        } else {
+            json!({})
+        };
         v["cgroups"]["groups"] = json!([
             group("/", 0, json!({"parent": null})),
             group("/a", 0, a),
             group("/b", 0, json!({"swap_max_bytes": 0}))
         ]);
-        v["processes"] = json!([fill_then("a", 1, 3000, 0, 4_000_000_000), fill_then("b", 2, 128_000, 1_000_000_000, 1)]);
+        v["processes"] = json!([
+            fill_then("a", 1, 3000, 0, 4_000_000_000),
+            fill_then("b", 2, 128_000, 1_000_000_000, 1)
+        ]);
         counter(&run(&v), "memcg[/a].memory.current") / PAGE
     };
     let (with, without) = (mk(true), mk(false));
-    assert!(with >= 3000 - 64, "global MGLRU reclaim kept a's memory.min within a batch: {with} pages");
-    assert!(without < 2900, "without memory.min a is reclaimed: {without} pages");
+    assert!(
+        with >= 3000 - 64,
+        "global MGLRU reclaim kept a's memory.min within a batch: {with} pages"
+    );
+    assert!(
+        without < 2900,
+        "without memory.min a is reclaimed: {without} pages"
+    );
 }

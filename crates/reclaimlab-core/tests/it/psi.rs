@@ -2,7 +2,9 @@
 //! formulas (kernel/sched/psi.c calc_avgs, include/linux/sched/loadavg.h calc_load), written
 //! out again here from the kernel's definitions rather than taken from the module under test.
 
-use reclaimlab_core::psi::{Psi, PSI_PERIOD_NS, TSK_IOWAIT, TSK_MEMSTALL, TSK_MEMSTALL_RUNNING, TSK_RUNNING};
+use reclaimlab_core::psi::{
+    Psi, PSI_PERIOD_NS, TSK_IOWAIT, TSK_MEMSTALL, TSK_MEMSTALL_RUNNING, TSK_RUNNING,
+};
 
 const S: u64 = 1_000_000_000;
 const STALLED: u8 = TSK_RUNNING | TSK_MEMSTALL | TSK_MEMSTALL_RUNNING;
@@ -45,7 +47,11 @@ fn one_task_stalled_half_of_ten_seconds() {
     let end = 5 * PSI_PERIOD_NS; // the fifth averaging, just past 10 s
     p.advance(end);
     let r = p.pressure(0, end);
-    assert_eq!(r.total_us, [5_000_000, 5_000_000], "some and full: the task is alone on its CPU");
+    assert_eq!(
+        r.total_us,
+        [5_000_000, 5_000_000],
+        "some and full: the task is alone on its CPU"
+    );
     let expected = kernel_avgs(&per_period(0, 5 * S, 5));
     assert_eq!(r.avg[0], expected);
     assert_eq!(r.avg[1], expected);
@@ -57,7 +63,12 @@ fn one_task_stalled_half_of_ten_seconds() {
         pct.iter().fold(0.0, |a, &x| a * d + x * (1.0 - d))
     };
     for (w, win) in [10.0, 60.0, 300.0].iter().enumerate() {
-        assert!((r.avg[0][w] as f64 / 100.0 - exact(*win)).abs() < 0.5, "avg{win}: {} vs {}", r.avg[0][w], exact(*win));
+        assert!(
+            (r.avg[0][w] as f64 / 100.0 - exact(*win)).abs() < 0.5,
+            "avg{win}: {} vs {}",
+            r.avg[0][w],
+            exact(*win)
+        );
     }
 }
 
@@ -87,7 +98,10 @@ fn full_needs_every_running_task_stalled() {
     p.set(1, S, 0);
     p.set(0, 2 * S, 0);
     p.advance(PSI_PERIOD_NS);
-    assert_eq!(p.pressure(0, PSI_PERIOD_NS).total_us, [2_000_000, 1_000_000]);
+    assert_eq!(
+        p.pressure(0, PSI_PERIOD_NS).total_us,
+        [2_000_000, 1_000_000]
+    );
 }
 
 #[test]
@@ -105,7 +119,10 @@ fn cpus_are_weighted_by_their_non_idle_time() {
     let mut p = Psi::new(1, 2, vec![vec![0], vec![0]]);
     p.set(0, 0, STALLED);
     p.advance(3 * PSI_PERIOD_NS);
-    assert_eq!(p.pressure(0, 3 * PSI_PERIOD_NS).total_us, [3 * PSI_PERIOD_NS / 1000; 2]);
+    assert_eq!(
+        p.pressure(0, 3 * PSI_PERIOD_NS).total_us,
+        [3 * PSI_PERIOD_NS / 1000; 2]
+    );
 }
 
 #[test]
@@ -119,10 +136,25 @@ fn groups_see_their_own_tasks_and_changes_apply_in_time_order() {
             p.set(t, at, f);
         }
         p.advance(2 * PSI_PERIOD_NS);
-        (p.pressure(0, 2 * PSI_PERIOD_NS), p.pressure(1, 2 * PSI_PERIOD_NS))
+        (
+            p.pressure(0, 2 * PSI_PERIOD_NS),
+            p.pressure(1, 2 * PSI_PERIOD_NS),
+        )
     };
-    let a = build(&[(0, 0, STALLED), (0, S, TSK_RUNNING), (1, 0, TSK_RUNNING), (1, S / 2, STALLED), (1, 3 * S, TSK_RUNNING)]);
-    let b = build(&[(1, 0, TSK_RUNNING), (1, S / 2, STALLED), (1, 3 * S, TSK_RUNNING), (0, 0, STALLED), (0, S, TSK_RUNNING)]);
+    let a = build(&[
+        (0, 0, STALLED),
+        (0, S, TSK_RUNNING),
+        (1, 0, TSK_RUNNING),
+        (1, S / 2, STALLED),
+        (1, 3 * S, TSK_RUNNING),
+    ]);
+    let b = build(&[
+        (1, 0, TSK_RUNNING),
+        (1, S / 2, STALLED),
+        (1, 3 * S, TSK_RUNNING),
+        (0, 0, STALLED),
+        (0, S, TSK_RUNNING),
+    ]);
     assert_eq!(a, b);
     let (root, cg) = a;
     assert_eq!(cg.total_us[0], 1_000_000);
@@ -143,5 +175,8 @@ fn a_report_dated_before_the_tasks_last_takes_effect_after_it() {
     p.set(1, 4 * S, STALLED);
     p.set(1, 5 * S, 0);
     p.advance(3 * PSI_PERIOD_NS);
-    assert_eq!(p.pressure(0, 3 * PSI_PERIOD_NS).total_us, [2_000_000, 2_000_000]);
+    assert_eq!(
+        p.pressure(0, 3 * PSI_PERIOD_NS).total_us,
+        [2_000_000, 2_000_000]
+    );
 }

@@ -32,13 +32,29 @@ fn tmpfs_pages_are_reclaimed_as_swap_backed_not_as_file_cache() {
     let r = run(&tmpfs_scenario(4000, 1500, false, &[write()]));
     assert_eq!(counter(&r, "vmstat.pgscan_file"), 0);
     assert_eq!(counter(&r, "vmstat.pgsteal_file"), 0);
-    assert_eq!(counter(&r, "vmstat.nr_inactive_file") + counter(&r, "vmstat.nr_active_file"), 0);
-    assert!(counter(&r, "vmstat.pgsteal_anon") >= 2500, "{}", counter(&r, "vmstat.pgsteal_anon"));
+    assert_eq!(
+        counter(&r, "vmstat.nr_inactive_file") + counter(&r, "vmstat.nr_active_file"),
+        0
+    );
+    assert!(
+        counter(&r, "vmstat.pgsteal_anon") >= 2500,
+        "{}",
+        counter(&r, "vmstat.pgsteal_anon")
+    );
     assert!(counter(&r, "vmstat.pswpout") >= 2500);
     // Every write by reclaim is a swap write (pageout → shmem_writepage → swap_writepage).
-    assert_eq!(counter(&r, "vmstat.nr_vmscan_write"), counter(&r, "vmstat.pswpout"));
-    assert_eq!(counter(&r, "vmstat.nr_dirty") + counter(&r, "vmstat.nr_dirtied"), 0);
-    assert_eq!(counter(&r, "vmstat.pgpgout"), counter(&r, "vmstat.pswpout") * 4);
+    assert_eq!(
+        counter(&r, "vmstat.nr_vmscan_write"),
+        counter(&r, "vmstat.pswpout")
+    );
+    assert_eq!(
+        counter(&r, "vmstat.nr_dirty") + counter(&r, "vmstat.nr_dirtied"),
+        0
+    );
+    assert_eq!(
+        counter(&r, "vmstat.pgpgout"),
+        counter(&r, "vmstat.pswpout") * 4
+    );
     // Shmem is part of NR_FILE_PAGES and Cached; the rest of the memcg is the heap.
     let shmem = counter(&r, "vmstat.nr_shmem");
     assert!(shmem > 0 && shmem <= 1500, "{shmem}");
@@ -47,7 +63,10 @@ fn tmpfs_pages_are_reclaimed_as_swap_backed_not_as_file_cache() {
     assert_eq!(counter(&r, "vmstat.nr_file_pages"), shmem + swapcached);
     assert_eq!(counter(&r, "meminfo.Cached"), shmem * 4);
     assert_eq!(counter(&r, "memcg[/t].memory.stat.shmem"), shmem * 4096);
-    assert_eq!(counter(&r, "memcg[/t].memory.stat.cache"), (shmem + swapcached) * 4096);
+    assert_eq!(
+        counter(&r, "memcg[/t].memory.stat.cache"),
+        (shmem + swapcached) * 4096
+    );
     // Every page (the file's and the heap's) is in memory, in the swap cache or in swap;
     // mapped heap pages are rss, tmpfs pages never are.
     let swapped = counter(&r, "memcg[/t].memory.stat.swap") / 4096;
@@ -58,7 +77,11 @@ fn tmpfs_pages_are_reclaimed_as_swap_backed_not_as_file_cache() {
 #[test]
 fn tmpfs_data_goes_to_zswap() {
     let r = run(&tmpfs_scenario(4000, 1500, true, &[write()]));
-    assert!(counter(&r, "vmstat.zswpout") >= 2500, "{}", counter(&r, "vmstat.zswpout"));
+    assert!(
+        counter(&r, "vmstat.zswpout") >= 2500,
+        "{}",
+        counter(&r, "vmstat.zswpout")
+    );
     assert_eq!(counter(&r, "vmstat.pgsteal_file"), 0);
 }
 
@@ -93,8 +116,15 @@ fn clean_tmpfs_pages_are_dropped_without_swap_io() {
     // (only the 256 heap pages can be swap writes).
     let r = run(&tmpfs_scenario(4000, 1500, false, &[mmap(0)]));
     assert!(counter(&r, "vmstat.pgsteal_anon") >= 2500);
-    assert!(counter(&r, "vmstat.pswpout") <= 256, "{}", counter(&r, "vmstat.pswpout"));
-    assert_eq!(counter(&r, "memcg[/t].memory.stat.swap") / 4096 + counter(&r, "vmstat.nr_swapcached"), counter(&r, "vmstat.pswpout"));
+    assert!(
+        counter(&r, "vmstat.pswpout") <= 256,
+        "{}",
+        counter(&r, "vmstat.pswpout")
+    );
+    assert_eq!(
+        counter(&r, "memcg[/t].memory.stat.swap") / 4096 + counter(&r, "vmstat.nr_swapcached"),
+        counter(&r, "vmstat.pswpout")
+    );
 }
 
 #[test]
@@ -121,10 +151,12 @@ fn files_over_the_tmpfs_size_and_a_device_on_tmpfs_are_errors() {
     let mut v = tmpfs_scenario(1000, 100_000, false, &[write()]);
     v["machine"]["filesystems"][0]["size_bytes"] = json!(999 * 4096);
     let e = build_error(&v);
-    assert!(e.contains("processes[0].regions[1].pages") && e.contains("tmpfs \"shm\""), "{e}");
+    assert!(
+        e.contains("processes[0].regions[1].pages") && e.contains("tmpfs \"shm\""),
+        "{e}"
+    );
     let mut v = tmpfs_scenario(1000, 100_000, false, &[write()]);
-    v["machine"]["filesystems"][0]["device"] =
-        json!({"rotational": false, "read_latency_ns": 1, "write_latency_ns": 1, "read_bytes_per_s": 1, "write_bytes_per_s": 1});
+    v["machine"]["filesystems"][0]["device"] = json!({"rotational": false, "read_latency_ns": 1, "write_latency_ns": 1, "read_bytes_per_s": 1, "write_bytes_per_s": 1});
     assert!(build_error(&v).contains("machine.filesystems[0].device"));
     let mut v = tmpfs_scenario(1000, 100_000, false, &[write()]);
     v["machine"]["filesystems"][0]["fstype"] = json!("ext4");

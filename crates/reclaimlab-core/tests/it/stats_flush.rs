@@ -16,8 +16,14 @@ fn refaults_activate_only_against_flushed_sizes() {
     // refault, and the inactive list never looks low, so only reclaim that fails to make
     // progress (force_deactivate) deactivates.
     assert_eq!(counter(&stale, "vmstat.workingset_activate_anon"), 0);
-    let (d_stale, d_exact) = (counter(&stale, "vmstat.pgdeactivate"), counter(&exact, "vmstat.pgdeactivate"));
-    assert!(d_stale * 2 < d_exact, "pgdeactivate: flushed once {d_stale}, live {d_exact}");
+    let (d_stale, d_exact) = (
+        counter(&stale, "vmstat.pgdeactivate"),
+        counter(&exact, "vmstat.pgdeactivate"),
+    );
+    assert!(
+        d_stale * 2 < d_exact,
+        "pgdeactivate: flushed once {d_stale}, live {d_exact}"
+    );
     // An interval shorter than the run lies in between, and 0 means live sizes.
     let mut often = base.clone();
     often["cgroups"]["stats_flush_ns"] = serde_json::json!(1_000_000u64);

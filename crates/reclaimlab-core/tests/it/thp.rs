@@ -7,7 +7,13 @@ use crate::common::{build, counter, has, run, scenario, MIB};
 /// A machine of 64 MiB with no memcg limit: region "a" (non-THP) filled, then `thp_pages` of
 /// region "t" (`thp = true`) written, then random writes over both.
 fn thp_scenario(a_pages: u64, thp_pages: u64) -> serde_json::Value {
-    let mut v = scenario(&[("a", a_pages, "text"), ("t", thp_pages, "text")], 20_000, 1 << 30, false, false);
+    let mut v = scenario(
+        &[("a", a_pages, "text"), ("t", thp_pages, "text")],
+        20_000,
+        1 << 30,
+        false,
+        false,
+    );
     v["machine"]["memory_bytes"] = json!(64 * MIB);
     v["processes"][0]["regions"][1]["thp"] = json!(true);
     v["processes"][0]["phases"][2]["phase"]["write_percent"] = json!(50);
@@ -22,7 +28,9 @@ fn thp_region_faults_in_huge_pages_when_memory_is_free() {
     assert_eq!(counter(&r, "vmstat.thp_fault_fallback"), 0);
     assert_eq!(counter(&r, "vmstat.compact_stall"), 0);
     // buddyinfo: one line per order.
-    let free: u64 = (0..=10).map(|o| counter(&r, &format!("buddyinfo.Normal.{o}")) << o).sum();
+    let free: u64 = (0..=10)
+        .map(|o| counter(&r, &format!("buddyinfo.Normal.{o}")) << o)
+        .sum();
     assert_eq!(free, counter(&r, "vmstat.nr_free_pages"));
 }
 
@@ -49,7 +57,9 @@ fn bad_thp_knob_is_named() {
     let mut v = thp_scenario(1000, 2048);
     v["kernel"]["transparent_hugepage"] = json!({"enabled": "sometimes"});
     let cfg: reclaimlab_core::SimConfig = serde_json::from_value(v).unwrap();
-    let e = reclaimlab_core::Simulation::new(&cfg).err().expect("refused");
+    let e = reclaimlab_core::Simulation::new(&cfg)
+        .err()
+        .expect("refused");
     assert_eq!(e.path, "kernel.transparent_hugepage.enabled");
     assert!(e.reason.contains("\"madvise\""), "{e}");
 }
@@ -74,14 +84,25 @@ fn fragmented_memory_compacts_for_thp_and_pages_are_conserved() {
     crate::common::dump(&r);
     let alloc = counter(&r, "vmstat.thp_fault_alloc");
     let fallback = counter(&r, "vmstat.thp_fault_fallback");
-    assert_eq!(alloc + fallback, 8, "one THP attempt per 2 MiB of the region");
-    assert!(counter(&r, "vmstat.compact_stall") > 0, "THP faults on a fragmented machine compact");
+    assert_eq!(
+        alloc + fallback,
+        8,
+        "one THP attempt per 2 MiB of the region"
+    );
+    assert!(
+        counter(&r, "vmstat.compact_stall") > 0,
+        "THP faults on a fragmented machine compact"
+    );
     assert!(counter(&r, "vmstat.compact_migrate_scanned") > 0);
     assert_eq!(
         counter(&r, "vmstat.compact_stall"),
         counter(&r, "vmstat.compact_success") + counter(&r, "vmstat.compact_fail")
     );
-    assert_eq!(counter(&r, "vmstat.compact_daemon_wake"), 0, "defrag = madvise compacts directly in a thp region");
+    assert_eq!(
+        counter(&r, "vmstat.compact_daemon_wake"),
+        0,
+        "defrag = madvise compacts directly in a thp region"
+    );
     // Same seed, same result.
     let r2 = build(&v).run_to_end();
     assert_eq!(r.counters, r2.counters);
@@ -96,5 +117,8 @@ fn fragmented_memory_compacts_for_thp_and_pages_are_conserved() {
     assert_eq!(counter(&r, "vmstat.compact_stall"), 0);
     assert_eq!(counter(&r, "vmstat.compact_daemon_wake"), 0);
     assert!(counter(&r, "vmstat.thp_fault_fallback") > 0);
-    assert_eq!(counter(&r, "vmstat.thp_fault_alloc") + counter(&r, "vmstat.thp_fault_fallback"), 8);
+    assert_eq!(
+        counter(&r, "vmstat.thp_fault_alloc") + counter(&r, "vmstat.thp_fault_fallback"),
+        8
+    );
 }

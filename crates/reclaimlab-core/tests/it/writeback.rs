@@ -8,7 +8,13 @@ use serde_json::{json, Value};
 /// One process in cgroup `/t` (limit `limit_pages`, v1) on a machine of `memory_mib`, with a
 /// 16-page heap (filled first) and a file of `file_pages` on filesystem `fstype` (region 1),
 /// running `phases` on the file.
-fn write_scenario(memory_mib: u64, file_pages: u64, limit_pages: u64, fstype: &str, phases: &[Value]) -> Value {
+fn write_scenario(
+    memory_mib: u64,
+    file_pages: u64,
+    limit_pages: u64,
+    fstype: &str,
+    phases: &[Value],
+) -> Value {
     let mut v = scenario(&[("heap", 16, "text")], 1, limit_pages, false, false);
     v["machine"]["memory_bytes"] = json!(memory_mib * MIB);
     add_file(&mut v, fstype, 200_000_000, file_pages, phases);
@@ -31,16 +37,31 @@ fn phase_ns(r: &reclaimlab_core::SimResult, name: &str) -> u64 {
 #[test]
 fn fsync_writes_and_waits_for_every_dirty_page() {
     // 2000 pages, an fsync every 1000 pages: everything is written and clean at the end.
-    let r = run(&write_scenario(512, 2000, 100_000, "ext4", &[write(Some(1000 * 4096))]));
+    let r = run(&write_scenario(
+        512,
+        2000,
+        100_000,
+        "ext4",
+        &[write(Some(1000 * 4096))],
+    ));
     assert_eq!(counter(&r, "vmstat.nr_dirtied"), 2000);
     assert_eq!(counter(&r, "vmstat.nr_written"), 2000);
-    assert_eq!((counter(&r, "vmstat.nr_dirty"), counter(&r, "vmstat.nr_writeback")), (0, 0));
+    assert_eq!(
+        (
+            counter(&r, "vmstat.nr_dirty"),
+            counter(&r, "vmstat.nr_writeback")
+        ),
+        (0, 0)
+    );
     assert_eq!(counter(&r, "vmstat.pgpgout"), 2000 * 4);
     assert_eq!(counter(&r, "memcg[/t].memory.stat.dirty"), 0);
     // Whole-page writes read nothing; the writes merge into 512 KiB requests.
     assert_eq!(counter(&r, "vmstat.pgpgin"), 0);
     let ios = counter(&r, "block[data].stat.write_ios");
-    assert!((16..=40).contains(&ios), "{ios} write requests for 2000 pages");
+    assert!(
+        (16..=40).contains(&ios),
+        "{ios} write requests for 2000 pages"
+    );
     // Two fsyncs of 1000 pages each at 200 MB/s take at least 2 × 20 ms.
     assert!(phase_ns(&r, "f0") >= 40_000_000);
 }
@@ -50,15 +71,39 @@ fn without_fsync_dirty_pages_wait_for_the_flusher() {
     // Below the background threshold nothing is written until the inode expires (30 s) and
     // the periodic flusher (every 5 s) writes it; with periodic writeback off it stays dirty.
     let r = run(&write_scenario(512, 1000, 100_000, "ext4", &[write(None)]));
-    assert_eq!((counter(&r, "vmstat.nr_dirty"), counter(&r, "vmstat.nr_written")), (1000, 0));
+    assert_eq!(
+        (
+            counter(&r, "vmstat.nr_dirty"),
+            counter(&r, "vmstat.nr_written")
+        ),
+        (1000, 0)
+    );
     assert_eq!(counter(&r, "memcg[/t].memory.stat.dirty"), 1000 * 4096);
     assert_eq!(counter(&r, "meminfo.Dirty"), 1000 * 4);
-    let r = run(&write_scenario(512, 1000, 100_000, "ext4", &[write(None), sleep(36_000)]));
-    assert_eq!((counter(&r, "vmstat.nr_dirty"), counter(&r, "vmstat.nr_written")), (0, 1000));
+    let r = run(&write_scenario(
+        512,
+        1000,
+        100_000,
+        "ext4",
+        &[write(None), sleep(36_000)],
+    ));
+    assert_eq!(
+        (
+            counter(&r, "vmstat.nr_dirty"),
+            counter(&r, "vmstat.nr_written")
+        ),
+        (0, 1000)
+    );
     // One writepages call: bios of 256, 256, 256 and 232 consecutive pages (BIO_MAX_VECS),
     // each split at max_sectors_kb 512 (128 pages) into two requests; no bio merges into a
     // request it does not fit whole.
-    assert_eq!((counter(&r, "block[data].stat.write_ios"), counter(&r, "block[data].stat.write_merges")), (8, 0));
+    assert_eq!(
+        (
+            counter(&r, "block[data].stat.write_ios"),
+            counter(&r, "block[data].stat.write_merges")
+        ),
+        (8, 0)
+    );
     let mut v = write_scenario(512, 1000, 100_000, "ext4", &[write(None), sleep(36_000)]);
     v["kernel"]["vm"]["dirty_writeback_centisecs"] = json!(0);
     let r = run(&v);
@@ -73,16 +118,33 @@ fn dirty_bytes_throttles_the_writer() {
     let free = run(&v);
     v["kernel"]["vm"]["dirty_bytes"] = json!(4 * MIB);
     let limited = run(&v);
-    assert_eq!(counter(&free, "vmstat.nr_written"), 0, "8000 pages stay below the default thresholds");
-    assert!(counter(&limited, "vmstat.nr_written") >= 8000 - 1024, "{}", counter(&limited, "vmstat.nr_written"));
-    assert!(counter(&limited, "vmstat.nr_dirty") + counter(&limited, "vmstat.nr_writeback") <= 1024 + 32);
+    assert_eq!(
+        counter(&free, "vmstat.nr_written"),
+        0,
+        "8000 pages stay below the default thresholds"
+    );
+    assert!(
+        counter(&limited, "vmstat.nr_written") >= 8000 - 1024,
+        "{}",
+        counter(&limited, "vmstat.nr_written")
+    );
+    assert!(
+        counter(&limited, "vmstat.nr_dirty") + counter(&limited, "vmstat.nr_writeback")
+            <= 1024 + 32
+    );
     // 8000 pages at 200 MB/s is 164 ms; without the limit the copy alone takes a few ms.
     assert!(phase_ns(&limited, "f0") > 100_000_000 && phase_ns(&free, "f0") < 50_000_000);
 }
 
 #[test]
 fn stores_through_a_shared_mapping_dirty_the_file() {
-    let v = write_scenario(512, 1000, 100_000, "ext4", &[json!({"kind": "mmap", "region": 1, "passes": 2, "write_percent": 100})]);
+    let v = write_scenario(
+        512,
+        1000,
+        100_000,
+        "ext4",
+        &[json!({"kind": "mmap", "region": 1, "passes": 2, "write_percent": 100})],
+    );
     let r = run(&v);
     // Each page is dirtied once (the second pass finds it dirty: no fault).
     assert_eq!(counter(&r, "vmstat.nr_dirtied"), 1000);
@@ -118,7 +180,8 @@ fn before_the_seed_direct_reclaim_calls_writepage() {
     // it from direct reclaim (redirty), but pageout counts each call; no immediate reclaim.
     for fs in ["ext4", "xfs"] {
         let mut v = streaming(fs);
-        v["kernel"]["switches"] = json!({"vmscan.direct_file_writeback": true, "vmscan.kswapd_file_writeback": "always"});
+        v["kernel"]["switches"] =
+            json!({"vmscan.direct_file_writeback": true, "vmscan.kswapd_file_writeback": "always"});
         let r = run(&v);
         assert!(counter(&r, "vmstat.nr_vmscan_write") > 0, "{fs}");
         assert_eq!(counter(&r, "vmstat.nr_vmscan_immediate_reclaim"), 0, "{fs}");
@@ -127,7 +190,13 @@ fn before_the_seed_direct_reclaim_calls_writepage() {
     let mut v = streaming("ext4");
     v["kernel"]["switches"] = json!({"vmscan.immediate_reclaim": false});
     let r = run(&v);
-    assert_eq!((counter(&r, "vmstat.nr_vmscan_immediate_reclaim"), counter(&r, "vmstat.pgrotated")), (0, 0));
+    assert_eq!(
+        (
+            counter(&r, "vmstat.nr_vmscan_immediate_reclaim"),
+            counter(&r, "vmstat.pgrotated")
+        ),
+        (0, 0)
+    );
 }
 
 #[test]
@@ -135,5 +204,8 @@ fn dirty_writeback_runs_are_deterministic() {
     let a = run(&streaming("xfs"));
     let b = run(&streaming("xfs"));
     assert_eq!(a.counters, b.counters);
-    assert_eq!(a.phases.iter().map(|p| p.end_ns).collect::<Vec<_>>(), b.phases.iter().map(|p| p.end_ns).collect::<Vec<_>>());
+    assert_eq!(
+        a.phases.iter().map(|p| p.end_ns).collect::<Vec<_>>(),
+        b.phases.iter().map(|p| p.end_ns).collect::<Vec<_>>()
+    );
 }

@@ -17,24 +17,37 @@ fn pool_limit_hysteresis() {
     assert_eq!(mm.zswap_max_pages(), 1310);
     assert_eq!(mm.zswap_accept_thr_pages(), 1179);
     // Huge objects take one zsmalloc page each.
-    let mut handles: Vec<u32> = (0..1309).map(|_| mm.zswap_mut().pools[0].malloc(4096).unwrap()).collect();
+    let mut handles: Vec<u32> = (0..1309)
+        .map(|_| mm.zswap_mut().pools[0].malloc(4096).unwrap())
+        .collect();
     assert!(!mm.zswap_check_limits(0));
     assert_eq!(mm.zswap().ev.pool_limit_hit, 0);
     handles.push(mm.zswap_mut().pools[0].malloc(4096).unwrap());
     assert!(mm.zswap_check_limits(0), "at the limit: refused");
     assert!(mm.zswap_check_limits(0));
-    assert_eq!(mm.zswap().ev.pool_limit_hit, 2, "every attempt at the limit counts");
+    assert_eq!(
+        mm.zswap().ev.pool_limit_hit,
+        2,
+        "every attempt at the limit counts"
+    );
     for _ in 0..100 {
         mm.zswap_mut().pools[0].free(handles.pop().unwrap());
     }
     assert_eq!(mm.zswap().pools[0].total_pages(), 1210);
     assert!(mm.zswap_check_limits(0), "in the band: still refused");
-    assert_eq!(mm.zswap().ev.pool_limit_hit, 2, "band attempts do not count");
+    assert_eq!(
+        mm.zswap().ev.pool_limit_hit,
+        2,
+        "band attempts do not count"
+    );
     for _ in 0..31 {
         mm.zswap_mut().pools[0].free(handles.pop().unwrap());
     }
     assert_eq!(mm.zswap().pools[0].total_pages(), 1179);
-    assert!(!mm.zswap_check_limits(0), "at the accept threshold: accepted again");
+    assert!(
+        !mm.zswap_check_limits(0),
+        "at the accept threshold: accepted again"
+    );
     assert!(!mm.zswap_check_limits(0));
     assert_eq!(mm.zswap().ev.pool_limit_hit, 2);
 }
@@ -53,7 +66,11 @@ fn worker_aborts_after_16_failures() {
     }
     let stored = s.mm().zswap().stored_pages;
     let referenced = |s: &reclaimlab_core::Simulation| {
-        s.mm().pages().iter().filter(|p| p.has(pg::ZSWAP) && p.has(pg::REFERENCED)).count() as u64
+        s.mm()
+            .pages()
+            .iter()
+            .filter(|p| p.has(pg::ZSWAP) && p.has(pg::REFERENCED))
+            .count() as u64
     };
     assert_eq!(referenced(&s), stored, "every new entry starts referenced");
     let mm = s.mm_mut();
@@ -70,7 +87,11 @@ fn worker_aborts_after_16_failures() {
     };
     run_worker(mm);
     assert_eq!(mm.vm().zswpwb, 0);
-    assert_eq!(mm.zswap().ev.reject_reclaim_fail, 0, "rotations are not writeback failures");
+    assert_eq!(
+        mm.zswap().ev.reject_reclaim_fail,
+        0,
+        "rotations are not writeback failures"
+    );
     assert_eq!(referenced(&s), stored - 16);
     // Keep running: after stored/16 runs every head has had its second chance.
     let mm = s.mm_mut();
@@ -96,15 +117,26 @@ fn forced_charges_at_the_limit_count_memory_events_max() {
     let mut ctx = Ctx::new(0, Actor::Process(0), 1024);
     ctx.memalloc = true;
     mm.try_charge(&mut ctx, 1).unwrap();
-    assert_eq!((mm.memcgs()[1].events.max_events, mm.memcgs()[1].usage), (1, 65), "forced, and counted");
+    assert_eq!(
+        (mm.memcgs()[1].events.max_events, mm.memcgs()[1].usage),
+        (1, 65),
+        "forced, and counted"
+    );
     // A zswap page charge at the limit with an empty stock: forced and counted.
     mm.charge_zswap(1, 1000);
-    assert_eq!((mm.memcgs()[1].events.max_events, mm.memcgs()[1].usage), (2, 66));
+    assert_eq!(
+        (mm.memcgs()[1].events.max_events, mm.memcgs()[1].usage),
+        (2, 66)
+    );
     // Uncharging it refills the stock (usage unchanged); the next zswap charge takes the stock.
     mm.uncharge_zswap(1, 1000);
     assert_eq!((mm.memcgs()[1].stock, mm.memcgs()[1].usage), (1, 66));
     mm.charge_zswap(1, 1000);
-    assert_eq!((mm.memcgs()[1].events.max_events, mm.memcgs()[1].stock), (2, 0), "served by the stock");
+    assert_eq!(
+        (mm.memcgs()[1].events.max_events, mm.memcgs()[1].stock),
+        (2, 0),
+        "served by the stock"
+    );
 }
 
 /// machine.host_memcgs: the worker's walk visits the host's other memcgs between the root and
@@ -130,13 +162,25 @@ fn host_memcgs_lengthen_the_workers_walk() {
             mm.zswap_worker_step(&mut ctx);
             steps += 1;
         }
-        let rotated = mm.pages().iter().filter(|p| p.has(pg::ZSWAP) && !p.has(pg::REFERENCED)).count();
+        let rotated = mm
+            .pages()
+            .iter()
+            .filter(|p| p.has(pg::ZSWAP) && !p.has(pg::REFERENCED))
+            .count();
         (steps, rotated, mm.vm().zswpwb, ctx.now)
     };
     let (s0, r0, wb0, t0) = steps_with(0);
     let (s50, r50, wb50, t50) = steps_with(50);
     assert_eq!((r0, wb0), (16, 0));
-    assert_eq!((r50, wb50), (16, 0), "the host's memcgs neither fail nor count as attempts");
-    assert_eq!(s50 - s0, 16 * 50, "each of the 16 walks visits the 50 host memcgs");
+    assert_eq!(
+        (r50, wb50),
+        (16, 0),
+        "the host's memcgs neither fail nor count as attempts"
+    );
+    assert_eq!(
+        s50 - s0,
+        16 * 50,
+        "each of the 16 walks visits the 50 host memcgs"
+    );
     assert!(t50 > t0);
 }
