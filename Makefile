@@ -144,6 +144,7 @@ vmlab-report: build
 # package (config in pyproject.toml), and stubtest: the hand-written _core.pyi against the
 # built native module (so lint needs `build`).
 lint: build
+	cargo fmt --all -- --check
 	cargo clippy --workspace --all-targets -- -D warnings
 	$(VENV)/bin/ruff check python tests tools
 	$(VENV)/bin/ruff format --check python tests tools

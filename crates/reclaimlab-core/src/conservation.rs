@@ -112,7 +112,9 @@ impl Mm {
                 }
                 if p.list == list::UNEVICTABLE {
                     if !p.has(pg::MLOCKED) {
-                        return Err(format!("page {i} is on the unevictable list but not mlocked"));
+                        return Err(format!(
+                            "page {i} is on the unevictable list but not mlocked"
+                        ));
                     }
                     unevictable[p.memcg as usize] += 1;
                     continue;
@@ -159,7 +161,10 @@ impl Mm {
                 }
             }
             if mc.unevictable.len != unevictable[m] {
-                return Err(format!("memcg {} unevictable list has len {} but {} pages", mc.path, mc.unevictable.len, unevictable[m]));
+                return Err(format!(
+                    "memcg {} unevictable list has len {} but {} pages",
+                    mc.path, mc.unevictable.len, unevictable[m]
+                ));
             }
             if mc.zswap_lru.len != zswap_lru[m] {
                 return Err(format!(
@@ -191,7 +196,10 @@ impl Mm {
             ));
         }
         if mlocked != mm.nr_mlock {
-            return Err(format!("NR_MLOCK {} but {mlocked} mlocked pages", mm.nr_mlock));
+            return Err(format!(
+                "NR_MLOCK {} but {mlocked} mlocked pages",
+                mm.nr_mlock
+            ));
         }
         if resident != mm.nr_resident {
             return Err(format!(

@@ -469,7 +469,8 @@ impl Scheduler {
         }
         // On a CPU from the slice's start (a no-op if it already was).
         mm.psi_set(pi, t, TSK_RUNNING);
-        if self.procs[pi].populate.is_some() && !self.mlock_populate(mm, pi, &mut ctx, quantum_end) {
+        if self.procs[pi].populate.is_some() && !self.mlock_populate(mm, pi, &mut ctx, quantum_end)
+        {
             return;
         }
         loop {
@@ -713,20 +714,22 @@ impl Scheduler {
                 Ok(_) => {}
                 // As in the access loop: a task at OOM_SCORE_ADJ_MIN is never the victim;
                 // another task of the OOM domain is killed and the fault retried.
-                Err(oom) if self.procs[pi].oom_score_adj == OOM_SCORE_ADJ_MIN => match self.select_bad_process(mm, oom.memcg) {
-                    Some(victim) => {
-                        self.oom_kill_process(mm, victim, oom.memcg, ctx.now);
-                        continue;
+                Err(oom) if self.procs[pi].oom_score_adj == OOM_SCORE_ADJ_MIN => {
+                    match self.select_bad_process(mm, oom.memcg) {
+                        Some(victim) => {
+                            self.oom_kill_process(mm, victim, oom.memcg, ctx.now);
+                            continue;
+                        }
+                        None => {
+                            self.end_phase_at(mm, pi, self.procs[pi].phase, ctx.now, "oom_failed");
+                            self.procs[pi].state = ProcState::Finished;
+                            self.procs[pi].populate = None;
+                            mm.psi_set(pi, ctx.now, 0);
+                            self.maybe_finish(ctx.now);
+                            return false;
+                        }
                     }
-                    None => {
-                        self.end_phase_at(mm, pi, self.procs[pi].phase, ctx.now, "oom_failed");
-                        self.procs[pi].state = ProcState::Finished;
-                        self.procs[pi].populate = None;
-                        mm.psi_set(pi, ctx.now, 0);
-                        self.maybe_finish(ctx.now);
-                        return false;
-                    }
-                },
+                }
                 Err(oom) => {
                     self.procs[pi].populate = None;
                     self.oom_kill_process(mm, pi, oom.memcg, ctx.now);
@@ -737,7 +740,9 @@ impl Scheduler {
             self.procs[pi].populate = if next + 1 < mm.regions[region].pages {
                 Some((r, next + 1))
             } else {
-                rest.iter().position(|&g| mm.regions[g as usize].mlock).map(|k| (r + 1 + k, 0))
+                rest.iter()
+                    .position(|&g| mm.regions[g as usize].mlock)
+                    .map(|k| (r + 1 + k, 0))
             };
         }
         // mlock() returns to user space: memory.high reclaim and throttling.
@@ -749,7 +754,11 @@ impl Scheduler {
 
     /// Index (into the process's `regions`) of its first mlocked region.
     fn first_mlock_region(&self, mm: &Mm, pi: usize) -> usize {
-        self.procs[pi].regions.iter().position(|&g| mm.regions[g as usize].mlock).unwrap_or(usize::MAX)
+        self.procs[pi]
+            .regions
+            .iter()
+            .position(|&g| mm.regions[g as usize].mlock)
+            .unwrap_or(usize::MAX)
     }
 
     /// Begin the next phase; false if the process stopped running (sleep, exit, finished).

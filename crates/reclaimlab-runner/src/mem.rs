@@ -740,7 +740,10 @@ mod tests {
     fn resident_pages(addr: usize, len: usize) -> usize {
         let mut vec = vec![0u8; len.div_ceil(PAGE_SIZE)];
         // SAFETY: addr is page-aligned and vec has one byte per page.
-        assert_eq!(unsafe { libc::mincore(addr as *mut libc::c_void, len, vec.as_mut_ptr()) }, 0);
+        assert_eq!(
+            unsafe { libc::mincore(addr as *mut libc::c_void, len, vec.as_mut_ptr()) },
+            0
+        );
         vec.iter().filter(|&&b| b & 1 != 0).count()
     }
 

@@ -134,7 +134,12 @@ impl Memcg {
             flushed_workingset_activate_file: 0,
             file_events: MemcgFileEvents::default(),
             refaults_snapshot_file: 0,
-            lru: [List::new(list::INACTIVE_ANON), List::new(list::ACTIVE_ANON), List::new(list::INACTIVE_FILE), List::new(list::ACTIVE_FILE)],
+            lru: [
+                List::new(list::INACTIVE_ANON),
+                List::new(list::ACTIVE_ANON),
+                List::new(list::INACTIVE_FILE),
+                List::new(list::ACTIVE_FILE),
+            ],
             unevictable: List::new(list::UNEVICTABLE),
             zswap_lru: List::new(list::ZSWAP),
             lrugen: super::lru_gen::LruGen::new(),
@@ -1154,7 +1159,10 @@ impl Mm {
                 out.extend(gauges.into_iter().map(|(k, v)| (format!("{stat}{k}"), v)));
                 if self.has_mlock() {
                     // NR_UNEVICTABLE's memory.stat row (mm/mlock.rs), with an mlocked region only.
-                    out.push((format!("{stat}unevictable"), self.unevictable_tree(idx) * PAGE_SIZE));
+                    out.push((
+                        format!("{stat}unevictable"),
+                        self.unevictable_tree(idx) * PAGE_SIZE,
+                    ));
                 }
                 total.export_tagged("v2", &stat, out);
                 if self.has_files() {
@@ -1232,7 +1240,10 @@ impl Mm {
                 if self.has_mlock() {
                     // v1's LRU_UNEVICTABLE rows (memcg1_stat_format), with an mlocked region only.
                     out.push((format!("{stat}unevictable"), m.unevictable.len * PAGE_SIZE));
-                    out.push((format!("{stat}total_unevictable"), self.unevictable_tree(idx) * PAGE_SIZE));
+                    out.push((
+                        format!("{stat}total_unevictable"),
+                        self.unevictable_tree(idx) * PAGE_SIZE,
+                    ));
                 }
                 if self.has_files() {
                     // v1 cache = NR_FILE_PAGES (page cache and swap cache), mapped_file = NR_FILE_MAPPED.

@@ -61,7 +61,9 @@ impl Mm {
     /// NR_UNEVICTABLE of memcg `m`'s subtree (the node's when `m` is the root), pages.
     pub(crate) fn unevictable_tree(&self, m: u16) -> u64 {
         let end = self.memcgs[m as usize].subtree_end;
-        (m..end).map(|c| self.memcgs[c as usize].unevictable.len).sum()
+        (m..end)
+            .map(|c| self.memcgs[c as usize].unevictable.len)
+            .sum()
     }
 
     /// /proc/vmstat nr_mlock, nr_unevictable and the unevictable_pgs_* events; /proc/meminfo

@@ -397,7 +397,10 @@ impl Mm {
             let mc = p.memcg as usize;
             return self.memcgs[mc].unevictable.remove(&mut self.pages, i);
         }
-        debug_assert!((1..=4).contains(&which), "page {i} not on an LRU (list {which})");
+        debug_assert!(
+            (1..=4).contains(&which),
+            "page {i} not on an LRU (list {which})"
+        );
         let mc = p.memcg as usize;
         self.memcgs[mc].lru[which as usize - 1].remove(&mut self.pages, i);
     }

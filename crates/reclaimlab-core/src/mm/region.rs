@@ -115,7 +115,10 @@ pub(crate) fn from_config(
                 return Err(ConfigError::invalid(format!("{at}.mlock"), "only anonymous regions can be mlocked (mlock of a file mapping is not modelled)"));
             }
             if r.mlock && r.thp {
-                return Err(ConfigError::invalid(format!("{at}.mlock"), "an mlocked region cannot also be `thp` (mlock of huge pages is not modelled)"));
+                return Err(ConfigError::invalid(
+                    format!("{at}.mlock"),
+                    "an mlocked region cannot also be `thp` (mlock of huge pages is not modelled)",
+                ));
             }
             let (file, shmem) = match r.file {
                 None => (None, None),
