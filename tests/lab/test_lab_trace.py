@@ -103,7 +103,11 @@ def test_a_mounted_tracefs_is_left_as_it_was(traceable: Lab, tmp_path: Path) -> 
     assert traceable.state_now() == traceable.before
 
 
-SHORT_SLEEP = TINY + '[[processes.phases]]\nkind = "sleep"\nduration = "30s"\n'
+#: TINY with room to spare (at 28 MiB the kernel sometimes OOM-kills the runner, and a run that
+#: ended by itself leaves nothing for `lab restore`) and a sleep that keeps it running.
+SHORT_SLEEP = TINY.replace('"memory.limit_in_bytes" = "28MiB"', '"memory.limit_in_bytes" = "48MiB"') + (
+    '[[processes.phases]]\nkind = "sleep"\nduration = "30s"\n'
+)
 
 
 def test_killed_driver_then_lab_restore_undoes_tracing(traceable: Lab, tmp_path: Path) -> None:
