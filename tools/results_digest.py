@@ -9,7 +9,9 @@
 
 `write` uses the checkout's CLI (`.venv/bin/reclaimlab`, after `make build`) with the result
 cache off; `compare` looks at counters, phases and stats and ignores provenance, the lowered
-config and wall-clock fields. How the restructure of issue 8 was shown bit-identical: `write`
+config and wall-clock fields. A phase whose outcome changed (a process now OOM-killed, cut by
+the time limit, ...) is named on its own `OUTCOME` line: such a change is easy to miss among
+the many numbers a model change moves. How the restructure of issue 8 was shown bit-identical: `write`
 before and after each change, then `compare`.
 """
 
@@ -61,6 +63,26 @@ def _changed(a: Any, b: Any, path: str = "") -> list[str]:
     return [] if a == b else [path or "/"]
 
 
+def _outcomes(d: Any, path: str = "") -> dict[str, str]:
+    """Every phase record's outcome, by where it sits in the result and its process/phase."""
+    out: dict[str, str] = {}
+    if isinstance(d, dict):
+        if isinstance(d.get("outcome"), str) and "phase" in d:
+            out[f"{path} {d.get('process', '?')}/{d['phase']}"] = d["outcome"]
+        for k, v in d.items():
+            out.update(_outcomes(v, f"{path}/{k}"))
+    elif isinstance(d, list):
+        for i, x in enumerate(d):
+            out.update(_outcomes(x, f"{path}[{i}]"))
+    return out
+
+
+def outcome_changes(old: Any, new: Any) -> list[str]:
+    """Phases whose outcome differs between two results (phases only one side has are left out)."""
+    a, b = _outcomes(old), _outcomes(new)
+    return [f"{k}: {a[k]} -> {b[k]}" for k in a if k in b and a[k] != b[k]]
+
+
 def compare(a: Path, b: Path, added_ok: bool = False) -> int:
     differ = 0
     for f in sorted(a.glob("*.json")):
@@ -73,6 +95,8 @@ def compare(a: Path, b: Path, added_ok: bool = False) -> int:
         changed = _changed(old, new) if added_ok else ([] if old == new else ["/"])
         if changed:
             print(f"DIFF {f.name}" + (f": {', '.join(changed[:5])}" if added_ok else ""))
+            for line in outcome_changes(old, new):
+                print(f"  OUTCOME {line}")
             differ += 1
     print(("identical" + (" (keys added only)" if added_ok else "")) if not differ else f"{differ} differ")
     return 1 if differ else 0
