@@ -647,9 +647,9 @@ mod tests {
         assert_eq!(z.free_pages(), 8 * 512 / 2 - 512);
     }
 
-    #[test]
-    fn nothing_movable_fails_and_sync_failure_defers() {
-        // A quarter of every pageblock held by unmovable pages: compaction cannot free any block.
+    /// Four pageblocks of unmovable order-0 pages with every fourth page kept: a quarter of
+    /// every pageblock pinned, so no compaction can free a block.
+    fn pinned_by_unmovable() -> Zone {
         let n = 4 * PAGEBLOCK_NR_PAGES;
         let mut z = Zone::new(
             n,
@@ -665,6 +665,13 @@ mod tests {
         for &p in all.iter().filter(|&&p| p % 4 != 3) {
             z.free(p);
         }
+        z
+    }
+
+    #[test]
+    fn nothing_movable_fails_and_sync_failure_defers() {
+        // A quarter of every pageblock held by unmovable pages: compaction cannot free any block.
+        let mut z = pinned_by_unmovable();
         let mut st = CompactState::new(&z, true, 500);
         let mut ev = CompactEvents::default();
         let mut never = |_: u32, _: u32, _: u32| panic!("nothing is movable");
@@ -733,21 +740,7 @@ mod tests {
 
     #[test]
     fn deferral_off_compacts_every_time() {
-        let n = 4 * PAGEBLOCK_NR_PAGES;
-        let mut z = Zone::new(
-            n,
-            Watermarks {
-                min: 8,
-                low: 10,
-                high: 12,
-            },
-        );
-        let all: Vec<u32> = (0..n)
-            .map(|_| z.rmqueue(0, MigrateType::Unmovable).unwrap())
-            .collect();
-        for &p in all.iter().filter(|&&p| p % 4 != 3) {
-            z.free(p);
-        }
+        let mut z = pinned_by_unmovable();
         let mut st = CompactState::new(&z, false, 500);
         let mut ev = CompactEvents::default();
         for _ in 0..10 {
@@ -771,21 +764,7 @@ mod tests {
     fn async_direct_compaction_skips_unmovable_pageblocks() {
         // Same fragmented zone, but async: the unmovable pageblocks are not migration
         // sources, so nothing is scanned by the migrate scanner.
-        let n = 4 * PAGEBLOCK_NR_PAGES;
-        let mut z = Zone::new(
-            n,
-            Watermarks {
-                min: 8,
-                low: 10,
-                high: 12,
-            },
-        );
-        let all: Vec<u32> = (0..n)
-            .map(|_| z.rmqueue(0, MigrateType::Unmovable).unwrap())
-            .collect();
-        for &p in all.iter().filter(|&&p| p % 4 != 3) {
-            z.free(p);
-        }
+        let mut z = pinned_by_unmovable();
         let mut st = CompactState::new(&z, true, 500);
         let mut ev = CompactEvents::default();
         let (_, r, _) = alloc_pages_direct_compact(
@@ -808,21 +787,7 @@ mod tests {
     fn kcompactd_compacts_unmovable_blocks_too_and_defers() {
         // kcompactd is not a direct compactor: unmovable pageblocks are migration sources
         // (their unmovable pages still cannot move), and its complete run defers.
-        let n = 4 * PAGEBLOCK_NR_PAGES;
-        let mut z = Zone::new(
-            n,
-            Watermarks {
-                min: 8,
-                low: 10,
-                high: 12,
-            },
-        );
-        let all: Vec<u32> = (0..n)
-            .map(|_| z.rmqueue(0, MigrateType::Unmovable).unwrap())
-            .collect();
-        for &p in all.iter().filter(|&&p| p % 4 != 3) {
-            z.free(p);
-        }
+        let mut z = pinned_by_unmovable();
         let mut st = CompactState::new(&z, true, 500);
         let mut ev = CompactEvents::default();
         let work = kcompactd_do_work(&mut z, &mut st, &mut ev, 9, &mut |_, _, _| {});

@@ -18,7 +18,7 @@
 //! until the process exits (a slab's objects are the process's: task_struct, mm, vmas).
 
 use super::{Ctx, Mm, MAX_RECLAIM_RETRIES};
-use crate::compaction::{self, CompactPriority};
+use crate::compaction::CompactPriority;
 use crate::latency::Kind;
 use crate::page_alloc::{MigrateType, PfnState, Wmark};
 use crate::sim::Actor;
@@ -208,8 +208,7 @@ impl Mm {
         self.kalloc_events().allocstall_normal += n;
     }
 
-    /// __alloc_pages_direct_compact at `prio`: the block on success at the min watermark,
-    /// each migrated page moving its record's pfn and costing a page copy.
+    /// direct_compact (mm/phys.rs) for a kernel block, which the process then holds.
     fn kalloc_direct_compact(
         &mut self,
         ctx: &mut Ctx,
@@ -217,29 +216,7 @@ impl Mm {
         mt: MigrateType,
         prio: CompactPriority,
     ) -> Option<u32> {
-        let nr_free = self.nr_free;
-        let ph = self.phys.as_mut()?;
-        ph.sync(nr_free);
-        let super::phys::Phys {
-            zone,
-            compact,
-            ev,
-            pfn_of,
-            ..
-        } = &mut **ph;
-        let (page, _, work) = compaction::alloc_pages_direct_compact(
-            zone,
-            compact,
-            ev,
-            order,
-            mt,
-            prio,
-            Wmark::Min,
-            &mut |owner, _, new| {
-                pfn_of[owner as usize] = new;
-            },
-        );
-        ctx.cpu(work.migrated * self.costs.migrate_page_ns);
+        let page = self.direct_compact(ctx, order, mt, prio);
         let pfn = page?;
         let ph = self.phys.as_mut().expect("checked");
         ph.kblock_pages += 1 << order;

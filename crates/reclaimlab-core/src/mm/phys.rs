@@ -477,9 +477,26 @@ impl Mm {
         }
     }
 
-    /// __alloc_pages_direct_compact at INIT_COMPACT_PRIORITY (async), each migrated page
-    /// moving its record's pfn and costing a page copy.
+    /// __alloc_pages_direct_compact at INIT_COMPACT_PRIORITY (async) for a THP.
     fn thp_direct_compact(&mut self, ctx: &mut Ctx) -> Option<u32> {
+        self.direct_compact(
+            ctx,
+            PAGEBLOCK_ORDER,
+            MigrateType::Movable,
+            CompactPriority::Async,
+        )
+    }
+
+    /// __alloc_pages_direct_compact at `prio`: the block of `order` on success at the min
+    /// watermark, each migrated page moving its record's pfn and costing a page copy. Shared
+    /// by THP faults and kernel allocations (mm/kalloc.rs).
+    pub(super) fn direct_compact(
+        &mut self,
+        ctx: &mut Ctx,
+        order: u8,
+        mt: MigrateType,
+        prio: CompactPriority,
+    ) -> Option<u32> {
         let nr_free = self.nr_free;
         let ph = self.phys.as_mut()?;
         ph.sync(nr_free);
@@ -494,9 +511,9 @@ impl Mm {
             zone,
             compact,
             ev,
-            PAGEBLOCK_ORDER,
-            MigrateType::Movable,
-            CompactPriority::Async,
+            order,
+            mt,
+            prio,
             Wmark::Min,
             &mut |owner, _, new| {
                 pfn_of[owner as usize] = new;
