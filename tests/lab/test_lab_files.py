@@ -106,9 +106,10 @@ def test_file_phases_end_to_end_leave_nothing_behind(lab: Lab, tmp_path: Path, f
     assert c["block[data].stat.write_ios"] > 0
 
 
-def test_killed_driver_then_lab_restore_removes_the_filesystem(lab: Lab, tmp_path: Path) -> None:
-    _need_real(lab)
-    path = _scenario(tmp_path, extra='[[processes.phases]]\nkind = "sleep"\nduration = "60s"\n')
+def _kill_driver_in_its_phases(lab: Lab, path: Path, tmp_path: Path) -> dict[str, Any]:
+    """Start the driver on ``path`` (its runner outlives it), wait until the runner is in its
+    cgroup and a second into its phases, then SIGKILL the driver. Returns the runner's journal
+    entry. Fails if the driver ends by itself before the kill."""
     journal = lab.state / JOURNAL_NAME
     driver = lab.start_driver(path, tmp_path / "driver.log", orphan_runner=True)
     try:
@@ -128,6 +129,14 @@ def test_killed_driver_then_lab_restore_removes_the_filesystem(lab: Lab, tmp_pat
         if driver.poll() is None:  # only the driver we started, while it runs (a reaped pid may be reused)
             os.kill(driver.pid, signal.SIGKILL)
         driver.wait()
+    assert runner is not None
+    return runner
+
+
+def test_killed_driver_then_lab_restore_removes_the_filesystem(lab: Lab, tmp_path: Path) -> None:
+    _need_real(lab)
+    path = _scenario(tmp_path, extra='[[processes.phases]]\nkind = "sleep"\nduration = "60s"\n')
+    runner = _kill_driver_in_its_phases(lab, path, tmp_path)
 
     left = lab.state_now()
     assert left["mounts"] and left["loop_devices"] and left["fs_images"], left
@@ -233,25 +242,7 @@ def test_killed_driver_then_lab_restore_unmounts_the_tmpfs(lab: Lab, tmp_path: P
     roomy = TMPFS_AND_CREATE.replace('"memory.limit_in_bytes" = "8MiB"', '"memory.limit_in_bytes" = "64MiB"')
     assert roomy != TMPFS_AND_CREATE
     path.write_text(roomy + '[[processes.phases]]\nkind = "sleep"\nduration = "60s"\n', encoding="utf-8")
-    journal = lab.state / JOURNAL_NAME
-    driver = lab.start_driver(path, tmp_path / "driver.log", orphan_runner=True)
-    try:
-        deadline = time.monotonic() + 120
-        runner: dict[str, Any] | None = None
-        while runner is None or not _in_cgroup(journal, runner):
-            if driver.poll() is not None:
-                raise AssertionError(f"the driver exited early ({driver.returncode}): {(tmp_path / 'driver.log').read_text()}")
-            assert time.monotonic() < deadline, "timed out waiting for the runner to be in its cgroup"
-            time.sleep(0.05)
-            if runner is None and journal.exists():
-                runner = next((e for e in read_entries(journal) if e["op"] == "runner"), None)
-        time.sleep(1.0)  # into its phases
-        if driver.poll() is not None:
-            raise AssertionError(f"the driver ended before the kill ({driver.returncode}): {(tmp_path / 'driver.log').read_text()}")
-    finally:
-        if driver.poll() is None:  # only the driver we started, and only while it runs (not a reused pid)
-            os.kill(driver.pid, signal.SIGKILL)
-        driver.wait()
+    _kill_driver_in_its_phases(lab, path, tmp_path)
 
     left = lab.state_now()
     assert len([m for m in left["mounts"] if "/mnt/" in m]) == 2, left  # the tmpfs and the ext4
