@@ -7,7 +7,7 @@ import copy
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, get_args
 
 from pydantic import AfterValidator, BeforeValidator, Discriminator, Field, PrivateAttr, Tag, WithJsonSchema, create_model, model_validator
 from pydantic_core import PydanticCustomError
@@ -351,6 +351,10 @@ Dist = Annotated[
 
 
 class _Phase(StrictModel):
+    #: Whether the phase touches memory (loads, stores, file IO): its accesses/s is a rate
+    #: that says something about time. Phases that only wait or write a control file say no.
+    makes_accesses: ClassVar[bool] = True
+
     name: str | None = None
     #: ``"<process>:<phase>"``: the phase starts once that phase of that other process has
     #: ended (or the process stopped without ending it); docs/scenario.md, "after".
@@ -466,11 +470,13 @@ class CreateFilesPhase(_Phase):
 
 
 class SleepPhase(_Phase):
+    makes_accesses: ClassVar[bool] = False
     kind: Literal["sleep"]
     duration: Duration
 
 
 class ExitPhase(_Phase):
+    makes_accesses: ClassVar[bool] = False
     kind: Literal["exit"]
 
 
@@ -497,6 +503,7 @@ class CgroupWritePhase(_Phase):
     at runtime that the core models (CgroupFile in reclaimlab-workload; its serde names are
     checked against these by the tests)."""
 
+    makes_accesses: ClassVar[bool] = False
     kind: Literal["cgroup_write"]
     file: Literal["memory.high", "memory.max", "memory.zswap.max", "memory.zswap.writeback"]
     value: Annotated[
@@ -542,6 +549,7 @@ class ZramWritePhase(_Phase):
     ``compact`` compacts the device's zsmalloc pool (ZramFile in reclaimlab-workload). ``device``:
     the ``[[machine.swap]]`` name of a ``kind = "zram"`` device; default: the only one."""
 
+    makes_accesses: ClassVar[bool] = False
     kind: Literal["zram_write"]
     file: Literal["compact"]
     device: str | None = None
@@ -553,6 +561,7 @@ class KernelAllocPhase(_Phase):
     ``order = 3`` with ``fallback_order = 0`` (s->oo and s->min). ``migratetype``:
     ``"unmovable"`` (GFP_KERNEL) or ``"reclaimable"``. Held until the process exits."""
 
+    makes_accesses: ClassVar[bool] = False
     kind: Literal["kernel_alloc"]
     count: IntRange(1, 2**32 - 1)  # type: ignore[valid-type]
     order: IntRange(0, 10)  # type: ignore[valid-type]
@@ -571,6 +580,7 @@ class ReclaimPhase(_Phase):
     reclaim), with ``swappiness=`` when given (kernels 6.12 and later). ``amount`` is a size or
     ``{ of = COUNTER, times = X, minus = SIZE }``."""
 
+    makes_accesses: ClassVar[bool] = False
     kind: Literal["reclaim"]
     amount: Annotated[
         Annotated[CounterTimes, Tag("counter")] | Annotated[PositiveSize, Tag("plain")],
@@ -601,6 +611,12 @@ Phase = Annotated[
     | ExitPhase,
     Field(discriminator="kind"),
 ]
+
+
+def phase_kinds_without_accesses() -> frozenset[str]:
+    """The ``kind`` of every phase whose ``makes_accesses`` is False (derived from ``Phase``)."""
+    members = get_args(get_args(Phase)[0])
+    return frozenset(get_args(cls.model_fields["kind"].annotation)[0] for cls in members if not cls.makes_accesses)
 
 
 def phase_name(phase: Any, index: int) -> str:
