@@ -26,7 +26,6 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from importlib import resources
 from typing import Any
 
 from reclaimlab.vm import initramfs, tap
@@ -94,10 +93,6 @@ class BinaryRun:
         }
 
 
-def _guest_init() -> bytes:
-    return resources.files("reclaimlab.vm").joinpath("guest/selftests.sh").read_bytes()
-
-
 def initrd(
     k: InstalledKernel, s: InstalledSelftests, b: SelftestBinary, test_timeout_s: float, mglru: bool, recursiveprot: bool = True
 ) -> bytes:
@@ -110,7 +105,7 @@ def initrd(
     entries: list[initramfs.Entry] = [(d, initramfs.DIR, b"") for d in dirs]
     entries += [
         ("bin/busybox", initramfs.EXE, BUSYBOX.read_bytes()),
-        ("init", initramfs.EXE, _guest_init()),
+        ("init", initramfs.EXE, initramfs.guest_script("selftests.sh")),
         (f"tests/{b.name}", initramfs.EXE, b.path.read_bytes()),
         ("plan/selftest.env", initramfs.FILE, env.encode()),
     ]
