@@ -195,8 +195,12 @@ def _interval(text: str | None) -> float | None:
     return ns / 1e9
 
 
-def _write_tables(frame: Any, csv_out: Path | None, parquet_out: Path | None) -> None:
-    """The tidy table (pandas) as CSV and/or Parquet."""
+def _write_tables(tidy: Callable[[], Any], csv_out: Path | None, parquet_out: Path | None) -> None:
+    """The tidy table (pandas) as CSV and/or Parquet. ``tidy`` builds it only when one is asked
+    for: importing pandas is a third of a small run's start-up."""
+    if csv_out is None and parquet_out is None:
+        return
+    frame = tidy()
     if csv_out is not None:
         frame.to_csv(csv_out, index=False)
     if parquet_out is not None:
@@ -377,7 +381,7 @@ def run(
             console.print(compare_view(repeated.runs[0], None, counters or (), show_all, None, repeated))
             if json_out is not None:
                 _write_json(json_out, json.dumps(repeated.to_dict(), sort_keys=True, indent=2) + "\n")
-            _write_tables(repeated.tidy(), csv_out, parquet_out)
+            _write_tables(repeated.tidy, csv_out, parquet_out)
             return
         else:
             result = reclaimlab.run(
@@ -395,7 +399,7 @@ def run(
         console.print(table)
     if json_out is not None:
         _write_json(json_out, result.to_json())
-    _write_tables(result.tidy(), csv_out, parquet_out)
+    _write_tables(result.tidy, csv_out, parquet_out)
 
 
 @app.command()
@@ -470,7 +474,7 @@ def compare(
     _console(stderr=to_stdout).print(compare_view(result, baseline, counters or (), show_all, None if per is None else per.value, repeated))
     if json_out is not None:
         _write_json(json_out, result.to_json() if repeated is None else json.dumps(repeated.to_dict(), sort_keys=True, indent=2) + "\n")
-    _write_tables(result.tidy() if repeated is None else repeated.tidy(), csv_out, parquet_out)
+    _write_tables(result.tidy if repeated is None else repeated.tidy, csv_out, parquet_out)
 
 
 def _repeat(path: Path, overrides: Sequence[str], n: int, run_one: Callable[[reclaimlab.Scenario], CompareResult]) -> Repeated:
