@@ -198,6 +198,7 @@ def test_bundled_default_profile_parses() -> None:
         "swap_write_end_ns",
         "zswap_entry_ns",
         "shrink_node_ns",  # calibrate 1c
+        "swap_ra_page_ns",  # calibrate 3b (--only-readahead, 2026-11-24)
     }
     measured |= {
         f"{c}_{w}{k}_ns"
@@ -210,6 +211,7 @@ def test_bundled_default_profile_parses() -> None:
     disk = p.devices["virtio-disk"]
     assert disk.iops and disk.max_sectors_kb and disk.nr_requests  # measured since 2026-11-24
     assert {"codecs", "kernel_codecs", "reclaim_pass", "device", "lab", "host", "speed_probe_ns"} <= set(p.measurements)
+    assert {"readahead", "readahead_pc0"} <= set(p.measurements["lab"])  # the runs swap_ra_page_ns was fitted on
 
 
 # ---------------------------------------------------------------------------------------------
