@@ -198,6 +198,7 @@ def test_bundled_default_profile_parses() -> None:
         "swap_write_end_ns",
         "zswap_entry_ns",
         "shrink_node_ns",  # calibrate 1c
+        "swap_ra_page_ns",  # calibrate 3b (--only-readahead, 2026-11-24)
     }
     measured |= {
         f"{c}_{w}{k}_ns"
@@ -210,6 +211,7 @@ def test_bundled_default_profile_parses() -> None:
     disk = p.devices["virtio-disk"]
     assert disk.iops and disk.max_sectors_kb and disk.nr_requests  # measured since 2026-11-24
     assert {"codecs", "kernel_codecs", "reclaim_pass", "device", "lab", "host", "speed_probe_ns"} <= set(p.measurements)
+    assert {"readahead", "readahead_pc0"} <= set(p.measurements["lab"])  # the runs swap_ra_page_ns was fitted on
 
 
 # ---------------------------------------------------------------------------------------------
@@ -408,6 +410,45 @@ def test_lab_scenarios_load_and_lower(cgv: int) -> None:
     assert not zram["kernel"]["zswap"]["enabled"]
     assert [(sw["kind"], sw["comp_algorithm"]) for sw in zram["machine"]["swap"]] == [("zram", "lz4")]
     assert zram["processes"] == pres["processes"]
+
+
+@pytest.mark.parametrize("cgv", [1, 2])
+def test_readahead_scenarios_are_the_zswap_run_with_a_sequential_read_back(cgv: int) -> None:
+    pres = lower(load(cal.pressure_scenario("6.18", cgv)), profile=None)
+    for cluster, name in ((3, "calibrate-readahead"), (0, "calibrate-readahead-pc0")):
+        sc = load(cal.readahead_scenario("6.18", cgv, cluster))
+        ra = lower(sc, profile=None)
+        assert sc.name == name and ra["kernel"]["vm"]["page_cluster"] == cluster
+        assert ra["kernel"]["zswap"] == pres["kernel"]["zswap"] and ra["cgroups"] == pres["cgroups"]
+        assert ra["processes"][0]["regions"] == pres["processes"][0]["regions"]
+        phases = ra["processes"][0]["phases"]
+        assert [ph["name"] for ph in phases] == ["fill-free", "fill", "readback"]
+        assert phases[:2] == pres["processes"][0]["phases"][:2]
+        assert phases[2]["phase"]["kind"] == "sequential" and phases[2]["phase"]["write_percent"] == 0
+
+
+def test_add_to_profile_sets_one_cost_and_replaces_the_stages_records(real_core: Any) -> None:
+    text = cal.render_profile(
+        "x-vm",
+        {"fault_ns": 600, "zswap_entry_ns": 9},
+        {},
+        {"date": "d", "lab": {"zswap": {"values": cal.Inline(a=1)}, "readahead": {"old": 1, "phases": {"x": cal.Inline(b=2)}}}},
+        header=["Not measured (the built-in defaults apply):", "  access_ns, swap_ra_page_ns, zswap_copy_ns."],
+        cost_notes={"fault_ns": "lab"},
+    )
+    records = {"readahead": {"new": 2, "phases": {"p/readback": cal.Inline(k=3)}}, "readahead_pc0": {"new": 4}}
+    out = cal.add_to_profile(text, "swap_ra_page_ns", 443, "fit", records, "reclaimlab calibrate --only-readahead")
+    again = cal.add_to_profile(out, "swap_ra_page_ns", 450, "fit", records, "reclaimlab calibrate --only-readahead")
+    p = parse_profile(again, "x.toml")
+    assert p.costs == {"fault_ns": 600, "swap_ra_page_ns": 450, "zswap_entry_ns": 9}
+    order = [k for k in cal.cost_names() if k in p.costs]
+    assert re.findall(r"^(\w+_ns) =", again, re.M) == order  # inserted in the native core's order
+    lab = p.measurements["lab"]
+    assert lab["zswap"] == {"values": {"a": 1}} and lab["readahead"] == {"new": 2, "phases": {"p/readback": {"k": 3}}}
+    assert lab["readahead_pc0"] == {"new": 4}
+    assert "#   access_ns, zswap_copy_ns." in again and again.count("# Added by: ") == 1
+    with pytest.raises(ValueError, match="unknown cost parameter: nope_ns"):
+        cal.add_to_profile(text, "nope_ns", 1, "", {}, "")
 
 
 def test_rendered_profile_parses_back() -> None:

@@ -649,6 +649,13 @@ def calibrate(
             "--lab-from", metavar="PROFILE", help="Refit the lab stages on the kernel runs recorded in PROFILE instead of running them."
         ),
     ] = None,
+    only_readahead: Annotated[
+        bool,
+        typer.Option(
+            "--only-readahead",
+            help="Run only the swap readahead stage (zswap read-back at page-cluster 3 and 0); add its figure to the existing profile.",
+        ),
+    ] = False,
     json_out: Annotated[
         Path | None, typer.Option("--json", metavar="OUT", help="Also write every number as JSON.", callback=check_output_path)
     ] = None,
@@ -668,6 +675,7 @@ def calibrate(
         skip_lab=skip_lab,
         kernel_codec_rounds=kernel_codec_rounds,
         lab_from=lab_from,
+        only_readahead=only_readahead,
         json=json_out,
     )
     code = calibration.main(options)
