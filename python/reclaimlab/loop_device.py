@@ -1,0 +1,349 @@
+"""The lab's filesystem device (``calibrate`` stage 2b): a loop device with direct IO over an
+image file, as ``lab/filesystems.py`` makes one for every ext4/xfs/btrfs of a scenario, measured
+as the simulator models a block device (``devices.py`` ``lab-loop``), and an ext4 create loop
+on it (what one fsync of a fresh file costs there).
+
+Why its own device: the loop worker turns each request into direct IO on the image file
+(drivers/block/loop.c ``lo_rw_aio``, IOCB_DIRECT), so its reads and writes are the image
+file's, not the VM disk's raw figures; its queue (``read_ahead_kb`` 2560, ``max_sectors_kb``
+1280 here) is the loop device's own; and it has a volatile write cache without FUA
+(``loop_reconfigure_limits``: BLK_FEAT_WRITE_CACHE when the backing file has ->fsync, never
+BLK_FEAT_FUA), so every REQ_PREFLUSH and every emulated FUA is a REQ_OP_FLUSH that the loop
+worker serves with ``vfs_fsync`` of the image file (``lo_req_flush``) -- on this VM an fsync
+of a file on ext4 on the virtio disk.
+
+What ``run`` does, under the lab lock, everything journaled (image, loop device, mount; the
+journal's restore undoes them when the stage ends or fails):
+
+1. an image of ``image_mib`` MiB in ``<state dir>/fs``, ``posix_fallocate``d, and a loop device
+   over it with ``--direct-io=on`` (the steps of the lab's ``filesystems.set_up``);
+2. ``mkfs.ext4`` with the lab's options, mounted with default options;
+3. the create loop (``files`` files of ``file_kib`` KiB: ``open(O_CREAT|O_EXCL)``, ``write(2)``
+   of 4 KiB each, ``fsync``, ``close``), each step timed, with the loop device's
+   ``/sys/block/loopN/stat`` before and after (requests, merges, sectors, flushes and their
+   times: what the create loop sent per file and what each request and flush took);
+4. a read of a ``read_mib`` MiB file written and fsynced just before, after
+   ``posix_fadvise(DONTNEED)`` of it, with ``read(2)`` of 4 KiB (the lab runner's read phase:
+   readahead at the loop device's ``read_ahead_kb``), timed, with the stat's read requests
+   and the device's busy time;
+5. O_DIRECT on the filesystem: random 4 KiB reads and sequential ``max_sectors_kb`` reads of
+   that file at queue depth 1, sequential ``max_sectors_kb`` writes of ``write_mib`` MiB to a
+   new file.
+
+Everything runs on a fresh filesystem, as in a lab run: data goes to blocks of the image that
+were never written (fallocated, unwritten extents of the image file, which the VM's ext4
+converts at each write's completion and commits at the next flush), the journal to blocks
+mkfs wrote.
+
+The pure part (``device_figures``, ``create_figures``) is tested without a kernel.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+import secrets
+import statistics
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from reclaimlab.lab import filesystems, host
+from reclaimlab.lab.errors import LabError, LabUnavailable
+from reclaimlab.lab.session import session
+
+__all__ = ["create_figures", "device_figures", "run"]
+
+PAGE = 4096
+MIB = 1 << 20
+SECTOR = 512
+#: The fields of /sys/block/<dev>/stat (Documentation/block/stat.rst), in order.
+STAT_FIELDS = (
+    "read_ios",
+    "read_merges",
+    "read_sectors",
+    "read_ticks",
+    "write_ios",
+    "write_merges",
+    "write_sectors",
+    "write_ticks",
+    "in_flight",
+    "io_ticks",
+    "time_in_queue",
+    "discard_ios",
+    "discard_merges",
+    "discard_sectors",
+    "discard_ticks",
+    "flush_ios",
+    "flush_ticks",
+)
+
+_Note = Callable[[str], None]
+
+
+def _stat(dev: str) -> dict[str, int]:
+    vals = host.read_text(f"/sys/block/{Path(dev).name}/stat").split()
+    return {k: int(v) for k, v in zip(STAT_FIELDS, vals, strict=False)}
+
+
+def _delta(a: Mapping[str, int], b: Mapping[str, int]) -> dict[str, int]:
+    return {k: b[k] - a[k] for k in a if k != "in_flight"}
+
+
+def _med(xs: list[int]) -> int:
+    return round(statistics.median(xs))
+
+
+def _direct(point: Path, scan: Path, chunk: int, rand_ios: int, write_mib: int) -> dict[str, Any]:
+    """Step 4: O_DIRECT on files of the filesystem: random 4 KiB reads and sequential reads of
+    ``chunk`` bytes of the scan file at queue depth 1, and sequential writes of ``chunk`` bytes
+    to a new file (blocks the image never had)."""
+    page = mmap.mmap(-1, PAGE)
+    big = mmap.mmap(-1, chunk)
+    rr: list[int] = []
+    fd = os.open(scan, os.O_RDONLY | os.O_DIRECT | os.O_CLOEXEC)
+    try:
+        size = os.fstat(fd).st_size
+        pages = size // PAGE
+        step = 7919  # a prime stride: blocks of the whole file, in no order
+        for k in range(rand_ios):
+            t0 = time.perf_counter_ns()
+            if os.preadv(fd, [page], (k * step % pages) * PAGE) != PAGE:
+                raise LabError(f"short read on {scan}")
+            rr.append(time.perf_counter_ns() - t0)
+        t0 = time.perf_counter_ns()
+        for off in range(0, size - chunk + 1, chunk):
+            if os.preadv(fd, [big], off) != chunk:
+                raise LabError(f"short read on {scan}")
+        seq_r = time.perf_counter_ns() - t0
+        seq_r_bytes = (size // chunk) * chunk
+    finally:
+        os.close(fd)
+    path = point / "direct-write"
+    big.write(os.urandom(chunk))
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_DIRECT | os.O_CLOEXEC, 0o600)
+    try:
+        n = write_mib * MIB // chunk
+        t0 = time.perf_counter_ns()
+        for k in range(n):
+            if os.pwrite(fd, big, k * chunk) != chunk:
+                raise LabError(f"short write on {path}")
+        os.fdatasync(fd)
+        seq_w = time.perf_counter_ns() - t0
+    finally:
+        os.close(fd)
+        page.close()
+        big.close()
+    return {
+        "chunk_bytes": chunk,
+        "rand_read_4k_ns": rr,
+        "seq_read_bytes": seq_r_bytes,
+        "seq_read_ns": seq_r,
+        "seq_write_bytes": n * chunk,
+        "seq_write_ns": seq_w,
+    }
+
+
+def _create_loop(point: Path, dev: str, files: int, file_kib: int) -> dict[str, Any]:
+    """Step 4: the create loop on the mounted filesystem."""
+    buf = os.urandom(PAGE)
+    d = point / "create"
+    d.mkdir()
+    writes: list[int] = []
+    fsyncs: list[int] = []
+    totals: list[int] = []
+    before = _stat(dev)
+    t_start = time.perf_counter_ns()
+    for k in range(files):
+        t0 = time.perf_counter_ns()
+        fd = os.open(d / f"f{k:06d}", os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+        try:
+            for _ in range(file_kib * 1024 // PAGE):
+                if os.write(fd, buf) != PAGE:
+                    raise LabError(f"short write in {d}")
+            t1 = time.perf_counter_ns()
+            os.fsync(fd)
+            t2 = time.perf_counter_ns()
+        finally:
+            os.close(fd)
+        writes.append(t1 - t0)
+        fsyncs.append(t2 - t1)
+        totals.append(time.perf_counter_ns() - t0)
+    elapsed = time.perf_counter_ns() - t_start
+    return {
+        "files": files,
+        "file_kib": file_kib,
+        "elapsed_ns": elapsed,
+        "write_ns": writes,
+        "fsync_ns": fsyncs,
+        "file_ns": totals,
+        "stat": _delta(before, _stat(dev)),
+    }
+
+
+def _read_file(point: Path, dev: str, read_mib: int) -> dict[str, Any]:
+    """Step 5: write a file, fsync, drop its cache, read it with 4 KiB read(2)s."""
+    path = point / "scan"
+    chunk = os.urandom(MIB)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+    try:
+        for _ in range(read_mib):
+            os.write(fd, chunk)
+        os.fsync(fd)
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        before = _stat(dev)
+        os.lseek(fd, 0, os.SEEK_SET)
+        t0 = time.perf_counter_ns()
+        n = 0
+        while True:
+            got = os.read(fd, PAGE)
+            if not got:
+                break
+            n += len(got)
+        elapsed = time.perf_counter_ns() - t0
+        after = _stat(dev)
+    finally:
+        os.close(fd)
+    if n != read_mib * MIB:
+        raise LabError(f"read {n} bytes of {path}, expected {read_mib * MIB}")
+    return {"bytes": n, "elapsed_ns": elapsed, "stat": _delta(before, after), "path": str(path)}
+
+
+def run(
+    note: _Note | None = None,
+    wait_s: float | None = None,
+    image_mib: int = 768,
+    rand_ios: int = 2000,
+    write_mib: int = 128,
+    files: int = 300,
+    file_kib: int = 128,
+    read_mib: int = 192,
+) -> dict[str, Any]:
+    """Measure the lab's loop device and an ext4 create loop on it (module docstring)."""
+    say = note or (lambda _m: None)
+    if os.geteuid() != 0:
+        raise LabUnavailable("measuring the lab's loop device needs root (losetup, mkfs, mount)")
+    config: dict[str, Any] = {"machine": {"filesystems": [{"name": "calibrate", "fstype": "ext4"}]}, "processes": []}
+    runid = f"calibrate-loop-{secrets.token_hex(2)}"
+    with (
+        session("reclaimlab calibrate (loop device)", say, wait_s) as lab,
+        lab.journal(runid=runid, scenario="calibrate loop device", what="removing the loop device failed", busy_retries=19) as j,
+    ):
+        img_dir = lab.state / "fs"
+        img_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        image = img_dir / f"{runid}-0.img"
+        size = image_mib * MIB
+        j.record("fsimage", path=str(image))
+        fd = os.open(image, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+        try:
+            os.posix_fallocate(fd, 0, size)
+        finally:
+            os.close(fd)
+        j.record("loop", image=str(image))
+        dev = host.run_tool(["losetup", "--find", "--show", "--direct-io=on", str(image)]).strip()
+        if not filesystems._LOOP.match(dev):
+            raise LabError(f"losetup --find --show {image} printed {dev!r}, not a loop device")
+        queue = filesystems.loop_queue(dev)
+        chunk = int(queue.get("max_sectors_kb", "1280")) * 1024
+        say(f"loop device {dev} over {image} ({image_mib} MiB), queue {queue}")
+        host.run_tool(filesystems.mkfs_argv("ext4", dev), timeout=300)
+        point = lab.state / "mnt" / f"{runid}-0"
+        point.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        j.record("mount", path=str(point), fstype="ext4", created_dir=True)
+        point.mkdir(mode=0o700)
+        host.run_tool(["mount", "-t", "ext4", dev, str(point)])
+        say(f"ext4 create loop: {files} files of {file_kib} KiB, each written, fsynced and closed")
+        create = _create_loop(point, dev, files, file_kib)
+        say(f"read(2) of a {read_mib} MiB file written just before")
+        read = _read_file(point, dev, read_mib)
+        say("O_DIRECT reads of that file and writes of a new one")
+        direct = _direct(point, Path(read["path"]), chunk, rand_ios, write_mib)
+    return {
+        "method": (
+            "a loop device made as the lab makes one (posix_fallocate'd image in the state dir, losetup "
+            "--direct-io=on, mkfs.ext4 -E lazy_itable_init=0,lazy_journal_init=0,nodiscard); O_DIRECT on "
+            "the bare device, then an ext4 create loop and a read(2) scan on it (loop_device.py)"
+        ),
+        "loop_device": dev,
+        "queue": queue,
+        "create": create,
+        "direct": direct,
+        "read": read,
+    }
+
+
+def device_figures(m: Mapping[str, Any]) -> dict[str, Any]:
+    """The ``lab-loop`` device model (devices.py) from a measurement (``run``'s report).
+
+    * ``read_bytes_per_s``: the read(2) scan's bytes over the loop device's busy time
+      (``io_ticks``): readahead keeps two windows of requests in flight and the loop worker
+      serves them at once (aio direct IO), which the model's one-at-a-time queue can only
+      show as the throughput of that stream;
+    * ``read_latency_ns``: the scan's mean read request time (``read_ticks`` / ``read_ios``,
+      requests of ``max_sectors_kb``) less the mean request's transfer at that throughput
+      (the 4 KiB O_DIRECT reads at queue depth 1 are recorded beside it, not used: the lab's
+      file scenarios read sequentially);
+    * ``write_bytes_per_s``: sequential O_DIRECT writes of ``max_sectors_kb`` requests to a new
+      file (blocks the image never had), queue depth 1;
+    * ``write_latency_ns``: the create loop's mean write request time (``write_ticks`` /
+      ``write_ios``: data, journal and commit blocks, each written where the image had no
+      block yet or to the journal) less the mean request's transfer at that bandwidth;
+    * ``flush_ns``: the create loop's mean flush time (``flush_ticks`` / ``flush_ios``: the
+      loop worker's vfs_fsync of the image file);
+    * the queue's ``max_sectors_kb``, ``nr_requests`` and ``read_ahead_kb`` as sysfs has them.
+    """
+    q = m["queue"]
+    d = m["direct"]
+    rd = m["read"]
+    st = m["create"]["stat"]
+    busy_ms = max(1, int(rd["stat"]["io_ticks"]))
+    read_bw = int(rd["bytes"]) * 1e3 / busy_ms
+    rios = max(1, int(rd["stat"]["read_ios"]))
+    read_req_ns = int(rd["stat"]["read_ticks"]) * 1e6 / rios
+    read_req_bytes = int(rd["stat"]["read_sectors"]) * SECTOR / rios
+    write_bw = int(d["seq_write_bytes"]) * 1e9 / int(d["seq_write_ns"])
+    ios = max(1, int(st["write_ios"]))
+    mean_req_bytes = int(st["write_sectors"]) * SECTOR / ios
+    write_req_ns = int(st["write_ticks"]) * 1e6 / ios
+    return {
+        "rotational": q.get("rotational", "0") == "1",
+        "read_latency_ns": max(0, round(read_req_ns - read_req_bytes * 1e9 / read_bw)),
+        "write_latency_ns": max(0, round(write_req_ns - mean_req_bytes * 1e9 / write_bw)),
+        "read_bytes_per_s": round(read_bw),
+        "write_bytes_per_s": round(write_bw),
+        "flush_ns": round(int(st["flush_ticks"]) * 1e6 / max(1, int(st["flush_ios"]))),
+        "max_sectors_kb": int(q["max_sectors_kb"]),
+        "nr_requests": int(q["nr_requests"]),
+        "read_ahead_kb": int(q["read_ahead_kb"]),
+    }
+
+
+def create_figures(m: Mapping[str, Any]) -> dict[str, Any]:
+    """Per-file figures of the create loop: median fsync and whole-file times, and what the
+    device received per file (requests, merged bios, 4 KiB blocks beyond the file's data,
+    flushes)."""
+    c = m["create"]
+    n = int(c["files"])
+    st = c["stat"]
+    data_sectors = n * int(c["file_kib"]) * 1024 // SECTOR
+    return {
+        "fsync_median_ns": _med(c["fsync_ns"]),
+        "file_median_ns": _med(c["file_ns"]),
+        "write_median_ns": _med(c["write_ns"]),
+        "write_requests_per_file": round(st["write_ios"] / n, 3),
+        "write_merges_per_file": round(st["write_merges"] / n, 3),
+        "extra_blocks_per_file": round((st["write_sectors"] - data_sectors) * SECTOR / PAGE / n, 3),
+        "flushes_per_file": round(st["flush_ios"] / n, 3),
+    }
+
+
+if __name__ == "__main__":
+    import json
+    import sys
+
+    rep = run(note=lambda s: print(s, file=sys.stderr), wait_s=900)
+    summary = {"device": device_figures(rep), "create": create_figures(rep)}
+    rd = rep["read"]
+    summary["read"] = {"bytes_per_s": round(rd["bytes"] * 1e9 / rd["elapsed_ns"]), **rd["stat"]}
+    print(json.dumps({"summary": summary, "report": rep}))
