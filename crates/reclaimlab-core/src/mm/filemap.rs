@@ -284,16 +284,23 @@ impl Mm {
                 self.do_page_cache_ra(ctx, region, index, 1, 0, 0)?;
             }
         }
+        if hit_marker {
+            // filemap_get_pages → filemap_readahead: the next window is submitted as soon as
+            // the reader finds the PG_readahead folio in the cache, before it waits for that
+            // folio's own read (filemap_update_page), so a reader faster than the device
+            // keeps two windows in flight.
+            self.page_cache_async_ra(ctx, region, index, i);
+            if !self.pages[i as usize].has(pg::RESIDENT) {
+                // The kernel holds a reference on the folio across the readahead, which keeps
+                // reclaim from taking it; the model has none, so a folio that reclaim for the
+                // new window took is read again.
+                self.do_page_cache_ra(ctx, region, index, 1, 0, 0)?;
+            }
+        }
         self.folio_wait_locked(ctx, region, i);
         ctx.cpu(self.costs.read_page_ns);
         self.file_state(region).prev_index = Some(index);
         self.folio_mark_accessed(i);
-        if hit_marker {
-            // filemap_readahead. The kernel starts it before the copy while holding a
-            // reference on the folio, which keeps reclaim from taking it; starting it after
-            // the copy gives the same window without that reference.
-            self.page_cache_async_ra(ctx, region, index, i);
-        }
         Ok(())
     }
 
