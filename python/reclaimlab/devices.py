@@ -50,11 +50,11 @@ DEVICE_PRESETS: dict[str, DeviceModel] = {
     # presets").
     "cloud-disk": DeviceModel(True, 2_000_000, 2_000_000, 150_000_000, 150_000_000, iops=600, max_sectors_kb=1280, nr_requests=256),
     # The lab's filesystem device (lab/filesystems.py): a loop device with direct IO over a
-    # fallocated image file on this project's VM disk, its queue as sysfs shows it. Figures
-    # measured by `calibrate` stage 2b (loop_device.py) on polyglot-vm, 2026-11-24 22:34 UTC
-    # (docs/calibration.md); the machine profile replaces them with its own measurement.
+    # fallocated image file on this project's VM disk, its queue as sysfs shows it. Figures of
+    # `calibrate --only-loop-device` (stage 2b, loop_device.py) on polyglot-vm, 2026-11-24
+    # 22:45 UTC, the ones its profile records ([measurements.loop_device]; docs/calibration.md).
     "lab-loop": DeviceModel(
-        True, 1_408_805, 690_637, 2_796_202_667, 1_302_855_098, max_sectors_kb=1280, nr_requests=128, read_ahead_kb=2560, flush_ns=475_000
+        True, 927_000, 375_100, 4_047_000_000, 3_592_000_000, max_sectors_kb=1280, nr_requests=128, read_ahead_kb=2560, flush_ns=335_000
     ),
 }
 

@@ -18,17 +18,17 @@ journal's restore undoes them when the stage ends or fails):
 1. an image of ``image_mib`` MiB in ``<state dir>/fs``, ``posix_fallocate``d, and a loop device
    over it with ``--direct-io=on`` (the steps of the lab's ``filesystems.set_up``);
 2. ``mkfs.ext4`` with the lab's options, mounted with default options;
-3. the create loop (``files`` files of ``file_kib`` KiB: ``open(O_CREAT|O_EXCL)``, ``write(2)``
+3. the create loop (``rounds`` rounds of ``files`` files of ``file_kib`` KiB: ``open(O_CREAT|O_EXCL)``, ``write(2)``
    of 4 KiB each, ``fsync``, ``close``), each step timed, with the loop device's
    ``/sys/block/loopN/stat`` before and after (requests, merges, sectors, flushes and their
    times: what the create loop sent per file and what each request and flush took);
-4. a read of a ``read_mib`` MiB file written and fsynced just before, after
+4. ``scans`` reads of a ``read_mib`` MiB file written and fsynced just before, each after
    ``posix_fadvise(DONTNEED)`` of it, with ``read(2)`` of 4 KiB (the lab runner's read phase:
    readahead at the loop device's ``read_ahead_kb``), timed, with the stat's read requests
    and the device's busy time;
-5. O_DIRECT on the filesystem: random 4 KiB reads and sequential ``max_sectors_kb`` reads of
-   that file at queue depth 1, sequential ``max_sectors_kb`` writes of ``write_mib`` MiB to a
-   new file.
+5. O_DIRECT on the filesystem: random 4 KiB reads, sequential ``max_sectors_kb`` reads and
+   overwrites of that file at queue depth 1, sequential ``max_sectors_kb`` writes of
+   ``write_mib`` MiB to a new file.
 
 Everything runs on a fresh filesystem, as in a lab run: data goes to blocks of the image that
 were never written (fallocated, unwritten extents of the image file, which the VM's ext4
@@ -96,9 +96,9 @@ def _med(xs: list[int]) -> int:
 
 
 def _direct(point: Path, scan: Path, chunk: int, rand_ios: int, write_mib: int) -> dict[str, Any]:
-    """Step 4: O_DIRECT on files of the filesystem: random 4 KiB reads and sequential reads of
-    ``chunk`` bytes of the scan file at queue depth 1, and sequential writes of ``chunk`` bytes
-    to a new file (blocks the image never had)."""
+    """Step 5: O_DIRECT on files of the filesystem: random 4 KiB reads, sequential reads and
+    overwrites of ``chunk`` bytes of the scan file at queue depth 1, and sequential writes of
+    ``chunk`` bytes to a new file (blocks the image never had)."""
     page = mmap.mmap(-1, PAGE)
     big = mmap.mmap(-1, chunk)
     rr: list[int] = []
@@ -120,8 +120,18 @@ def _direct(point: Path, scan: Path, chunk: int, rand_ios: int, write_mib: int) 
         seq_r_bytes = (size // chunk) * chunk
     finally:
         os.close(fd)
-    path = point / "direct-write"
     big.write(os.urandom(chunk))
+    fd = os.open(scan, os.O_WRONLY | os.O_DIRECT | os.O_CLOEXEC)
+    try:
+        t0 = time.perf_counter_ns()
+        for off in range(0, seq_r_bytes, chunk):
+            if os.pwrite(fd, big, off) != chunk:
+                raise LabError(f"short write on {scan}")
+        os.fdatasync(fd)
+        seq_ow = time.perf_counter_ns() - t0
+    finally:
+        os.close(fd)
+    path = point / "direct-write"
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_DIRECT | os.O_CLOEXEC, 0o600)
     try:
         n = write_mib * MIB // chunk
@@ -140,50 +150,63 @@ def _direct(point: Path, scan: Path, chunk: int, rand_ios: int, write_mib: int) 
         "rand_read_4k_ns": rr,
         "seq_read_bytes": seq_r_bytes,
         "seq_read_ns": seq_r,
+        "seq_overwrite_ns": seq_ow,
         "seq_write_bytes": n * chunk,
         "seq_write_ns": seq_w,
     }
 
 
-def _create_loop(point: Path, dev: str, files: int, file_kib: int) -> dict[str, Any]:
-    """Step 4: the create loop on the mounted filesystem."""
+def _create_loop(point: Path, dev: str, files: int, file_kib: int, rounds: int, pause_s: float) -> dict[str, Any]:
+    """Step 3: the create loop on the mounted filesystem, ``rounds`` rounds of ``files``
+    files each (one directory per round), ``pause_s`` apart, the device's stat per round
+    (other work on the host moves this device's times by several-fold within minutes: the
+    figures are medians over rounds)."""
     buf = os.urandom(PAGE)
-    d = point / "create"
-    d.mkdir()
     writes: list[int] = []
     fsyncs: list[int] = []
     totals: list[int] = []
-    before = _stat(dev)
-    t_start = time.perf_counter_ns()
-    for k in range(files):
-        t0 = time.perf_counter_ns()
-        fd = os.open(d / f"f{k:06d}", os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
-        try:
-            for _ in range(file_kib * 1024 // PAGE):
-                if os.write(fd, buf) != PAGE:
-                    raise LabError(f"short write in {d}")
-            t1 = time.perf_counter_ns()
-            os.fsync(fd)
-            t2 = time.perf_counter_ns()
-        finally:
-            os.close(fd)
-        writes.append(t1 - t0)
-        fsyncs.append(t2 - t1)
-        totals.append(time.perf_counter_ns() - t0)
-    elapsed = time.perf_counter_ns() - t_start
+    stats: list[dict[str, int]] = []
+    elapsed = 0
+    for r in range(rounds):
+        if r:
+            time.sleep(pause_s)
+        d = point / f"create-{r}"
+        d.mkdir()
+        before = _stat(dev)
+        t_start = time.perf_counter_ns()
+        for k in range(files):
+            t0 = time.perf_counter_ns()
+            fd = os.open(d / f"f{k:06d}", os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+            try:
+                for _ in range(file_kib * 1024 // PAGE):
+                    if os.write(fd, buf) != PAGE:
+                        raise LabError(f"short write in {d}")
+                t1 = time.perf_counter_ns()
+                os.fsync(fd)
+                t2 = time.perf_counter_ns()
+            finally:
+                os.close(fd)
+            writes.append(t1 - t0)
+            fsyncs.append(t2 - t1)
+            totals.append(time.perf_counter_ns() - t0)
+        elapsed += time.perf_counter_ns() - t_start
+        stats.append(_delta(before, _stat(dev)))
     return {
-        "files": files,
+        "files": files * rounds,
+        "rounds": rounds,
         "file_kib": file_kib,
         "elapsed_ns": elapsed,
         "write_ns": writes,
         "fsync_ns": fsyncs,
         "file_ns": totals,
-        "stat": _delta(before, _stat(dev)),
+        "stat": {k: sum(st[k] for st in stats) for k in stats[0]},
+        "round_stats": stats,
     }
 
 
-def _read_file(point: Path, dev: str, read_mib: int) -> dict[str, Any]:
-    """Step 5: write a file, fsync, drop its cache, read it with 4 KiB read(2)s."""
+def _read_file(point: Path, dev: str, read_mib: int, scans: int) -> dict[str, Any]:
+    """Step 4: write a file, fsync; ``scans`` times drop its cache and read it with 4 KiB
+    read(2)s (the device's busy time is counted in jiffies: several scans make it a figure)."""
     path = point / "scan"
     chunk = os.urandom(MIB)
     fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
@@ -191,23 +214,25 @@ def _read_file(point: Path, dev: str, read_mib: int) -> dict[str, Any]:
         for _ in range(read_mib):
             os.write(fd, chunk)
         os.fsync(fd)
-        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
         before = _stat(dev)
-        os.lseek(fd, 0, os.SEEK_SET)
-        t0 = time.perf_counter_ns()
+        elapsed = 0
         n = 0
-        while True:
-            got = os.read(fd, PAGE)
-            if not got:
-                break
-            n += len(got)
-        elapsed = time.perf_counter_ns() - t0
+        for _ in range(scans):
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+            os.lseek(fd, 0, os.SEEK_SET)
+            t0 = time.perf_counter_ns()
+            while True:
+                got = os.read(fd, PAGE)
+                if not got:
+                    break
+                n += len(got)
+            elapsed += time.perf_counter_ns() - t0
         after = _stat(dev)
     finally:
         os.close(fd)
-    if n != read_mib * MIB:
-        raise LabError(f"read {n} bytes of {path}, expected {read_mib * MIB}")
-    return {"bytes": n, "elapsed_ns": elapsed, "stat": _delta(before, after), "path": str(path)}
+    if n != scans * read_mib * MIB:
+        raise LabError(f"read {n} bytes of {path}, expected {scans * read_mib * MIB}")
+    return {"bytes": n, "scans": scans, "elapsed_ns": elapsed, "stat": _delta(before, after), "path": str(path)}
 
 
 def run(
@@ -216,9 +241,12 @@ def run(
     image_mib: int = 768,
     rand_ios: int = 2000,
     write_mib: int = 128,
-    files: int = 300,
+    files: int = 100,
+    rounds: int = 5,
+    pause_s: float = 2.0,
     file_kib: int = 128,
     read_mib: int = 192,
+    scans: int = 4,
 ) -> dict[str, Any]:
     """Measure the lab's loop device and an ext4 create loop on it (module docstring)."""
     say = note or (lambda _m: None)
@@ -253,17 +281,17 @@ def run(
         j.record("mount", path=str(point), fstype="ext4", created_dir=True)
         point.mkdir(mode=0o700)
         host.run_tool(["mount", "-t", "ext4", dev, str(point)])
-        say(f"ext4 create loop: {files} files of {file_kib} KiB, each written, fsynced and closed")
-        create = _create_loop(point, dev, files, file_kib)
-        say(f"read(2) of a {read_mib} MiB file written just before")
-        read = _read_file(point, dev, read_mib)
+        say(f"ext4 create loop: {rounds} rounds of {files} files of {file_kib} KiB, each written, fsynced and closed")
+        create = _create_loop(point, dev, files, file_kib, rounds, pause_s)
+        say(f"read(2) of a {read_mib} MiB file written just before, {scans} times")
+        read = _read_file(point, dev, read_mib, scans)
         say("O_DIRECT reads of that file and writes of a new one")
         direct = _direct(point, Path(read["path"]), chunk, rand_ios, write_mib)
     return {
         "method": (
             "a loop device made as the lab makes one (posix_fallocate'd image in the state dir, losetup "
-            "--direct-io=on, mkfs.ext4 -E lazy_itable_init=0,lazy_journal_init=0,nodiscard); O_DIRECT on "
-            "the bare device, then an ext4 create loop and a read(2) scan on it (loop_device.py)"
+            "--direct-io=on, mkfs.ext4 -E lazy_itable_init=0,lazy_journal_init=0,nodiscard); an ext4 create "
+            "loop, read(2) scans and O_DIRECT IO on it (loop_device.py)"
         ),
         "loop_device": dev,
         "queue": queue,
@@ -276,20 +304,28 @@ def run(
 def device_figures(m: Mapping[str, Any]) -> dict[str, Any]:
     """The ``lab-loop`` device model (devices.py) from a measurement (``run``'s report).
 
-    * ``read_bytes_per_s``: the read(2) scan's bytes over the loop device's busy time
-      (``io_ticks``): readahead keeps two windows of requests in flight and the loop worker
-      serves them at once (aio direct IO), which the model's one-at-a-time queue can only
-      show as the throughput of that stream;
+    * ``read_bytes_per_s``: the read(2) scans' throughput with two readahead windows of
+      requests in flight (2 × read_ahead_kb / max_sectors_kb requests, each taking the mean
+      request time ``read_ticks`` / ``read_ios``): the loop worker serves them at once (aio
+      direct IO), which the model's one-at-a-time queue can only show as the throughput of
+      that stream. (The stat's ``time_in_queue`` / ``io_ticks``, requests in flight on
+      average, was 4.1 in the first measurement, 2026-11-24 22:34; ``io_ticks`` counts in
+      jiffies, too coarse to divide by.)
     * ``read_latency_ns``: the scan's mean read request time (``read_ticks`` / ``read_ios``,
       requests of ``max_sectors_kb``) less the mean request's transfer at that throughput
       (the 4 KiB O_DIRECT reads at queue depth 1 are recorded beside it, not used: the lab's
       file scenarios read sequentially);
-    * ``write_bytes_per_s``: sequential O_DIRECT writes of ``max_sectors_kb`` requests to a new
-      file (blocks the image never had), queue depth 1;
-    * ``write_latency_ns``: the create loop's mean write request time (``write_ticks`` /
-      ``write_ios``: data, journal and commit blocks, each written where the image had no
-      block yet or to the journal) less the mean request's transfer at that bandwidth;
-    * ``flush_ns``: the create loop's mean flush time (``flush_ticks`` / ``flush_ios``: the
+    * ``write_bytes_per_s``: sequential O_DIRECT overwrites of the scan file in requests of
+      ``max_sectors_kb``, queue depth 1 (the lab's files are written before a run, so a
+      streaming write phase overwrites them);
+    * ``write_latency_ns``: the create loop's mean write request time, median over rounds (``write_ticks`` /
+      ``write_ios``: data blocks the image never had, whose write the VM's filesystem must
+      convert from an unwritten extent, and journal blocks, which mkfs wrote) less the mean
+      request's transfer at that bandwidth. One figure for both kinds: the model has no
+      allocation state of the image (a write to a fresh block costs 20-50 times an
+      overwrite here: recorded as ``direct.seq_write_bytes_per_s``, a new file, beside the
+      overwrite's);
+    * ``flush_ns``: the create loop's mean flush time, median over rounds (``flush_ticks`` / ``flush_ios``: the
       loop worker's vfs_fsync of the image file);
     * the queue's ``max_sectors_kb``, ``nr_requests`` and ``read_ahead_kb`` as sysfs has them.
     """
@@ -297,22 +333,27 @@ def device_figures(m: Mapping[str, Any]) -> dict[str, Any]:
     d = m["direct"]
     rd = m["read"]
     st = m["create"]["stat"]
-    busy_ms = max(1, int(rd["stat"]["io_ticks"]))
-    read_bw = int(rd["bytes"]) * 1e3 / busy_ms
     rios = max(1, int(rd["stat"]["read_ios"]))
     read_req_ns = int(rd["stat"]["read_ticks"]) * 1e6 / rios
     read_req_bytes = int(rd["stat"]["read_sectors"]) * SECTOR / rios
-    write_bw = int(d["seq_write_bytes"]) * 1e9 / int(d["seq_write_ns"])
+    # Requests in flight while a reader outpaces the device: two readahead windows (the
+    # current one and the async one started at its PG_readahead folio), each read_ahead_kb
+    # split into max_sectors_kb requests.
+    depth = 2 * max(1, -(-int(q["read_ahead_kb"]) // int(q["max_sectors_kb"])))
+    read_bw = depth * read_req_bytes * 1e9 / read_req_ns
+    write_bw = int(d["seq_read_bytes"]) * 1e9 / int(d["seq_overwrite_ns"])
+    rs = m["create"].get("round_stats") or [st]
     ios = max(1, int(st["write_ios"]))
     mean_req_bytes = int(st["write_sectors"]) * SECTOR / ios
-    write_req_ns = int(st["write_ticks"]) * 1e6 / ios
+    write_req_ns = statistics.median(int(r["write_ticks"]) * 1e6 / max(1, int(r["write_ios"])) for r in rs)
+    flush_ns = statistics.median(int(r["flush_ticks"]) * 1e6 / max(1, int(r["flush_ios"])) for r in rs)
     return {
         "rotational": q.get("rotational", "0") == "1",
         "read_latency_ns": max(0, round(read_req_ns - read_req_bytes * 1e9 / read_bw)),
         "write_latency_ns": max(0, round(write_req_ns - mean_req_bytes * 1e9 / write_bw)),
         "read_bytes_per_s": round(read_bw),
         "write_bytes_per_s": round(write_bw),
-        "flush_ns": round(int(st["flush_ticks"]) * 1e6 / max(1, int(st["flush_ios"]))),
+        "flush_ns": round(flush_ns),
         "max_sectors_kb": int(q["max_sectors_kb"]),
         "nr_requests": int(q["nr_requests"]),
         "read_ahead_kb": int(q["read_ahead_kb"]),
