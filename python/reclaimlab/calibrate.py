@@ -752,7 +752,12 @@ def loop_device_tables(rep: Mapping[str, Any], date: str) -> tuple[dict[str, Any
             "round_flush_ns": [round(r["flush_ticks"] * 1e6 / max(1, r["flush_ios"])) for r in rep["create"]["round_stats"]],
         },
         "create_stat": dict(rep["create"]["stat"]),
-        "read_scan": {"bytes": rd["bytes"], "scans": rd["scans"], "elapsed_ns": rd["elapsed_ns"], **{k: rd["stat"][k] for k in ("read_ios", "read_sectors", "read_ticks", "io_ticks", "time_in_queue")}},
+        "read_scan": {
+            "bytes": rd["bytes"],
+            "scans": rd["scans"],
+            "elapsed_ns": rd["elapsed_ns"],
+            **{k: rd["stat"][k] for k in ("read_ios", "read_sectors", "read_ticks", "io_ticks", "time_in_queue")},
+        },
         "direct": {
             "chunk_bytes": d["chunk_bytes"],
             "rand_read_4k_median_ns": round(statistics.median(d["rand_read_4k_ns"])),
