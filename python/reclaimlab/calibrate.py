@@ -802,10 +802,10 @@ def replace_tables(text: str, tables: Mapping[str, str]) -> str:
         at = next((k for k, line in enumerate(out) if line.strip() == "[measurements]"), len(out))
         block: list[str] = []
         for t in devices:
-            block += tables[t].strip("\n").splitlines() + [""]
+            block += [*tables[t].strip("\n").splitlines(), ""]
         out[at:at] = block
     for t in rest:
-        out += [""] + tables[t].strip("\n").splitlines()
+        out += ["", *tables[t].strip("\n").splitlines()]
     return "\n".join(out) + "\n"
 
 
@@ -1567,7 +1567,7 @@ def main(args: Options) -> int:
     try:
         if args.only_loop_device:
             text = only_loop_device(args, note)
-            summary = {"kind": args.kind, "costs": {}, "devices": {}, "measurements": {}}
+            summary: dict[str, Any] = {"kind": args.kind, "costs": {}, "devices": {}, "measurements": {}}
         else:
             text, summary = calibrate(args, note)
     except LabInterrupted as e:

@@ -252,7 +252,6 @@ def run(
     say = note or (lambda _m: None)
     if os.geteuid() != 0:
         raise LabUnavailable("measuring the lab's loop device needs root (losetup, mkfs, mount)")
-    config: dict[str, Any] = {"machine": {"filesystems": [{"name": "calibrate", "fstype": "ext4"}]}, "processes": []}
     runid = f"calibrate-loop-{secrets.token_hex(2)}"
     with (
         session("reclaimlab calibrate (loop device)", say, wait_s) as lab,
@@ -305,7 +304,7 @@ def device_figures(m: Mapping[str, Any]) -> dict[str, Any]:
     """The ``lab-loop`` device model (devices.py) from a measurement (``run``'s report).
 
     * ``read_bytes_per_s``: the read(2) scans' throughput with two readahead windows of
-      requests in flight (2 × read_ahead_kb / max_sectors_kb requests, each taking the mean
+      requests in flight (2 x read_ahead_kb / max_sectors_kb requests, each taking the mean
       request time ``read_ticks`` / ``read_ios``): the loop worker serves them at once (aio
       direct IO), which the model's one-at-a-time queue can only show as the throughput of
       that stream. (The stat's ``time_in_queue`` / ``io_ticks``, requests in flight on
