@@ -1243,8 +1243,10 @@ def calibrate(args: Options, note: _Note) -> tuple[str, dict[str, Any]]:
     if not hasattr(core, "codec_timing"):
         raise LabUnavailable("the native module has no codec_timing: rebuild it (`make build`)")
     p = probing.probe()
-    if not p.root and not (args.skip_device and args.skip_lab):
-        raise LabUnavailable("calibrate needs root for the swap device and the lab runs (or use --skip-device --skip-lab)")
+    if not p.root and not (args.skip_device and args.skip_loop_device and args.skip_lab):
+        raise LabUnavailable(
+            "calibrate needs root for the swap device, the loop device and the lab runs (or use --skip-device --skip-loop-device --skip-lab)"
+        )
     started = datetime.now(UTC)
     facts = _host_facts()
     load_start = _loadavg()
