@@ -1245,7 +1245,8 @@ def calibrate(args: Options, note: _Note) -> tuple[str, dict[str, Any]]:
     p = probing.probe()
     if not p.root and not (args.skip_device and args.skip_loop_device and args.skip_lab):
         raise LabUnavailable(
-            "calibrate needs root for the swap device, the loop device and the lab runs (or use --skip-device --skip-loop-device --skip-lab)"
+            "calibrate needs root for the swap device, the loop device and the lab runs "
+            "(or use --skip-device --skip-loop-device --skip-lab)"
         )
     started = datetime.now(UTC)
     facts = _host_facts()
