@@ -569,6 +569,7 @@ def _loop_report() -> dict[str, Any]:
             "seq_write_bytes": 1 << 27,
             "seq_write_ns": 10**9,
         },
+        "write_cpu": {"pages": 1000, "new_file_ns": 4_000_000, "uncached_ns": 2_300_000, "cached_ns": 1_000_000},
     }
 
 
@@ -594,6 +595,8 @@ def test_loop_device_figures() -> None:
     # 320 sectors a file of which 256 are its data: 64 sectors = 8 blocks of 4 KiB.
     assert c["extra_blocks_per_file"] == 8.0
     assert c["flushes_per_file"] == 2.0
+    w = loop_device.write_figures(rep)
+    assert (w["new_file_page_ns"], w["uncached_page_ns"], w["write_page_ns"], w["insert_page_ns"]) == (4000, 2300, 1000, 1300)
 
 
 def test_loop_device_tables_and_profile_splice() -> None:
@@ -616,6 +619,7 @@ def test_loop_device_tables_and_profile_splice() -> None:
     assert doc["measurements"]["codecs"] == {"lzo": 1}
     assert "old" not in doc["measurements"]["loop_device"]
     assert doc["measurements"]["loop_device"]["figures"]["flush_ns"] == 1_000_000
+    assert doc["measurements"]["loop_device"]["write_cpu"]["write_page_ns"] == 1000
     # The device table stays before [measurements], and the profile parses.
     assert out.index("[devices.lab-loop]") < out.index("[measurements]")
     p = parse_profile(out.split("[measurements]")[0], "p.toml")

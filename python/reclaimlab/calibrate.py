@@ -765,6 +765,7 @@ def loop_device_tables(rep: Mapping[str, Any], date: str) -> tuple[dict[str, Any
             "seq_overwrite_bytes_per_s": round(d["seq_read_bytes"] * 1e9 / d["seq_overwrite_ns"]),
             "seq_write_bytes_per_s": round(d["seq_write_bytes"] * 1e9 / d["seq_write_ns"]),
         },
+        "write_cpu": loop_device.write_figures(rep),
         "loadavg": _loadavg(),
     }
     return table, summary

@@ -28,14 +28,17 @@ journal's restore undoes them when the stage ends or fails):
    and the device's busy time;
 5. O_DIRECT on the filesystem: random 4 KiB reads, sequential ``max_sectors_kb`` reads and
    overwrites of that file at queue depth 1, sequential ``max_sectors_kb`` writes of
-   ``write_mib`` MiB to a new file.
+   ``write_mib`` MiB to a new file;
+6. the CPU time of buffered 4 KiB write(2)s per page (``write_cpu``): into a new file, into
+   its pages again once they are dropped from the cache, and into them while cached.
 
 Everything runs on a fresh filesystem, as in a lab run: data goes to blocks of the image that
 were never written (fallocated, unwritten extents of the image file, which the VM's ext4
 converts at each write's completion and commits at the next flush), the journal to blocks
 mkfs wrote.
 
-The pure part (``device_figures``, ``create_figures``) is tested without a kernel.
+The pure part (``device_figures``, ``create_figures``, ``write_figures``) is tested without a
+kernel.
 """
 
 from __future__ import annotations
@@ -235,6 +238,39 @@ def _read_file(point: Path, dev: str, read_mib: int, scans: int) -> dict[str, An
     return {"bytes": n, "scans": scans, "elapsed_ns": elapsed, "stat": _delta(before, after), "path": str(path)}
 
 
+def _write_cpu(point: Path, mib: int) -> dict[str, Any]:
+    """Step 6: the CPU time of buffered 4 KiB write(2)s (this thread's, ``thread_time_ns``, so
+    a busy host's waits are left out), per page, on a ``mib`` MiB file: (a) a new file (new
+    page cache folios, delayed allocation); (b) after fsync and POSIX_FADV_DONTNEED, the same
+    pages again (new folios over allocated blocks: a lab write phase's case, its file written
+    before the run); (c) after fsync, the pages again while cached (no insertion: what a write
+    costs besides the new folio)."""
+    path = point / "write-cpu"
+    buf = os.urandom(PAGE)
+    pages = mib * MIB // PAGE
+
+    def one_pass(fd: int) -> int:
+        os.lseek(fd, 0, os.SEEK_SET)
+        t0 = time.thread_time_ns()
+        for _ in range(pages):
+            if os.write(fd, buf) != PAGE:
+                raise LabError(f"short write on {path}")
+        return time.thread_time_ns() - t0
+
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+    try:
+        new = one_pass(fd)
+        os.fsync(fd)
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        uncached = one_pass(fd)
+        os.fsync(fd)
+        cached = one_pass(fd)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    return {"pages": pages, "new_file_ns": new, "uncached_ns": uncached, "cached_ns": cached}
+
+
 def run(
     note: _Note | None = None,
     wait_s: float | None = None,
@@ -247,6 +283,7 @@ def run(
     file_kib: int = 128,
     read_mib: int = 192,
     scans: int = 4,
+    write_cpu_mib: int = 64,
 ) -> dict[str, Any]:
     """Measure the lab's loop device and an ext4 create loop on it (module docstring)."""
     say = note or (lambda _m: None)
@@ -286,6 +323,8 @@ def run(
         read = _read_file(point, dev, read_mib, scans)
         say("O_DIRECT reads of that file and writes of a new one")
         direct = _direct(point, Path(read["path"]), chunk, rand_ios, write_mib)
+        say(f"CPU time of buffered 4 KiB writes: {write_cpu_mib} MiB, new, uncached and cached pages")
+        write_cpu = _write_cpu(point, write_cpu_mib)
     return {
         "method": (
             "a loop device made as the lab makes one (posix_fallocate'd image in the state dir, losetup "
@@ -296,6 +335,7 @@ def run(
         "queue": queue,
         "create": create,
         "direct": direct,
+        "write_cpu": write_cpu,
         "read": read,
     }
 
@@ -356,6 +396,21 @@ def device_figures(m: Mapping[str, Any]) -> dict[str, Any]:
         "max_sectors_kb": int(q["max_sectors_kb"]),
         "nr_requests": int(q["nr_requests"]),
         "read_ahead_kb": int(q["read_ahead_kb"]),
+    }
+
+
+def write_figures(m: Mapping[str, Any]) -> dict[str, int]:
+    """Per page of a buffered 4 KiB write(2), CPU ns: into a new file, into dropped pages of
+    an allocated file, into cached pages; ``write_page_ns`` is the cached one (the write
+    without a new folio, which the model charges as ``pagecache_add_ns`` and
+    ``pagecache_add_page_ns``), ``insert_page_ns`` what a new folio added (uncached − cached)."""
+    w = m["write_cpu"]
+    n = max(1, int(w["pages"]))
+    per = {k: round(int(w[f"{k}_ns"]) / n) for k in ("new_file", "uncached", "cached")}
+    return {
+        **{f"{k}_page_ns": v for k, v in per.items()},
+        "write_page_ns": per["cached"],
+        "insert_page_ns": per["uncached"] - per["cached"],
     }
 
 
