@@ -403,7 +403,7 @@ def write_figures(m: Mapping[str, Any]) -> dict[str, int]:
     """Per page of a buffered 4 KiB write(2), CPU ns: into a new file, into dropped pages of
     an allocated file, into cached pages; ``write_page_ns`` is the cached one (the write
     without a new folio, which the model charges as ``pagecache_add_ns`` and
-    ``pagecache_add_page_ns``), ``insert_page_ns`` what a new folio added (uncached − cached)."""
+    ``pagecache_add_page_ns``), ``insert_page_ns`` what a new folio added (uncached - cached)."""
     w = m["write_cpu"]
     n = max(1, int(w["pages"]))
     per = {k: round(int(w[f"{k}_ns"]) / n) for k in ("new_file", "uncached", "cached")}
