@@ -52,7 +52,7 @@ DEVICE_PRESETS: dict[str, DeviceModel] = {
     # The lab's filesystem device (lab/filesystems.py): a loop device with direct IO over a
     # fallocated image file on this project's VM disk, its queue as sysfs shows it. Figures of
     # `calibrate --only-loop-device` (stage 2b, loop_device.py) on polyglot-vm, 2026-11-24
-    # 22:45 UTC, the ones its profile records ([measurements.loop_device]; docs/calibration.md).
+    # 22:46 UTC, the ones its profile records ([measurements.loop_device]; docs/calibration.md).
     "lab-loop": DeviceModel(
         True, 927_000, 375_100, 4_047_000_000, 3_592_000_000, max_sectors_kb=1280, nr_requests=128, read_ahead_kb=2560, flush_ns=335_000
     ),
