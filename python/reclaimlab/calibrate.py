@@ -15,6 +15,11 @@ measurement, its method and its caveats. In short:
    file in the lab's state directory (the filesystem of the lab's swap files), plus 1 MiB
    sequential transfers for bandwidth -> the ``virtio-disk`` preset. The file is journaled
    (as a lab swap file is) and removed, also after a crash (``reclaimlab lab restore``).
+   2b. **the lab's loop device** (``loop_device``): a loop device over a fallocated image, as
+   the lab makes one for a scenario's filesystem, with an ext4 create loop (fsync of fresh
+   files), a read(2) scan and O_DIRECT IO on it -> the ``lab-loop`` preset (its flush
+   included). ``--only-loop-device`` measures this alone and replaces those two tables of the
+   existing profile.
 3. **fault, access, reclaim and swap-in costs**: small scenarios run on the real kernel with
    the lab backend (``reclaimlab.backends.kernel.run``) and in the simulator; a least-squares
    fit (``fit_costs``) of a few cost parameters makes the simulator's phase times match the
@@ -57,7 +62,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from reclaimlab import kernel_codecs, reclaim_pass
+from reclaimlab import kernel_codecs, loop_device, reclaim_pass
 from reclaimlab.errors import ScenarioError, format_key
 from reclaimlab.kernel_codecs import composition_fit
 from reclaimlab.lab import host, speed
@@ -721,6 +726,109 @@ def _device_step(note: _Note, wait_s: float) -> dict[str, Any]:
         return measure_device(lab.state, journal)
 
 
+def loop_device_tables(rep: Mapping[str, Any], date: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The ``[devices.lab-loop]`` table (scenario units) and the ``[measurements.loop_device]``
+    summary of a ``loop_device.run`` report."""
+    fig = loop_device.device_figures(rep)
+    table = {
+        "rotational": fig["rotational"],
+        "read_latency": format_duration(fig["read_latency_ns"]),
+        "write_latency": format_duration(fig["write_latency_ns"]),
+        "read_bandwidth": format_bandwidth(fig["read_bytes_per_s"]),
+        "write_bandwidth": format_bandwidth(fig["write_bytes_per_s"]),
+        "max_sectors_kb": fig["max_sectors_kb"],
+        "nr_requests": fig["nr_requests"],
+        "read_ahead_kb": fig["read_ahead_kb"],
+        "flush_latency": format_duration(fig["flush_ns"]),
+    }
+    rd = rep["read"]
+    d = rep["direct"]
+    summary = {
+        "date": date,
+        "method": rep["method"],
+        "loop_device": rep["loop_device"],
+        "queue": dict(rep["queue"]),
+        "figures": fig,
+        "create": {
+            **loop_device.create_figures(rep),
+            "files": rep["create"]["files"],
+            "rounds": rep["create"]["rounds"],
+            "file_kib": rep["create"]["file_kib"],
+            "round_write_request_ns": [round(r["write_ticks"] * 1e6 / max(1, r["write_ios"])) for r in rep["create"]["round_stats"]],
+            "round_flush_ns": [round(r["flush_ticks"] * 1e6 / max(1, r["flush_ios"])) for r in rep["create"]["round_stats"]],
+        },
+        "create_stat": dict(rep["create"]["stat"]),
+        "read_scan": {
+            "bytes": rd["bytes"],
+            "scans": rd["scans"],
+            "elapsed_ns": rd["elapsed_ns"],
+            **{k: rd["stat"][k] for k in ("read_ios", "read_sectors", "read_ticks", "io_ticks", "time_in_queue")},
+        },
+        "direct": {
+            "chunk_bytes": d["chunk_bytes"],
+            "rand_read_4k_median_ns": round(statistics.median(d["rand_read_4k_ns"])),
+            "seq_read_bytes_per_s": round(d["seq_read_bytes"] * 1e9 / d["seq_read_ns"]),
+            "seq_overwrite_bytes_per_s": round(d["seq_read_bytes"] * 1e9 / d["seq_overwrite_ns"]),
+            "seq_write_bytes_per_s": round(d["seq_write_bytes"] * 1e9 / d["seq_write_ns"]),
+        },
+        "write_cpu": loop_device.write_figures(rep),
+        "loadavg": _loadavg(),
+    }
+    return table, summary
+
+
+def _loop_device_step(note: _Note, wait_s: float) -> tuple[dict[str, Any], dict[str, Any]]:
+    note(f"lab loop device: a loop device over an image in {state_dir()}, ext4 create loop, read scan")
+    rep = loop_device.run(note=note, wait_s=wait_s)
+    return loop_device_tables(rep, datetime.now(UTC).isoformat(timespec="seconds"))
+
+
+_TABLE_HEADER = re.compile(r"^\[([^\]]+)\]\s*$")
+
+
+def replace_tables(text: str, tables: Mapping[str, str]) -> str:
+    """``text`` (a profile) with each table named in ``tables`` (its header path, e.g.
+    ``devices.lab-loop``) and its sub-tables replaced by the given TOML text, or appended where
+    the profile has none: ``--only-loop-device`` keeps everything else as it was."""
+    lines = text.splitlines()
+    out: list[str] = []
+    skipping = False
+    for line in lines:
+        m = _TABLE_HEADER.match(line)
+        if m is not None:
+            name = m.group(1)
+            skipping = any(name == t or name.startswith(t + ".") for t in tables)
+        if not skipping:
+            out.append(line)
+    while out and not out[-1].strip():
+        out.pop()
+    devices = [t for t in tables if t.startswith("devices.")]
+    rest = [t for t in tables if not t.startswith("devices.")]
+    if devices:
+        # Device tables go before [measurements], where render_profile puts them.
+        at = next((k for k, line in enumerate(out) if line.strip() == "[measurements]"), len(out))
+        block: list[str] = []
+        for t in devices:
+            block += [*tables[t].strip("\n").splitlines(), ""]
+        out[at:at] = block
+    for t in rest:
+        out += ["", *tables[t].strip("\n").splitlines()]
+    return "\n".join(out) + "\n"
+
+
+def only_loop_device(args: Options, note: _Note) -> str:
+    """``--only-loop-device``: the existing profile with the loop device measured now."""
+    path = args.out_path()
+    if not path.exists():
+        raise LabError(f"--only-loop-device: no profile at {path} to update")
+    table, summary = _loop_device_step(note, args.wait)
+    dev: list[str] = []
+    _toml_table(["devices", "lab-loop"], table, dev)
+    meas: list[str] = []
+    _toml_table(["measurements", "loop_device"], {**summary, "command": args.command_line()}, meas)
+    return replace_tables(path.read_text(), {"devices.lab-loop": "\n".join(dev), "measurements.loop_device": "\n".join(meas)})
+
+
 # ---------------------------------------------------------------------------------------------
 # 3. Lab runs and the fit
 # ---------------------------------------------------------------------------------------------
@@ -1209,6 +1317,11 @@ class Options:
     codec_rounds: int = 3
     wait: float = 600.0
     skip_device: bool = False
+    #: Do not measure the lab's loop device (stage 2b).
+    skip_loop_device: bool = False
+    #: Measure only the lab's loop device; replace [devices.lab-loop] and
+    #: [measurements.loop_device] of the existing profile, keep the rest.
+    only_loop_device: bool = False
     skip_lab: bool = False
     kernel_codec_rounds: int = 10
     #: Refit the lab stages on the kernel runs recorded in this earlier profile instead of
@@ -1249,8 +1362,11 @@ def calibrate(args: Options, note: _Note) -> tuple[str, dict[str, Any]]:
     if not hasattr(core, "codec_timing"):
         raise LabUnavailable("the native module has no codec_timing: rebuild it (`make build`)")
     p = probing.probe()
-    if not p.root and not (args.skip_device and args.skip_lab):
-        raise LabUnavailable("calibrate needs root for the swap device and the lab runs (or use --skip-device --skip-lab)")
+    if not p.root and not (args.skip_device and args.skip_loop_device and args.skip_lab):
+        raise LabUnavailable(
+            "calibrate needs root for the swap device, the loop device and the lab runs "
+            "(or use --skip-device --skip-loop-device --skip-lab)"
+        )
     started = datetime.now(UTC)
     facts = _host_facts()
     load_start = _loadavg()
@@ -1321,6 +1437,13 @@ def calibrate(args: Options, note: _Note) -> tuple[str, dict[str, Any]]:
             **{k: model[k] for k in ("iops", "max_sectors_kb", "nr_requests", "read_ahead_kb") if k in model},
         }
         measurements["device"] = raw
+        codec_rounds(1)
+
+    # 2b. The lab's loop device (the filesystems of file scenarios).
+    if not args.skip_loop_device:
+        table, summary = _loop_device_step(note, args.wait)
+        devices["lab-loop"] = table
+        measurements["loop_device"] = summary
         codec_rounds(1)
 
     # 3. Lab runs and fits.
@@ -1675,7 +1798,13 @@ def main(args: Options) -> int:
     if old_term is not None:
         signal.signal(signal.SIGTERM, raise_interrupt)
     try:
-        text, summary = calibrate_readahead(args, note) if args.only_readahead else calibrate(args, note)
+        if args.only_loop_device:
+            text = only_loop_device(args, note)
+            summary: dict[str, Any] = {"kind": args.kind, "costs": {}, "devices": {}, "measurements": {}}
+        elif args.only_readahead:
+            text, summary = calibrate_readahead(args, note)
+        else:
+            text, summary = calibrate(args, note)
     except LabInterrupted as e:
         print(f"reclaimlab calibrate: {e}", file=sys.stderr)
         return 128 + e.signum

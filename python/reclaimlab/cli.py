@@ -639,6 +639,16 @@ def calibrate(
     ] = 3,
     wait: Annotated[float, typer.Option("--wait", help="Seconds to wait for the lab lock when another lab process holds it.")] = 600.0,
     skip_device: Annotated[bool, typer.Option("--skip-device", help="Do not measure the swap device (no [devices] table).")] = False,
+    skip_loop_device: Annotated[
+        bool, typer.Option("--skip-loop-device", help="Do not measure the lab's loop device (no [devices.lab-loop] table).")
+    ] = False,
+    only_loop_device: Annotated[
+        bool,
+        typer.Option(
+            "--only-loop-device",
+            help="Measure only the lab's loop device and replace its tables in the existing profile (--output or the default).",
+        ),
+    ] = False,
     skip_lab: Annotated[bool, typer.Option("--skip-lab", help="No kernel runs (no fitted fault/access/reclaim/swap-in costs).")] = False,
     kernel_codec_rounds: Annotated[
         int, typer.Option("--kernel-codec-rounds", min=0, help="Rounds of the kernel's codec timing through zram (0: skip it).")
@@ -664,6 +674,8 @@ def calibrate(
     and write a machine profile for the simulator's time model."""
     from reclaimlab import calibrate as calibration
 
+    if only_loop_device and only_readahead:
+        _fail("reclaimlab calibrate: give --only-loop-device or --only-readahead, not both", EXIT_BAD_INPUT)
     options = calibration.Options(
         kind=kind,
         output=output,
@@ -672,6 +684,8 @@ def calibrate(
         codec_rounds=codec_rounds,
         wait=wait,
         skip_device=skip_device,
+        skip_loop_device=skip_loop_device,
+        only_loop_device=only_loop_device,
         skip_lab=skip_lab,
         kernel_codec_rounds=kernel_codec_rounds,
         lab_from=lab_from,

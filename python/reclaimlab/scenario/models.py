@@ -41,7 +41,7 @@ from reclaimlab.scenario.types import (
     positive,
 )
 
-DevicePreset = Literal["hdd", "ssd", "nvme", "virtio-disk", "cloud-disk"]
+DevicePreset = Literal["hdd", "ssd", "nvme", "virtio-disk", "cloud-disk", "lab-loop"]
 
 #: /sys/block/<dev>/queue/max_sectors_kb: at least one page, at most what the kernel's u32 holds.
 MaxSectorsKb = IntRange(4, 2**32 - 1)
@@ -54,7 +54,8 @@ ReadAheadKb = IntRange(0, 2**32 - 1)
 
 class Device(StrictModel):
     """A preset name, or a table: a preset with some figures replaced, or all five figures
-    (``iops``, ``max_sectors_kb``, ``nr_requests`` and ``read_ahead_kb`` are optional either way)."""
+    (``iops``, ``max_sectors_kb``, ``nr_requests``, ``read_ahead_kb`` and ``flush_latency`` are
+    optional either way)."""
 
     scalar_shortcut: ClassVar[str] = "preset"
 
@@ -68,6 +69,7 @@ class Device(StrictModel):
     max_sectors_kb: MaxSectorsKb | None = None  # type: ignore[valid-type]
     nr_requests: NrRequests | None = None  # type: ignore[valid-type]
     read_ahead_kb: ReadAheadKb | None = None  # type: ignore[valid-type]
+    flush_latency: Duration | None = None
 
     #: The figures a device without a preset must give, and those it may leave out.
     FIGURES: ClassVar[tuple[str, ...]] = FIGURES
