@@ -144,6 +144,8 @@ def make_plan(config: dict[str, Any], runid: str, sample_interval_s: float) -> P
     snap_files += [f"/sys/block/zram{zid}/mm_stat" for _, zid in plan.zram]
     # memory PSI, when the guest kernel has it enabled (record.snapshot skips it otherwise)
     snap_files.append("/proc/pressure/memory")
+    # free blocks per order (the simulator's buddyinfo.* keys, when its zone exists)
+    snap_files.append("/proc/buddyinfo")
     head = [
         "# written by reclaimlab.vm.plan for one run; sourced by /init",
         f"NPROC={len(procs)}",
