@@ -109,7 +109,7 @@ def make_plan(config: dict[str, Any], runid: str, sample_interval_s: float) -> P
                 # backend is a Kconfig option (Debian's 6.12 leaves CONFIG_ZRAM_BACKEND_LZO
                 # out, so no lzo or lzo-rle there); a write of another name fails with EINVAL.
                 alg, f = str(sw["comp_algorithm"]), f"/sys/block/zram{zid}/comp_algorithm"
-                lines.append(f"    offered=$(tr -d '[]' < {f})")
+                lines.append(f"    offered=$(echo $(tr -d '[]' < {f}))")
                 lines.append(
                     f'    case " $offered " in *{_q(" " + alg + " ")}*) ;; *) die '
                     + _q(f"machine.swap[{si}].comp_algorithm: zram in this guest kernel offers ")
