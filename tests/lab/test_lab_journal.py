@@ -64,6 +64,33 @@ def test_restore_writes_old_values_back_in_reverse_order_and_is_idempotent(tmp_p
     assert restore(tmp_path).undone == []  # no journal: nothing to do
 
 
+def test_restore_of_a_choice_list_knob_compares_the_selected_choice(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # /sys/kernel/mm/transparent_hugepage/defrag takes one choice and reads back the whole
+    # list with the selected one in brackets (a restore once failed on that: "wrote 'madvise'
+    # ... but it reads 'always defer defer+madvise [madvise] never'").
+    defrag = tmp_path / "defrag"
+    choices = ("always", "defer", "defer+madvise", "madvise", "never")
+
+    def show(selected: str) -> str:
+        return " ".join(f"[{c}]" if c == selected else c for c in choices) + "\n"
+
+    real_write = host.write_text
+
+    def sysfs_write(path: str | os.PathLike[str], text: str) -> None:
+        real_write(path, show(text.strip()) if Path(path) == defrag else text)
+
+    monkeypatch.setattr(host, "write_text", sysfs_write)
+    defrag.write_text(show("madvise"))
+    j = Journal.create(tmp_path)
+    j.record("knob", name="kernel.transparent_hugepage.defrag", path=str(defrag), old="madvise")
+    host.write_text(defrag, "defer")
+    j.close()
+    report = restore(tmp_path)
+    assert report.ok and pending(tmp_path) is None
+    assert report.undone == ["kernel.transparent_hugepage.defrag: defer -> madvise"]
+    assert defrag.read_text() == show("madvise")
+
+
 def test_restore_kills_only_our_runner(tmp_path: Path) -> None:
     ours = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])

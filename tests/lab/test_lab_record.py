@@ -15,7 +15,19 @@ import reclaimlab
 from lab.labutil import FAKE_RUNNER, REAL_RUNNER
 from reclaimlab.lab import host
 from reclaimlab.lab.errors import LabTimeout, RunnerFailed
-from reclaimlab.lab.record import EVENT, GAUGE, PRESSURE_MEMORY, Series, Sources, counters, kind, pressure, sim_counter_keys, snapshot
+from reclaimlab.lab.record import (
+    EVENT,
+    GAUGE,
+    PRESSURE_MEMORY,
+    Series,
+    Sources,
+    buddyinfo,
+    counters,
+    kind,
+    pressure,
+    sim_counter_keys,
+    snapshot,
+)
 from reclaimlab.lab.runner import Runner, RunnerSet
 
 
@@ -109,6 +121,24 @@ def test_pressure_file_under_the_simulators_keys(tmp_path: Path) -> None:
     # Without PSI the keys are absent, not 0.
     (tmp_path / "proc/pressure/memory").unlink()
     assert not any("pressure" in k and not k.startswith("memcg") for k in snapshot(Sources(root=tmp_path)))
+
+
+def test_buddyinfo_under_the_simulators_keys(tmp_path: Path) -> None:
+    # A two-node host: each zone's orders are summed over the nodes (the simulator has one).
+    text = (
+        "Node 0, zone      DMA      0      0      0      0      0      0      0      0      1      1      3 \n"
+        "Node 0, zone   Normal    768    169    134    151    161    107    108     75     50     76     12 \n"
+        "Node 1, zone   Normal      2      1      0      0      0      0      0      0      0      4      1 \n"
+    )
+    got = buddyinfo(text)
+    assert got["buddyinfo.Normal.0"] == 770 and got["buddyinfo.Normal.9"] == 80 and got["buddyinfo.Normal.10"] == 13
+    assert got["buddyinfo.DMA.10"] == 3 and len(got) == 22
+    assert kind("buddyinfo.Normal.9") == GAUGE
+    for f in ("proc/vmstat", "proc/meminfo"):
+        (tmp_path / f).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / f).write_text("pgfault 1\n" if f.endswith("vmstat") else "MemTotal: 100 kB\n")
+    (tmp_path / "proc/buddyinfo").write_text(text)
+    assert snapshot(Sources(root=tmp_path))["buddyinfo.Normal.1"] == 170
 
 
 def test_this_hosts_pressure_is_read_when_it_has_psi() -> None:

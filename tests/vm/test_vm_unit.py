@@ -113,8 +113,11 @@ def test_plan_v1_and_zram() -> None:
     p = make_plan(_config(version=1, swaps=swaps, lru_gen=True), "r", 2.0)
     assert "mount -t cgroup -o memory memory /sys/fs/cgroup/memory" in p.script
     assert "setf /sys/fs/cgroup/memory/reclaimlab-r/a/memory.swappiness 30" in p.script
-    assert "setf /sys/block/zram0/comp_algorithm lz4" in p.script and "swapon -p 100 /dev/zram0" in p.script
-    assert "swapon -p 5 /dev/vda" in p.script
+    assert "setf /sys/block/zram0/comp_algorithm lz4" in p.script
+    # A priority >= 0 through the runner's swapon(2): the guest's busybox swapon has no -p.
+    assert "/bin/reclaimlab-runner --swapon /dev/zram0 --priority 100 ||" in p.script
+    assert "/bin/reclaimlab-runner --swapon /dev/vda --priority 5 ||" in p.script
+    assert "    swapon" not in p.script
     assert p.zram == [("zram0", 0)] and "ZRAM_NUM=1" in p.script and "SAMPLE_CS=200" in p.script
     assert "setp /sys/kernel/mm/lru_gen/enabled 0x0007" in p.script
     assert "has no /sys/kernel/mm/lru_gen/enabled" in p.script
@@ -274,3 +277,27 @@ release_waiters || echo nothing-left
     assert r.stdout.split() == ["waiting", "released", "nothing-left"]
     assert in1.read_text() == "continue\n"
     assert out0.exists() and out1.exists()
+
+
+def test_plan_checks_the_zram_algorithm_against_what_the_guest_offers(tmp_path: Path) -> None:
+    # The lines the plan writes, run by sh against a comp_algorithm file like 6.12 Debian's
+    # (no lzo backend) and like 6.1's: a clear error naming the scenario key, or nothing.
+    swaps = [{"name": "z", "kind": "zram", "size_bytes": 1 << 25, "priority": -2, "comp_algorithm": "lzo-rle"}]
+    script = make_plan(_config(version=2, swaps=swaps), "r", 1.0).script
+    lines = [ln for ln in script.splitlines() if "offered" in ln]
+    assert len(lines) == 2
+    f = tmp_path / "comp_algorithm"
+    check = "\n".join(ln.replace("/sys/block/zram0/comp_algorithm", str(f)) for ln in lines)
+    prog = 'die() { echo "ERR $*"; exit 3; }\n' + check + "\necho ok\n"
+    f.write_text("[lz4] lz4hc zstd deflate \n")  # as 6.12 prints it, with a trailing blank
+    out = subprocess.run(["sh", "-c", prog], capture_output=True, text=True, check=False)
+    assert out.returncode == 3
+    assert out.stdout.strip() == "ERR machine.swap[0].comp_algorithm: zram in this guest kernel offers lz4 lz4hc zstd deflate, not lzo-rle"
+    f.write_text("lzo [lzo-rle] lz4 lz4hc 842 zstd\n")
+    out = subprocess.run(["sh", "-c", prog], capture_output=True, text=True, check=False)
+    assert (out.returncode, out.stdout.strip()) == (0, "ok")
+    # "lzo" is not "lzo-rle": a whole word of the list is needed.
+    f.write_text("[lzo-rle] lz4\n")
+    prog_lzo = prog.replace("' lzo-rle '", "' lzo '")
+    assert "' lzo '" in prog_lzo
+    assert subprocess.run(["sh", "-c", prog_lzo], capture_output=True, text=True, check=False).returncode == 3

@@ -17,6 +17,7 @@ use reclaimlab_runner::{
 
 const USAGE: &str = "\
 usage: reclaimlab-runner --config LOWERED.json --process N [--fs-dir DIR]... [--cgroup-procs FILE] [--no-wait] [--dry-run] [--trace K]
+       reclaimlab-runner --swapon DEV --priority N
 
 Runs process N (index into `processes`) of a lowered reclaimlab scenario on the real kernel:
 same page bytes and same access order as the simulator. Reports JSON lines on stdout.
@@ -35,6 +36,9 @@ same page bytes and same access order as the simulator. Reports JSON lines on st
   --no-wait       do not wait for `go` after `ready`, nor for `exit` after `phases_done`
   --dry-run       map and touch no memory; phases, timing and reports as usual
   --trace K       report the first K accesses of every phase as `access` events
+  --swapon DEV --priority N
+                  swapon(2) of DEV at priority N (0..32767), as `swapon -p N DEV`, and exit
+                  (the VM lab's guest: its busybox swapon has no -p)
   -h, --help      this text
 
 Protocol (stdout JSON lines; stdin commands `go`, `exit`): see docs/runner.md.";
@@ -51,6 +55,8 @@ struct Args {
 
 enum Cli {
     Run(Args),
+    /// `--swapon DEV --priority N`: swapon(2) with a priority, and exit (the VM lab's guest).
+    Swapon(PathBuf, u16),
     Help,
 }
 
@@ -60,6 +66,7 @@ fn parse_args(mut it: impl Iterator<Item = OsString>) -> Result<Cli, String> {
     let mut trace = None;
     let mut fs_dirs = Vec::new();
     let mut cgroup_procs = None;
+    let (mut swapon, mut priority) = (None, None);
     let (mut no_wait, mut dry_run) = (false, false);
     while let Some(arg) = it.next() {
         let arg = arg
@@ -109,6 +116,17 @@ fn parse_args(mut it: impl Iterator<Item = OsString>) -> Result<Cli, String> {
                     })?);
             }
             "--fs-dir" => fs_dirs.push(PathBuf::from(value("--fs-dir")?)),
+            "--swapon" => {
+                once(swapon.is_some(), "--swapon")?;
+                swapon = Some(PathBuf::from(value("--swapon")?));
+            }
+            "--priority" => {
+                once(priority.is_some(), "--priority")?;
+                let v = value("--priority")?;
+                priority = Some(v.parse::<u16>().ok().filter(|p| *p <= 32767).ok_or_else(
+                    || format!("--priority: expected a swap priority 0..32767, got {v:?}"),
+                )?);
+            }
             "--cgroup-procs" => {
                 once(cgroup_procs.is_some(), "--cgroup-procs")?;
                 cgroup_procs = Some(PathBuf::from(value("--cgroup-procs")?));
@@ -126,6 +144,13 @@ fn parse_args(mut it: impl Iterator<Item = OsString>) -> Result<Cli, String> {
             }
             other => return Err(format!("unknown argument {other:?} (see --help)")),
         }
+    }
+    if let Some(dev) = swapon {
+        let p = priority.ok_or("--swapon needs --priority (see --help)")?;
+        return Ok(Cli::Swapon(dev, p));
+    }
+    if priority.is_some() {
+        return Err("--priority goes with --swapon (see --help)".into());
     }
     Ok(Cli::Run(Args {
         config: config.ok_or("--config is required (see --help)")?,
@@ -195,6 +220,10 @@ fn main() -> ExitCode {
 fn run<W: Write>(out: &mut Reporter<W>) -> Result<(), Fail> {
     let args = match parse_args(std::env::args_os().skip(1)) {
         Ok(Cli::Run(a)) => a,
+        Ok(Cli::Swapon(dev, priority)) => {
+            return sys::swapon(&dev, priority)
+                .or_else(|e| fail(1, format!("swapon {} -p {priority}: {e}", dev.display())));
+        }
         Ok(Cli::Help) => {
             println!("{USAGE}");
             return Ok(());

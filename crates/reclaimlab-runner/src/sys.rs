@@ -129,6 +129,34 @@ pub fn lock_current() -> io::Result<()> {
     }
 }
 
+/// include/uapi/linux/swap.h: swapon(2)'s flags carry a priority when SWAP_FLAG_PREFER is set.
+const SWAP_FLAG_PREFER: libc::c_int = 0x8000;
+const SWAP_FLAG_PRIO_MASK: libc::c_int = 0x7fff;
+const SWAP_FLAG_PRIO_SHIFT: libc::c_int = 0;
+
+/// swapon(2) of `path` at `priority` (0..=32767), what `swapon -p` does: the VM lab's guest
+/// has busybox's swapon, which Debian builds without `-p` (FEATURE_SWAPON_PRI), and the
+/// runner is the one static binary of ours in the guest.
+pub fn swapon(path: &std::path::Path, priority: u16) -> io::Result<()> {
+    use std::os::unix::ffi::OsStrExt;
+    if i32::from(priority) > SWAP_FLAG_PRIO_MASK {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("swap priority {priority} is above {SWAP_FLAG_PRIO_MASK}"),
+        ));
+    }
+    let c = std::ffi::CString::new(path.as_os_str().as_bytes())
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "path has a NUL byte"))?;
+    let flags =
+        SWAP_FLAG_PREFER | ((i32::from(priority) << SWAP_FLAG_PRIO_SHIFT) & SWAP_FLAG_PRIO_MASK);
+    // SAFETY: c is a valid NUL-terminated path for the duration of the call.
+    if unsafe { libc::swapon(c.as_ptr(), flags) } == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
 /// The selected mode of `/sys/kernel/mm/transparent_hugepage/enabled` ("always", "madvise",
 /// "never"), if readable.
 pub fn thp_mode() -> Option<String> {

@@ -663,3 +663,28 @@ fn bad_arguments_exit_2() {
     assert!(status.success(), "{stderr}");
     assert_eq!(event(lines.last().unwrap()), "phases_done");
 }
+
+#[test]
+fn swapon_mode_takes_a_priority_and_reports_the_kernels_refusal() {
+    expect_usage_error(&["--swapon", "/dev/zram9"], "--swapon needs --priority");
+    expect_usage_error(
+        &["--swapon", "/dev/zram9", "--priority", "40000"],
+        "--priority: expected a swap priority 0..32767",
+    );
+    expect_usage_error(&["--priority", "5"], "--priority goes with --swapon");
+    // A path that is no swap area: swapon(2) fails (ENOENT; EPERM without root), exit 1, the
+    // call named in the error.
+    let r = Runner::start_args(&[
+        "--swapon",
+        "/nonexistent/reclaimlab-swap",
+        "--priority",
+        "5",
+    ]);
+    let (status, lines, stderr) = r.finish();
+    assert_eq!(status.code(), Some(1), "{lines:?} {stderr}");
+    let message = lines[0]["message"].as_str().unwrap();
+    assert!(
+        message.starts_with("swapon /nonexistent/reclaimlab-swap -p 5: "),
+        "{message}"
+    );
+}

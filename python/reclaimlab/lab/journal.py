@@ -57,7 +57,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from reclaimlab.lab import host, tracing
+from reclaimlab.lab import host, knobs, tracing
 from reclaimlab.lab.errors import LabBusy, LabError, LabLeftovers
 
 __all__ = [
@@ -283,23 +283,20 @@ class RestoreReport:
         return not self.failed
 
 
-def _norm(value: str) -> str:
-    v = value.strip()
-    return {"1": "Y", "0": "N", "y": "Y", "n": "N"}.get(v, v)
-
-
 def _write_back(label: str, path: str, old: str) -> str | None:
     p = Path(path)
     if not p.exists():
         return None
+    # knobs.same: Y/1 are one boolean, and a choice list (`always [madvise] never`, the
+    # transparent_hugepage files) means its bracketed choice, which is what `old` holds.
     now = host.read_text(p).strip()
-    if _norm(now) == _norm(old):
+    if knobs.same(now, old):
         return None
     host.write_text(p, old)
     after = host.read_text(p).strip()
-    if _norm(after) != _norm(old):
+    if not knobs.same(after, old):
         raise LabError(f"{label}: wrote {old!r} to {path} but it reads {after!r}")
-    return f"{label}: {now} -> {old}"
+    return f"{label}: {knobs.current(now)} -> {old}"
 
 
 def _dirty_limit_back(e: dict[str, Any]) -> str | None:

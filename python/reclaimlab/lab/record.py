@@ -2,11 +2,12 @@
 
 A snapshot reads /proc/vmstat, every file in the zswap debugfs directory, each of the run's
 cgroups (memory.stat, plus v1 memory.usage_in_bytes, max_usage_in_bytes and failcnt; v2
-memory.current, memory.events, memory.swap.current, memory.zswap.current), /proc/meminfo and the mm_stat of the run's zram
-devices, keyed exactly as ``Simulation::counters`` keys them (crates/reclaimlab-core/src/
-engine.rs):
+memory.current, memory.events, memory.swap.current, memory.zswap.current), /proc/meminfo,
+/proc/buddyinfo and the mm_stat of the run's zram devices, keyed exactly as
+``Simulation::counters`` keys them (crates/reclaimlab-core/src/engine.rs):
 
 * ``vmstat.<name>``; ``zswap.<debugfs file>``; ``meminfo.<Field>`` (kB, as shown);
+  ``buddyinfo.<zone>.<order>`` (free blocks, summed over nodes);
 * ``memcg[<scenario path>].memory.stat.<key>``, ``memcg[<path>].memory.usage_in_bytes`` ...,
   where the scenario's "/" is the run's own top cgroup (``reclaimlab-<runid>``);
 * ``zram<k>.mm_stat.<field>``, k = the device's index among the scenario's zram devices;
@@ -35,6 +36,7 @@ from reclaimlab.scenario import cgroup_files
 
 __all__ = [
     "BLOCK_STAT",
+    "BUDDYINFO",
     "CLASSIFICATION",
     "EVENT",
     "GAUGE",
@@ -42,6 +44,7 @@ __all__ = [
     "ZRAM_MM_STAT",
     "Series",
     "Sources",
+    "buddyinfo",
     "counters",
     "kind",
     "pressure",
@@ -137,6 +140,8 @@ CLASSIFICATION: tuple[tuple[str, str], ...] = (
     ("zram*.mm_stat.huge_pages_since", EVENT),
     # ... the sizes (orig/compr data, mem used, max used, limit) and page counts are gauges.
     ("zram*.mm_stat.*", GAUGE),
+    # /proc/buddyinfo: free blocks of each order now.
+    ("buddyinfo.*", GAUGE),
 )
 
 _MEMCG = re.compile(r"^memcg\[[^\]]*\]\.")
@@ -211,6 +216,30 @@ def _meminfo(root: Path) -> dict[str, int]:
                 out[f"meminfo.{name.strip()}"] = int(parts[0])
             except ValueError:
                 continue
+    return out
+
+
+#: /proc/buddyinfo: one line per node and zone, ``Node 0, zone   Normal   768   169 ...``, the
+#: free blocks of orders 0..MAX_PAGE_ORDER (mm/vmstat.c frag_show_print).
+BUDDYINFO = Path("/proc/buddyinfo")
+
+
+def buddyinfo(text: str) -> dict[str, int]:
+    """/proc/buddyinfo under the simulator's keys, ``buddyinfo.<zone>.<order>``: each zone's
+    free blocks per order, summed over the nodes (the simulator has one node)."""
+    out: dict[str, int] = {}
+    for line in text.splitlines():
+        head, sep, counts = line.partition("zone")
+        if not sep or not head.startswith("Node"):
+            continue
+        zone, *fields = counts.split()
+        for order, f in enumerate(fields):
+            try:
+                n = int(f)
+            except ValueError:
+                continue
+            key = f"buddyinfo.{zone}.{order}"
+            out[key] = out.get(key, 0) + n
     return out
 
 
@@ -292,6 +321,10 @@ def snapshot(src: Sources) -> dict[str, int]:
             if value is not None:
                 out[f"{pre}{name}"] = value
     out.update(_meminfo(src.root))
+    try:
+        out.update(buddyinfo(host.read_text(src.root / BUDDYINFO.relative_to("/"))))
+    except OSError:
+        pass
     out.update(_pressure_file(src.root / PRESSURE_MEMORY.relative_to("/"), "pressure.memory."))
     for key, zid in src.zram:
         try:

@@ -97,7 +97,7 @@ def make_plan(config: dict[str, Any], runid: str, sample_interval_s: float) -> P
             lines.append(f"    setf {_q(d + '/cgroup.subtree_control')} +memory")
 
     zram_index = 0
-    for sw in config["machine"]["swap"]:
+    for si, sw in enumerate(config["machine"]["swap"]):
         if sw["kind"] == "zram":
             zid = zram_index
             dev = f"/dev/zram{zid}"
@@ -105,7 +105,19 @@ def make_plan(config: dict[str, Any], runid: str, sample_interval_s: float) -> P
             zram_index += 1
             lines.append(f"    waitdev {dev}")
             if sw.get("comp_algorithm"):
-                lines.append(f"    setf /sys/block/zram{zid}/comp_algorithm {_q(sw['comp_algorithm'])}")
+                # The file lists what this zram offers (`lzo lzo-rle [lz4] zstd`): since 6.12 each
+                # backend is a Kconfig option (Debian's 6.12 leaves CONFIG_ZRAM_BACKEND_LZO
+                # out, so no lzo or lzo-rle there); a write of another name fails with EINVAL.
+                alg, f = str(sw["comp_algorithm"]), f"/sys/block/zram{zid}/comp_algorithm"
+                lines.append(f"    offered=$(echo $(tr -d '[]' < {f}))")
+                lines.append(
+                    f'    case " $offered " in *{_q(" " + alg + " ")}*) ;; *) die '
+                    + _q(f"machine.swap[{si}].comp_algorithm: zram in this guest kernel offers ")
+                    + '"$offered"'
+                    + _q(f", not {alg}")
+                    + " ;; esac"
+                )
+                lines.append(f"    setf {f} {_q(alg)}")
             lines.append(f"    setf /sys/block/zram{zid}/disksize {int(sw['size_bytes'])}")
         else:
             dev = f"/dev/vd{chr(ord('a') + len(plan.disks))}"
@@ -115,7 +127,12 @@ def make_plan(config: dict[str, Any], runid: str, sample_interval_s: float) -> P
         # As the host lab: a negative priority cannot be asked for; swapon without -p gets the
         # kernel's next "least priority" (-2, -3 ...), which the lowered scenario says for those.
         lines.append(f"    mkswap {dev} > /dev/null || die 'mkswap {dev} failed'")
-        lines.append(f"    swapon {'-p ' + str(prio) + ' ' if prio >= 0 else ''}{dev} || die 'swapon {dev} failed'")
+        if prio >= 0:
+            # busybox's swapon in the guest has no -p (Debian builds it without
+            # FEATURE_SWAPON_PRI): the runner makes the swapon(2) call with the priority.
+            lines.append(f"    /bin/reclaimlab-runner --swapon {dev} --priority {prio} || die 'swapon -p {prio} {dev} failed'")
+        else:
+            lines.append(f"    swapon {dev} || die 'swapon {dev} failed'")
 
     for k, want in knobs.sysfs_writes(config):
         f = k.kernel_file
@@ -144,6 +161,8 @@ def make_plan(config: dict[str, Any], runid: str, sample_interval_s: float) -> P
     snap_files += [f"/sys/block/zram{zid}/mm_stat" for _, zid in plan.zram]
     # memory PSI, when the guest kernel has it enabled (record.snapshot skips it otherwise)
     snap_files.append("/proc/pressure/memory")
+    # free blocks per order (the simulator's buddyinfo.* keys, when its zone exists)
+    snap_files.append("/proc/buddyinfo")
     head = [
         "# written by reclaimlab.vm.plan for one run; sourced by /init",
         f"NPROC={len(procs)}",

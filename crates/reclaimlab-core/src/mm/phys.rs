@@ -358,12 +358,12 @@ impl Mm {
             return Ok(false);
         };
         // mem_cgroup_charge of the folio: page by page here (the batch and the reclaim it may
-        // need are the same), all or nothing.
+        // need are the same), all or nothing. A failed charge took nothing back out of a folio
+        // (no pgpgout); a committed one is one v1 charge event (memcg1_commit_charge counts
+        // PGPGIN once per folio: a THP's pgpgin is 1, not 512).
         for k in 0..PTRS_PER_PTE {
             if self.try_charge(ctx, m).is_err() {
-                for _ in 0..k {
-                    self.uncharge(m);
-                }
+                self.page_counter_uncharge(m, u64::from(k));
                 self.nr_free += 1 << HPAGE_PMD_ORDER;
                 let ph = self.phys.as_mut().expect("eligible");
                 ph.zone.free(pfn);
@@ -373,8 +373,8 @@ impl Mm {
                 ph.thp.thp_fault_fallback_charge += 1;
                 return Ok(false);
             }
-            self.commit_charge(m);
         }
+        self.commit_charge(m);
         ctx.cpu(self.costs.page_alloc_zero_ns * PTRS_PER_PTE as u64);
         let ph = self.phys.as_mut().expect("eligible");
         ph.zone.set_owner(pfn, base);

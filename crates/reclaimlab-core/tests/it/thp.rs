@@ -27,6 +27,9 @@ fn thp_region_faults_in_huge_pages_when_memory_is_free() {
     assert_eq!(counter(&r, "vmstat.thp_fault_alloc"), 4);
     assert_eq!(counter(&r, "vmstat.thp_fault_fallback"), 0);
     assert_eq!(counter(&r, "vmstat.compact_stall"), 0);
+    // v1 pgpgin counts charge events, one per folio (memcg1_charge_statistics): 1000 small
+    // pages and 4 THPs, as the host's 6.18 counts them (docs/validation.md, compaction-thp).
+    assert_eq!(counter(&r, "memcg[/t].memory.stat.pgpgin"), 1004);
     // buddyinfo: one line per order.
     let free: u64 = (0..=10)
         .map(|o| counter(&r, &format!("buddyinfo.Normal.{o}")) << o)
