@@ -60,3 +60,27 @@ fn v1_limit_reclaim_gives_up_when_inactive_anon_empties_between_flushes() {
         assert_eq!(r.phases[1].accesses, 1_200_000, "stats_flush_ns {ns}");
     }
 }
+
+#[test]
+fn folios_in_the_lru_add_batch_are_not_a_scan_target() {
+    // The same workload with no flush after time 0: the flushed sizes never say the inactive
+    // list is low, so nothing deactivates and the inactive anon list drains through reference
+    // activations alone. When only the last swapped-in folios are left inactive, they wait
+    // in the task's lru_add batch (mm/lru_add.rs), lruvec_lru_size does not count them, and
+    // limit reclaim has no scan target: OOM, as this host's 6.18 killed oom-v1-edge's runner
+    // before any flush after the fill. Were those folios on the list, reclaim would evict
+    // them again one by one and the run would complete.
+    for page_cluster in [0u64, 3] {
+        let mut v = scenario(&[("a", 6144, "text")], 300_000, 4096, true, false);
+        v["cgroups"]["stats_flush_ns"] = serde_json::json!(3_600_000_000_000u64);
+        v["kernel"]["vm"]["page_cluster"] = serde_json::json!(page_cluster);
+        let r = run(&v);
+        assert_eq!(
+            counter(&r, "vmstat.oom_kill"),
+            1,
+            "page-cluster {page_cluster}"
+        );
+        assert_eq!(counter(&r, "vmstat.pgdeactivate"), 0);
+        assert!(r.phases[1].accesses < 300_000);
+    }
+}
