@@ -99,6 +99,9 @@ pub struct Memcg {
     /// lruvec_stats->state as of the last stats flush (hierarchical): the LRU sizes and
     /// WORKINGSET_ACTIVATE_ANON that lruvec_page_state returns (see Mm::flush_memcg_stats).
     pub flushed_lru: [u64; 4],
+    /// Folios of each LRU list that a process's lru_add batch still holds (mm/lru_add.rs):
+    /// not counted by lruvec_lru_size or the statistics until the batch moves.
+    pub lru_batched: [u64; 4],
     pub flushed_workingset_activate: u64,
     pub flushed_workingset_activate_file: u64,
 }
@@ -130,6 +133,7 @@ impl Memcg {
             zswapped: 0,
             zswap_charged: 0,
             flushed_lru: [0; 4],
+            lru_batched: [0; 4],
             flushed_workingset_activate: 0,
             flushed_workingset_activate_file: 0,
             file_events: MemcgFileEvents::default(),
@@ -281,9 +285,11 @@ impl Mm {
     /// deltas and folds them into lruvec_stats->state only when the stats are flushed; the
     /// decisions that read it (inactive_is_low, workingset_test_recent, lru_note_cost) see
     /// sizes up to a flush interval old. With `stats_flush_ns` 0 the live sizes are used.
+    /// Folios still in an lru_add batch are in neither (the statistics count a folio when
+    /// lruvec_add_folio puts it on its list).
     pub fn lru_size_stat(&self, m: u16, which: u8) -> u64 {
         if self.stats_flush_ns == 0 {
-            self.lru_size_tree(m, which)
+            self.lru_size_tree_added(m, which)
         } else {
             self.memcgs[m as usize].flushed_lru[which as usize - 1]
         }
@@ -346,8 +352,14 @@ impl Mm {
         }
     }
 
+    /// The subtree's folios on list `which`, without those an lru_add batch still holds.
+    fn lru_size_tree_added(&self, m: u16, which: u8) -> u64 {
+        self.lru_size_tree(m, which)
+            .saturating_sub(self.lru_batched_tree(m, which))
+    }
+
     fn flush_memcg_stats_one(&mut self, m: u16) {
-        let lru = [1u8, 2, 3, 4].map(|l| self.lru_size_tree(m, l));
+        let lru = [1u8, 2, 3, 4].map(|l| self.lru_size_tree_added(m, l));
         let activate = self.workingset_activate_tree(m);
         let activate_file = self.workingset_activate_file_tree(m);
         let mc = &mut self.memcgs[m as usize];
@@ -761,11 +773,14 @@ impl Mm {
     /// MEMCG_RECLAIM_PROACTIVE; a pass that reclaims nothing uses up one of
     /// MAX_RECLAIM_RETRIES, and one more ends the write with -EAGAIN. Returns true when the
     /// write returns (`st.eagain` says how). The caller runs passes until then, yielding the
-    /// CPU between them (the kernel checks for signals there). Simplified: the final pass's
-    /// lru_add_drain_all has nothing to drain (no per-CPU LRU caches in the model).
+    /// CPU between them (the kernel checks for signals there). The final pass first drains
+    /// every lru_add batch (lru_add_drain_all, mm/lru_add.rs).
     pub fn memory_reclaim_pass(&mut self, ctx: &mut Ctx, m: u16, st: &mut MemoryReclaim) -> bool {
         if st.nr_reclaimed >= st.nr_to_reclaim {
             return true;
+        }
+        if st.nr_retries == 0 {
+            self.lru_add_drain_all();
         }
         let batch = (st.nr_to_reclaim - st.nr_reclaimed) / 4;
         let reclaimed = self.try_to_free_mem_cgroup_pages_proactive(ctx, m, batch, st.swappiness);

@@ -139,7 +139,7 @@ impl Mm {
         if self.regions[self.pages[i as usize].region as usize].mlock {
             self.mlock_new_folio(i);
         }
-        self.lru_add(i);
+        self.folio_add_lru(ctx, i);
         Ok(())
     }
 
@@ -257,6 +257,11 @@ impl Mm {
             self.cluster_ra_window(i)
         };
         self.swapin_window(ctx, i, window)?;
+        // A write fault on a folio still in the lru_add batch (!folio_test_lru) drains it, to
+        // see whether the task holds the only reference (mm/lru_add.rs).
+        if write && self.folio_in_lru_add_batch(ctx, i) {
+            self.lru_add_drain(ctx);
+        }
         self.map_swapped_in(i, write);
         Ok(())
     }
@@ -276,6 +281,9 @@ impl Mm {
         // folio_wait_bit_common's thrashing case): read_swap_cache_async enters it.
         let memstall = ctx.memstall;
         let mut mine: Result<Option<Time>, Oom> = Ok(Some(ctx.now));
+        // The readahead path ends with lru_add_drain(); a window of the faulting page alone
+        // takes `skip:` and leaves its folio in the batch (mm/lru_add.rs).
+        let drain = window.len() > 1;
         for j in window {
             if j == i {
                 mine = self.read_swap_cache_async(ctx, i, false);
@@ -288,6 +296,9 @@ impl Mm {
             }
         }
         let plugged_reads = self.blk_finish_plug(ctx);
+        if drain {
+            self.lru_add_drain(ctx);
+        }
         if mine.is_err() {
             self.psi_memstall_leave(ctx, memstall);
         }
@@ -359,7 +370,7 @@ impl Mm {
         // Read before the LRU add: a zswap entry's links must be released first (one set of
         // links serves both LRUs).
         let done = self.swap_read_folio(ctx, j);
-        self.lru_add(j);
+        self.folio_add_lru(ctx, j);
         if readahead {
             self.pages[j as usize].set(pg::READAHEAD);
             self.vm.swap_ra += 1;
@@ -488,6 +499,8 @@ impl Mm {
 
     /// Process exit (exit_mmap): free every page, swap slot and zswap entry of its regions.
     pub fn exit_process(&mut self, process: u32) {
+        // The exiting task's batch goes to the LRU (its folios are freed below).
+        self.lru_add_drain_process(process);
         self.kernel_free_process(process);
         let regions: Vec<(u32, u32, u16)> = self
             .regions

@@ -6,6 +6,7 @@
 pub mod filemap;
 pub mod journal;
 pub mod kalloc;
+pub mod lru_add;
 pub mod lru_gen;
 pub mod memcg;
 pub mod memory;
@@ -98,6 +99,8 @@ pub struct Mm {
     pub(crate) seed: u64,
     /// current->memcg_nr_pages_over_high per process.
     pub(crate) over_high: Vec<u64>,
+    /// Per process: the folios its CPU's lru_add batch holds (page, memcg, list; mm/lru_add.rs).
+    pub(crate) lru_add_fbatch: Vec<Vec<(u32, u16, u8)>>,
     /// mem_cgroup_iter's shared reclaim position, per reclaim target memcg.
     pub(crate) reclaim_cursor: Vec<u16>,
     /// Resident pages (folios of workload memory), for the conservation check.
@@ -256,6 +259,7 @@ impl Mm {
             queue: EventQueue::default(),
             seed: cfg.seed,
             over_high: vec![0; cfg.processes.len()],
+            lru_add_fbatch: vec![Vec::new(); cfg.processes.len()],
             reclaim_cursor: vec![0; nmemcg],
             nr_resident: 0,
             reserved: 0,

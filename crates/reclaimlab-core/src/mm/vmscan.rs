@@ -334,7 +334,8 @@ impl Mm {
         .enumerate()
         {
             let file = which >= list::INACTIVE_FILE;
-            let size = self.memcgs[m as usize].lru[which as usize - 1].len;
+            // lruvec_lru_size: folios still in an lru_add batch are not on the list yet.
+            let size = self.lruvec_lru_size(m, which);
             let scan = if min > 0 || low > 0 {
                 // Proportional protection (6.12 get_scan_count; apply_proportional_protection
                 // in later trees): scan only the share of the list that the memcg's usage
@@ -456,6 +457,7 @@ impl Mm {
     /// shrink_active_list: deactivate from the tail of an active list. Referenced anon pages are
     /// deactivated too (only executable file pages stay active); they get PG_workingset.
     fn shrink_active_list(&mut self, ctx: &mut Ctx, n: u64, m: u16, which: u8, sc: &ScanControl) {
+        self.lru_add_drain(ctx);
         let mut moved = 0;
         let mut taken = Vec::with_capacity(n as usize);
         for _ in 0..n {
@@ -504,6 +506,8 @@ impl Mm {
         // Without this a reclaim that outlasts the device latency wrote the whole memcg out
         // within one invocation (5x the kernel's pswpout during a fill, docs/validation.md).
         self.complete_io_until(ctx.now);
+        // lru_add_drain: this CPU's batched folios go onto their lists first (mm/lru_add.rs).
+        self.lru_add_drain(ctx);
         let file = which == list::INACTIVE_FILE;
         let mut taken = Vec::with_capacity(n as usize);
         for _ in 0..n {
