@@ -26,6 +26,35 @@ pub struct SimConfig {
     /// "zswap"); empty: none, and no `trace.*` keys beyond the file-writeback ones.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub trace: Vec<String>,
+    /// How the engine runs the processes' accesses (scenario table `[engine]`).
+    #[serde(default, skip_serializing_if = "Engine::is_default")]
+    pub engine: Engine,
+}
+
+/// The scenario's `[engine]` table: how the simulation is carried out, not what it models.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Engine {
+    #[serde(default)]
+    pub accesses: Accesses,
+}
+
+impl Engine {
+    fn is_default(&self) -> bool {
+        *self == Engine::default()
+    }
+}
+
+/// `engine.accesses`: every access stepped one by one (`exact`, the lab's sequence), or the
+/// resident hits of uniform random phases drawn in bulk (`analytic`, crate::mm::analytic and
+/// docs/model/analytic.md). The one declaration of the values: the scenario loader passes the
+/// string through, and an unknown one is refused here with the values listed.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Accesses {
+    #[default]
+    Exact,
+    Analytic,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]

@@ -794,6 +794,60 @@ impl AccessGen {
     pub fn accesses_done(&self) -> u64 {
         self.done
     }
+
+    /// For the simulator's analytic mode (docs/model/analytic.md): a uniform random phase's
+    /// non-empty regions (process region indices, in phase order, with their page counts) and
+    /// its store probability in percent; None for every other phase (other distributions,
+    /// other kinds, a phase that has ended). `rw` phases are answered too: the caller decides.
+    pub fn uniform_random(&self) -> Option<UniformRandom<'_>> {
+        match &self.state {
+            State::Random {
+                map,
+                pick: Picker::Uniform,
+                remaining,
+            } => Some(UniformRandom {
+                regions: &map.regions,
+                starts: &map.starts,
+                total: map.total,
+                remaining: *remaining,
+                write_percent: match self.write {
+                    WriteMode::Never => 0,
+                    WriteMode::Always => 100,
+                    WriteMode::Percent(p) => p,
+                },
+            }),
+            _ => None,
+        }
+    }
+
+    /// Count `n` accesses as made without drawing them (the analytic mode draws them its own
+    /// way). A phase with a `count` ends once its count is used up; `n` must not exceed it.
+    pub fn skip(&mut self, n: u64) {
+        if let State::Random {
+            remaining: Some(left),
+            ..
+        } = &mut self.state
+        {
+            debug_assert!(n <= *left, "skipping {n} accesses of {left} left");
+            *left -= n.min(*left);
+        }
+        self.done += n;
+    }
+}
+
+/// A uniform random phase as [`AccessGen::uniform_random`] describes it.
+#[derive(Clone, Copy, Debug)]
+pub struct UniformRandom<'a> {
+    /// The phase's non-empty regions (indices into the process's regions), in phase order.
+    pub regions: &'a [u32],
+    /// `starts[i]`: pages of `regions[..i]` in all.
+    pub starts: &'a [u64],
+    /// Pages of all the regions.
+    pub total: u64,
+    /// Accesses left of a `count`; None: the phase runs until its duration ends.
+    pub remaining: Option<u64>,
+    /// Each access is a store with this probability (percent, 0..=100).
+    pub write_percent: u64,
 }
 
 impl Iterator for AccessGen {

@@ -1,0 +1,485 @@
+//! Analytic resident hits (`engine.accesses = "analytic"`, docs/model/analytic.md): a uniform
+//! random phase does not step through the accesses that hit resident pages one by one. Not a
+//! kernel path: a way of running the model's own access loop in bulk.
+//!
+//! What an access to a page of an anonymous region does depends only on the page's PTE state
+//! ([`Mm::access`]): a mapped page (not the zero page) is a hit that sets its young bit (and,
+//! for a store, its dirty bit); a load of the zero page does nothing; anything else faults.
+//! Each page of a tracked region is in one [`Class`]; the engine keeps the pages of each class
+//! in a [`PageSet`] (counted, with the k-th member in O(log n)), updated by
+//! [`Mm::analytic_sync`] wherever a kernel path changes the PTE state. An access is an *event*
+//! (run exactly) if it may change state: a load or store of an unmapped page, a store to a
+//! clean page (it dirties it) or to the zero page (do_wp_page). Everything else only sets young
+//! bits, so between two events the engine draws how many non-events come first (geometric),
+//! advances time by their cost, and accounts the young bits they set lazily: each region keeps
+//! the hazard its dirty and clean pages have accumulated (Σ -ln(1 - 1/D) per non-event, D the
+//! phase's non-event weight), each page the hazard at its last look, and whoever reads a young
+//! bit (folio_check_references, shrink_active_list, the multi-gen LRU's walks) first asks
+//! [`Mm::analytic_young`], which sets it with probability 1 - exp(-Δ): the probability that at
+//! least one of the non-events since then touched this page.
+
+use reclaimlab_workload::{rng, SplitMix64, Stream, UniformRandom};
+
+use super::page::pg;
+use super::{Ctx, Mm, RegionInfo};
+use crate::sim::{later, Time};
+
+/// What the next access to a page does, by its PTE state (anonymous regions only).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Class {
+    /// Not mapped (never touched, swapped out, in the swap cache unmapped): every access faults.
+    Unmapped,
+    /// Mapped, clean (a swap-cache folio mapped by a read fault): a load is a hit, a store
+    /// dirties it.
+    Clean,
+    /// The shared zero page: a load reads it, a store faults (do_wp_page).
+    Zero,
+    /// Mapped and dirty: every access is a hit.
+    Dirty,
+}
+
+#[inline]
+fn class_of(flags: u32) -> Class {
+    if flags & pg::MAPPED == 0 {
+        Class::Unmapped
+    } else if flags & pg::ZERO_PFN != 0 {
+        Class::Zero
+    } else if flags & pg::DIRTY != 0 {
+        Class::Dirty
+    } else {
+        Class::Clean
+    }
+}
+
+/// A set of page offsets (a bitmap) with the count of each 64-page word in a Fenwick tree:
+/// insert, remove and the k-th member in O(log n).
+#[derive(Clone, Debug)]
+pub(crate) struct PageSet {
+    words: Vec<u64>,
+    /// Fenwick tree over the words' counts, 0-based storage of the 1-based tree.
+    tree: Vec<u32>,
+    len: u64,
+}
+
+impl PageSet {
+    /// All of `0..n` (full) or none of it.
+    fn new(n: u32, full: bool) -> PageSet {
+        let nw = (n as usize).div_ceil(64);
+        let mut words = vec![if full { u64::MAX } else { 0 }; nw];
+        if full && n % 64 != 0 {
+            words[nw - 1] = (1u64 << (n % 64)) - 1;
+        }
+        let mut tree: Vec<u32> = words.iter().map(|w| w.count_ones()).collect();
+        for i in 1..=nw {
+            let j = i + (i & i.wrapping_neg());
+            if j <= nw {
+                tree[j - 1] += tree[i - 1];
+            }
+        }
+        PageSet {
+            words,
+            tree,
+            len: if full { u64::from(n) } else { 0 },
+        }
+    }
+
+    #[inline]
+    fn contains(&self, i: u32) -> bool {
+        self.words[(i / 64) as usize] & (1 << (i % 64)) != 0
+    }
+
+    fn add(&mut self, word: usize, up: bool) {
+        let mut i = word + 1;
+        while i <= self.tree.len() {
+            if up {
+                self.tree[i - 1] += 1;
+            } else {
+                self.tree[i - 1] -= 1;
+            }
+            i += i & i.wrapping_neg();
+        }
+    }
+
+    fn insert(&mut self, i: u32) {
+        debug_assert!(!self.contains(i));
+        self.words[(i / 64) as usize] |= 1 << (i % 64);
+        self.add((i / 64) as usize, true);
+        self.len += 1;
+    }
+
+    fn remove(&mut self, i: u32) {
+        debug_assert!(self.contains(i));
+        self.words[(i / 64) as usize] &= !(1 << (i % 64));
+        self.add((i / 64) as usize, false);
+        self.len -= 1;
+    }
+
+    /// The `k`-th member (from 0) in increasing order; `k < len`.
+    fn select(&self, k: u64) -> u32 {
+        debug_assert!(k < self.len);
+        let n = self.tree.len();
+        let (mut pos, mut rem) = (0usize, k);
+        let mut step = if n == 0 { 0 } else { 1 << n.ilog2() };
+        while step > 0 {
+            let next = pos + step;
+            if next <= n && u64::from(self.tree[next - 1]) <= rem {
+                pos = next;
+                rem -= u64::from(self.tree[next - 1]);
+            }
+            step >>= 1;
+        }
+        let mut w = self.words[pos];
+        for _ in 0..rem {
+            w &= w - 1;
+        }
+        pos as u32 * 64 + w.trailing_zeros()
+    }
+}
+
+/// One tracked (anonymous) region: its pages by class (dirty ones are the rest), the hazard
+/// its dirty and clean pages have accumulated, and each page's hazard at its last look.
+pub(crate) struct RegionAcc {
+    unmapped: PageSet,
+    clean: PageSet,
+    zero: PageSet,
+    hz_dirty: f64,
+    hz_clean: f64,
+    snap: Vec<f64>,
+}
+
+impl RegionAcc {
+    fn new(pages: u32) -> RegionAcc {
+        RegionAcc {
+            unmapped: PageSet::new(pages, true),
+            clean: PageSet::new(pages, false),
+            zero: PageSet::new(pages, false),
+            hz_dirty: 0.0,
+            hz_clean: 0.0,
+            snap: vec![0.0; pages as usize],
+        }
+    }
+
+    /// The class page `off` is counted in.
+    fn recorded(&self, off: u32) -> Class {
+        if self.unmapped.contains(off) {
+            Class::Unmapped
+        } else if self.clean.contains(off) {
+            Class::Clean
+        } else if self.zero.contains(off) {
+            Class::Zero
+        } else {
+            Class::Dirty
+        }
+    }
+
+    fn set_mut(&mut self, c: Class) -> Option<&mut PageSet> {
+        match c {
+            Class::Unmapped => Some(&mut self.unmapped),
+            Class::Clean => Some(&mut self.clean),
+            Class::Zero => Some(&mut self.zero),
+            Class::Dirty => None,
+        }
+    }
+
+    /// The hazard of a class whose pages a non-event can touch.
+    fn hazard(&self, c: Class) -> Option<f64> {
+        match c {
+            Class::Dirty => Some(self.hz_dirty),
+            Class::Clean => Some(self.hz_clean),
+            Class::Unmapped | Class::Zero => None,
+        }
+    }
+
+    fn pages(&self) -> u64 {
+        self.snap.len() as u64
+    }
+
+    fn dirty(&self) -> u64 {
+        self.pages() - self.unmapped.len - self.clean.len - self.zero.len
+    }
+}
+
+/// The analytic mode's state (Mm::analytic; None in exact mode).
+pub struct Analytic {
+    /// Per region (Mm::regions): Some for anonymous regions, the ones analytic phases may use.
+    regions: Vec<Option<RegionAcc>>,
+    /// The young-bit draws (rng::Stream::Sim, a = u64::MAX: no process number).
+    rng: SplitMix64,
+    /// Accesses drawn in bulk (not stepped): stats.analytic_accesses.
+    pub(crate) accesses: u64,
+}
+
+impl Analytic {
+    pub(crate) fn new(regions: &[RegionInfo], seed: u64) -> Analytic {
+        Analytic {
+            regions: regions
+                .iter()
+                .map(|r| (r.file.is_none() && r.shmem.is_none()).then(|| RegionAcc::new(r.pages)))
+                .collect(),
+            rng: rng::stream(seed, Stream::Sim, u64::MAX, 0),
+            accesses: 0,
+        }
+    }
+
+    /// Whether region `r` (Mm::regions index) is tracked.
+    pub(crate) fn tracks(&self, r: usize) -> bool {
+        self.regions[r].is_some()
+    }
+}
+
+/// The rng stream of one phase's analytic draws: (seed, Sim, process, phase | 1 << 32).
+pub(crate) fn phase_rng(seed: u64, process: u64, phase: u64) -> SplitMix64 {
+    rng::stream(seed, Stream::Sim, process, phase | 1 << 32)
+}
+
+/// What [`Mm::analytic_skip`] did: `hits` non-event accesses (time and young bits accounted),
+/// then, if `event` is set, the caller runs this access exactly: (process region index, page
+/// index in the region, store).
+pub(crate) struct Skip {
+    pub hits: u64,
+    pub event: Option<(u32, u64, bool)>,
+}
+
+impl Mm {
+    /// Count page `i` in the class its flags say now; a no-op in exact mode, for untracked
+    /// regions, and when nothing changed (so calling it twice is harmless). Every kernel path
+    /// that maps or unmaps an anonymous page, or dirties a mapped one, calls it (debug builds
+    /// check it in check_conservation). Pending young bits of the old class are settled first
+    /// if the page stays mapped; an unmapped page's young bit no longer matters.
+    #[inline]
+    pub(crate) fn analytic_sync(&mut self, i: u32) {
+        if self.analytic.is_some() {
+            self.analytic_sync_slow(i);
+        }
+    }
+
+    fn analytic_sync_slow(&mut self, i: u32) {
+        let p = self.pages[i as usize];
+        let base = self.regions[p.region as usize].base;
+        let Some(a) = self.analytic.as_mut() else {
+            return;
+        };
+        let Some(r) = a.regions[p.region as usize].as_mut() else {
+            return;
+        };
+        let off = i - base;
+        let (old, new) = (r.recorded(off), class_of(p.flags));
+        if old == new {
+            return;
+        }
+        if let (Some(hz), Some(_)) = (r.hazard(old), r.hazard(new)) {
+            if p.flags & pg::YOUNG == 0 && young_draw(&mut a.rng, hz - r.snap[off as usize]) {
+                self.pages[i as usize].set(pg::YOUNG);
+            }
+        }
+        if let Some(s) = r.set_mut(old) {
+            s.remove(off);
+        }
+        if let Some(s) = r.set_mut(new) {
+            s.insert(off);
+        }
+        if let Some(hz) = r.hazard(new) {
+            r.snap[off as usize] = hz;
+        }
+    }
+
+    /// Before a young bit is read or cleared: set it if a non-event drawn in bulk since the
+    /// page's last look touched it (probability 1 - exp(-Δ hazard)). A no-op in exact mode.
+    #[inline]
+    pub(crate) fn analytic_young(&mut self, i: u32) {
+        if self.analytic.is_some() {
+            self.analytic_young_slow(i);
+        }
+    }
+
+    fn analytic_young_slow(&mut self, i: u32) {
+        self.analytic_sync_slow(i);
+        let p = self.pages[i as usize];
+        let base = self.regions[p.region as usize].base;
+        let Some(a) = self.analytic.as_mut() else {
+            return;
+        };
+        let Some(r) = a.regions[p.region as usize].as_mut() else {
+            return;
+        };
+        let off = (i - base) as usize;
+        let Some(hz) = r.hazard(class_of(p.flags)) else {
+            return;
+        };
+        if p.flags & pg::YOUNG == 0 && young_draw(&mut a.rng, hz - r.snap[off]) {
+            self.pages[i as usize].set(pg::YOUNG);
+        }
+        r.snap[off] = hz;
+    }
+
+    /// Draw the accesses of uniform random phase `u` (of a process whose regions are
+    /// `proc_regions`) up to the next event, no access starting at or after `limit`: the
+    /// non-events' time is added to `ctx`, their young bits to the regions' hazards. None if
+    /// the phase cannot be drawn in bulk (a region that is not tracked, or accesses that cost
+    /// no time): the caller steps it.
+    pub(crate) fn analytic_skip(
+        &mut self,
+        ctx: &mut Ctx,
+        u: &UniformRandom,
+        proc_regions: &[u32],
+        limit: Time,
+        rng: &mut SplitMix64,
+    ) -> Option<Skip> {
+        // What Ctx::cpu charges for one access (the slowdown is fixed for the slice).
+        let cost = (u128::from(self.costs.access_ns) * u128::from(ctx.slowdown) / 1024) as u64;
+        let a = self.analytic.as_mut()?;
+        if cost == 0 {
+            return None;
+        }
+        let (mut dirty, mut cz, mut unmapped) = (0u64, 0u64, 0u64);
+        for &r in u.regions {
+            let acc = a.regions[proc_regions[r as usize] as usize].as_ref()?;
+            dirty += acc.dirty();
+            cz += acc.clean.len + acc.zero.len;
+            unmapped += acc.unmapped.len;
+        }
+        let w = u.write_percent as f64 / 100.0;
+        let total = u.total as f64;
+        // A non-event: any access to a dirty page, a load of a clean or zero page.
+        let weight = dirty as f64 + (1.0 - w) * cz as f64;
+        let event_weight = unmapped as f64 + w * cz as f64;
+        let p_event = event_weight / total;
+        // Non-events before the next event: geometric (failures before the first success).
+        let k = if event_weight <= 0.0 {
+            u64::MAX
+        } else if weight <= 0.0 {
+            0
+        } else {
+            let x = 1.0 - rng.unit_f64();
+            let g = (x.ln() / (-p_event).ln_1p()).floor();
+            if g >= 9.0e18 {
+                u64::MAX
+            } else {
+                g as u64
+            }
+        };
+        // Accesses that start before `limit`, and what the phase's count leaves.
+        let fit = if ctx.now >= limit {
+            0
+        } else {
+            (limit - ctx.now).div_ceil(cost)
+        };
+        let left = u.remaining.unwrap_or(u64::MAX);
+        let m = k.min(fit).min(left);
+        if m > 0 {
+            // Each non-event touches a given dirty page with probability 1/weight, a given
+            // clean one (a load) with (1 - w)/weight. Capped: past 64, a touch is certain.
+            let rate_dirty = (-(-1.0 / weight).ln_1p()).min(64.0);
+            let rate_clean = (-(-(1.0 - w) / weight).ln_1p()).min(64.0);
+            for &r in u.regions {
+                let acc = a.regions[proc_regions[r as usize] as usize]
+                    .as_mut()
+                    .expect("checked above");
+                acc.hz_dirty += m as f64 * rate_dirty;
+                acc.hz_clean += m as f64 * rate_clean;
+            }
+            a.accesses += m;
+            ctx.now = later(ctx.now, m.saturating_mul(cost));
+        }
+        if !(k < fit && k < left) {
+            return Some(Skip {
+                hits: m,
+                event: None,
+            });
+        }
+        // The event: a load or store of an unmapped page, or a store to a clean or zero page,
+        // each page of a class equally likely.
+        let on_unmapped = rng.unit_f64() * event_weight < unmapped as f64;
+        let mut pick = rng.below(if on_unmapped { unmapped } else { cz });
+        let write = if on_unmapped {
+            rng.below(100) < u.write_percent
+        } else {
+            true
+        };
+        for &r in u.regions {
+            let acc = a.regions[proc_regions[r as usize] as usize]
+                .as_ref()
+                .expect("checked above");
+            let off = if on_unmapped {
+                if pick >= acc.unmapped.len {
+                    pick -= acc.unmapped.len;
+                    continue;
+                }
+                acc.unmapped.select(pick)
+            } else if pick < acc.clean.len {
+                acc.clean.select(pick)
+            } else if pick - acc.clean.len < acc.zero.len {
+                acc.zero.select(pick - acc.clean.len)
+            } else {
+                pick -= acc.clean.len + acc.zero.len;
+                continue;
+            };
+            return Some(Skip {
+                hits: m,
+                event: Some((r, u64::from(off), write)),
+            });
+        }
+        unreachable!("the class counts sum over the regions")
+    }
+
+    /// Every tracked page is counted in the class its flags say (check_conservation).
+    pub(crate) fn check_analytic(&self) -> Result<(), String> {
+        let Some(a) = &self.analytic else {
+            return Ok(());
+        };
+        for (ri, r) in a.regions.iter().enumerate() {
+            let Some(r) = r else { continue };
+            let base = self.regions[ri].base;
+            for off in 0..r.pages() as u32 {
+                let (rec, now) = (
+                    r.recorded(off),
+                    class_of(self.pages[(base + off) as usize].flags),
+                );
+                if rec != now {
+                    return Err(format!(
+                        "analytic: page {} of region {ri} counted as {rec:?} but is {now:?}",
+                        base + off
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Whether at least one touch happened, for a hazard of `dh` since the last look.
+#[inline]
+fn young_draw(rng: &mut SplitMix64, dh: f64) -> bool {
+    dh > 0.0 && rng.unit_f64() < -(-dh).exp_m1()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn page_set_selects_in_order() {
+        for n in [1u32, 63, 64, 65, 200, 1000] {
+            let mut s = PageSet::new(n, true);
+            assert_eq!(s.len, u64::from(n));
+            for k in 0..u64::from(n) {
+                assert_eq!(s.select(k), k as u32);
+            }
+            // Remove every third page: the members are the rest, in order.
+            for i in (0..n).step_by(3) {
+                s.remove(i);
+            }
+            let rest: Vec<u32> = (0..n).filter(|i| i % 3 != 0).collect();
+            assert_eq!(s.len, rest.len() as u64);
+            for (k, &i) in rest.iter().enumerate() {
+                assert_eq!(s.select(k as u64), i);
+            }
+            s.insert(0);
+            assert_eq!(s.select(0), 0);
+            let mut e = PageSet::new(n, false);
+            assert_eq!(e.len, 0);
+            e.insert(n - 1);
+            assert_eq!(e.select(0), n - 1);
+        }
+    }
+}
