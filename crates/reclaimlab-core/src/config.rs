@@ -50,11 +50,37 @@ impl Engine {
 /// docs/model/analytic.md). The one declaration of the values: the scenario loader passes the
 /// string through, and an unknown one is refused here with the values listed.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
+#[serde(rename_all = "snake_case", try_from = "String")]
 pub enum Accesses {
     #[default]
     Exact,
     Analytic,
+}
+
+impl Accesses {
+    /// Every mode with its name, as the scenario spells it.
+    pub const ALL: [(Accesses, &'static str); 2] =
+        [(Accesses::Exact, "exact"), (Accesses::Analytic, "analytic")];
+}
+
+impl TryFrom<String> for Accesses {
+    type Error = String;
+
+    /// Parsed from a string (not as a serde enum) so that a refusal carries the key's own path
+    /// and lists the values.
+    fn try_from(s: String) -> std::result::Result<Self, String> {
+        Accesses::ALL
+            .iter()
+            .find(|(_, name)| *name == s)
+            .map(|&(a, _)| a)
+            .ok_or_else(|| {
+                let names: Vec<String> = Accesses::ALL
+                    .iter()
+                    .map(|(_, n)| format!("`{n}`"))
+                    .collect();
+                format!("unknown mode {s:?}: expected {}", names.join(" or "))
+            })
+    }
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]

@@ -66,7 +66,7 @@ impl PageSet {
     fn new(n: u32, full: bool) -> PageSet {
         let nw = (n as usize).div_ceil(64);
         let mut words = vec![if full { u64::MAX } else { 0 }; nw];
-        if full && n % 64 != 0 {
+        if full && !n.is_multiple_of(64) {
             words[nw - 1] = (1u64 << (n % 64)) - 1;
         }
         let mut tree: Vec<u32> = words.iter().map(|w| w.count_ones()).collect();
