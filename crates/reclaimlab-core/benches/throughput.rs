@@ -190,7 +190,7 @@ fn mglru(mut cfg: SimConfig) -> SimConfig {
     cfg
 }
 
-/// The config with engine.accesses = "analytic" (resident hits of uniform random phases drawn
+/// The config with engine.accesses = "analytic" (resident hits of uniform and hot/cold random phases drawn
 /// in bulk; docs/model/analytic.md).
 fn analytic(mut cfg: SimConfig) -> SimConfig {
     cfg.engine.accesses = reclaimlab_core::config::Accesses::Analytic;

@@ -46,7 +46,7 @@ impl Engine {
 }
 
 /// `engine.accesses`: every access stepped one by one (`exact`, the lab's sequence), or the
-/// resident hits of uniform random phases drawn in bulk (`analytic`, crate::mm::analytic and
+/// resident hits of uniform and hot/cold random phases drawn in bulk (`analytic`, crate::mm::analytic and
 /// docs/model/analytic.md). The one declaration of the values: the scenario loader passes the
 /// string through, and an unknown one is refused here with the values listed.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]

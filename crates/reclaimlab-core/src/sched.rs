@@ -581,7 +581,7 @@ impl Scheduler {
                 let a = if let Some(rng) = proc.analytic.as_mut() {
                     // Analytic: the non-events up to the next event in one step.
                     let gen = proc.gen.as_mut().expect("a phase is running");
-                    let Some(u) = gen.uniform_random().filter(|u| u.remaining != Some(0)) else {
+                    let Some(u) = gen.random_strata().filter(|u| u.remaining != Some(0)) else {
                         phase_done = true;
                         break;
                     };
@@ -824,14 +824,15 @@ impl Scheduler {
         proc.accesses = 0;
         proc.minflt = 0;
         proc.majflt = 0;
-        // Analytic mode covers uniform random phases over anonymous regions without `rw`
+        // Analytic mode covers uniform and hot/cold random phases over anonymous regions without `rw`
         // (docs/model/analytic.md); every other phase is stepped as in exact mode.
         proc.analytic = match (&mm.analytic, &proc.phases[proc.phase].1) {
             (
                 Some(a),
                 Phase::Random {
                     regions,
-                    dist: reclaimlab_workload::Dist::Uniform,
+                    dist:
+                        reclaimlab_workload::Dist::Uniform | reclaimlab_workload::Dist::HotCold { .. },
                     rw: false,
                     ..
                 },

@@ -783,7 +783,7 @@ class Lab(StrictModel):
 class Engine(StrictModel):
     """How the simulator carries the run out, not what it models (the lab ignores it).
     ``accesses``: ``"exact"`` steps every access; ``"analytic"`` draws the resident hits of
-    uniform random phases in bulk (docs/model/analytic.md). The values are declared once, in
+    uniform and hot/cold random phases in bulk (docs/model/analytic.md). The values are declared once, in
     the core (config.rs ``Accesses``), which refuses any other with the list."""
 
     accesses: str = "exact"

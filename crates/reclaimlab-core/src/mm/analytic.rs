@@ -1,24 +1,25 @@
 //! Analytic resident hits (`engine.accesses = "analytic"`, docs/model/analytic.md): a uniform
-//! random phase does not step through the accesses that hit resident pages one by one. Not a
-//! kernel path: a way of running the model's own access loop in bulk.
+//! or hot/cold random phase does not step through the accesses that hit resident pages one by
+//! one. Not a kernel path: a way of running the model's own access loop in bulk.
 //!
 //! What an access to a page of an anonymous region does depends only on the page's PTE state
 //! ([`Mm::access`]): a mapped page (not the zero page) is a hit that sets its young bit (and,
 //! for a store, its dirty bit); a load of the zero page does nothing; anything else faults.
 //! Each page of a tracked region is in one [`Class`]; the engine keeps the pages of each class
-//! in a [`PageSet`] (counted, with the k-th member in O(log n)), updated by
+//! in a [`PageSet`] (counted, ranked, with the k-th member in O(log n)), updated by
 //! [`Mm::analytic_sync`] wherever a kernel path changes the PTE state. An access is an *event*
 //! (run exactly) if it may change state: a load or store of an unmapped page, a store to a
 //! clean page (it dirties it) or to the zero page (do_wp_page). Everything else only sets young
 //! bits, so between two events the engine draws how many non-events come first (geometric),
-//! advances time by their cost, and accounts the young bits they set lazily: each region keeps
-//! the hazard its dirty and clean pages have accumulated (Σ -ln(1 - 1/D) per non-event, D the
-//! phase's non-event weight), each page the hazard at its last look, and whoever reads a young
-//! bit (folio_check_references, shrink_active_list, the multi-gen LRU's walks) first asks
-//! [`Mm::analytic_young`], which sets it with probability 1 - exp(-Δ): the probability that at
-//! least one of the non-events since then touched this page.
+//! advances time by their cost, and accounts the young bits they set lazily: each segment of a
+//! region keeps the hazard its dirty and clean pages have accumulated (Σ -ln(1 - π/W) per
+//! non-event, π a page's access probability, W the phase's non-event probability), each page
+//! the hazard at its last look, and whoever reads a young bit (folio_check_references,
+//! shrink_active_list, the multi-gen LRU's walks) first asks [`Mm::analytic_young`], which sets
+//! it with probability 1 - exp(-Δ): the probability that at least one of the non-events since
+//! then touched this page.
 
-use reclaimlab_workload::{rng, SplitMix64, Stream, UniformRandom};
+use reclaimlab_workload::{rng, RandomStrata, SplitMix64, Stream};
 
 use super::page::pg;
 use super::{Ctx, Mm, RegionInfo};
@@ -114,6 +115,30 @@ impl PageSet {
         self.len -= 1;
     }
 
+    /// How many members are below `i` (`i` up to the set's size).
+    fn rank(&self, i: u32) -> u64 {
+        let (word, bit) = ((i / 64) as usize, i % 64);
+        let mut n = 0u64;
+        let mut j = word;
+        while j > 0 {
+            n += u64::from(self.tree[j - 1]);
+            j &= j - 1;
+        }
+        if bit != 0 {
+            n += u64::from((self.words[word] & ((1u64 << bit) - 1)).count_ones());
+        }
+        n
+    }
+
+    /// How many members are in `a..b`.
+    fn count(&self, a: u32, b: u32, size: u32) -> u64 {
+        if a == 0 && b == size {
+            self.len
+        } else {
+            self.rank(b) - self.rank(a)
+        }
+    }
+
     /// The `k`-th member (from 0) in increasing order; `k < len`.
     fn select(&self, k: u64) -> u32 {
         debug_assert!(k < self.len);
@@ -136,14 +161,23 @@ impl PageSet {
     }
 }
 
-/// One tracked (anonymous) region: its pages by class (dirty ones are the rest), the hazard
-/// its dirty and clean pages have accumulated, and each page's hazard at its last look.
+/// A run of a region's pages that have had the same touch rates so far: where it starts, and
+/// the hazard its dirty and clean pages have accumulated.
+#[derive(Clone, Copy, Debug)]
+struct Seg {
+    start: u32,
+    dirty: f64,
+    clean: f64,
+}
+
+/// One tracked (anonymous) region: its pages by class (dirty ones are the rest), its segments
+/// (one while every phase over it was uniform; a hot/cold boundary inside it splits one, and
+/// segments never merge), and each page's hazard at its last look.
 pub(crate) struct RegionAcc {
     unmapped: PageSet,
     clean: PageSet,
     zero: PageSet,
-    hz_dirty: f64,
-    hz_clean: f64,
+    segs: Vec<Seg>,
     snap: Vec<f64>,
 }
 
@@ -153,8 +187,11 @@ impl RegionAcc {
             unmapped: PageSet::new(pages, true),
             clean: PageSet::new(pages, false),
             zero: PageSet::new(pages, false),
-            hz_dirty: 0.0,
-            hz_clean: 0.0,
+            segs: vec![Seg {
+                start: 0,
+                dirty: 0.0,
+                clean: 0.0,
+            }],
             snap: vec![0.0; pages as usize],
         }
     }
@@ -181,21 +218,42 @@ impl RegionAcc {
         }
     }
 
-    /// The hazard of a class whose pages a non-event can touch.
-    fn hazard(&self, c: Class) -> Option<f64> {
+    /// The hazard of page `off` in class `c`, if non-events can touch pages of that class.
+    fn hazard(&self, c: Class, off: u32) -> Option<f64> {
+        let seg = || &self.segs[self.segs.partition_point(|s| s.start <= off) - 1];
         match c {
-            Class::Dirty => Some(self.hz_dirty),
-            Class::Clean => Some(self.hz_clean),
+            Class::Dirty => Some(seg().dirty),
+            Class::Clean => Some(seg().clean),
             Class::Unmapped | Class::Zero => None,
         }
     }
 
-    fn pages(&self) -> u64 {
-        self.snap.len() as u64
+    /// A segment boundary at `off` (a copy of the segment it falls in: same hazards, so no
+    /// page's pending touches change).
+    fn split(&mut self, off: u32) {
+        if off == 0 || off as usize >= self.snap.len() {
+            return;
+        }
+        let k = self.segs.partition_point(|s| s.start <= off);
+        if self.segs[k - 1].start != off {
+            let seg = Seg {
+                start: off,
+                ..self.segs[k - 1]
+            };
+            self.segs.insert(k, seg);
+        }
     }
 
-    fn dirty(&self) -> u64 {
-        self.pages() - self.unmapped.len - self.clean.len - self.zero.len
+    /// Add hazards to the pages `a..b` (segment boundaries already at `a` and `b`).
+    fn add(&mut self, a: u32, b: u32, dirty: f64, clean: f64) {
+        for s in self.segs.iter_mut().filter(|s| s.start >= a && s.start < b) {
+            s.dirty += dirty;
+            s.clean += clean;
+        }
+    }
+
+    fn pages(&self) -> u32 {
+        self.snap.len() as u32
     }
 }
 
@@ -207,7 +265,12 @@ pub struct Analytic {
     rng: SplitMix64,
     /// Accesses drawn in bulk (not stepped): stats.analytic_accesses.
     pub(crate) accesses: u64,
+    /// The current draw's pieces (Mm::analytic_skip), kept to allocate nothing per draw.
+    pieces: Vec<Piece>,
 }
+
+/// One stratum's pages in one region: (stratum, phase region index, Mm region, local a..b).
+type Piece = (usize, u32, usize, u32, u32);
 
 impl Analytic {
     pub(crate) fn new(regions: &[RegionInfo], seed: u64) -> Analytic {
@@ -218,6 +281,7 @@ impl Analytic {
                 .collect(),
             rng: rng::stream(seed, Stream::Sim, u64::MAX, 0),
             accesses: 0,
+            pieces: Vec::new(),
         }
     }
 
@@ -267,7 +331,7 @@ impl Mm {
         if old == new {
             return;
         }
-        if let (Some(hz), Some(_)) = (r.hazard(old), r.hazard(new)) {
+        if let (Some(hz), Some(_)) = (r.hazard(old, off), r.hazard(new, off)) {
             if p.flags & pg::YOUNG == 0 && young_draw(&mut a.rng, hz - r.snap[off as usize]) {
                 self.pages[i as usize].set(pg::YOUNG);
             }
@@ -278,7 +342,7 @@ impl Mm {
         if let Some(s) = r.set_mut(new) {
             s.insert(off);
         }
-        if let Some(hz) = r.hazard(new) {
+        if let Some(hz) = r.hazard(new, off) {
             r.snap[off as usize] = hz;
         }
     }
@@ -302,48 +366,86 @@ impl Mm {
         let Some(r) = a.regions[p.region as usize].as_mut() else {
             return;
         };
-        let off = (i - base) as usize;
-        let Some(hz) = r.hazard(class_of(p.flags)) else {
+        let off = i - base;
+        let Some(hz) = r.hazard(class_of(p.flags), off) else {
             return;
         };
-        if p.flags & pg::YOUNG == 0 && young_draw(&mut a.rng, hz - r.snap[off]) {
+        if p.flags & pg::YOUNG == 0 && young_draw(&mut a.rng, hz - r.snap[off as usize]) {
             self.pages[i as usize].set(pg::YOUNG);
         }
-        r.snap[off] = hz;
+        r.snap[off as usize] = hz;
     }
 
-    /// Draw the accesses of uniform random phase `u` (of a process whose regions are
-    /// `proc_regions`) up to the next event, no access starting at or after `limit`: the
-    /// non-events' time is added to `ctx`, their young bits to the regions' hazards. None if
-    /// the phase cannot be drawn in bulk (a region that is not tracked, or accesses that cost
-    /// no time): the caller steps it.
+    /// Draw the accesses of random phase `u` (of a process whose regions are `proc_regions`)
+    /// up to the next event, no access starting at or after `limit`: the non-events' time is
+    /// added to `ctx`, their young bits to the pages' hazards. None if the phase cannot be
+    /// drawn in bulk (a region that is not tracked, or accesses that cost no time): the caller
+    /// steps it.
     pub(crate) fn analytic_skip(
         &mut self,
         ctx: &mut Ctx,
-        u: &UniformRandom,
+        u: &RandomStrata,
         proc_regions: &[u32],
         limit: Time,
         rng: &mut SplitMix64,
     ) -> Option<Skip> {
         // What Ctx::cpu charges for one access (the slowdown is fixed for the slice).
         let cost = (u128::from(self.costs.access_ns) * u128::from(ctx.slowdown) / 1024) as u64;
-        let a = self.analytic.as_mut()?;
+        let Analytic {
+            regions,
+            pieces,
+            accesses,
+            ..
+        } = self.analytic.as_mut()?;
         if cost == 0 {
             return None;
         }
-        let (mut dirty, mut cz, mut unmapped) = (0u64, 0u64, 0u64);
-        for &r in u.regions {
-            let acc = a.regions[proc_regions[r as usize] as usize].as_ref()?;
-            dirty += acc.dirty();
-            cz += acc.clean.len + acc.zero.len;
-            unmapped += acc.unmapped.len;
-        }
+        pieces.clear();
+        // Each stratum's pieces: (stratum, phase region index, tracked region, local a..b),
+        // and per stratum: one page's access probability, its unmapped, clean + zero and
+        // dirty pages.
         let w = u.write_percent as f64 / 100.0;
-        let total = u.total as f64;
+        let mut strata = [(0.0f64, 0u64, 0u64, 0u64); 2];
+        for (s, &(lo, hi, percent)) in u.strata.iter().enumerate() {
+            let (mut un, mut cz, mut dirty) = (0u64, 0u64, 0u64);
+            if percent > 0 && hi > lo {
+                for (k, &r) in u.regions.iter().enumerate() {
+                    let start = u.starts[k];
+                    let ri = proc_regions[r as usize] as usize;
+                    let acc = regions[ri].as_ref()?;
+                    let n = acc.pages();
+                    let end = start + u64::from(n);
+                    if end <= lo || start >= hi {
+                        continue;
+                    }
+                    let (pa, pb) = ((lo.max(start) - start) as u32, (hi.min(end) - start) as u32);
+                    let (un_r, c_r, z_r) = (
+                        acc.unmapped.count(pa, pb, n),
+                        acc.clean.count(pa, pb, n),
+                        acc.zero.count(pa, pb, n),
+                    );
+                    un += un_r;
+                    cz += c_r + z_r;
+                    dirty += u64::from(pb - pa) - un_r - c_r - z_r;
+                    pieces.push((s, r, ri, pa, pb));
+                }
+            }
+            let per_page = if hi > lo {
+                percent as f64 / 100.0 / (hi - lo) as f64
+            } else {
+                0.0
+            };
+            strata[s] = (per_page, un, cz, dirty);
+        }
         // A non-event: any access to a dirty page, a load of a clean or zero page.
-        let weight = dirty as f64 + (1.0 - w) * cz as f64;
-        let event_weight = unmapped as f64 + w * cz as f64;
-        let p_event = event_weight / total;
+        let weight: f64 = strata
+            .iter()
+            .map(|&(pp, _, cz, d)| pp * (d as f64 + (1.0 - w) * cz as f64))
+            .sum();
+        let event_weight: f64 = strata
+            .iter()
+            .map(|&(pp, un, cz, _)| pp * (un as f64 + w * cz as f64))
+            .sum();
         // Non-events before the next event: geometric (failures before the first success).
         let k = if event_weight <= 0.0 {
             u64::MAX
@@ -351,7 +453,7 @@ impl Mm {
             0
         } else {
             let x = 1.0 - rng.unit_f64();
-            let g = (x.ln() / (-p_event).ln_1p()).floor();
+            let g = (x.ln() / (-event_weight.min(1.0)).ln_1p()).floor();
             if g >= 9.0e18 {
                 u64::MAX
             } else {
@@ -367,18 +469,19 @@ impl Mm {
         let left = u.remaining.unwrap_or(u64::MAX);
         let m = k.min(fit).min(left);
         if m > 0 {
-            // Each non-event touches a given dirty page with probability 1/weight, a given
-            // clean one (a load) with (1 - w)/weight. Capped: past 64, a touch is certain.
-            let rate_dirty = (-(-1.0 / weight).ln_1p()).min(64.0);
-            let rate_clean = (-(-(1.0 - w) / weight).ln_1p()).min(64.0);
-            for &r in u.regions {
-                let acc = a.regions[proc_regions[r as usize] as usize]
-                    .as_mut()
-                    .expect("checked above");
-                acc.hz_dirty += m as f64 * rate_dirty;
-                acc.hz_clean += m as f64 * rate_clean;
+            // Each non-event touches a given dirty page of a stratum with probability (its
+            // access probability) / weight, a given clean one (a load) with (1 - w) times
+            // that. Capped: past 64, a touch is certain.
+            for &(s, _, ri, pa, pb) in pieces.iter() {
+                let pp = strata[s].0;
+                let rate_dirty = (-(-pp / weight).ln_1p()).min(64.0);
+                let rate_clean = (-(-pp * (1.0 - w) / weight).ln_1p()).min(64.0);
+                let acc = regions[ri].as_mut().expect("checked above");
+                acc.split(pa);
+                acc.split(pb);
+                acc.add(pa, pb, m as f64 * rate_dirty, m as f64 * rate_clean);
             }
-            a.accesses += m;
+            *accesses += m;
             ctx.now = later(ctx.now, m.saturating_mul(cost));
         }
         if !(k < fit && k < left) {
@@ -387,32 +490,54 @@ impl Mm {
                 event: None,
             });
         }
-        // The event: a load or store of an unmapped page, or a store to a clean or zero page,
-        // each page of a class equally likely.
-        let on_unmapped = rng.unit_f64() * event_weight < unmapped as f64;
-        let mut pick = rng.below(if on_unmapped { unmapped } else { cz });
+        // The event: a load or store of an unmapped page, or a store to a clean or zero page;
+        // a stratum and class by their event weights, then a page of the class in the
+        // stratum, each equally likely.
+        let mut x = rng.unit_f64() * event_weight;
+        let mut chosen = None;
+        'pick: for (s, &(pp, un, cz, _)) in strata.iter().enumerate() {
+            for (on_unmapped, wgt) in [(true, pp * un as f64), (false, pp * w * cz as f64)] {
+                if wgt <= 0.0 {
+                    continue;
+                }
+                chosen = Some((s, on_unmapped));
+                if x < wgt {
+                    break 'pick;
+                }
+                x -= wgt;
+            }
+        }
+        let (s, on_unmapped) = chosen.expect("an event has a positive weight");
+        let mut pick = rng.below(if on_unmapped {
+            strata[s].1
+        } else {
+            strata[s].2
+        });
         let write = if on_unmapped {
             rng.below(100) < u.write_percent
         } else {
             true
         };
-        for &r in u.regions {
-            let acc = a.regions[proc_regions[r as usize] as usize]
-                .as_ref()
-                .expect("checked above");
+        for &(_, r, ri, pa, pb) in pieces.iter().filter(|p| p.0 == s) {
+            let acc = regions[ri].as_ref().expect("checked above");
+            let n = acc.pages();
             let off = if on_unmapped {
-                if pick >= acc.unmapped.len {
-                    pick -= acc.unmapped.len;
+                let here = acc.unmapped.count(pa, pb, n);
+                if pick >= here {
+                    pick -= here;
                     continue;
                 }
-                acc.unmapped.select(pick)
-            } else if pick < acc.clean.len {
-                acc.clean.select(pick)
-            } else if pick - acc.clean.len < acc.zero.len {
-                acc.zero.select(pick - acc.clean.len)
+                acc.unmapped.select(acc.unmapped.rank(pa) + pick)
             } else {
-                pick -= acc.clean.len + acc.zero.len;
-                continue;
+                let (c, z) = (acc.clean.count(pa, pb, n), acc.zero.count(pa, pb, n));
+                if pick < c {
+                    acc.clean.select(acc.clean.rank(pa) + pick)
+                } else if pick - c < z {
+                    acc.zero.select(acc.zero.rank(pa) + pick - c)
+                } else {
+                    pick -= c + z;
+                    continue;
+                }
             };
             return Some(Skip {
                 hits: m,
@@ -430,7 +555,7 @@ impl Mm {
         for (ri, r) in a.regions.iter().enumerate() {
             let Some(r) = r else { continue };
             let base = self.regions[ri].base;
-            for off in 0..r.pages() as u32 {
+            for off in 0..r.pages() {
                 let (rec, now) = (
                     r.recorded(off),
                     class_of(self.pages[(base + off) as usize].flags),
@@ -473,6 +598,12 @@ mod tests {
             assert_eq!(s.len, rest.len() as u64);
             for (k, &i) in rest.iter().enumerate() {
                 assert_eq!(s.select(k as u64), i);
+                assert_eq!(s.rank(i), k as u64);
+            }
+            assert_eq!(s.rank(n), rest.len() as u64);
+            for a in (0..n).step_by(7) {
+                let want = rest.iter().filter(|&&i| i >= a && i < n - 1).count() as u64;
+                assert_eq!(s.count(a, n - 1, n), want);
             }
             s.insert(0);
             assert_eq!(s.select(0), 0);

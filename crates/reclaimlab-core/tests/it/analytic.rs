@@ -175,3 +175,39 @@ fn agrees_with_exact_mglru_v2_high() {
     figs.push("vmstat.zswpin");
     agree(&v, 8, &figs);
 }
+
+fn hot_cold(mut v: Value, hot_percent: u8, hot_access_percent: u8) -> Value {
+    let last = v["processes"][0]["phases"].as_array().unwrap().len() - 1;
+    v["processes"][0]["phases"][last]["phase"]["dist"] = json!({"kind": "hot_cold",
+        "hot_percent": hot_percent, "hot_access_percent": hot_access_percent});
+    v
+}
+
+#[test]
+fn classes_follow_every_event_hot_cold_two_regions() {
+    // Two regions, the hot range ending inside the first: the strata split its segments.
+    let v = with_writes(
+        scenario(
+            &[("a", 2000, "text"), ("b", 1500, "text")],
+            60_000,
+            2600,
+            true,
+            false,
+        ),
+        30,
+    );
+    conserved_every_event(&analytic(hot_cold(v, 30, 80)));
+}
+
+#[test]
+fn agrees_with_exact_hot_cold_zswap() {
+    // 20 % of the pages get 80 % of the accesses; the cold rest does not fit.
+    let v = with_writes(
+        scenario(&[("a", 4000, "text")], 150_000, 2400, true, false),
+        20,
+    );
+    let mut figs = FIGURES.to_vec();
+    figs.push("vmstat.zswpin");
+    figs.push("vmstat.zswpout");
+    agree(&hot_cold(v, 20, 80), 8, &figs);
+}
