@@ -356,6 +356,27 @@ impl Mm {
         }
     }
 
+    /// Before a young bit is cleared unread (shrink_active_list's deactivation): touches drawn
+    /// in bulk so far are dropped with it, so no draw is needed, only the page's new start.
+    #[inline]
+    pub(crate) fn analytic_clear_young(&mut self, i: u32) {
+        if self.analytic.is_some() {
+            self.analytic_sync_slow(i);
+            let p = self.pages[i as usize];
+            let base = self.regions[p.region as usize].base;
+            if let Some(r) = self
+                .analytic
+                .as_mut()
+                .and_then(|a| a.regions[p.region as usize].as_mut())
+            {
+                let off = i - base;
+                if let Some(hz) = r.hazard(class_of(p.flags), off) {
+                    r.snap[off as usize] = hz;
+                }
+            }
+        }
+    }
+
     fn analytic_young_slow(&mut self, i: u32) {
         self.analytic_sync_slow(i);
         let p = self.pages[i as usize];

@@ -472,8 +472,8 @@ impl Mm {
         self.memcgs[m as usize].events.pgrefill += nr_taken;
         ctx.cpu(nr_taken * self.costs.scan_page_ns);
         for i in taken {
-            // Young bits drawn in bulk (mm/analytic.rs) are settled before they are cleared.
-            self.analytic_young(i);
+            // Young bits drawn in bulk (mm/analytic.rs) go with the bit cleared here.
+            self.analytic_clear_young(i);
             let p = &mut self.pages[i as usize];
             // folio_referenced clears the young bits as it reads them.
             p.clear(pg::YOUNG | pg::ACTIVE);
