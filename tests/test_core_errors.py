@@ -93,6 +93,7 @@ def s(write: Any) -> Any:
         ("kernel.switches.zswap.incompressible", 'kernel.switches."zswap.incompressible"', ""),
         ("costs.access_ns", "costs.access_ns", ""),
         ("max_time_ns", "max_time", ""),
+        ("engine.accesses", "engine.accesses", ""),
     ],
 )
 def test_lowered_path_to_scenario_key(s: Any, lowered: str, key: str, note: str) -> None:
@@ -142,3 +143,30 @@ def test_a_real_core_rejection_names_the_scenario_key(real_core: Any, write: Any
         reclaimlab.run(s)
     assert e.value.file == s.file
     assert [format_path(p.path) for p in e.value.problems] == ["kernel.zswap.compressor"], str(e.value)
+
+
+@pytest.mark.native
+def test_an_unknown_engine_mode_is_refused_with_the_values(real_core: Any, write: Any) -> None:
+    # engine.accesses is declared once, in the core: the loader passes any string through and
+    # the core's refusal names the scenario key and both values.
+    import reclaimlab
+
+    s = load(write(MINIMAL + '\n[engine]\naccesses = "fast"\n'))
+    with pytest.raises(reclaimlab.ScenarioError) as e:
+        reclaimlab.run(s)
+    assert e.value.file == s.file
+    assert [format_path(p.path) for p in e.value.problems] == ["engine.accesses"], str(e.value)
+    assert "`exact`" in str(e.value) and "`analytic`" in str(e.value), str(e.value)
+
+
+@pytest.mark.native
+def test_analytic_mode_runs_and_says_so(real_core: Any, write: Any) -> None:
+    import reclaimlab
+
+    text = MINIMAL + '[[processes.phases]]\nkind = "random"\nregions = ["a"]\ncount = 10000\n'
+    exact = reclaimlab.run(load(write(text)))
+    analytic = reclaimlab.run(load(write(text)).with_overrides(["engine.accesses=analytic"]))
+    assert "analytic_accesses" not in exact.stats
+    assert analytic.stats["analytic_accesses"] > 0
+    assert analytic.config["engine"] == {"accesses": "analytic"}
+    assert "engine" not in exact.config

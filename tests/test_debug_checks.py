@@ -53,3 +53,23 @@ def test_bundled_scenario_runs_clean_under_debug_checks(simulate: Path, path: Pa
         r = subprocess.run([simulate, lowered], capture_output=True, text=True, timeout=300)
         assert r.returncode == 0, f"{path.name} [{name}] failed under debug checks:\n{r.stderr[-3000:]}"
         assert "events" in r.stdout.splitlines()[-1]
+
+
+#: Bundled scenarios with a random phase: what analytic mode (engine.accesses) can draw in bulk.
+RANDOM_SCENARIOS = [p for p in SCENARIOS if 'kind = "random"' in p.read_text(encoding="utf-8")]
+
+
+@pytest.mark.parametrize("path", RANDOM_SCENARIOS, ids=lambda p: str(p.relative_to(ROOT / "scenarios")))
+def test_bundled_scenario_runs_clean_in_analytic_mode(simulate: Path, path: Path, tmp_path: Path) -> None:
+    """The same checks with engine.accesses = "analytic" (docs/model/analytic.md): the
+    conservation check includes that every tracked page is counted in its class."""
+    for name, scenario in _configs(load(path)):
+        config = lower(scenario, active_profile())
+        config["engine"] = {"accesses": "analytic"}
+        if config.get("max_time_ns") is None or config["max_time_ns"] > MAX_TIME_NS:
+            config["max_time_ns"] = MAX_TIME_NS
+        lowered = tmp_path / "config.json"
+        lowered.write_text(json.dumps(config, sort_keys=True), encoding="utf-8")
+        r = subprocess.run([simulate, lowered], capture_output=True, text=True, timeout=300)
+        assert r.returncode == 0, f"{path.name} [{name}] failed under debug checks in analytic mode:\n{r.stderr[-3000:]}"
+        assert "events" in r.stdout.splitlines()[-1]

@@ -194,7 +194,7 @@ def test_unknown_paths_are_errors(write: Write) -> None:
         f"{path}: --set processes.3.name=x: processes has 1 element(s); no index 3",
         f"{path}: --set processes.q.name=x: processes has no element named 'q'; expected an index or one of 'p'",
         f"{path}: --set nope=1: unknown key 'nope' under the top level; expected one of: schema_version, name, description, "
-        "seed, max_time, trace, machine, kernel, cgroups, processes, costs, compare, report, lab",
+        "seed, max_time, trace, machine, kernel, cgroups, processes, costs, compare, report, lab, engine",
         f"{path}: --set machine.memory.x=1: cannot set a key inside machine.memory: it is a value, not a table",
     ]
 

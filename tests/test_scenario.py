@@ -118,7 +118,7 @@ def test_unknown_keys_everywhere(write: Write) -> None:
     )
     found = problems(write, text)
     assert (
-        "colour: unknown key; expected one of: schema_version, name, description, seed, max_time, trace, machine, kernel, cgroups, processes, costs, compare, report, lab"
+        "colour: unknown key; expected one of: schema_version, name, description, seed, max_time, trace, machine, kernel, cgroups, processes, costs, compare, report, lab, engine"
         in found
     )
     assert any(f.startswith("machine.memroy: unknown key (did you mean 'memory'?); expected one of: memory, cpus, swap") for f in found)

@@ -442,6 +442,15 @@ def test_kernel_runs_recorded_before_a_knob_existed_ran_its_default() -> None:
     assert _workload_config(on) != _workload_config(old)
 
 
+def test_how_the_simulator_steps_accesses_is_not_part_of_the_kernel_runs_config() -> None:
+    """engine.accesses (docs/model/analytic.md) changes how the simulator runs, not what the
+    kernel ran: stored kernel runs validate an analytic-mode simulation too."""
+    from reclaimlab.validate import _workload_config
+
+    exact = {"kernel": {"version": "6.12"}, "seed": 1}
+    assert _workload_config({**exact, "engine": {"accesses": "analytic"}}) == _workload_config(exact)
+
+
 def _on(result: ValidateResult, backend: str, provenance: dict[str, Any], cgroup_version: int) -> ValidateResult:
     runs = [
         RunResult(

@@ -134,7 +134,8 @@ def scenario_key(scenario: Scenario, lowered: str) -> tuple[Path, str]:
         if knob is not None:  # a knob's lowered field -> its key as the kernel spells it
             return knob.path, ""
         return ("kernel", *[t for t in rest if isinstance(t, str)][:2]), ""
-    if head == "costs":
+    if head in ("costs", "engine"):
+        # Both are the scenario's own tables, keys unchanged by lowering.
         return tuple(s for s in steps if isinstance(s, str))[:2], ""
     if isinstance(head, str) and head in _TOP_KEYS:
         return (_TOP_KEYS[head],), ""

@@ -78,6 +78,9 @@ def lower(scenario: Scenario, profile: Profile | None = _ACTIVE) -> dict[str, An
     if scenario.trace:
         # Only when asked for: a run without tracing lowers (and caches) as before.
         out["trace"] = sorted(set(scenario.trace))
+    if scenario.engine.accesses != "exact":
+        # Likewise: an exact-mode scenario lowers (and caches) as before the switch existed.
+        out["engine"] = {"accesses": scenario.engine.accesses}
     return out
 
 

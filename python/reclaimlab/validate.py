@@ -375,11 +375,12 @@ class KernelResultsError(ValueError):
 def _workload_config(config: dict[str, Any]) -> dict[str, Any]:
     """``config`` without what only the simulator uses: its time costs, its swap devices' and
     filesystems' device models (the kernel ran on the real devices) and its memcg stats flush
-    interval (the kernel has its own flusher), and the host's other memcgs (``host_memcgs``: the
-    kernel had the real ones). What remains is what the kernel runs must share
+    interval (the kernel has its own flusher), the host's other memcgs (``host_memcgs``: the
+    kernel had the real ones) and how the simulator steps accesses (``engine``: the kernel ran
+    every access). What remains is what the kernel runs must share
     with the simulator's run: workload, cgroups, kernel settings, sizes. Trace phases are
     compared by their file's sha256, not by where a machine keeps the file."""
-    out = {k: v for k, v in trace.without_paths(config).items() if k != "costs"}
+    out = {k: v for k, v in trace.without_paths(config).items() if k not in ("costs", "engine")}
     kernel = out.get("kernel")
     if isinstance(kernel, dict):
         out["kernel"] = _kernel_setup(kernel)

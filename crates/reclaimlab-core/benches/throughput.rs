@@ -190,6 +190,13 @@ fn mglru(mut cfg: SimConfig) -> SimConfig {
     cfg
 }
 
+/// The config with engine.accesses = "analytic" (resident hits of uniform and hot/cold random phases drawn
+/// in bulk; docs/model/analytic.md).
+fn analytic(mut cfg: SimConfig) -> SimConfig {
+    cfg.engine.accesses = reclaimlab_core::config::Accesses::Analytic;
+    cfg
+}
+
 fn case(name: &str) -> (&'static str, SimConfig) {
     let pages = 65_536;
     let m = |memory, limit_pages, zswap| Machine {
@@ -205,6 +212,14 @@ fn case(name: &str) -> (&'static str, SimConfig) {
             "8 GiB filled, 20 M uniform reads, no limit: its 2 M page records (72 MiB) beyond the CPU caches",
             config(m(16 * GIB, None, true), anon(&["text"], 8 * GIB / 4096), fill_then_random(1, 20_000_000), vec![]),
         ),
+        "resident-8GiB-analytic" => (
+            "resident-8GiB in analytic mode (engine.accesses; the fill is still stepped page by page)",
+            analytic(config(m(16 * GIB, None, true), anon(&["text"], 8 * GIB / 4096), fill_then_random(1, 20_000_000), vec![])),
+        ),
+        "resident-8GiB-200M-analytic" => (
+            "the same with 200 M uniform reads (26 s simulated): what the phase itself costs once the fill is amortised",
+            analytic(config(m(16 * GIB, None, true), anon(&["text"], 8 * GIB / 4096), fill_then_random(1, 200_000_000), vec![])),
+        ),
         "swap-heavy-swap" => (
             "768 MiB working set 10% over its memcg limit, 3 M uniform reads, swap file only",
             config(m(4 * GIB, Some(3 * pages * 9 / 10), false), anon(&["text", "text", "random"], pages), fill_then_random(3, 3_000_000), vec![]),
@@ -216,6 +231,10 @@ fn case(name: &str) -> (&'static str, SimConfig) {
         "swap-heavy-mglru" => (
             "the same with the multi-gen LRU (kernel.lru_gen.enabled; target: within 1.5x the classic LRU's rate)",
             mglru(config(m(4 * GIB, Some(3 * pages * 9 / 10), true), anon(&["text", "text", "random"], pages), fill_then_random(3, 3_000_000), vec![])),
+        ),
+        "swap-heavy-zswap-analytic" => (
+            "swap-heavy-zswap in analytic mode (10% of the reads fault: each is stepped)",
+            analytic(config(m(4 * GIB, Some(3 * pages * 9 / 10), true), anon(&["text", "text", "random"], pages), fill_then_random(3, 3_000_000), vec![])),
         ),
         "zswap-full" => (
             "768 MiB of text under a 256 MiB limit: about 2/3 of the pages in the zswap pool; 500 K uniform reads",
@@ -258,11 +277,14 @@ fn case(name: &str) -> (&'static str, SimConfig) {
     }
 }
 
-const CASES: [&str; 11] = [
+const CASES: [&str; 14] = [
     "resident",
     "resident-8GiB",
+    "resident-8GiB-analytic",
+    "resident-8GiB-200M-analytic",
     "swap-heavy-swap",
     "swap-heavy-zswap",
+    "swap-heavy-zswap-analytic",
     "swap-heavy-mglru",
     "zswap-full",
     "file-stream",

@@ -242,6 +242,7 @@ impl Mm {
         if let Some(ph) = &mm.phys {
             ph.check(mm)?;
         }
+        mm.check_analytic()?;
         Ok(())
     }
 }

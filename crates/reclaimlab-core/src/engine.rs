@@ -27,6 +27,9 @@ pub struct SimStats {
     /// Page events: accesses plus pages scanned, swapped out and swapped in, and file pages
     /// scanned and written back.
     pub page_events: u64,
+    /// Accesses drawn in bulk, not stepped (engine.accesses = "analytic"; absent in exact mode).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub analytic_accesses: Option<u64>,
 }
 
 /// One zsmalloc pool's `classes` table: zswap's pools are `zswap0`, `zswap1` … (the kernel
@@ -271,6 +274,7 @@ impl Simulation {
                     + vm.swpin_zero
                     + self.mm.vm_file.pgscan_file
                     + self.mm.vm_file.nr_written,
+                analytic_accesses: self.mm.analytic.as_ref().map(|a| a.accesses),
             },
         }
     }

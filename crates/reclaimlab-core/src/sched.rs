@@ -50,6 +50,9 @@ pub(crate) struct Proc {
     /// file reads and writes) go through page records in order, which the CPU's own prefetcher
     /// follows; drawing ahead would only add its bookkeeping.
     pub(crate) lookahead: bool,
+    /// The current phase's non-event accesses are drawn in bulk (engine.accesses =
+    /// "analytic", mm/analytic.rs): the stream of its draws. None: stepped one by one.
+    pub(crate) analytic: Option<reclaimlab_workload::SplitMix64>,
     pub(crate) phase_start: Time,
     pub(crate) accesses: u64,
     /// Faults of the current phase as getrusage counts them (`min_flt`, `maj_flt`).
@@ -247,6 +250,7 @@ impl Proc {
                 gen: None,
                 ahead: VecDeque::with_capacity(LOOKAHEAD + 1),
                 lookahead: false,
+                analytic: None,
                 phase_start: 0,
                 accesses: 0,
                 minflt: 0,
@@ -575,9 +579,36 @@ impl Scheduler {
                     break;
                 }
                 let proc = &mut self.procs[pi];
-                let Some(a) = proc.next_access(mm) else {
-                    phase_done = true;
-                    break;
+                let a = if let Some(rng) = proc.analytic.as_mut() {
+                    // Analytic: the non-events up to the next event in one step.
+                    let gen = proc.gen.as_mut().expect("a phase is running");
+                    let Some(u) = gen.random_strata().filter(|u| u.remaining != Some(0)) else {
+                        phase_done = true;
+                        break;
+                    };
+                    let limit = quantum_end.min(duration_end);
+                    let Some(skip) = mm.analytic_skip(&mut ctx, &u, &proc.regions, limit, rng)
+                    else {
+                        // Not drawable in bulk (accesses that cost no time): stepped.
+                        proc.analytic = None;
+                        continue;
+                    };
+                    gen.skip(skip.hits + u64::from(skip.event.is_some()));
+                    proc.accesses += skip.hits;
+                    let Some((region, page, write)) = skip.event else {
+                        continue;
+                    };
+                    reclaimlab_workload::Access {
+                        region,
+                        page,
+                        write,
+                    }
+                } else {
+                    let Some(a) = proc.next_access(mm) else {
+                        phase_done = true;
+                        break;
+                    };
+                    a
                 };
                 let region = proc.regions[a.region as usize] as usize;
                 let page = mm.regions[region].base + a.page as u32;
@@ -647,6 +678,8 @@ impl Scheduler {
                         r => break r,
                     }
                 };
+                // Analytic mode: the page is counted in its new class (mm/analytic.rs).
+                mm.analytic_sync(page);
                 match access {
                     Ok(false) => {}
                     Ok(true) => {
@@ -715,7 +748,9 @@ impl Scheduler {
             }
             let region = self.procs[pi].regions[r] as usize;
             let page = mm.regions[region].base + next;
-            match mm.access(ctx, page, true) {
+            let done = mm.access(ctx, page, true);
+            mm.analytic_sync(page);
+            match done {
                 Ok(_) => {}
                 // As in the access loop: a task at OOM_SCORE_ADJ_MIN is never the victim;
                 // another task of the OOM domain is killed and the fault retried.
@@ -794,6 +829,33 @@ impl Scheduler {
         proc.accesses = 0;
         proc.minflt = 0;
         proc.majflt = 0;
+        // Analytic mode covers uniform and hot/cold random phases over anonymous regions without `rw`
+        // (docs/model/analytic.md); every other phase is stepped as in exact mode.
+        proc.analytic = match (&mm.analytic, &proc.phases[proc.phase].1) {
+            (
+                Some(a),
+                Phase::Random {
+                    regions,
+                    dist:
+                        reclaimlab_workload::Dist::Uniform | reclaimlab_workload::Dist::HotCold { .. },
+                    rw: false,
+                    ..
+                },
+            ) if regions
+                .iter()
+                .all(|&r| a.tracks(proc.regions[r as usize] as usize)) =>
+            {
+                Some(crate::mm::analytic::phase_rng(
+                    mm.seed,
+                    pi as u64,
+                    proc.phase as u64,
+                ))
+            }
+            _ => None,
+        };
+        if proc.analytic.is_some() {
+            proc.lookahead = false;
+        }
         match proc.phases[proc.phase].1.clone() {
             Phase::Sleep { duration_ns } => {
                 proc.state = ProcState::Sleeping;

@@ -794,6 +794,85 @@ impl AccessGen {
     pub fn accesses_done(&self) -> u64 {
         self.done
     }
+
+    /// For the simulator's analytic mode (docs/model/analytic.md): a random phase whose pages
+    /// are uniform within one or two index ranges (uniform, hot/cold), described as
+    /// [`RandomStrata`]; None for every other phase (Zipf, other kinds, a phase that has
+    /// ended). `rw` phases are answered too: the caller decides.
+    pub fn random_strata(&self) -> Option<RandomStrata<'_>> {
+        let State::Random {
+            map,
+            pick,
+            remaining,
+        } = &self.state
+        else {
+            return None;
+        };
+        let total = map.total;
+        let strata = match pick {
+            Picker::Uniform => [(0, total, 100), (total, total, 0)],
+            Picker::HotCold {
+                hot,
+                hot_access_percent,
+            } => {
+                // As Picker::pick: an empty side sends its share to the other one.
+                let p = if *hot == 0 {
+                    0
+                } else if *hot == total {
+                    100
+                } else {
+                    *hot_access_percent
+                };
+                [(0, *hot, p), (*hot, total, 100 - p)]
+            }
+            Picker::Zipf(_) => return None,
+        };
+        Some(RandomStrata {
+            regions: &map.regions,
+            starts: &map.starts,
+            total,
+            remaining: *remaining,
+            write_percent: match self.write {
+                WriteMode::Never => 0,
+                WriteMode::Always => 100,
+                WriteMode::Percent(p) => p,
+            },
+            strata,
+        })
+    }
+
+    /// Count `n` accesses as made without drawing them (the analytic mode draws them its own
+    /// way). A phase with a `count` ends once its count is used up; `n` must not exceed it.
+    pub fn skip(&mut self, n: u64) {
+        if let State::Random {
+            remaining: Some(left),
+            ..
+        } = &mut self.state
+        {
+            debug_assert!(n <= *left, "skipping {n} accesses of {left} left");
+            *left -= n.min(*left);
+        }
+        self.done += n;
+    }
+}
+
+/// A random phase as [`AccessGen::random_strata`] describes it.
+#[derive(Clone, Copy, Debug)]
+pub struct RandomStrata<'a> {
+    /// The phase's non-empty regions (indices into the process's regions), in phase order.
+    pub regions: &'a [u32],
+    /// `starts[i]`: pages of `regions[..i]` in all.
+    pub starts: &'a [u64],
+    /// Pages of all the regions.
+    pub total: u64,
+    /// Accesses left of a `count`; None: the phase runs until its duration ends.
+    pub remaining: Option<u64>,
+    /// Each access is a store with this probability (percent, 0..=100).
+    pub write_percent: u64,
+    /// `(start, end, percent)`: that percent of the accesses go to the indices `start..end` of
+    /// the regions' concatenation, each index equally likely. The ranges are disjoint, cover
+    /// `0..total`, and their percents sum to 100; a range may be empty (then its percent is 0).
+    pub strata: [(u64, u64, u64); 2],
 }
 
 impl Iterator for AccessGen {

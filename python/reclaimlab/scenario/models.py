@@ -798,6 +798,15 @@ class Lab(StrictModel):
     kernel: str | None = None
 
 
+class Engine(StrictModel):
+    """How the simulator carries the run out, not what it models (the lab ignores it).
+    ``accesses``: ``"exact"`` steps every access; ``"analytic"`` draws the resident hits of
+    uniform and hot/cold random phases in bulk (docs/model/analytic.md). The values are declared once, in
+    the core (config.rs ``Accesses``), which refuses any other with the list."""
+
+    accesses: str = "exact"
+
+
 class Scenario(StrictModel):
     schema_version: Annotated[int, AfterValidator(check_schema_version)]
     name: str | None = None
@@ -815,6 +824,7 @@ class Scenario(StrictModel):
     compare: Compare | None = None
     report: Report | None = None
     lab: Lab = Field(default_factory=Lab)
+    engine: Engine = Field(default_factory=Engine)
 
     _source: Source | None = PrivateAttr(default=None)
 

@@ -231,6 +231,8 @@ impl Mm {
     /// is mapped (not the zero page), its PTE is young, it belongs to memcg `m`, and it is a
     /// type the walk may age (anon only when swap is possible); then the young bit is cleared.
     fn test_and_clear_young(&mut self, j: u32, m: u16, can_swap: bool) -> bool {
+        // Young bits drawn in bulk (mm/analytic.rs) are settled before they are read.
+        self.analytic_young(j);
         let p = &mut self.pages[j as usize];
         if p.flags & (pg::MAPPED | pg::YOUNG | pg::ZERO_PFN) != pg::MAPPED | pg::YOUNG
             || p.memcg != m
@@ -751,6 +753,7 @@ impl Mm {
             sc.nr_scanned += list.len() as u64;
             for &i in &list {
                 self.pages[i as usize].clear(pg::ISOLATED);
+                self.analytic_young(i);
                 let p = self.pages[i as usize];
                 let fate = if p.has(pg::MAPPED) && p.has(pg::REFERENCED) {
                     // "folio_update_gen() tried to promote this page?"

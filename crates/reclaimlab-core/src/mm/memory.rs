@@ -469,6 +469,7 @@ impl Mm {
         let p = &mut self.pages[i as usize];
         p.clear(pg::SWAPCACHE);
         p.set(pg::DIRTY);
+        self.analytic_sync(i);
         true
     }
 
@@ -535,6 +536,7 @@ impl Mm {
                 self.release_swap_entry(i);
                 let q = &mut self.pages[i as usize];
                 *q = super::page::Page::new(q.region, q.memcg);
+                self.analytic_sync(i);
             }
         }
         // free_pgtables: the regions' page tables go back, uncharged.

@@ -3,6 +3,7 @@
 //! (charging, memory.high), vmscan.rs (LRU scanning, kswapd, direct and memcg reclaim),
 //! workingset.rs, swap.rs (slots, devices, swap cache, readahead) and zswap/.
 
+pub mod analytic;
 pub mod filemap;
 pub mod journal;
 pub mod kalloc;
@@ -97,6 +98,9 @@ pub struct Mm {
     pub(crate) kswapd: Kswapd,
     pub(crate) queue: EventQueue,
     pub(crate) seed: u64,
+    /// engine.accesses = "analytic": the page classes and young-bit hazards of the anonymous
+    /// regions (mm/analytic.rs); None in exact mode.
+    pub(crate) analytic: Option<analytic::Analytic>,
     /// current->memcg_nr_pages_over_high per process.
     pub(crate) over_high: Vec<u64>,
     /// Per process: the folios its CPU's lru_add batch holds (page, memcg, list; mm/lru_add.rs).
@@ -213,6 +217,8 @@ impl Mm {
         let fs = filemap::Filesystem::from_config(&cfg.machine.filesystems)?;
         let tmpfs = shmem::Tmpfs::from_config(&cfg.machine.filesystems, totalram)?;
         let (regions, pages) = region::from_config(cfg, memcgs.len(), &codecs)?;
+        let analytic = (cfg.engine.accesses == crate::config::Accesses::Analytic)
+            .then(|| analytic::Analytic::new(&regions, cfg.seed));
         let nmemcg = memcgs.len();
         // PSI tasks: each process counts in its memcg and every ancestor (cgroup v2; v1 has
         // no per-cgroup pressure, only the system's), kswapd in the root.
@@ -282,6 +288,7 @@ impl Mm {
             psi,
             lat: crate::latency::LatencyLog::new(cfg.processes.len()),
             phys: None,
+            analytic,
         };
         let kernel_alloc = cfg.processes.iter().any(|p| {
             p.phases

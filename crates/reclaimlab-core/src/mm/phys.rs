@@ -387,6 +387,7 @@ impl Mm {
             p.set(pg::RESIDENT | pg::MAPPED | pg::YOUNG | pg::DIRTY);
             self.nr_resident += 1;
             self.lru_add(j);
+            self.analytic_sync(j);
         }
         Ok(true)
     }

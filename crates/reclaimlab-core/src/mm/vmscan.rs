@@ -474,6 +474,8 @@ impl Mm {
         self.memcgs[m as usize].events.pgrefill += nr_taken;
         ctx.cpu(nr_taken * self.costs.scan_page_ns);
         for i in taken {
+            // Young bits drawn in bulk (mm/analytic.rs) go with the bit cleared here.
+            self.analytic_clear_young(i);
             let p = &mut self.pages[i as usize];
             // folio_referenced clears the young bits as it reads them.
             p.clear(pg::YOUNG | pg::ACTIVE);
@@ -638,6 +640,8 @@ impl Mm {
     /// PG_referenced. A young PTE keeps the folio (and sets PG_referenced), or activates it if
     /// PG_referenced was set already; otherwise reclaim goes on. Simplified: no VM_EXEC rule.
     fn folio_check_references(&mut self, i: u32) -> References {
+        // Young bits drawn in bulk (mm/analytic.rs) are settled before they are read.
+        self.analytic_young(i);
         let p = &mut self.pages[i as usize];
         let referenced_ptes = p.has(pg::MAPPED) && p.has(pg::YOUNG);
         p.clear(pg::YOUNG);
@@ -716,6 +720,7 @@ impl Mm {
         // try_to_unmap: the PTE becomes a swap entry; a dirty PTE dirties the folio (DIRTY is
         // already the folio's bit here).
         self.pages[i as usize].clear(pg::MAPPED);
+        self.analytic_sync(i);
 
         if self.pages[i as usize].has(pg::DIRTY) {
             if !sc.may_writepage {
@@ -958,6 +963,7 @@ impl Mm {
                 | pg::READAHEAD
                 | pg::MAPPED,
         );
+        self.analytic_sync(i);
         // ≤6.4: a folio reclaimed clean after a non-exclusive zswap load: its entry is the copy.
         self.zswap_entry_unshadow(i);
         self.memcgs[m as usize].swapcached -= 1;

@@ -3,6 +3,7 @@
 
 mod after;
 mod allocators;
+mod analytic;
 mod block_device;
 mod bounds;
 mod cgroup_writes;
