@@ -550,7 +550,7 @@ RANDOM_RATE = "random-phase accesses/s"
 FILL_RATE = "fill accesses/s"
 ALL_RATES = "all phase rates (accesses/s)"
 #: Phases that make no accesses: their "rate" (0 on both sides) says nothing about time.
-NO_ACCESS_KINDS = frozenset({"sleep", "exit", "reclaim", "cgroup_write", "zram_write"})
+NO_ACCESS_KINDS = frozenset({"sleep", "exit", "reclaim", "cgroup_write", "cgroup_open", "cgroup_read", "cgroup_close", "zram_write"})
 SUMMARY_BLOCK = "validation-summary"
 KERNELS_BLOCK = "validation-kernels"
 

@@ -127,6 +127,9 @@ fn check_region_kinds(phase: &Phase, regions: &[RegionPlan]) -> Result<(), Strin
         | Phase::Exit
         | Phase::Reclaim { .. }
         | Phase::CgroupWrite { .. }
+        | Phase::CgroupOpen { .. }
+        | Phase::CgroupRead { .. }
+        | Phase::CgroupClose { .. }
         | Phase::ZramWrite { .. } => return Ok(()),
         // A user process cannot ask the kernel for a block of a given order and type.
         Phase::KernelAlloc { .. } => {
@@ -271,6 +274,11 @@ impl Plan {
                 after: np.after,
             });
         }
+        // Descriptor references (cgroup_open / cgroup_write / cgroup_read / cgroup_close), as
+        // the simulator checks them.
+        let list: Vec<Phase> = phases.iter().map(|ph| ph.phase.clone()).collect();
+        reclaimlab_workload::check_fds(&list)
+            .map_err(|(k, e)| format!("{at}.phases[{k}] ({}): {e}", phases[k].name))?;
 
         let plan = Plan {
             seed: raw.seed,
@@ -428,6 +436,9 @@ impl Plan {
                 | Phase::Exit
                 | Phase::Reclaim { .. }
                 | Phase::CgroupWrite { .. }
+                | Phase::CgroupOpen { .. }
+                | Phase::CgroupRead { .. }
+                | Phase::CgroupClose { .. }
                 | Phase::ZramWrite { .. }
                 | Phase::KernelAlloc { .. } => {}
             }

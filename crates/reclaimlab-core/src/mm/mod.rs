@@ -7,6 +7,7 @@ pub mod filemap;
 pub mod kalloc;
 pub mod lru_gen;
 pub mod memcg;
+pub mod memcg_peak;
 pub mod memory;
 pub mod mlock;
 pub mod page;
@@ -97,6 +98,9 @@ pub struct Mm {
     pub(crate) seed: u64,
     /// current->memcg_nr_pages_over_high per process.
     pub(crate) over_high: Vec<u64>,
+    /// The open peak files (memcg_peak.rs), in the order they were opened; a released one
+    /// stays in the table (ids are never reused within a run).
+    pub(crate) peak_fds: Vec<memcg_peak::PeakFd>,
     /// mem_cgroup_iter's shared reclaim position, per reclaim target memcg.
     pub(crate) reclaim_cursor: Vec<u16>,
     /// Resident pages (folios of workload memory), for the conservation check.
@@ -255,6 +259,7 @@ impl Mm {
             queue: EventQueue::default(),
             seed: cfg.seed,
             over_high: vec![0; cfg.processes.len()],
+            peak_fds: Vec::new(),
             reclaim_cursor: vec![0; nmemcg],
             nr_resident: 0,
             reserved: 0,
