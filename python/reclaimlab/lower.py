@@ -262,7 +262,7 @@ def _phase(ph: Any, name: str, regions: dict[str, int], zram: dict[str, int], fd
     if isinstance(ph, CgroupReadPhase):
         if ph.fd is not None:
             return {"kind": "cgroup_read", "file": open_[ph.fd], "fd": fds[ph.fd]}
-        return {"kind": "cgroup_read", "file": ph.file}
+        return {"kind": "cgroup_read", "file": ph.file} | ({"key": ph.key} if ph.key is not None else {})
     if isinstance(ph, CgroupClosePhase):
         return {"kind": "cgroup_close", "fd": fds[ph.fd]}
     if isinstance(ph, ZramWritePhase):

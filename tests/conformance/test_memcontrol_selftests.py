@@ -1,9 +1,9 @@
 """The kernel's tools/testing/selftests/cgroup/test_memcontrol.c (as of v6.12), run in the
 simulator, for the tests whose setup the scenario format can express: anonymous memory and
 page cache in v2 cgroups under memory.high, memory.max, memory.min, memory.low and
-memory.swap.max, with memory.peak and memory.swap.peak, memory.reclaim, memory.oom.group and
-oom_score_adj. The per-fd peak resets, sockets and inotify are not modelled; the table in
-docs/conformance.md lists every selftest and what each lacks.
+memory.swap.max, with memory.peak and memory.swap.peak (plain and through kept descriptors),
+memory.reclaim, memory.oom.group and oom_score_adj. Sockets and cgroup.subtree_control are not
+modelled; the table in docs/conformance.md lists every selftest and what each lacks.
 """
 
 from __future__ import annotations
@@ -26,25 +26,39 @@ def _needs_core(real_core: Any) -> None:
     """The tests run the real simulator (skipped when the native module is not built)."""
 
 
+def _reads(r: reclaimlab.RunResult, process: str) -> dict[str, int]:
+    """What each cgroup_read phase of the process read (bytes), by phase name."""
+    return {p["phase"]: p["read"] for p in r.phase_records if p["process"] == process and "read" in p}
+
+
 def test_memcg_current_peak__v6_12() -> None:
-    # The anonymous half of the selftest: 50 MiB written in a cgroup without limits; while
-    # the memory is held, memory.current >= 50 MiB and within 3% of it, and memory.stat anon
-    # within 3% of memory.current. (The snapshot is taken before the process exits.)
-    # First, the reads of the new cgroup before anything ran: memory.current and memory.peak
-    # are 0. The run's series carries them: its first sample is at time 0, before any process
-    # ran (sampling only reads; the counters at the end are the same without it).
-    r = reclaimlab.run(HERE / "memcg_current_peak__v6_12.toml", interval_s=1.0)
-    t, values = r.series["t"], r.series["values"]
-    assert t[0] == 0.0
-    assert values[f"memcg[/{G}].memory.current"][0] == 0
-    assert values[f"memcg[/{G}].memory.peak"][0] == 0
-    assert outcomes(r, "alloc_anon_50M_check") == ["completed"]
+    # The selftest's process: memory.current and memory.peak 0 in the new cgroup; memory.peak
+    # >= 50 MiB after the anonymous child; three descriptors of memory.peak reset, a plain read
+    # still >= 50 MiB; fd2 closed, fd4 opened and reset; fd1 <= 30 MiB (the cgroup is empty);
+    # after the page-cache child, memory.peak, fd1 and fd4 >= 50 MiB; the closes succeed.
+    r = run("memcg_current_peak__v6_12")
+    assert [p["outcome"] for p in r.phase_records] == ["completed"] * len(r.phase_records)
+    v = _reads(r, "test")
+    assert v["current0"] == 0
+    assert v["peak0"] == 0
+    assert v["peak_anon"] >= 50 * MiB
+    assert v["peak_after_resets"] >= 50 * MiB
+    assert 0 <= v["fd1_empty"] <= 30 * MiB
+    assert v["peak_pagecache"] >= 50 * MiB
+    assert v["fd1_pagecache"] >= 50 * MiB
+    assert v["fd4_pagecache"] >= 50 * MiB
+    assert outcomes(r, "test")[-2:] == ["completed", "completed"]  # close3, close4
+    # The children's own checks, holding their memory: alloc_anon_50M_check: memory.current
+    # >= 50 MiB and within 3% of it, memory.stat anon within 3% of memory.current;
+    # alloc_pagecache_50M_check: memory.current >= 50 MiB, memory.stat file within 10% of it.
     size = 50 * MiB
-    current = cg(r, G, "memory.current")
-    assert current >= size
-    assert values_close(size, current, 3)
-    assert values_close(cg(r, G, "memory.stat.anon"), current, 3)
-    assert cg(r, G, "memory.peak") >= size
+    anon = _reads(r, "alloc_anon_50M_check")
+    assert anon["current"] >= size
+    assert values_close(size, anon["current"], 3)
+    assert values_close(anon["anon"], anon["current"], 3)
+    pc = _reads(r, "alloc_pagecache_50M_check")
+    assert pc["current"] >= size
+    assert values_close(pc["file"], pc["current"], 10)
 
 
 def _until_exit(scenario: str, process: str, tmp_path: Path) -> reclaimlab.RunResult:
@@ -145,34 +159,39 @@ def test_memcg_oom_events__v6_12() -> None:
     assert cg(r, G, "memory.events.oom_kill") == 1
 
 
-def test_memcg_current_peak_pagecache__v6_12() -> None:
-    # The page-cache half: after a 50 MiB anonymous child exited, a child writes 50 MiB to a
-    # file and, holding it, sees memory.current >= 50 MiB and memory.stat file within 10% of
-    # it; memory.peak >= 50 MiB.
-    r = run("memcg_current_peak_pagecache__v6_12")
-    assert outcomes(r, "alloc_pagecache_50M_check") == ["completed", "completed"]
-    current = cg(r, G, "memory.current")
-    assert current >= 50 * MiB
-    assert values_close(cg(r, G, "memory.stat.file"), current, 10)
-    assert cg(r, G, "memory.peak") >= 50 * MiB
-
-
 def test_memcg_swap_max_peak__v6_12() -> None:
-    # memory.max = memory.swap.max = 30M: 100 MiB cannot fit (30 MiB in memory, 30 MiB in
-    # swap), so the child is OOM-killed, once (oom == oom_kill == 1); both peaks >= 29 MiB.
-    # Then 50 MiB fits: memory.current within 3% of 30 MiB, some swap, and the two within 3%
-    # of 50 MiB; memory.events max > 0.
+    # The selftest's process, read by read: before anything ran both peaks read 0, plainly and
+    # through its two descriptors, also right after each descriptor's reset. Under
+    # memory.max = memory.swap.max = 30M the 100 MiB child is OOM-killed; then memory.peak,
+    # memory.swap.peak and both descriptors read >= 29 MiB. After the resets through new
+    # descriptors and through the kept ones: the swap descriptor <= 10 MiB, the memory one
+    # <= 1 MiB, the plain reads still >= 29 MiB. The 50 MiB child fits, reading
+    # memory.current (nonzero, within 3% of 30 MiB) and memory.swap.current (nonzero, the two
+    # within 3% of 50 MiB). Then memory.peak, memory.swap.peak and the memory descriptor
+    # >= 29 MiB, the swap descriptor >= 19 MiB.
     r = run("memcg_swap_max_peak__v6_12")
+    v = _reads(r, "test")
+    assert v["swap_current0"] == 0  # else the selftest skips
+    for k in ("swap_peak0", "swap_fd0", "swap_fd_reset", "peak0", "mem_fd0", "mem_fd_reset"):
+        assert v[k] == 0, k
     assert outcomes(r, "alloc_anon") == ["oom_killed"]
-    assert cg(r, G, "memory.events.oom") == 1
-    assert cg(r, G, "memory.events.oom_kill") == 1
-    assert cg(r, G, "memory.peak") >= 29 * MiB
-    assert cg(r, G, "memory.swap.peak") >= 29 * MiB
-    assert outcomes(r, "alloc_anon_50M_check_swap") == ["completed", "completed"]
-    current, swap = cg(r, G, "memory.current"), cg(r, G, "memory.swap.current")
+    for k in ("peak_oom", "swap_peak_oom", "mem_fd_oom", "swap_fd_oom"):
+        assert v[k] >= 29 * MiB, k
+    assert v["swap_fd_empty"] <= 10 * MiB
+    assert v["mem_fd_empty"] <= 1 * MiB
+    assert v["peak_empty"] >= 29 * MiB
+    assert v["swap_peak_empty"] >= 29 * MiB
+    assert outcomes(r, "alloc_anon_50M_check_swap") == ["completed"] * 4
+    child = _reads(r, "alloc_anon_50M_check_swap")
+    current, swap = child["current"], child["swap_current"]
     assert current and values_close(current, 30 * MiB, 3)
     assert swap and values_close(current + swap, 50 * MiB, 3)
-    assert cg(r, G, "memory.events.max") > 0
+    for k in ("peak_50M", "swap_peak_50M", "mem_fd_50M"):
+        assert v[k] >= 29 * MiB, k
+    assert v["swap_fd_50M"] >= 19 * MiB
+    assert v["oom"] == 1
+    assert v["oom_kill"] == 1
+    assert v["max_events"] > 0
 
 
 P1 = "memcg_test_0/memcg_test_1"

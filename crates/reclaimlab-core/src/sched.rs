@@ -390,6 +390,9 @@ fn cgroup_counter(mm: &mut Mm, m: u16, c: CgroupCounter) -> u64 {
         }
         CgroupCounter::MemoryPeak => mm.peak_read_once(m, false),
         CgroupCounter::MemorySwapPeak => mm.peak_read_once(m, true),
+        CgroupCounter::MemoryStat | CgroupCounter::MemoryEvents => {
+            unreachable!("keyed files are read at a key (Phase::check)")
+        }
     }
 }
 
@@ -414,13 +417,14 @@ pub struct PhaseRecord {
     /// A `reclaim` phase: the pages memory.reclaim reclaimed, in bytes (also when it failed).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reclaimed_bytes: Option<u64>,
-    /// A `reclaim` or `cgroup_write` phase whose write failed: the errno's name ("EAGAIN").
+    /// A `reclaim` or `cgroup_write` phase whose write failed: the errno's name ("EAGAIN"); a
+    /// `cgroup_read` of a row the file does not have: "ENOENT".
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<&'static str>,
     /// A `reclaim` or `cgroup_write` phase: the number it wrote (bytes; "max"; "reset").
     #[serde(skip_serializing_if = "Option::is_none")]
     pub written: Option<String>,
-    /// A `cgroup_read` phase: the number it read (bytes).
+    /// A `cgroup_read` phase: the number it read (bytes; a memory.events row: a count).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub read: Option<u64>,
 }
@@ -560,7 +564,11 @@ impl Scheduler {
             {
                 let read = self.cgroup_file(mm, pi);
                 self.end_phase_at(mm, pi, self.procs[pi].phase, ctx.now, "completed");
-                self.records.last_mut().expect("just pushed").read = read;
+                let rec = self.records.last_mut().expect("just pushed");
+                match read {
+                    Ok(v) => rec.read = v,
+                    Err(errno) => rec.error = Some(errno),
+                }
                 self.procs[pi].gen = None;
                 self.procs[pi].phase += 1;
                 continue;
@@ -923,24 +931,46 @@ impl Scheduler {
     }
 
     /// A `cgroup_open`, `cgroup_read` or `cgroup_close` phase of process `pi` (the current
-    /// one): what a read read, in bytes.
-    fn cgroup_file(&mut self, mm: &mut Mm, pi: usize) -> Option<u64> {
+    /// one): what a read read, in bytes, or the errno's name of a read that failed ("ENOENT":
+    /// a keyed file without that row, in the simulator one it does not model).
+    fn cgroup_file(
+        &mut self,
+        mm: &mut Mm,
+        pi: usize,
+    ) -> std::result::Result<Option<u64>, &'static str> {
         let proc = &self.procs[pi];
         let m = proc.memcg;
         // check_fds made sure every descriptor used is open, on the file named.
         let open = |fd: u32| proc.fds[fd as usize].expect("check_fds: the descriptor is open");
-        match proc.phases[proc.phase].1 {
-            Phase::CgroupOpen { file, fd } => {
+        match &proc.phases[proc.phase].1 {
+            &Phase::CgroupOpen { file, fd } => {
                 let id = mm.peak_open(m, file == CgroupFile::MemorySwapPeak);
                 self.procs[pi].fds[fd as usize] = Some(id);
-                None
+                Ok(None)
             }
-            Phase::CgroupRead { fd: Some(fd), .. } => Some(mm.peak_show(open(fd))),
-            Phase::CgroupRead { file, fd: None } => Some(cgroup_counter(mm, m, file)),
-            Phase::CgroupClose { fd } => {
+            &Phase::CgroupRead { fd: Some(fd), .. } => Ok(Some(mm.peak_show(open(fd)))),
+            Phase::CgroupRead {
+                file,
+                fd: None,
+                key: Some(key),
+            } => {
+                // memory.stat and memory.events as the run's end counters show them (the
+                // same export, read now).
+                let want = format!(
+                    "memcg[{}].{}.{key}",
+                    mm.memcgs[m as usize].path,
+                    file.name()
+                );
+                let mut out = Vec::new();
+                mm.export_memcgs(&mut out);
+                let v = out.into_iter().find(|(k, _)| *k == want).map(|(_, v)| v);
+                v.map(Some).ok_or("ENOENT")
+            }
+            &Phase::CgroupRead { file, fd: None, .. } => Ok(Some(cgroup_counter(mm, m, file))),
+            &Phase::CgroupClose { fd } => {
                 mm.peak_release(open(fd));
                 self.procs[pi].fds[fd as usize] = None;
-                None
+                Ok(None)
             }
             _ => unreachable!("only called for cgroup_open, cgroup_read and cgroup_close"),
         }

@@ -163,12 +163,34 @@ pub fn write_fd(f: &mut fs::File, file: CgroupFile) -> io::Result<WriteOutcome> 
     })
 }
 
-/// A `cgroup_read`: the number in `dir/<file>`, or with `f` read through that descriptor from
-/// its start (pread, as the selftests' cg_read_long_fd).
-pub fn read(dir: &Path, file: CgroupCounter, f: Option<&fs::File>) -> io::Result<WriteOutcome> {
-    let v = match f {
-        None => read_u64(dir, file.name())?,
-        Some(f) => {
+/// A `cgroup_read`: the number in `dir/<file>` (at its row `key` for memory.stat and
+/// memory.events, as the selftests' cg_read_key_long; a missing row fails with ENOENT), or
+/// with `f` read through that descriptor from its start (pread, as cg_read_long_fd).
+pub fn read(
+    dir: &Path,
+    file: CgroupCounter,
+    key: Option<&str>,
+    f: Option<&fs::File>,
+) -> io::Result<WriteOutcome> {
+    let v = match (f, key) {
+        (None, Some(key)) => {
+            let text = fs::read_to_string(dir.join(file.name()))?;
+            let row = text.lines().find_map(|l| {
+                let (k, v) = l.split_once(' ')?;
+                (k == key).then(|| v.trim().parse::<u64>().ok())?
+            });
+            match row {
+                Some(v) => v,
+                None => {
+                    return Ok(WriteOutcome {
+                        errno: Some(libc::ENOENT),
+                        ..WriteOutcome::default()
+                    })
+                }
+            }
+        }
+        (None, None) => read_u64(dir, file.name())?,
+        (Some(f), _) => {
             let mut buf = [0u8; 64];
             let n = f.read_at(&mut buf, 0)?;
             std::str::from_utf8(&buf[..n])

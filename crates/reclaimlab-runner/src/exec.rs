@@ -208,10 +208,10 @@ pub fn run_phases<M: Memory, S: Sink>(
                 }
                 0
             }
-            (Phase::CgroupRead { file, fd }, _) => {
+            (Phase::CgroupRead { file, fd, key }, _) => {
                 if let Some(dir) = mem.cgroup_dir()? {
                     let f = fd.and_then(|fd| fd_of(&mut fds, fd));
-                    write = cgroup::read(&dir, *file, f.as_deref())?;
+                    write = cgroup::read(&dir, *file, key.as_deref(), f.as_deref())?;
                 }
                 0
             }

@@ -130,10 +130,11 @@ impl<W: Write> Sink for Reporter<W> {
             cpu_ns: r.sched.map(|s| s.cpu_ns),
             run_delay_ns: r.sched.map(|s| s.run_delay_ns),
             reclaimed_bytes: r.write.reclaimed_bytes,
-            error: r
-                .write
-                .errno
-                .map(|e| if e == libc::EAGAIN { "EAGAIN" } else { "error" }),
+            error: r.write.errno.map(|e| match e {
+                libc::EAGAIN => "EAGAIN",
+                libc::ENOENT => "ENOENT",
+                _ => "error",
+            }),
             written: r.write.written.map(|v| match plan.phases[r.index].phase {
                 reclaimlab_workload::Phase::CgroupWrite { file, .. } if file.is_peak() => {
                     "reset".to_string()

@@ -133,11 +133,14 @@ pub enum Phase {
     },
     /// A read of the interface file `file` of the process's cgroup (opened, read, closed), or
     /// with `fd` through that open descriptor (a `CgroupOpen` of the same file): the number
-    /// read goes into the phase's record.
+    /// read goes into the phase's record. A keyed file (memory.stat, memory.events) is read
+    /// at its row `key`, as the selftests' cg_read_key_long.
     CgroupRead {
         file: CgroupCounter,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         fd: Option<u32>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        key: Option<String>,
     },
     /// Closes the process's descriptor `fd` (close(2); the kernel's release of the open file).
     CgroupClose {
@@ -271,9 +274,22 @@ pub enum CgroupCounter {
     MemoryPeak,
     #[serde(rename = "memory.swap.peak")]
     MemorySwapPeak,
+    /// Keyed files: one number per row (`CgroupRead` with a `key`; no `CgroupValue::Of`).
+    #[serde(rename = "memory.stat")]
+    MemoryStat,
+    #[serde(rename = "memory.events")]
+    MemoryEvents,
 }
 
 impl CgroupCounter {
+    /// A file of `key value` rows (memory.stat, memory.events).
+    pub fn is_keyed(self) -> bool {
+        matches!(
+            self,
+            CgroupCounter::MemoryStat | CgroupCounter::MemoryEvents
+        )
+    }
+
     pub fn name(self) -> &'static str {
         match self {
             CgroupCounter::MemoryCurrent => "memory.current",
@@ -281,6 +297,8 @@ impl CgroupCounter {
             CgroupCounter::MemoryZswapCurrent => "memory.zswap.current",
             CgroupCounter::MemoryPeak => "memory.peak",
             CgroupCounter::MemorySwapPeak => "memory.swap.peak",
+            CgroupCounter::MemoryStat => "memory.stat",
+            CgroupCounter::MemoryEvents => "memory.events",
         }
     }
 }
@@ -350,6 +368,19 @@ impl Phase {
                 ))
             }
         };
+        if let Phase::Reclaim {
+            amount: CgroupValue::Of { of, .. },
+            ..
+        }
+        | Phase::CgroupWrite {
+            value: CgroupValue::Of { of, .. },
+            ..
+        } = self
+        {
+            if of.is_keyed() {
+                return Err(format!("{} is not a value to compute from", of.name()));
+            }
+        }
         match self {
             Phase::Write {
                 fsync_bytes: Some(0),
@@ -483,11 +514,18 @@ impl Phase {
                 "only memory.peak and memory.swap.peak are kept open; got {}",
                 file.name()
             )),
-            Phase::CgroupRead { file, fd: Some(_) }
-                if !matches!(
-                    file,
-                    CgroupCounter::MemoryPeak | CgroupCounter::MemorySwapPeak
-                ) =>
+            Phase::CgroupRead { file, key, .. } if file.is_keyed() != key.is_some() => {
+                Err(match key {
+                    Some(k) => format!("{} has no rows: no key ({k:?})", file.name()),
+                    None => format!("{} is read at a row: key is missing", file.name()),
+                })
+            }
+            Phase::CgroupRead {
+                file, fd: Some(_), ..
+            } if !matches!(
+                file,
+                CgroupCounter::MemoryPeak | CgroupCounter::MemorySwapPeak
+            ) =>
             {
                 Err(format!(
                     "{} is read through a descriptor only if it is memory.peak or memory.swap.peak",
@@ -542,7 +580,9 @@ impl Phase {
             Phase::CgroupWrite {
                 file, fd: Some(fd), ..
             } => Some((fd, Some(file.name()), false)),
-            Phase::CgroupRead { file, fd: Some(fd) } => Some((fd, Some(file.name()), false)),
+            Phase::CgroupRead {
+                file, fd: Some(fd), ..
+            } => Some((fd, Some(file.name()), false)),
             Phase::CgroupClose { fd } => Some((fd, None, false)),
             _ => None,
         }

@@ -14,10 +14,10 @@ from reclaimlab.scenario.models import (
     BASELINE_DIRECTIONS,
     V1_FILES,
     V2_FILES,
-    Cgroups,
     CgroupClosePhase,
     CgroupOpenPhase,
     CgroupReadPhase,
+    Cgroups,
     CgroupWritePhase,
     CreateFilesPhase,
     Device,
@@ -421,12 +421,8 @@ def _check_fds(proc: Process, where: Path) -> list[Problem]:
             continue
         if ph.fd not in open_:
             have = f"open here: {_quoted(open_)}" if open_ else "none is open here"
-            p.append(
-                Problem(
-                    pw,
-                    f"expected the name of a descriptor a cgroup_open of process {proc.name!r} opened before this phase ({have}); got {ph.fd!r}",
-                )
-            )
+            want = f"expected the name of a descriptor a cgroup_open of process {proc.name!r} opened before this phase"
+            p.append(Problem(pw, f"{want} ({have}); got {ph.fd!r}"))
         elif not isinstance(ph, CgroupClosePhase) and ph.file is not None and ph.file != open_[ph.fd]:
             p.append(Problem((*where, "phases", j, "file"), f"descriptor {ph.fd!r} is open on {open_[ph.fd]}, not {ph.file}"))
     return p

@@ -495,10 +495,13 @@ def _counter_or_plain(v: Any) -> str:
 #: The files a process may keep open (``cgroup_open``): where a descriptor of its own matters,
 #: the peak files with their per-descriptor resets (6.12 peak_write).
 PeakFile = Literal["memory.peak", "memory.swap.peak"]
-#: The files a ``cgroup_read`` phase reads: one number each (CgroupCounter in
-#: reclaimlab-workload).
-ReadableFile = Literal["memory.current", "memory.peak", "memory.swap.current", "memory.swap.peak", "memory.zswap.current"]
+#: The files a ``cgroup_read`` phase reads: one number each, or one per row for the keyed ones
+#: (CgroupCounter in reclaimlab-workload).
+ReadableFile = Literal[
+    "memory.current", "memory.peak", "memory.swap.current", "memory.swap.peak", "memory.zswap.current", "memory.stat", "memory.events"
+]
 PEAK_FILES: tuple[str, ...] = ("memory.peak", "memory.swap.peak")
+KEYED_FILES: tuple[str, ...] = ("memory.stat", "memory.events")
 
 
 class CgroupWritePhase(_Phase):
@@ -584,17 +587,28 @@ class CgroupOpenPhase(_Phase):
 
 class CgroupReadPhase(_Phase):
     """Reads ``file`` of the process's cgroup (opened, read, closed), or with ``fd`` through
-    that open descriptor (``file`` may then be left out): the number read, in bytes, is the
-    phase record's ``read``."""
+    that open descriptor (``file`` may then be left out): the number read (bytes; a
+    memory.events row: a count) is the phase record's ``read``. memory.stat and memory.events
+    are read at their row ``key`` (as the selftests' cg_read_key_long); a row the file does not
+    have leaves ``read`` out and sets ``error = "ENOENT"``."""
 
     kind: Literal["cgroup_read"]
     file: ReadableFile | None = None
     fd: str | None = None
+    key: str | None = None
 
     @model_validator(mode="after")
     def _file_or_fd(self) -> CgroupReadPhase:
         if self.file is None and self.fd is None:
             raise PydanticCustomError("cgroup_file", "file: expected the file to read, or fd = the name of a descriptor of cgroup_open", {})
+        if (self.file in KEYED_FILES) != (self.key is not None):
+            if self.key is None:
+                raise PydanticCustomError("cgroup_key", 'key: {file} is read at a row; name it (e.g. key = "anon")', {"file": self.file})
+            raise PydanticCustomError(
+                "cgroup_key",
+                "key: only memory.stat and memory.events have rows; got key = {key!r} for {file}",
+                {"key": self.key, "file": self.file or "a descriptor"},
+            )
         if self.fd is not None and self.file is not None and self.file not in PEAK_FILES:
             raise PydanticCustomError(
                 "cgroup_file", "file: only memory.peak and memory.swap.peak are read through a descriptor; got {got}", {"got": self.file}
