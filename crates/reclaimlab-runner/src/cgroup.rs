@@ -195,7 +195,8 @@ pub fn read(
             let n = f.read_at(&mut buf, 0)?;
             std::str::from_utf8(&buf[..n])
                 .ok()
-                .and_then(|t| t.trim().parse().ok())
+                // The number on the first line (the selftests' atol stops at its end too).
+                .and_then(|t| t.lines().next()?.trim().parse().ok())
                 .ok_or_else(|| {
                     io::Error::other(format!(
                         "an open {} read {:?}: not a number",
@@ -271,6 +272,41 @@ mod tests {
             ),
             ("10000", Some(Some(10000)))
         );
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn keeps_a_descriptor_and_reads_rows() {
+        // In a plain directory the "peak file" is a regular file: the reset is appended (the
+        // kernel's file ignores what is written), and a read through the descriptor starts at
+        // offset 0 whatever the file position.
+        let dir = std::env::temp_dir().join(format!("reclaimlab-cgfd-{}", std::process::id()));
+        fs::create_dir_all(&dir).unwrap();
+        fs::write(dir.join("memory.peak"), "12288\n").unwrap();
+        fs::write(dir.join("memory.events"), "low 0\nhigh 0\nmax 7\noom 1\n").unwrap();
+        let mut f = open(&dir, CgroupFile::MemoryPeak).unwrap();
+        let o = read(&dir, CgroupCounter::MemoryPeak, None, Some(&f)).unwrap();
+        assert_eq!(o.read, Some(12288));
+        let o = write_fd(&mut f, CgroupFile::MemoryPeak).unwrap();
+        assert_eq!((o.written, o.errno), (Some(None), None));
+        assert_eq!(
+            fs::read_to_string(dir.join("memory.peak")).unwrap(),
+            "12288\nreset\n"
+        );
+        assert_eq!(
+            read(&dir, CgroupCounter::MemoryPeak, None, Some(&f))
+                .unwrap()
+                .read,
+            Some(12288)
+        );
+        let o = read(&dir, CgroupCounter::MemoryEvents, Some("max"), None).unwrap();
+        assert_eq!((o.read, o.errno), (Some(7), None));
+        let o = read(&dir, CgroupCounter::MemoryEvents, Some("oom_kill"), None).unwrap();
+        assert_eq!((o.read, o.errno), (None, Some(libc::ENOENT)));
+        assert!(open(&dir, CgroupFile::MemorySwapPeak)
+            .unwrap_err()
+            .to_string()
+            .contains("memory.swap.peak"));
         fs::remove_dir_all(&dir).unwrap();
     }
 }

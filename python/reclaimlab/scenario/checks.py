@@ -371,8 +371,9 @@ def _check_processes(s: Scenario, procs: list[Process]) -> list[Problem]:
                         )
                     )
                 elif not isinstance(ph, ReclaimPhase) and proc.cgroup_path() == "/":
+                    key = "file" if getattr(ph, "file", None) is not None else "kind"
                     p.append(
-                        Problem((*pw, "kind"), f"the root cgroup has no {file}; put process {proc.name!r} in a cgroup of [cgroups.groups]")
+                        Problem((*pw, key), f"the root cgroup has no {file}; put process {proc.name!r} in a cgroup of [cgroups.groups]")
                     )
             elif isinstance(ph, ZramWritePhase):
                 zram = [sw.name if sw.name is not None else f"swap{i}" for i, sw in enumerate(s.machine.swap) if sw.kind == "zram"]

@@ -514,7 +514,7 @@ class CgroupWritePhase(_Phase):
     kind: Literal["cgroup_write"]
     file: (
         Literal[
-            "memory.high", "memory.max", "memory.swap.max", "memory.zswap.max", "memory.zswap.writeback", "memory.peak", "memory.swap.peak"
+            "memory.high", "memory.max", "memory.zswap.max", "memory.zswap.writeback", "memory.swap.max", "memory.peak", "memory.swap.peak"
         ]
         | None
     ) = None

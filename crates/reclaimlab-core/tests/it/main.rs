@@ -17,6 +17,7 @@ mod memcg_v1;
 mod mlock;
 mod oom_kill;
 mod page_tables;
+mod peak_fds;
 mod protection;
 mod psi;
 mod shmem;
