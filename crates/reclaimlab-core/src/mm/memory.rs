@@ -536,8 +536,9 @@ impl Mm {
             }
             self.uncharge_kmem(m, n);
         }
-        for &(_, _, m) in &regions {
-            self.drain_stock(m);
-        }
+        // The memcg's charge stock is not drained: 6.12 drains a CPU's memcg_stock when another
+        // memcg refills it, on drain_all_stock (a charge at the limit, a memory.high or
+        // memory.max write) and at CPU hotplug, never at task exit (mem_cgroup_exit only drops
+        // the task's objcg). What the process precharged stays in memory.current.
     }
 }
