@@ -295,7 +295,10 @@ def _process(s: Scenario, pi: int, p: Process, cgroups: dict[str, int], after: d
     ]
     for f in p.files:
         fs = f.filesystem if f.filesystem is not None else m.filesystems[0].name
-        lowered.append({"name": f.name, "pages": pages(f.size), "content": f.content, "variants": f.variants, "file": fs_index[fs]})
+        lowered.append(
+            {"name": f.name, "pages": pages(f.size), "content": f.content, "variants": f.variants, "file": fs_index[fs]}
+            | ({"tmpfile": True} if f.tmpfile else {})
+        )
     for j, ph in enumerate(p.phases):
         if isinstance(ph, CreateFilesPhase):
             fs = ph.filesystem if ph.filesystem is not None else m.filesystems[0].name

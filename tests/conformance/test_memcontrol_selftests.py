@@ -61,47 +61,18 @@ def test_memcg_current_peak__v6_12() -> None:
     assert values_close(pc["file"], pc["current"], 10)
 
 
-def _until_exit(scenario: str, process: str, tmp_path: Path) -> reclaimlab.RunResult:
-    """The scenario run until the process is about to exit: cut right before its `exit` phase
-    (and everything after it), so the run ends while the process still holds its file, where
-    the selftest's child reads its counters. (Counters are read at the end of a run.)"""
-    text = (HERE / f"{scenario}.toml").read_text(encoding="utf-8")
-    start = text.index(f'[[processes]]\nname = "{process}"')
-    text = text[: text.index('[[processes.phases]]\nkind = "exit"', start)]
-    path = tmp_path / f"{scenario}.toml"
-    path.write_text(text, encoding="utf-8")
-    return reclaimlab.run(path)
-
-
-def _pagecache_50m_check(r: reclaimlab.RunResult) -> bool:
-    """The selftest's alloc_pagecache_50M_check on the counters its child reads after reading
-    50 MiB of its file: memory.current >= 50 MiB and memory.stat file within 10% of it."""
-    current = cg(r, G, "memory.current")
-    return current >= 50 * MiB and values_close(cg(r, G, "memory.stat.file"), current, 10)
-
-
-def _pagecache_max_30m(r: reclaimlab.RunResult) -> bool:
-    """The selftest's alloc_pagecache_max_30M after its 50 MiB of page cache: memory.current
-    within 5% of 30 MiB. (Its first check, memory.high or memory.max == 30M, is the
-    scenario's setup.)"""
-    return values_close(cg(r, G, "memory.current"), 30 * MiB, 5)
-
-
-def test_memcg_high__v6_12(tmp_path: Path) -> None:
+def test_memcg_high__v6_12() -> None:
     # memory.high = 30M, no swap. 31 MiB written (v6.12's size): the allocation completes
     # (memory.high throttles and never kills). Then 50 MiB of page cache cannot all stay:
     # alloc_pagecache_50M_check fails; and another 50 MiB leaves memory.current within 5% of
     # 30 MiB. At the end memory.events high > 0.
-    r = _until_exit("memcg_high__v6_12", "alloc_pagecache_50M_check", tmp_path)
-    assert outcomes(r, "alloc_anon") == ["completed", "completed"]
-    assert outcomes(r, "alloc_pagecache_50M_check") == ["completed"]
-    assert not _pagecache_50m_check(r), cg(r, G, "memory.current")
-    r = _until_exit("memcg_high__v6_12", "alloc_pagecache_max_30M", tmp_path)
-    assert outcomes(r, "alloc_pagecache_max_30M") == ["completed"]
-    assert _pagecache_max_30m(r), cg(r, G, "memory.current")
     r = run("memcg_high__v6_12")
     assert all(p["outcome"] == "completed" for p in r.phase_records)
-    assert cg(r, G, "memory.events.high") > 0
+    c2 = _reads(r, "alloc_pagecache_50M_check")
+    assert not (c2["current"] >= 50 * MiB and values_close(c2["file"], c2["current"], 10)), c2
+    c3 = _reads(r, "alloc_pagecache_max_30M")
+    assert values_close(c3["current"], 30 * MiB, 5), c3
+    assert _reads(r, "test")["high"] > 0
 
 
 def test_memcg_high_sync__v6_12() -> None:
@@ -135,20 +106,36 @@ def test_memcg_high_sync_without_the_read__v6_12() -> None:
     assert r.counters["vmstat.unevictable_pgs_munlocked"] == r.counters["vmstat.unevictable_pgs_mlocked"]
 
 
-def test_memcg_max__v6_12(tmp_path: Path) -> None:
+def test_memcg_max__v6_12() -> None:
     # memory.max = 30M, no swap. 100 MiB written: the OOM killer kills the child. Then 50 MiB
-    # of page cache leaves memory.current within 5% of 30 MiB; after that child exited,
-    # memory.current is at most 30 MiB and not 0 (adapted: here it is the exited child's
-    # page cache, which the model never frees, docs/conformance.md), and memory.events max > 0.
-    r = _until_exit("memcg_max__v6_12", "alloc_pagecache_max_30M", tmp_path)
-    assert outcomes(r, "alloc_anon") == ["oom_killed"]
-    assert outcomes(r, "alloc_pagecache_max_30M") == ["completed"]
-    assert _pagecache_max_30m(r), cg(r, G, "memory.current")
+    # of page cache of an O_TMPFILE file leaves memory.current within 5% of 30 MiB; after that
+    # child exited (its file freed with it), memory.current is at most 30 MiB and memory.events
+    # max > 0. The selftest's "and not 0" is the test below, which the model fails.
     r = run("memcg_max__v6_12")
-    assert outcomes(r, "alloc_pagecache_max_30M") == ["completed", "completed"]
-    current = cg(r, G, "memory.current")
-    assert 0 < current <= 30 * MiB, current
-    assert cg(r, G, "memory.events.max") > 0
+    assert outcomes(r, "alloc_anon") == ["oom_killed"]
+    assert outcomes(r, "alloc_pagecache_max_30M") == ["completed"] * 3
+    child = _reads(r, "alloc_pagecache_max_30M")
+    assert values_close(child["current"], 30 * MiB, 5), child
+    v = _reads(r, "test")
+    assert v["current"] <= 30 * MiB, v
+    assert v["max"] > 0
+    # The model's own figure: nothing stays charged. The child's charges at the limit go one
+    # page at a time (a batch of 64 does not fit, try_charge_memcg retries with one page), so
+    # they use up the memcg's one stock; the file's pages were uncharged when it was freed.
+    assert v["current"] == 0, v
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="model gap: after the child's exit the kernel keeps something charged (most likely charge "
+    "stock left on another CPU, which drain_all_stock rarely reaches while reclaim makes room, and "
+    "kernel memory of the file freed after an RCU grace period); the model has one stock per memcg "
+    "and charges no file kernel memory, so it reads 0 (docs/conformance.md)",
+)
+def test_memcg_max_current_after_exit__v6_12() -> None:
+    # The selftest's last memory.current check as written: at most 30 MiB and not 0.
+    v = _reads(run("memcg_max__v6_12"), "test")
+    assert 0 < v["current"] <= 30 * MiB, v
 
 
 def test_memcg_oom_events__v6_12() -> None:

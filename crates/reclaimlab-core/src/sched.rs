@@ -224,6 +224,30 @@ impl Proc {
                         ));
                     }
                 }
+                // Pages of an unnamed file are freed at exit by truncation, which the model
+                // does only for clean pages (filemap.rs truncate_inode_page).
+                let written = match &np.phase {
+                    Phase::Write { region, .. } => Some(*region),
+                    Phase::Mmap {
+                        region,
+                        write_percent,
+                        ..
+                    } if *write_percent > 0 => Some(*region),
+                    Phase::CreateFiles { regions, .. } => regions
+                        .iter()
+                        .copied()
+                        .find(|&r| p.regions[r as usize].tmpfile),
+                    _ => None,
+                };
+                if let Some(r) = written.filter(|&r| p.regions[r as usize].tmpfile) {
+                    return Err(ConfigError::invalid(
+                        at(),
+                        format!(
+                            "phase {:?} writes {:?}, a tmpfile: truncating dirty or written-back pages at exit is not modelled; only reads of a tmpfile are",
+                            np.name, p.regions[r as usize].name
+                        ),
+                    ));
+                }
                 if let Some((r, want)) = wrong {
                     let name = &p.regions[r as usize].name;
                     return Err(ConfigError::invalid(

@@ -49,6 +49,9 @@ struct RawRegion {
     /// mlock(2) the region once mapped.
     #[serde(default)]
     mlock: bool,
+    /// An unnamed file: unlinked once opened, freed when the runner closes it.
+    #[serde(default)]
+    tmpfile: bool,
 }
 
 #[derive(Deserialize)]
@@ -79,6 +82,9 @@ pub struct RegionPlan {
     pub thp: bool,
     /// mlock(2) of the whole mapping right after it is mapped (the scenario's `mlock = true`).
     pub mlock: bool,
+    /// The file is unlinked right after `go` opens it (the scenario's `tmpfile = true`): like
+    /// an O_TMPFILE file, it has no name, and the close at exit evicts it and its page cache.
+    pub tmpfile: bool,
 }
 
 impl RegionPlan {
@@ -233,6 +239,7 @@ impl Plan {
                 file: r.file,
                 thp: r.thp,
                 mlock: r.mlock,
+                tmpfile: r.tmpfile,
             });
         }
 

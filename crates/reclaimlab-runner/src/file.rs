@@ -248,6 +248,12 @@ impl FileRegion {
             .open(path)
             .map_err(|e| ctx("opening", e))?;
         let map = FileMap::new(&file, r.bytes()).map_err(|e| ctx("mapping", e))?;
+        if r.tmpfile {
+            // O_TMPFILE's effect on a file that had to exist (and be written, synced and
+            // dropped from the cache) before `go`: no name from now on, so the last close
+            // (exit, or the runner's end) evicts the inode and frees its page cache.
+            std::fs::remove_file(path).map_err(|e| ctx("unlinking", e))?;
+        }
         Ok(FileRegion {
             file,
             map,

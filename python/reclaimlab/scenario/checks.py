@@ -319,6 +319,15 @@ def _check_processes(s: Scenario, procs: list[Process]) -> list[Problem]:
                     )
                 )
         files = [f.name for f in proc.files]
+        tmpfiles = {f.name for f in proc.files if f.tmpfile}
+        for k, f in enumerate(proc.files):
+            fs_name = f.filesystem if f.filesystem is not None else (filesystems[0] if len(filesystems) == 1 else None)
+            if f.tmpfile and fs_name is not None and any(fs.name == fs_name and fs.type == "tmpfs" for fs in s.machine.filesystems):
+                p.append(
+                    Problem(
+                        (*where, "files", k, "tmpfile"), f"a tmpfile on tmpfs {fs_name!r} is not modelled; put it on a block filesystem"
+                    )
+                )
         p += _duplicates([phase_name(ph, j) for j, ph in enumerate(proc.phases)], (*where, "phases"), "name", "phase")
         regions = [r.name for r in proc.regions]
         for j, ph in enumerate(proc.phases):
@@ -353,6 +362,13 @@ def _check_processes(s: Scenario, procs: list[Process]) -> list[Problem]:
                         Problem(
                             (*pw, "file"),
                             f"expected the name of a file of process {proc.name!r} (one of {_quoted(files)}); got {ph.file!r}",
+                        )
+                    )
+                elif (isinstance(ph, WritePhase) or (isinstance(ph, MmapPhase) and ph.write_percent > 0)) and ph.file in tmpfiles:
+                    p.append(
+                        Problem(
+                            (*pw, "file"),
+                            f"{ph.file!r} is a tmpfile, which only read phases may use (truncating written pages at exit is not modelled)",
                         )
                     )
             elif isinstance(ph, ReclaimPhase | CgroupWritePhase | CgroupOpenPhase | CgroupReadPhase | CgroupClosePhase):

@@ -310,13 +310,16 @@ class Region(StrictModel):
 
 class File(StrictModel):
     """A file of the process on a filesystem of [[machine.filesystems]] (its only one when
-    ``filesystem`` is left out); its pages live in the page cache."""
+    ``filesystem`` is left out); its pages live in the page cache. ``tmpfile``: the file has no
+    name (O_TMPFILE, or unlinked while open), so its page cache is freed when the process
+    exits; only read phases may use it."""
 
     name: str
     size: PositiveSize
     content: Content
     variants: IntRange(1, 65536) = 256  # type: ignore[valid-type]
     filesystem: str | None = None
+    tmpfile: bool = False
 
 
 class Uniform(StrictModel):

@@ -483,19 +483,25 @@ impl Mm {
     /// Process exit (exit_mmap): free every page, swap slot and zswap entry of its regions.
     pub fn exit_process(&mut self, process: u32) {
         self.kernel_free_process(process);
-        let regions: Vec<(u32, u32, u16)> = self
+        let regions: Vec<(u32, u32, bool)> = self
             .regions
             .iter()
             .filter(|r| r.process == process)
-            .map(|r| (r.base, r.pages, r.memcg))
+            .map(|r| (r.base, r.pages, r.tmpfile))
             .collect();
-        for &(base, pages, _) in &regions {
+        for &(base, pages, tmpfile) in &regions {
             for i in base..base + pages {
                 if self.pages[i as usize].has(pg::MLOCKED) {
                     // zap_pte_range munlocks a VM_LOCKED region's folios first (mm/mlock.rs).
                     self.munlock_folio(i);
                 }
                 let p = self.pages[i as usize];
+                if p.has(pg::FILE) && tmpfile {
+                    // An unnamed file: the exit's last close evicts the inode
+                    // (truncate_inode_pages_final, mm/filemap.rs).
+                    self.truncate_inode_page(i);
+                    continue;
+                }
                 if p.has(pg::FILE | pg::SHMEM) {
                     // Page cache folios, and tmpfs files whether in memory or in swap, outlive
                     // the process (and stay charged): only the mapping goes.
