@@ -374,6 +374,40 @@ mod tests {
     }
 
     #[test]
+    fn a_tmpfile_loses_its_name_once_opened_and_stays_readable() {
+        let text = r#"{"seed": 3, "processes": [{"name": "p", "regions": [
+            {"name": "f", "pages": 8, "content": "text", "variants": 5, "file": 0, "tmpfile": true}], "phases": []}]}"#;
+        let plan = Plan::parse(text, 0).unwrap();
+        assert!(plan.regions[0].tmpfile);
+        let dir = std::env::temp_dir().join(format!(
+            "reclaimlab-runner-tmpfile-test-{}",
+            std::process::id()
+        ));
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut prepared = crate::Prepared::new(&plan);
+        prepared.create_files(&plan, &[dir.clone()]).unwrap();
+        let path = dir.join("p0.r0");
+        assert!(path.exists());
+        let r = &plan.regions[0];
+        let source = PageSource::new(r.content, plan.seed, r.id, r.distinct, false);
+        let mut f = FileRegion::open(&path, r, source).unwrap();
+        // No name any more (O_TMPFILE's state): the last close frees it.
+        assert!(!path.exists());
+        f.read(7).unwrap();
+        let mut want = [0u8; PAGE_SIZE];
+        fill_page(
+            Content::Text,
+            plan.seed,
+            r.id,
+            variant_of(plan.seed, r.id, 7, r.distinct),
+            &mut want,
+        );
+        assert_eq!(f.buf.0, want);
+        drop(f);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
     fn files_hold_the_simulators_page_bytes_and_are_read_written_and_mapped() {
         let dir = std::env::temp_dir().join(format!(
             "reclaimlab-runner-file-test-{}",

@@ -24,5 +24,6 @@ mod shmem;
 mod stats_flush;
 mod switches;
 mod thp;
+mod tmpfile;
 mod writeback;
 mod zswap_limits;
