@@ -562,6 +562,21 @@ def test_cgroup_descriptor_errors_name_the_key(write: Write) -> None:
     )
 
 
+@pytest.mark.native
+def test_cgroup_read_records_the_value_and_a_missing_row(real_core: object, tmp_path: Path) -> None:
+    # memory.stat is on the root cgroup too; a row the simulator does not model reads as ENOENT
+    # (as cg_read_key_long finds no such key).
+    text = MINIMAL.replace("[machine]", "[cgroups]\ncgroup_version = 2\n[machine]")
+    text += '[[processes.phases]]\nname = "anon"\nkind = "cgroup_read"\nfile = "memory.stat"\nkey = "anon"\n'
+    text += '[[processes.phases]]\nname = "nope"\nkind = "cgroup_read"\nfile = "memory.stat"\nkey = "no_such_row"\n'
+    path = tmp_path / "s.toml"
+    path.write_text(text, encoding="utf-8")
+    r = reclaimlab.run(path)
+    rec = {p["phase"]: p for p in r.phase_records}
+    assert rec["anon"]["read"] == r.counters["memcg[/].memory.stat.anon"] == 1 << 20
+    assert "read" not in rec["nope"] and rec["nope"]["error"] == "ENOENT"
+
+
 # --- after ---------------------------------------------------------------------------------
 
 _SECOND = """

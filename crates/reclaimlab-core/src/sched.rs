@@ -175,7 +175,11 @@ impl Proc {
                     Phase::CgroupWrite { file, .. } | Phase::CgroupOpen { file, .. } => {
                         Some((file.name(), false))
                     }
-                    Phase::CgroupRead { file, .. } => Some((file.name(), false)),
+                    // memory.stat is on the root too (memory_files has no CFTYPE_NOT_ON_ROOT
+                    // for it).
+                    Phase::CgroupRead { file, .. } => {
+                        Some((file.name(), *file == CgroupCounter::MemoryStat))
+                    }
                     Phase::CgroupClose { .. } => Some(("a cgroup file", false)),
                     _ => None,
                 };

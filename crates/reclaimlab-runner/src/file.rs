@@ -385,7 +385,9 @@ mod tests {
         ));
         std::fs::create_dir_all(&dir).unwrap();
         let mut prepared = crate::Prepared::new(&plan);
-        prepared.create_files(&plan, &[dir.clone()]).unwrap();
+        prepared
+            .create_files(&plan, std::slice::from_ref(&dir))
+            .unwrap();
         let path = dir.join("p0.r0");
         assert!(path.exists());
         let r = &plan.regions[0];
