@@ -57,6 +57,7 @@ fn a_reset_descriptor_reads_its_own_peak_and_6_12s_peers_keep_only_the_usage() {
         &[open(0), reset(0)],
         &[
             read_fd(0),
+            json!({"kind": "cgroup_read", "file": "memory.current"}),
             open(1),
             read_fd(1),
             reset(1),
@@ -71,19 +72,23 @@ fn a_reset_descriptor_reads_its_own_peak_and_6_12s_peers_keep_only_the_usage() {
     let peak = counter(&r, "memcg[/t].memory.peak");
     assert!(peak >= 4 * MIB, "{peak}");
     let v = reads(&r);
+    // What the hog left charged after its exit: its charge stock (not drained at exit).
+    let left = v[1].1;
+    assert!(left > 0 && left < 64 * 4096, "{left}");
     let want = [
         // fd0, reset before the hog: the hog's peak (local_watermark).
         ("a0", peak),
+        ("a1", left),
         // fd1, never written: the cgroup's watermark.
-        ("a2", peak),
-        // fd1's reset drops local_watermark to the usage (0, the hog exited) and raises its
-        // peers to the usage: 6.12's fd0 loses the 4 MiB it had seen (peer value 0, local 0).
-        ("a4", 0),
-        ("a5", 0),
+        ("a3", peak),
+        // fd1's reset drops local_watermark to the usage (what the hog left) and raises its
+        // peers to the usage: 6.12's fd0 loses the 4 MiB it had seen.
+        ("a5", left),
+        ("a6", left),
         // A plain read: the watermark, which no descriptor's reset touches.
-        ("a6", peak),
+        ("a7", peak),
         // After a reset through a new descriptor (cg_write), still the watermark.
-        ("a9", peak),
+        ("a10", peak),
     ];
     assert_eq!(
         v,
