@@ -56,13 +56,15 @@ lab-tools:
 	    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends xfsprogs >/dev/null; }; }; } || \
 	  echo "note: mkfs.xfs is not installed (needs root and apt-get); the lab refuses xfs filesystems"
 
-# The throughput cases (crates/reclaimlab-core/benches/throughput.rs), then the peer comparison
+# The throughput cases (crates/reclaimlab-core/benches/throughput.rs), the CPU of a small
+# `reclaimlab run` outside the core (tools/bench_startup.py), then the peer comparison
 # with libCacheSim's LRU on the same Zipf trace (benches/peer_libcachesim.py; libcachesim from
 # PyPI, pinned, into the venv: bench only, not build or test).
 PEER_DEPS := "libcachesim==0.3.5"
 
 bench: build
 	cargo bench -p reclaimlab-core --bench throughput
+	$(PY) tools/bench_startup.py
 	@$(PY) -m pip install --quiet $(PEER_DEPS) || echo "note: libcachesim did not install; the peer comparison will skip"
 	$(PY) crates/reclaimlab-core/benches/peer_libcachesim.py $$(cargo bench -p reclaimlab-core --bench throughput --no-run --message-format=json 2>/dev/null | \
 	  $(PY) -c "import json, sys; print([m['executable'] for m in map(json.loads, sys.stdin) if m.get('executable')][-1])")

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -103,7 +104,7 @@ def test_bad_values_name_file_and_key() -> None:
 
 def test_bad_devices_name_file_and_key() -> None:
     assert one_problem("[devices.sdd]\nrotational = false\n").startswith(
-        "p.toml: devices.sdd: not a device preset (did you mean 'ssd'?); expected one of: cloud-disk, hdd, nvme, ssd, virtio-disk"
+        "p.toml: devices.sdd: not a device preset (did you mean 'ssd'?); expected one of: cloud-disk, hdd, lab-loop, nvme, ssd, virtio-disk"
     )
     assert one_problem('[devices.ssd]\nread_latency = "fast"\n').startswith("p.toml: devices.ssd.read_latency: expected a duration")
     assert one_problem("[devices.ssd]\nrotational = 1\n") == "p.toml: devices.ssd.rotational: expected true or false; got 1"
@@ -198,6 +199,7 @@ def test_bundled_default_profile_parses() -> None:
         "swap_write_end_ns",
         "zswap_entry_ns",
         "shrink_node_ns",  # calibrate 1c
+        "swap_ra_page_ns",  # calibrate 3b (--only-readahead, 2026-11-24)
     }
     measured |= {
         f"{c}_{w}{k}_ns"
@@ -206,10 +208,13 @@ def test_bundled_default_profile_parses() -> None:
         for k in cal.KIND_SUFFIX.values()
     }
     assert set(p.costs) == measured
-    assert set(p.devices) == {"virtio-disk"}
+    assert set(p.devices) == {"virtio-disk", "lab-loop"}
     disk = p.devices["virtio-disk"]
     assert disk.iops and disk.max_sectors_kb and disk.nr_requests  # measured since 2026-11-24
-    assert {"codecs", "kernel_codecs", "reclaim_pass", "device", "lab", "host", "speed_probe_ns"} <= set(p.measurements)
+    loop = p.devices["lab-loop"]
+    assert loop.flush_ns and loop.max_sectors_kb and loop.read_ahead_kb  # measured since 2026-11-24 22:45
+    assert {"codecs", "kernel_codecs", "reclaim_pass", "device", "loop_device", "lab", "host", "speed_probe_ns"} <= set(p.measurements)
+    assert {"readahead", "readahead_pc0"} <= set(p.measurements["lab"])  # the runs swap_ra_page_ns was fitted on
 
 
 # ---------------------------------------------------------------------------------------------
@@ -410,6 +415,45 @@ def test_lab_scenarios_load_and_lower(cgv: int) -> None:
     assert zram["processes"] == pres["processes"]
 
 
+@pytest.mark.parametrize("cgv", [1, 2])
+def test_readahead_scenarios_are_the_zswap_run_with_a_sequential_read_back(cgv: int) -> None:
+    pres = lower(load(cal.pressure_scenario("6.18", cgv)), profile=None)
+    for cluster, name in ((3, "calibrate-readahead"), (0, "calibrate-readahead-pc0")):
+        sc = load(cal.readahead_scenario("6.18", cgv, cluster))
+        ra = lower(sc, profile=None)
+        assert sc.name == name and ra["kernel"]["vm"]["page_cluster"] == cluster
+        assert ra["kernel"]["zswap"] == pres["kernel"]["zswap"] and ra["cgroups"] == pres["cgroups"]
+        assert ra["processes"][0]["regions"] == pres["processes"][0]["regions"]
+        phases = ra["processes"][0]["phases"]
+        assert [ph["name"] for ph in phases] == ["fill-free", "fill", "readback"]
+        assert phases[:2] == pres["processes"][0]["phases"][:2]
+        assert phases[2]["phase"]["kind"] == "sequential" and phases[2]["phase"]["write_percent"] == 0
+
+
+def test_add_to_profile_sets_one_cost_and_replaces_the_stages_records(real_core: Any) -> None:
+    text = cal.render_profile(
+        "x-vm",
+        {"fault_ns": 600, "zswap_entry_ns": 9},
+        {},
+        {"date": "d", "lab": {"zswap": {"values": cal.Inline(a=1)}, "readahead": {"old": 1, "phases": {"x": cal.Inline(b=2)}}}},
+        header=["Not measured (the built-in defaults apply):", "  access_ns, swap_ra_page_ns, zswap_copy_ns."],
+        cost_notes={"fault_ns": "lab"},
+    )
+    records = {"readahead": {"new": 2, "phases": {"p/readback": cal.Inline(k=3)}}, "readahead_pc0": {"new": 4}}
+    out = cal.add_to_profile(text, "swap_ra_page_ns", 443, "fit", records, "reclaimlab calibrate --only-readahead")
+    again = cal.add_to_profile(out, "swap_ra_page_ns", 450, "fit", records, "reclaimlab calibrate --only-readahead")
+    p = parse_profile(again, "x.toml")
+    assert p.costs == {"fault_ns": 600, "swap_ra_page_ns": 450, "zswap_entry_ns": 9}
+    order = [k for k in cal.cost_names() if k in p.costs]
+    assert re.findall(r"^(\w+_ns) =", again, re.M) == order  # inserted in the native core's order
+    lab = p.measurements["lab"]
+    assert lab["zswap"] == {"values": {"a": 1}} and lab["readahead"] == {"new": 2, "phases": {"p/readback": {"k": 3}}}
+    assert lab["readahead_pc0"] == {"new": 4}
+    assert "#   access_ns, zswap_copy_ns." in again and again.count("# Added by: ") == 1
+    with pytest.raises(ValueError, match="unknown cost parameter: nope_ns"):
+        cal.add_to_profile(text, "nope_ns", 1, "", {}, "")
+
+
 def test_rendered_profile_parses_back() -> None:
     text = cal.render_profile(
         "x-vm",
@@ -529,3 +573,95 @@ def test_a_refit_takes_the_device_measurement_recorded_beside_its_runs(tmp_path:
     bare = tmp_path / "bare.toml"
     bare.write_text('schema_version = 1\nkind = "x"\n[measurements]\ndate = "2026-11-24"\n')
     assert cal._recorded_device(bare) is None
+
+
+def _loop_report() -> dict[str, Any]:
+    """A loop_device.run report: 2 rounds of 100 files of 128 KiB, 4 read scans of 192 MiB."""
+    round_stat = {"write_ios": 300, "write_sectors": 100 * (256 + 64), "write_ticks": 300, "flush_ios": 200, "flush_ticks": 100}
+    slow = {**round_stat, "write_ticks": 900, "flush_ticks": 300}
+    total = {k: round_stat[k] + slow[k] for k in round_stat}
+    return {
+        "method": "m",
+        "loop_device": "/dev/loop9",
+        "queue": {"rotational": "1", "max_sectors_kb": "1280", "nr_requests": "128", "read_ahead_kb": "2560"},
+        "create": {
+            "files": 200,
+            "rounds": 2,
+            "file_kib": 128,
+            "write_ns": [100, 200, 300],
+            "fsync_ns": [1000, 2000, 3000],
+            "file_ns": [1100, 2200, 3300],
+            "stat": {**total, "write_merges": 1200},
+            "round_stats": [round_stat, slow],
+        },
+        "read": {
+            "bytes": 4 * 192 << 20,
+            "scans": 4,
+            "elapsed_ns": 10**9,
+            # 600 requests of 1.25 MiB, 2 ms each.
+            "stat": {"read_ios": 600, "read_sectors": 600 * 2560, "read_ticks": 1200, "io_ticks": 300, "time_in_queue": 1200},
+        },
+        "direct": {
+            "chunk_bytes": 1280 * 1024,
+            "rand_read_4k_ns": [50_000, 60_000, 70_000],
+            "seq_read_bytes": 1 << 30,
+            "seq_read_ns": 10**9,
+            "seq_overwrite_ns": 2 * 10**9,
+            "seq_write_bytes": 1 << 27,
+            "seq_write_ns": 10**9,
+        },
+        "write_cpu": {"pages": 1000, "new_file_ns": 4_000_000, "uncached_ns": 2_300_000, "cached_ns": 1_000_000},
+    }
+
+
+def test_loop_device_figures() -> None:
+    from reclaimlab import loop_device
+
+    rep = _loop_report()
+    f = loop_device.device_figures(rep)
+    # Two windows of 2560 KiB in flight = 4 requests of 1.25 MiB, 2 ms each: 2.62 GB/s; the
+    # latency is the 2 ms less the transfer of one request at that rate (0.5 ms).
+    assert f["read_bytes_per_s"] == round(4 * 1280 * 1024 * 1e9 / 2e6)
+    assert f["read_latency_ns"] == 1_500_000
+    # Overwrites: 1 GiB in 2 s. Write requests: the median round's mean, 1 ms or 3 ms -> 2 ms,
+    # less the mean request (64000 sectors in 600 requests) at that bandwidth.
+    assert f["write_bytes_per_s"] == round((1 << 30) / 2)
+    assert f["write_latency_ns"] == round(2e6 - 64000 / 600 * 512 * 1e9 / ((1 << 30) / 2))
+    assert f["flush_ns"] == 1_000_000
+    assert (f["max_sectors_kb"], f["nr_requests"], f["read_ahead_kb"], f["rotational"]) == (1280, 128, 2560, True)
+    c = loop_device.create_figures(rep)
+    assert c["fsync_median_ns"] == 2000
+    assert c["write_requests_per_file"] == 3.0
+    assert c["write_merges_per_file"] == 6.0
+    # 320 sectors a file of which 256 are its data: 64 sectors = 8 blocks of 4 KiB.
+    assert c["extra_blocks_per_file"] == 8.0
+    assert c["flushes_per_file"] == 2.0
+    w = loop_device.write_figures(rep)
+    assert (w["new_file_page_ns"], w["uncached_page_ns"], w["write_page_ns"], w["insert_page_ns"]) == (4000, 2300, 1000, 1300)
+
+
+def test_loop_device_tables_and_profile_splice() -> None:
+    table, summary = cal.loop_device_tables(_loop_report(), "2026-11-24T22:45:00+00:00")
+    assert table["flush_latency"] == "1000us"
+    text = (
+        'schema_version = 1\nkind = "k"\n\n[costs]\naccess_ns = 30\n\n[devices.virtio-disk]\nrotational = true\n\n'
+        '[devices.lab-loop]\nrotational = false\n\n[measurements]\ndate = "x"\n\n[measurements.loop_device]\nold = 1\n\n'
+        "[measurements.loop_device.figures]\nold = 2\n\n[measurements.codecs]\nlzo = 1\n"
+    )
+    dev: list[str] = []
+    cal._toml_table(["devices", "lab-loop"], table, dev)
+    meas: list[str] = []
+    cal._toml_table(["measurements", "loop_device"], summary, meas)
+    out = cal.replace_tables(text, {"devices.lab-loop": "\n".join(dev), "measurements.loop_device": "\n".join(meas)})
+    doc = tomllib.loads(out)
+    assert doc["costs"] == {"access_ns": 30}
+    assert doc["devices"]["virtio-disk"] == {"rotational": True}
+    assert doc["devices"]["lab-loop"]["flush_latency"] == "1000us"
+    assert doc["measurements"]["codecs"] == {"lzo": 1}
+    assert "old" not in doc["measurements"]["loop_device"]
+    assert doc["measurements"]["loop_device"]["figures"]["flush_ns"] == 1_000_000
+    assert doc["measurements"]["loop_device"]["write_cpu"]["write_page_ns"] == 1000
+    # The device table stays before [measurements], and the profile parses.
+    assert out.index("[devices.lab-loop]") < out.index("[measurements]")
+    p = parse_profile(out.split("[measurements]")[0], "p.toml")
+    assert p.devices["lab-loop"].flush_ns == 1_000_000

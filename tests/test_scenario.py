@@ -167,7 +167,7 @@ def test_literal_choice(write: Write) -> None:
 
 def test_device_preset_name(write: Write) -> None:
     msg = one(write, MINIMAL.replace('device = "ssd"', 'device = "sdd"'))
-    assert msg == "machine.swap[0].device: expected one of 'hdd', 'ssd', 'nvme', 'virtio-disk', 'cloud-disk'; got 'sdd'"
+    assert msg == "machine.swap[0].device: expected one of 'hdd', 'ssd', 'nvme', 'virtio-disk', 'cloud-disk', 'lab-loop'; got 'sdd'"
 
 
 def test_phase_kind(write: Write) -> None:

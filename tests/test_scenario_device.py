@@ -44,9 +44,21 @@ def test_figures_absent_lower_as_before() -> None:
         "write_bytes_per_s": 500_000_000,
     }
     for name, preset in DEVICE_PRESETS.items():
-        if name != "cloud-disk":
+        if name not in ("cloud-disk", "lab-loop"):
             assert (preset.iops, preset.max_sectors_kb, preset.nr_requests) == (None, None, None), name
-        assert preset.read_ahead_kb is None, name
+        if name != "lab-loop":
+            assert preset.read_ahead_kb is None, name
+            assert preset.flush_ns is None, name
+    assert "flush_ns" not in device_of(MINIMAL)
+
+
+def test_flush_latency_lowers_and_lab_loop_has_the_loop_devices_queue() -> None:
+    assert device_of(with_device('{ preset = "ssd", flush_latency = "1ms" }'))["flush_ns"] == 1_000_000
+    d = device_of(with_device('"lab-loop"'))
+    assert (d["max_sectors_kb"], d["read_ahead_kb"], d["nr_requests"]) == (1280, 2560, 128)
+    assert d["flush_ns"] > 0
+    p = parse_profile('[devices.lab-loop]\nflush_latency = "2ms"\n', "prof.toml")
+    assert p.devices["lab-loop"].flush_ns == 2_000_000
 
 
 def test_figures_on_a_preset() -> None:
@@ -144,4 +156,4 @@ def test_profile_device_figure_errors() -> None:
 
 
 def test_optional_figures_are_listed() -> None:
-    assert Device.OPTIONAL_FIGURES == ("iops", "max_sectors_kb", "nr_requests", "read_ahead_kb")
+    assert Device.OPTIONAL_FIGURES == ("iops", "max_sectors_kb", "nr_requests", "read_ahead_kb", "flush_latency")

@@ -489,3 +489,11 @@ def test_revalidate_host_memcgs_from_the_kernel_runs_probe(write: Callable[..., 
     seen.clear()
     revalidate(s, prev, run_sim=sim)
     assert seen == [here + 7]  # the median (low) of 7, 8, 7 more than here
+
+
+def test_phases_without_accesses_come_from_the_phase_declarations() -> None:
+    # Derived from each phase model's makes_accesses: a new phase kind is classified where it is declared.
+    from reclaimlab.validate import NO_ACCESS_KINDS
+
+    assert {"sleep", "exit", "reclaim", "cgroup_write", "zram_write", "kernel_alloc"} <= NO_ACCESS_KINDS
+    assert not {"fill", "sequential", "random", "trace", "read", "write", "mmap", "create_files"} & NO_ACCESS_KINDS

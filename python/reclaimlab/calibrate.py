@@ -15,6 +15,11 @@ measurement, its method and its caveats. In short:
    file in the lab's state directory (the filesystem of the lab's swap files), plus 1 MiB
    sequential transfers for bandwidth -> the ``virtio-disk`` preset. The file is journaled
    (as a lab swap file is) and removed, also after a crash (``reclaimlab lab restore``).
+   2b. **the lab's loop device** (``loop_device``): a loop device over a fallocated image, as
+   the lab makes one for a scenario's filesystem, with an ext4 create loop (fsync of fresh
+   files), a read(2) scan and O_DIRECT IO on it -> the ``lab-loop`` preset (its flush
+   included). ``--only-loop-device`` measures this alone and replaces those two tables of the
+   existing profile.
 3. **fault, access, reclaim and swap-in costs**: small scenarios run on the real kernel with
    the lab backend (``reclaimlab.backends.kernel.run``) and in the simulator; a least-squares
    fit (``fit_costs``) of a few cost parameters makes the simulator's phase times match the
@@ -57,7 +62,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from reclaimlab import kernel_codecs, reclaim_pass
+from reclaimlab import kernel_codecs, loop_device, reclaim_pass
 from reclaimlab.errors import ScenarioError, format_key
 from reclaimlab.kernel_codecs import composition_fit
 from reclaimlab.lab import host, speed
@@ -121,6 +126,12 @@ PRESSURE_PARAMS = ("swapin_page_ns", "zswap_entry_ns")
 #: work is a nuisance too: its disk reads dominate the access phase (the zswap run fits it).
 PRESSURE_NUISANCE = ("page_alloc_zero_ns",)
 SWAPFILE_NUISANCE = ("page_alloc_zero_ns", "swapin_page_ns")
+#: From a sequential zswap read-back at vm.page-cluster 3: the work of a readahead page (read
+#: into the swap cache, mapped later by a minor fault). The same read-back at page-cluster 0
+#: (every page a major fault) fits swapin_page_ns as a check, recorded but not kept: the
+#: profile's swapin_page_ns comes from the zram run's random reads.
+READAHEAD_PARAMS = ("swap_ra_page_ns",)
+READAHEAD_CHECK_PARAMS = ("swapin_page_ns",)
 #: The cgroup of the pressure scenario.
 PRESSURE_GROUP = "calibrate"
 
@@ -715,6 +726,109 @@ def _device_step(note: _Note, wait_s: float) -> dict[str, Any]:
         return measure_device(lab.state, journal)
 
 
+def loop_device_tables(rep: Mapping[str, Any], date: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The ``[devices.lab-loop]`` table (scenario units) and the ``[measurements.loop_device]``
+    summary of a ``loop_device.run`` report."""
+    fig = loop_device.device_figures(rep)
+    table = {
+        "rotational": fig["rotational"],
+        "read_latency": format_duration(fig["read_latency_ns"]),
+        "write_latency": format_duration(fig["write_latency_ns"]),
+        "read_bandwidth": format_bandwidth(fig["read_bytes_per_s"]),
+        "write_bandwidth": format_bandwidth(fig["write_bytes_per_s"]),
+        "max_sectors_kb": fig["max_sectors_kb"],
+        "nr_requests": fig["nr_requests"],
+        "read_ahead_kb": fig["read_ahead_kb"],
+        "flush_latency": format_duration(fig["flush_ns"]),
+    }
+    rd = rep["read"]
+    d = rep["direct"]
+    summary = {
+        "date": date,
+        "method": rep["method"],
+        "loop_device": rep["loop_device"],
+        "queue": dict(rep["queue"]),
+        "figures": fig,
+        "create": {
+            **loop_device.create_figures(rep),
+            "files": rep["create"]["files"],
+            "rounds": rep["create"]["rounds"],
+            "file_kib": rep["create"]["file_kib"],
+            "round_write_request_ns": [round(r["write_ticks"] * 1e6 / max(1, r["write_ios"])) for r in rep["create"]["round_stats"]],
+            "round_flush_ns": [round(r["flush_ticks"] * 1e6 / max(1, r["flush_ios"])) for r in rep["create"]["round_stats"]],
+        },
+        "create_stat": dict(rep["create"]["stat"]),
+        "read_scan": {
+            "bytes": rd["bytes"],
+            "scans": rd["scans"],
+            "elapsed_ns": rd["elapsed_ns"],
+            **{k: rd["stat"][k] for k in ("read_ios", "read_sectors", "read_ticks", "io_ticks", "time_in_queue")},
+        },
+        "direct": {
+            "chunk_bytes": d["chunk_bytes"],
+            "rand_read_4k_median_ns": round(statistics.median(d["rand_read_4k_ns"])),
+            "seq_read_bytes_per_s": round(d["seq_read_bytes"] * 1e9 / d["seq_read_ns"]),
+            "seq_overwrite_bytes_per_s": round(d["seq_read_bytes"] * 1e9 / d["seq_overwrite_ns"]),
+            "seq_write_bytes_per_s": round(d["seq_write_bytes"] * 1e9 / d["seq_write_ns"]),
+        },
+        "write_cpu": loop_device.write_figures(rep),
+        "loadavg": _loadavg(),
+    }
+    return table, summary
+
+
+def _loop_device_step(note: _Note, wait_s: float) -> tuple[dict[str, Any], dict[str, Any]]:
+    note(f"lab loop device: a loop device over an image in {state_dir()}, ext4 create loop, read scan")
+    rep = loop_device.run(note=note, wait_s=wait_s)
+    return loop_device_tables(rep, datetime.now(UTC).isoformat(timespec="seconds"))
+
+
+_TABLE_HEADER = re.compile(r"^\[([^\]]+)\]\s*$")
+
+
+def replace_tables(text: str, tables: Mapping[str, str]) -> str:
+    """``text`` (a profile) with each table named in ``tables`` (its header path, e.g.
+    ``devices.lab-loop``) and its sub-tables replaced by the given TOML text, or appended where
+    the profile has none: ``--only-loop-device`` keeps everything else as it was."""
+    lines = text.splitlines()
+    out: list[str] = []
+    skipping = False
+    for line in lines:
+        m = _TABLE_HEADER.match(line)
+        if m is not None:
+            name = m.group(1)
+            skipping = any(name == t or name.startswith(t + ".") for t in tables)
+        if not skipping:
+            out.append(line)
+    while out and not out[-1].strip():
+        out.pop()
+    devices = [t for t in tables if t.startswith("devices.")]
+    rest = [t for t in tables if not t.startswith("devices.")]
+    if devices:
+        # Device tables go before [measurements], where render_profile puts them.
+        at = next((k for k, line in enumerate(out) if line.strip() == "[measurements]"), len(out))
+        block: list[str] = []
+        for t in devices:
+            block += [*tables[t].strip("\n").splitlines(), ""]
+        out[at:at] = block
+    for t in rest:
+        out += ["", *tables[t].strip("\n").splitlines()]
+    return "\n".join(out) + "\n"
+
+
+def only_loop_device(args: Options, note: _Note) -> str:
+    """``--only-loop-device``: the existing profile with the loop device measured now."""
+    path = args.out_path()
+    if not path.exists():
+        raise LabError(f"--only-loop-device: no profile at {path} to update")
+    table, summary = _loop_device_step(note, args.wait)
+    dev: list[str] = []
+    _toml_table(["devices", "lab-loop"], table, dev)
+    meas: list[str] = []
+    _toml_table(["measurements", "loop_device"], {**summary, "command": args.command_line()}, meas)
+    return replace_tables(path.read_text(), {"devices.lab-loop": "\n".join(dev), "measurements.loop_device": "\n".join(meas)})
+
+
 # ---------------------------------------------------------------------------------------------
 # 3. Lab runs and the fit
 # ---------------------------------------------------------------------------------------------
@@ -835,6 +949,66 @@ kind = "random"
 regions = ["data"]
 count = {access_count}
 write_percent = 0
+"""
+
+
+def readahead_scenario(version: str, cgroup_version: int, cluster: int) -> str:
+    """The zswap scenario of ``pressure_scenario`` (text pages, lzo, 48 MiB limit, no writeback)
+    with a sequential read-back of ``data`` instead of random reads: after the fill about 80 MiB
+    of it is in zswap with slots in fill order, so at ``vm.page-cluster`` 3 every major fault
+    reads an aligned window of 8 slots (swap_cluster_readahead on the rotational swap file) and
+    the next 7 pages are minor faults on readahead folios; at 0 every page is a major fault.
+    The read-back reclaims as it goes (each swap-in stores a page), as the random reads of the
+    zswap run do, so the two differ only in how the pages come back."""
+    limit_key = "memory.limit_in_bytes" if cgroup_version == 1 else "memory.max"
+    name = "calibrate-readahead" if cluster else "calibrate-readahead-pc0"
+    return f"""\
+schema_version = 1
+name = "{name}"
+seed = 12
+[machine]
+memory = "host"
+cpus = "host"
+[[machine.swap]]
+name = "swapfile"
+size = "256MiB"
+device = "virtio-disk"
+[kernel]
+version = "{version}"
+vm.page-cluster = {cluster}
+zswap.enabled = true
+zswap.compressor = "lzo"
+zswap.max_pool_percent = 20
+zswap.accept_threshold_percent = 90
+zswap.shrinker_enabled = false
+[cgroups]
+cgroup_version = {cgroup_version}
+[cgroups.groups.{PRESSURE_GROUP}]
+"{limit_key}" = "48MiB"
+[[processes]]
+name = "p"
+cgroup = "{PRESSURE_GROUP}"
+[[processes.regions]]
+name = "warm"
+size = "32MiB"
+content = "text"
+[[processes.regions]]
+name = "data"
+size = "96MiB"
+content = "text"
+[[processes.phases]]
+name = "fill-free"
+kind = "fill"
+region = "warm"
+[[processes.phases]]
+name = "fill"
+kind = "fill"
+region = "data"
+[[processes.phases]]
+name = "readback"
+kind = "sequential"
+region = "data"
+passes = 1
 """
 
 
@@ -1024,6 +1198,54 @@ def _lab_stage(
     return fit, record
 
 
+def readahead_stages(
+    core: Any,
+    version: str,
+    cgroup_version: int,
+    base_costs: Callable[[], dict[str, int]],
+    reps: int,
+    note: _Note,
+    wait_s: float,
+    counter_keys: Sequence[str],
+    between: Callable[[], None] | None = None,
+    recorded: Callable[[str], dict[str, Any] | None] = lambda _stage: None,
+) -> tuple[dict[str, int], dict[str, Any]]:
+    """The sequential zswap read-back at vm.page-cluster 3 (fits ``swap_ra_page_ns``) and at 0
+    (fits ``swapin_page_ns`` as a check, not kept), everything else at ``base_costs()``; with
+    ``page_alloc_zero_ns`` as the nuisance, as in the other pressure runs. Returns the kept
+    figures and the two records (``readahead``, ``readahead_pc0``)."""
+    keys = [*counter_keys, "vmstat.swap_ra", "vmstat.swap_ra_hit"]
+    note("lab: sequential zswap read-back at vm.page-cluster 3 (swap_ra_page_ns)")
+    fit_ra, rec_ra = _lab_stage(
+        core,
+        readahead_scenario(version, cgroup_version, 3),
+        base_costs,
+        READAHEAD_PARAMS + PRESSURE_NUISANCE,
+        reps,
+        note,
+        wait_s,
+        keys,
+        between,
+        recorded=recorded("readahead"),
+    )
+    rec_ra["kept"] = list(READAHEAD_PARAMS)
+    note("lab: the same read-back at vm.page-cluster 0 (swapin_page_ns, a check)")
+    _fit0, rec0 = _lab_stage(
+        core,
+        readahead_scenario(version, cgroup_version, 0),
+        base_costs,
+        READAHEAD_CHECK_PARAMS + PRESSURE_NUISANCE,
+        reps,
+        note,
+        wait_s,
+        keys,
+        between,
+        recorded=recorded("readahead_pc0"),
+    )
+    rec0["kept"] = []
+    return {k: fit_ra.params[k] for k in READAHEAD_PARAMS}, {"readahead": rec_ra, "readahead_pc0": rec0}
+
+
 # ---------------------------------------------------------------------------------------------
 # The command
 # ---------------------------------------------------------------------------------------------
@@ -1036,6 +1258,7 @@ COST_NOTES = {
     "reclaim_page_ns": "lab: zram run under a memcg limit (fit; without 1b: the swap-file run)",
     "swap_write_end_ns": "lab: swap-file run under a memcg limit (fit)",
     "zswap_entry_ns": "lab: zswap run under a memcg limit (fit)",
+    "swap_ra_page_ns": "lab: sequential zswap read-back at page-cluster 3 (fit)",
     "shrink_node_ns": "kernel: failed v1 limit writes over mlock()ed memory, per shrink_node call",
 }
 
@@ -1094,11 +1317,19 @@ class Options:
     codec_rounds: int = 3
     wait: float = 600.0
     skip_device: bool = False
+    #: Do not measure the lab's loop device (stage 2b).
+    skip_loop_device: bool = False
+    #: Measure only the lab's loop device; replace [devices.lab-loop] and
+    #: [measurements.loop_device] of the existing profile, keep the rest.
+    only_loop_device: bool = False
     skip_lab: bool = False
     kernel_codec_rounds: int = 10
     #: Refit the lab stages on the kernel runs recorded in this earlier profile instead of
     #: running them (e.g. when this host is too busy for lab runs to measure it).
     lab_from: Path | None = None
+    #: Run only the readahead stages on top of the existing profile at the output path, and add
+    #: their figure and records to it (everything else in it stays as it is).
+    only_readahead: bool = False
     json: Path | None = None
 
     def command_line(self) -> str:
@@ -1131,8 +1362,11 @@ def calibrate(args: Options, note: _Note) -> tuple[str, dict[str, Any]]:
     if not hasattr(core, "codec_timing"):
         raise LabUnavailable("the native module has no codec_timing: rebuild it (`make build`)")
     p = probing.probe()
-    if not p.root and not (args.skip_device and args.skip_lab):
-        raise LabUnavailable("calibrate needs root for the swap device and the lab runs (or use --skip-device --skip-lab)")
+    if not p.root and not (args.skip_device and args.skip_loop_device and args.skip_lab):
+        raise LabUnavailable(
+            "calibrate needs root for the swap device, the loop device and the lab runs "
+            "(or use --skip-device --skip-loop-device --skip-lab)"
+        )
     started = datetime.now(UTC)
     facts = _host_facts()
     load_start = _loadavg()
@@ -1203,6 +1437,13 @@ def calibrate(args: Options, note: _Note) -> tuple[str, dict[str, Any]]:
             **{k: model[k] for k in ("iops", "max_sectors_kb", "nr_requests", "read_ahead_kb") if k in model},
         }
         measurements["device"] = raw
+        codec_rounds(1)
+
+    # 2b. The lab's loop device (the filesystems of file scenarios).
+    if not args.skip_loop_device:
+        table, summary = _loop_device_step(note, args.wait)
+        devices["lab-loop"] = table
+        measurements["loop_device"] = summary
         codec_rounds(1)
 
     # 3. Lab runs and fits.
@@ -1325,6 +1566,21 @@ def calibrate(args: Options, note: _Note) -> tuple[str, dict[str, Any]]:
             **({"zram": rec_zram} if rec_zram is not None else {}),
             "zswap": rec2,
         }
+        if args.lab_from is None or "readahead" in old:
+            ra_costs, ra_records = readahead_stages(
+                core,
+                version,
+                cgv,
+                lambda: {**defaults, **costs, **text_codec},
+                args.reps,
+                note,
+                args.wait,
+                keys,
+                after_run,
+                rec if args.lab_from is not None else lambda _stage: None,
+            )
+            costs.update(ra_costs)
+            measurements["lab"].update(ra_records)
         # 4. The kernel's own codecs, where they are not ours: the same zswap run with each other
         # compressor the host's zswap offers, fitting that codec's two costs with everything else
         # at the figures just fitted. Our codec timing measures our implementation in user
@@ -1431,6 +1687,102 @@ def calibrate(args: Options, note: _Note) -> tuple[str, dict[str, Any]]:
     return text, summary
 
 
+def add_to_profile(text: str, cost: str, value: int, note: str, lab_records: Mapping[str, Any], command: str) -> str:
+    """``text`` (a profile) with ``[costs] cost = value`` set (replaced, or inserted in the core's
+    order) and the tables ``[measurements.lab.<name>]`` of ``lab_records`` added at the end
+    (replacing earlier ones of the same name). Every other line stays as it is."""
+    names = cost_names()
+    if cost not in names:
+        raise ValueError(f"unknown cost parameter: {cost}")
+    lines = text.rstrip("\n").split("\n")
+    # Drop earlier records of these stages: from their header to the next table that is not theirs.
+    drop = tuple(f"[measurements.lab.{format_key(n)}" for n in lab_records)
+    kept: list[str] = []
+    skipping = False
+    for line in lines:
+        if line.startswith("# Added by: "):
+            continue
+        if line.startswith("["):
+            skipping = any(line == d + "]" or line.startswith(d + ".") for d in drop)
+        if not skipping:
+            kept.append(line)
+    while kept and kept[-1] == "":
+        kept.pop()
+    start = kept.index("[costs]")
+    end = next((i for i in range(start + 1, len(kept)) if kept[i].startswith("[") or kept[i] == ""), len(kept))
+    entry = f"{format_key(cost)} = {value}"
+    entry = f"{entry:<34} # {note}"
+    body = [ln for ln in kept[start + 1 : end] if ln.split("=")[0].strip() != cost]
+    order = {n: i for i, n in enumerate(names)}
+    pos = next((i for i, ln in enumerate(body) if order.get(ln.split("=")[0].strip(), -1) > order[cost]), len(body))
+    body.insert(pos, entry)
+    out = [*kept[: start + 1], *body, *kept[end:]]
+    # The header's list of unmeasured costs must not name it any more.
+    out = [
+        re.sub(rf"(?<=[ ,]){re.escape(cost)}(, |\.$)", lambda m: "" if m.group(1) == ", " else ".", ln) if ln.startswith("#   ") else ln
+        for ln in out
+    ]
+    out = [ln.replace(", .", ".") for ln in out]
+    out.append("")
+    out.append(f"# Added by: {command}")
+    tables: list[str] = []
+    _toml_table(["measurements", "lab"], {n: r for n, r in lab_records.items()}, tables)
+    out.extend(tables)
+    return "\n".join(out) + "\n"
+
+
+def calibrate_readahead(args: Options, note: _Note) -> tuple[str, dict[str, Any]]:
+    """``--only-readahead``: the readahead stages on top of the profile at the output path, its
+    costs scaled to the CPU speed of this run's moment (the runs are fitted against the profile's
+    other figures, measured at another speed) and the fitted figure scaled back to the
+    profile's speed; the profile text with that figure and the stages' records added."""
+    from reclaimlab import native
+    from reclaimlab.lab import probe as probing
+
+    core = native.core()
+    p = probing.probe()
+    if not p.root:
+        raise LabUnavailable("calibrate --only-readahead needs root for the lab runs")
+    out = args.out_path()
+    try:
+        text = out.read_text(encoding="utf-8")
+    except OSError as e:
+        raise LabError(f"--only-readahead adds to an existing profile: cannot read {out}: {e}") from e
+    profile = tomllib.loads(text)
+    ref = profile.get("measurements", {}).get("speed_probe_ns")
+    if not isinstance(ref, int | float) or ref <= 0:
+        raise LabError(f"{out}: measurements.speed_probe_ns: expected the profile's speed probe (ns), found {ref!r}")
+    defaults = {k: int(v) for k, v in core.default_costs().items()}
+    base = {**defaults, **{k: int(v) for k, v in profile.get("costs", {}).items()}}
+    version = kernel_preset(p.kernel_release, native.capabilities().known_versions())
+    cgv = 1 if p.cgroup_v1_memory else 2
+    probes = [speed.probe_ns()]
+
+    def between() -> None:
+        probes.append(speed.probe_ns())
+
+    def scaled() -> dict[str, int]:
+        factor = statistics.median(probes) / float(ref)
+        return {k: (v if k == "process_quantum_ns" else max(0, round(v * factor))) for k, v in base.items()}
+
+    g = f"memcg[/{PRESSURE_GROUP}].memory.stat."
+    keys = [g + k for k in ("pgfault", "pgmajfault", "zswpin", "zswpout")] + ["vmstat.zswpin", "vmstat.zswpout"]
+    fitted, records = readahead_stages(core, version, cgv, scaled, args.reps, note, args.wait, keys, between)
+    factor = statistics.median(probes) / float(ref)
+    kept = {k: round(v / factor) for k, v in fitted.items()}
+    for r in records.values():
+        r["speed_probe_ns"] = round(statistics.median(probes))
+        r["speed_factor"] = round(factor, 4)
+        r["kernel_preset"] = version
+        r["cgroup_version"] = cgv
+        r["loadavg_end"] = _loadavg()
+    records["readahead"]["values_at_profile_speed"] = Inline(kept)
+    records["readahead"]["date"] = datetime.now(UTC).isoformat(timespec="seconds")
+    ((cost, value),) = kept.items()
+    new_text = add_to_profile(text, cost, value, COST_NOTES[cost], records, args.command_line())
+    return new_text, {"kind": args.kind, "costs": kept, "devices": {}, "measurements": {"lab": records}}
+
+
 def main(args: Options) -> int:
     """``reclaimlab calibrate``: 0 done; 1 the lab failed or cannot run; 2 bad arguments;
     130/143 interrupted (after removing what it had made)."""
@@ -1446,7 +1798,13 @@ def main(args: Options) -> int:
     if old_term is not None:
         signal.signal(signal.SIGTERM, raise_interrupt)
     try:
-        text, summary = calibrate(args, note)
+        if args.only_loop_device:
+            text = only_loop_device(args, note)
+            summary: dict[str, Any] = {"kind": args.kind, "costs": {}, "devices": {}, "measurements": {}}
+        elif args.only_readahead:
+            text, summary = calibrate_readahead(args, note)
+        else:
+            text, summary = calibrate(args, note)
     except LabInterrupted as e:
         print(f"reclaimlab calibrate: {e}", file=sys.stderr)
         return 128 + e.signum

@@ -195,8 +195,12 @@ def _interval(text: str | None) -> float | None:
     return ns / 1e9
 
 
-def _write_tables(frame: Any, csv_out: Path | None, parquet_out: Path | None) -> None:
-    """The tidy table (pandas) as CSV and/or Parquet."""
+def _write_tables(tidy: Callable[[], Any], csv_out: Path | None, parquet_out: Path | None) -> None:
+    """The tidy table (pandas) as CSV and/or Parquet. ``tidy`` builds it only when one is asked
+    for: importing pandas is a third of a small run's start-up."""
+    if csv_out is None and parquet_out is None:
+        return
+    frame = tidy()
     if csv_out is not None:
         frame.to_csv(csv_out, index=False)
     if parquet_out is not None:
@@ -377,7 +381,7 @@ def run(
             console.print(compare_view(repeated.runs[0], None, counters or (), show_all, None, repeated))
             if json_out is not None:
                 _write_json(json_out, json.dumps(repeated.to_dict(), sort_keys=True, indent=2) + "\n")
-            _write_tables(repeated.tidy(), csv_out, parquet_out)
+            _write_tables(repeated.tidy, csv_out, parquet_out)
             return
         else:
             result = reclaimlab.run(
@@ -395,7 +399,7 @@ def run(
         console.print(table)
     if json_out is not None:
         _write_json(json_out, result.to_json())
-    _write_tables(result.tidy(), csv_out, parquet_out)
+    _write_tables(result.tidy, csv_out, parquet_out)
 
 
 @app.command()
@@ -470,7 +474,7 @@ def compare(
     _console(stderr=to_stdout).print(compare_view(result, baseline, counters or (), show_all, None if per is None else per.value, repeated))
     if json_out is not None:
         _write_json(json_out, result.to_json() if repeated is None else json.dumps(repeated.to_dict(), sort_keys=True, indent=2) + "\n")
-    _write_tables(result.tidy() if repeated is None else repeated.tidy(), csv_out, parquet_out)
+    _write_tables(result.tidy if repeated is None else repeated.tidy, csv_out, parquet_out)
 
 
 def _repeat(path: Path, overrides: Sequence[str], n: int, run_one: Callable[[reclaimlab.Scenario], CompareResult]) -> Repeated:
@@ -635,6 +639,16 @@ def calibrate(
     ] = 3,
     wait: Annotated[float, typer.Option("--wait", help="Seconds to wait for the lab lock when another lab process holds it.")] = 600.0,
     skip_device: Annotated[bool, typer.Option("--skip-device", help="Do not measure the swap device (no [devices] table).")] = False,
+    skip_loop_device: Annotated[
+        bool, typer.Option("--skip-loop-device", help="Do not measure the lab's loop device (no [devices.lab-loop] table).")
+    ] = False,
+    only_loop_device: Annotated[
+        bool,
+        typer.Option(
+            "--only-loop-device",
+            help="Measure only the lab's loop device and replace its tables in the existing profile (--output or the default).",
+        ),
+    ] = False,
     skip_lab: Annotated[bool, typer.Option("--skip-lab", help="No kernel runs (no fitted fault/access/reclaim/swap-in costs).")] = False,
     kernel_codec_rounds: Annotated[
         int, typer.Option("--kernel-codec-rounds", min=0, help="Rounds of the kernel's codec timing through zram (0: skip it).")
@@ -645,6 +659,13 @@ def calibrate(
             "--lab-from", metavar="PROFILE", help="Refit the lab stages on the kernel runs recorded in PROFILE instead of running them."
         ),
     ] = None,
+    only_readahead: Annotated[
+        bool,
+        typer.Option(
+            "--only-readahead",
+            help="Run only the swap readahead stage (zswap read-back at page-cluster 3 and 0); add its figure to the existing profile.",
+        ),
+    ] = False,
     json_out: Annotated[
         Path | None, typer.Option("--json", metavar="OUT", help="Also write every number as JSON.", callback=check_output_path)
     ] = None,
@@ -653,6 +674,8 @@ def calibrate(
     and write a machine profile for the simulator's time model."""
     from reclaimlab import calibrate as calibration
 
+    if only_loop_device and only_readahead:
+        _fail("reclaimlab calibrate: give --only-loop-device or --only-readahead, not both", EXIT_BAD_INPUT)
     options = calibration.Options(
         kind=kind,
         output=output,
@@ -661,9 +684,12 @@ def calibrate(
         codec_rounds=codec_rounds,
         wait=wait,
         skip_device=skip_device,
+        skip_loop_device=skip_loop_device,
+        only_loop_device=only_loop_device,
         skip_lab=skip_lab,
         kernel_codec_rounds=kernel_codec_rounds,
         lab_from=lab_from,
+        only_readahead=only_readahead,
         json=json_out,
     )
     code = calibration.main(options)

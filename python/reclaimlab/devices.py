@@ -30,6 +30,10 @@ class DeviceModel:
     max_sectors_kb: int | None = None
     nr_requests: int | None = None
     read_ahead_kb: int | None = None
+    #: The time a cache flush occupies the device (a volatile write cache without FUA, as the
+    #: loop device and virtio-blk have: a journal commit's REQ_PREFLUSH | REQ_FUA write costs
+    #: two). None: no volatile cache, flushes are dropped as the block layer drops them.
+    flush_ns: int | None = None
 
 
 #: Device presets. First estimates; a machine profile (reclaimlab/profiles/, written by
@@ -45,6 +49,13 @@ DEVICE_PRESETS: dict[str, DeviceModel] = {
     # rotational, max_sectors_kb and nr_requests are assumptions (docs/scenario.md, "Device
     # presets").
     "cloud-disk": DeviceModel(True, 2_000_000, 2_000_000, 150_000_000, 150_000_000, iops=600, max_sectors_kb=1280, nr_requests=256),
+    # The lab's filesystem device (lab/filesystems.py): a loop device with direct IO over a
+    # fallocated image file on this project's VM disk, its queue as sysfs shows it. Figures of
+    # `calibrate --only-loop-device` (stage 2b, loop_device.py) on polyglot-vm, 2026-11-24
+    # 22:46 UTC, the ones its profile records ([measurements.loop_device]; docs/calibration.md).
+    "lab-loop": DeviceModel(
+        True, 927_000, 375_100, 4_047_000_000, 3_592_000_000, max_sectors_kb=1280, nr_requests=128, read_ahead_kb=2560, flush_ns=335_000
+    ),
 }
 
 #: The device model of a zram swap device when none is given: RAM, no latency and a transfer
@@ -63,12 +74,13 @@ _FIELDS = {
     "max_sectors_kb": "max_sectors_kb",
     "nr_requests": "nr_requests",
     "read_ahead_kb": "read_ahead_kb",
+    "flush_latency": "flush_ns",
 }
 #: The figures a device without a preset must give.
 FIGURES: tuple[str, ...] = ("rotational", "read_latency", "write_latency", "read_bandwidth", "write_bandwidth")
 #: Figures that may be left out (no IOPS cap, no request merging, no queue limit, the default
 #: readahead size) unless a preset sets them.
-OPTIONAL_FIGURES: tuple[str, ...] = ("iops", "max_sectors_kb", "nr_requests", "read_ahead_kb")
+OPTIONAL_FIGURES: tuple[str, ...] = ("iops", "max_sectors_kb", "nr_requests", "read_ahead_kb", "flush_latency")
 
 
 def overlay(base: DeviceModel | None, figures: Mapping[str, Any]) -> DeviceModel:

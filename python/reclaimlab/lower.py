@@ -102,6 +102,8 @@ def _device(d: DeviceModel) -> dict[str, Any]:
         out["nr_requests"] = d.nr_requests
     if d.read_ahead_kb is not None:
         out["read_ahead_kb"] = d.read_ahead_kb
+    if d.flush_ns is not None:
+        out["flush_ns"] = d.flush_ns
     return out
 
 

@@ -209,7 +209,7 @@ def _profile_device(name: str, table: Any) -> tuple[DeviceModel | None, list[Pro
                 if not isinstance(value, bool):
                     raise ValueError(f"expected true or false; got {describe(value)}")
                 figures[key] = value
-            elif key in ("read_latency", "write_latency"):
+            elif key in ("read_latency", "write_latency", "flush_latency"):
                 figures[key] = parse_duration(value)
             elif key in ("read_bandwidth", "write_bandwidth"):
                 figures[key] = parse_bandwidth(value)

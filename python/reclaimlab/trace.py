@@ -39,9 +39,10 @@ import struct
 import zlib
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
 
 __all__ = [
     "FORMATS",
@@ -68,8 +69,20 @@ MAX_PAGES = 1 << 31
 MAX_ACCESSES = 1 << 28
 PAGE_SIZE = 4096
 #: libCacheSim oracleGeneral: struct { u32 clock_time; u64 obj_id; u32 obj_size; i64 next_access_vtime; } packed.
-ORACLE_GENERAL = np.dtype([("timestamp", "<u4"), ("obj_id", "<u8"), ("obj_size", "<u4"), ("next_access_vtime", "<i8")])
-assert ORACLE_GENERAL.itemsize == 24
+#: (``ORACLE_GENERAL``, the numpy dtype, is made on first use: numpy is imported only where a
+#: trace is converted or read, not by every run that lowers a scenario.)
+ORACLE_GENERAL_FIELDS = [("timestamp", "<u4"), ("obj_id", "<u8"), ("obj_size", "<u4"), ("next_access_vtime", "<i8")]
+ORACLE_GENERAL_SIZE = 24
+
+
+def __getattr__(name: str) -> Any:
+    if name == "ORACLE_GENERAL":
+        import numpy as np
+
+        dtype = np.dtype(ORACLE_GENERAL_FIELDS)
+        assert dtype.itemsize == ORACLE_GENERAL_SIZE
+        return dtype
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class TraceError(ValueError):
@@ -101,6 +114,8 @@ def convert(path: Path, fmt: str, total_pages: int, mapping: str = "modulo", lim
 
 
 def _words(ids: np.ndarray, writes: np.ndarray, total_pages: int, mapping: str) -> np.ndarray:
+    import numpy as np
+
     ids = ids.astype(np.uint64, copy=False)
     if mapping == "first_seen":
         uniq, first, inverse = np.unique(ids, return_index=True, return_inverse=True)
@@ -122,6 +137,8 @@ _OPS = {"r": False, "read": False, "w": True, "write": True}
 
 
 def _csv(data: bytes, cap: int) -> tuple[np.ndarray, np.ndarray]:
+    import numpy as np
+
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as e:
@@ -163,14 +180,16 @@ def _csv(data: bytes, cap: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _oracle_general(data: bytes, cap: int) -> tuple[np.ndarray, np.ndarray]:
-    size = ORACLE_GENERAL.itemsize
+    import numpy as np
+
+    size = ORACLE_GENERAL_SIZE
     if len(data) % size:
         whole = len(data) // size * size
         raise TraceError(
             f"byte {whole}: {len(data)} bytes is not a whole number of {size}-byte oracleGeneral records "
             f"({len(data) - whole} bytes left over after record {len(data) // size})"
         )
-    recs = np.frombuffer(data, dtype=ORACLE_GENERAL)
+    recs = np.frombuffer(data, dtype=__getattr__("ORACLE_GENERAL"))
     # libCacheSim's reader skips requests of size 0 by default (ignore_size_zero_req).
     ids = recs["obj_id"][recs["obj_size"] != 0][:cap].copy()
     return ids, np.zeros(len(ids), dtype=bool)
@@ -184,6 +203,8 @@ def _num(v: Any, where: str) -> int:
 
 
 def _damo(data: bytes, cap: int) -> tuple[np.ndarray, np.ndarray]:
+    import numpy as np
+
     if data.lstrip()[:1] in (b"[", b"{"):
         raw = data  # damo's json format
     else:
@@ -270,6 +291,8 @@ def compact_bytes(words: np.ndarray) -> bytes:
 
 def read_compact(data: bytes) -> np.ndarray:
     """The access words of a compact file (for tests and tools)."""
+    import numpy as np
+
     if data[:8] != MAGIC or len(data) < 16 or (len(data) - 16) != 4 * struct.unpack("<Q", data[8:16])[0]:
         raise TraceError("not a reclaimlab compact trace, or truncated")
     return np.frombuffer(data, dtype="<u4", offset=16)

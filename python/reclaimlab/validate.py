@@ -41,6 +41,7 @@ from typing import Any
 from reclaimlab import native, trace
 from reclaimlab.result import FAULT_COLUMNS, RunResult, counter_sort_key, split_counter
 from reclaimlab.scenario import Scenario
+from reclaimlab.scenario.models import phase_kinds_without_accesses
 
 __all__ = [
     "KERNELS_BLOCK",
@@ -550,7 +551,7 @@ RANDOM_RATE = "random-phase accesses/s"
 FILL_RATE = "fill accesses/s"
 ALL_RATES = "all phase rates (accesses/s)"
 #: Phases that make no accesses: their "rate" (0 on both sides) says nothing about time.
-NO_ACCESS_KINDS = frozenset({"sleep", "exit", "reclaim", "cgroup_write", "cgroup_open", "cgroup_read", "cgroup_close", "zram_write"})
+NO_ACCESS_KINDS = phase_kinds_without_accesses()
 SUMMARY_BLOCK = "validation-summary"
 KERNELS_BLOCK = "validation-kernels"
 

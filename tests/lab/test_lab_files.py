@@ -101,7 +101,7 @@ def test_file_phases_end_to_end_leave_nothing_behind(lab: Lab, tmp_path: Path, f
     assert "block[data].stat.write_sectors" in r.series["values"]
     # Only the fields the simulator exports are counters; sectors are in raw and the series.
     assert {k for k in c if k.startswith("block[")} == {
-        f"block[data].stat.{f}" for f in ("read_ios", "read_merges", "write_ios", "write_merges")
+        f"block[data].stat.{f}" for f in ("read_ios", "read_merges", "write_ios", "write_merges", "flush_ios")
     }
     assert c["block[data].stat.write_ios"] > 0
 

@@ -107,6 +107,9 @@ pub struct BlockDevice {
     pub tags: BinaryHeap<Reverse<Time>>,
     /// Writes in flight in completion order: (done, page).
     pub inflight: VecDeque<(Time, u32)>,
+    /// Completion of the last write issued (page cache, swap or metadata): writes complete in
+    /// submission order.
+    last_write_done: Time,
     /// Time of the DeviceDone event already queued for this device, if any.
     pub scheduled: Option<Time>,
 }
@@ -119,6 +122,7 @@ impl BlockDevice {
             stat: DiskStats::default(),
             tags: BinaryHeap::new(),
             inflight: VecDeque::new(),
+            last_write_done: 0,
             scheduled: None,
         }
     }
@@ -143,7 +147,38 @@ impl BlockDevice {
 
     /// [`BlockDevice::issue`] for a request built from `bios` bios (its merges: bios − 1).
     pub fn issue_request(&mut self, now: Time, dir: Dir, pages: &[u32], bios: u64) -> Time {
-        let n = pages.len() as u64;
+        let done = self.serve(now, dir, pages.len() as u64, bios);
+        if dir == Dir::Write {
+            self.inflight.extend(pages.iter().map(|&p| (done, p)));
+        }
+        done
+    }
+
+    /// A request of `blocks` 4 KiB blocks built from `bios` bios that carries no page of the
+    /// page arena: a filesystem's metadata, such as a journal's descriptor, metadata and
+    /// commit blocks (submit_bh). Timed and counted as any request; nothing to complete.
+    pub fn issue_blocks(&mut self, now: Time, dir: Dir, blocks: u64, bios: u64) -> Time {
+        self.serve(now, dir, blocks, bios)
+    }
+
+    /// A cache flush (REQ_OP_FLUSH: blkdev_issue_flush, a REQ_PREFLUSH, or the post-flush
+    /// with which blk-flush.c emulates REQ_FUA on a device without FUA). It reaches the device
+    /// after the requests issued before it and occupies it for `flush_ns`; its completion.
+    /// None when the model has no `flush_ns`: a device without a volatile write cache, for
+    /// which blk_flush_policy drops flushes (REQ_PREFLUSH and REQ_FUA become plain writes).
+    pub fn issue_flush(&mut self, now: Time) -> Option<Time> {
+        let ns = self.model.flush_ns?;
+        let start = now.max(self.pipe_free);
+        self.pipe_free = later(start, ns);
+        self.stat.flush_ios += 1;
+        if self.model.nr_requests.is_some() {
+            self.tags.push(Reverse(self.pipe_free));
+        }
+        Some(self.pipe_free)
+    }
+
+    /// Time and count one request of `n` pages made of `bios` bios; its completion.
+    fn serve(&mut self, now: Time, dir: Dir, n: u64, bios: u64) -> Time {
         debug_assert!(n > 0);
         let (bytes_per_s, latency) = match dir {
             Dir::Read => (self.model.read_bytes_per_s, self.model.read_latency_ns),
@@ -169,8 +204,9 @@ impl BlockDevice {
             Dir::Write => {
                 self.stat.write_ios += 1;
                 self.stat.write_merges += bios.max(1) - 1;
-                done = done.max(self.inflight.back().map_or(0, |b| b.0));
-                self.inflight.extend(pages.iter().map(|&p| (done, p)));
+                // Writes complete in submission order.
+                done = done.max(self.last_write_done);
+                self.last_write_done = done;
             }
         }
         if self.model.nr_requests.is_some() {

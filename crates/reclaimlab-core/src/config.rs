@@ -122,6 +122,11 @@ pub struct DeviceModel {
     /// default. Swap readahead does not use it (page-cluster).
     #[serde(default)]
     pub read_ahead_kb: Option<u32>,
+    /// Time a cache flush (REQ_OP_FLUSH) occupies the device: the device has a volatile
+    /// write cache and no FUA (blk-flush.c emulates a FUA write with a flush after it), as the
+    /// loop device and virtio-blk have. None: no volatile cache, flushes are dropped.
+    #[serde(default)]
+    pub flush_ns: Option<u64>,
 }
 
 #[cfg(test)]
@@ -139,6 +144,7 @@ impl DeviceModel {
             max_sectors_kb: None,
             nr_requests: None,
             read_ahead_kb: None,
+            flush_ns: None,
         }
     }
 }

@@ -62,6 +62,14 @@ costs! {
     page_alloc_zero_ns = 500,
     /// Swap-in bookkeeping: swap cache insert, memcg charge, rmap, LRU add (per page read).
     swapin_page_ns = 800,
+    /// A readahead page of a swap-in window (swap_cluster_readahead / swap_vma_readahead ->
+    /// __read_swap_cache_async): folio allocation, memcg charge, swap cache insert, LRU add,
+    /// and the later minor fault's mapping of it beyond fault_ns (swap cache lookup, rmap, the
+    /// readahead hit accounting). The device read is the window's one request (crate::block)
+    /// and the codec is charged apart. Built-in default: swapin_page_ns's (one figure for
+    /// every page read, as before this cost existed); calibrate measures it on a sequential
+    /// zswap read-back at vm.page-cluster 3.
+    swap_ra_page_ns = 800,
     /// A buffered read(2) of one cached 4 KiB page: syscall entry, page cache lookup and
     /// copy_page_to_iter. Measured on the reference host (6.18, ext4 with large folios):
     /// pread(2) of 4 KiB over a cached 256 MiB file, 350–396 ns a call in 8 passes

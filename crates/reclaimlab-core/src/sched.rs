@@ -637,6 +637,7 @@ impl Scheduler {
                 proc.phases[proc.phase].1,
                 Phase::CreateFiles { fsync: true, .. }
             );
+            let create_files = matches!(proc.phases[proc.phase].1, Phase::CreateFiles { .. });
             let mut phase_done = false;
             while ctx.now < quantum_end {
                 if ctx.now >= duration_end {
@@ -666,6 +667,10 @@ impl Scheduler {
                         mm.filemap_read(&mut ctx, page).map(|()| true)
                     } else if buffered_write {
                         let written = proc.accesses * PAGE_SIZE;
+                        if create_files && a.page == 0 {
+                            // open(O_CREAT) of the phase's next file: ext4_create.
+                            mm.ext4_create(region);
+                        }
                         let r = mm.generic_perform_write(&mut ctx, page).map(|()| true);
                         let last_of_file = a.page + 1 == mm.regions[region].pages as u64;
                         if r.is_ok()

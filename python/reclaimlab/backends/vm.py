@@ -39,8 +39,7 @@ from reclaimlab import trace
 from reclaimlab.backends.kernel import default_timeout
 from reclaimlab.errors import Problem, ScenarioError
 from reclaimlab.lab.apply import new_runid
-from reclaimlab.lab.errors import LabError, LabTimeout, RunnerFailed
-from reclaimlab.lab.interrupts import raise_interrupt, signals_to
+from reclaimlab.lab.errors import LabError, RunnerFailed
 from reclaimlab.lab.record import Series, counters, sim_counter_keys
 from reclaimlab.lab.result import KernelRunResult, phase_record
 from reclaimlab.lower import lower
@@ -52,8 +51,9 @@ from reclaimlab.vm import initramfs
 from reclaimlab.vm import trace as vmtrace
 from reclaimlab.vm.cache import KERNELS, InstalledKernel, VmUnavailable, cache_dir, installed_kernel
 from reclaimlab.vm.channel import Channel, keyed
+from reclaimlab.vm.drive import BOOT_TIMEOUT_S, check_host_memory, drive
 from reclaimlab.vm.plan import make_plan
-from reclaimlab.vm.qemu import QEMU_OVERHEAD_BYTES, Guest, GuestSpec, qemu_version
+from reclaimlab.vm.qemu import Guest, GuestSpec, qemu_version
 
 __all__ = ["DEFAULT_GUEST_MEMORY", "DEFAULT_KERNEL", "DEFAULT_SAMPLE_INTERVAL_S", "run"]
 
@@ -64,20 +64,11 @@ DEFAULT_GUEST_MEMORY = 1 << 30
 #: Each sample costs the guest a few ms of emulated serial output: sample less often than the
 #: host lab (1 s).
 DEFAULT_SAMPLE_INTERVAL_S = 2.0
-#: How long the guest may take from QEMU's start to its init's first record.
-BOOT_TIMEOUT_S = 120.0
 POLL_S = 0.1
 
 
 def _stderr(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
-
-
-def _host_available() -> int:
-    for line in Path("/proc/meminfo").read_text().splitlines():
-        if line.startswith("MemAvailable:"):
-            return int(line.split()[1]) * 1024
-    return 0
 
 
 def _guest_memory(scenario: Scenario, config: dict[str, Any], memory: int | None, note: Callable[[str], None]) -> int:
@@ -197,11 +188,7 @@ def run(
     cpus = min(int(config["machine"]["cpus"]), os.cpu_count() or 1)
     if cpus < int(config["machine"]["cpus"]):
         note(f"note: the guest gets {cpus} CPUs (this host's count), not the scenario's {config['machine']['cpus']}")
-    avail = _host_available()
-    if mem + QEMU_OVERHEAD_BYTES > avail:
-        raise VmUnavailable(
-            f"a {mem >> 20} MiB guest needs about {(mem + QEMU_OVERHEAD_BYTES) >> 20} MiB; the host has {avail >> 20} MiB available"
-        )
+    check_host_memory(mem)
     keys, key_source = sim_counter_keys(config)
     timeout = timeout_s if timeout_s is not None else default_timeout(config)
     spec = GuestSpec(
@@ -212,43 +199,20 @@ def run(
         disks=[size for _, size in plan.disks],
         timeout_s=timeout + BOOT_TIMEOUT_S,
     )
-    guest = Guest(spec)
     ch = Channel()
-    t_start = time.monotonic()
-    t_init: float | None = None
-    try:
-        with signals_to(raise_interrupt):
-            guest.start()
-            deadline = t_start + timeout + BOOT_TIMEOUT_S
-            while True:
-                ch.feed(guest.read_data())
-                if t_init is None and ch.event("init") is not None:
-                    t_init = time.monotonic()
-                if ch.error is not None:
-                    raise LabError(f"the guest ({k.name}) failed: {ch.error}")
-                if not guest.running():
-                    ch.feed(guest.read_data())
-                    break
-                now = time.monotonic()
-                if t_init is None and now - t_start > BOOT_TIMEOUT_S:
-                    raise LabError(f"the guest did not start its init within {BOOT_TIMEOUT_S:.0f}s; console:\n{guest.console_tail()}")
-                if now > deadline:
-                    raise LabTimeout(f"the run exceeded its timeout ({timeout:.0f}s after boot); the guest was stopped")
-                time.sleep(POLL_S)
-            if ch.error is not None:
-                raise LabError(f"the guest ({k.name}) failed: {ch.error}")
-            if not ch.bye:
-                raise LabError(
-                    f"the guest ended without finishing (QEMU exit {guest.exit_status()}): {guest.stderr_text()}\n"
-                    f"console:\n{guest.console_tail()}"
-                )
-    finally:
-        guest.close()
-    wall = time.monotonic() - t_start
+    d = drive(
+        Guest(spec),
+        ch,
+        what=f"the guest ({k.name})",
+        limit_s=timeout + BOOT_TIMEOUT_S,
+        timeout_message=f"the run exceeded its timeout ({timeout:.0f}s after boot); the guest was stopped",
+        poll_s=POLL_S,
+    )
+    wall = time.monotonic() - d.t_start
     result = _result(scenario, config, plan, ch, keys, sample_interval_s)
     result.stats.update(
         {
-            "boot_s": round((t_init or t_start) - t_start, 3),
+            "boot_s": round(d.boot_s, 3),
             "wall_s": round(wall, 3),
             "guest_uptime_at_init_s": int((ch.event("init") or ["0"])[0]) / 100,
         }

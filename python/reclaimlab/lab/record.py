@@ -12,8 +12,8 @@ engine.rs):
 * ``zram<k>.mm_stat.<field>``, k = the device's index among the scenario's zram devices;
 * ``block[<filesystem name>].stat.<field>``: the loop device under a scenario filesystem
   (/sys/block/loopN/stat; sectors are 512 bytes). The simulator exports the request counts
-  (``read_ios``, ``read_merges``, ``write_ios``, ``write_merges``); the other fields (sectors,
-  ticks, flushes) are in the raw snapshots and the series only.
+  (``read_ios``, ``read_merges``, ``write_ios``, ``write_merges``, ``flush_ios``); the other
+  fields (sectors, ticks) are in the raw snapshots and the series only.
 
 A run's counters are ``after - before`` for event counters and the value in ``after`` for
 gauges (``CLASSIFICATION``). ``after`` is read when every runner has finished its phases but

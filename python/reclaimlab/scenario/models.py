@@ -7,7 +7,7 @@ import copy
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, get_args
 
 from pydantic import AfterValidator, BeforeValidator, Discriminator, Field, PrivateAttr, Tag, WithJsonSchema, create_model, model_validator
 from pydantic_core import PydanticCustomError
@@ -41,7 +41,7 @@ from reclaimlab.scenario.types import (
     positive,
 )
 
-DevicePreset = Literal["hdd", "ssd", "nvme", "virtio-disk", "cloud-disk"]
+DevicePreset = Literal["hdd", "ssd", "nvme", "virtio-disk", "cloud-disk", "lab-loop"]
 
 #: /sys/block/<dev>/queue/max_sectors_kb: at least one page, at most what the kernel's u32 holds.
 MaxSectorsKb = IntRange(4, 2**32 - 1)
@@ -54,7 +54,8 @@ ReadAheadKb = IntRange(0, 2**32 - 1)
 
 class Device(StrictModel):
     """A preset name, or a table: a preset with some figures replaced, or all five figures
-    (``iops``, ``max_sectors_kb``, ``nr_requests`` and ``read_ahead_kb`` are optional either way)."""
+    (``iops``, ``max_sectors_kb``, ``nr_requests``, ``read_ahead_kb`` and ``flush_latency`` are
+    optional either way)."""
 
     scalar_shortcut: ClassVar[str] = "preset"
 
@@ -68,6 +69,7 @@ class Device(StrictModel):
     max_sectors_kb: MaxSectorsKb | None = None  # type: ignore[valid-type]
     nr_requests: NrRequests | None = None  # type: ignore[valid-type]
     read_ahead_kb: ReadAheadKb | None = None  # type: ignore[valid-type]
+    flush_latency: Duration | None = None
 
     #: The figures a device without a preset must give, and those it may leave out.
     FIGURES: ClassVar[tuple[str, ...]] = FIGURES
@@ -354,6 +356,10 @@ Dist = Annotated[
 
 
 class _Phase(StrictModel):
+    #: Whether the phase touches memory (loads, stores, file IO): its accesses/s is a rate
+    #: that says something about time. Phases that only wait or write a control file say no.
+    makes_accesses: ClassVar[bool] = True
+
     name: str | None = None
     #: ``"<process>:<phase>"``: the phase starts once that phase of that other process has
     #: ended (or the process stopped without ending it); docs/scenario.md, "after".
@@ -469,11 +475,13 @@ class CreateFilesPhase(_Phase):
 
 
 class SleepPhase(_Phase):
+    makes_accesses: ClassVar[bool] = False
     kind: Literal["sleep"]
     duration: Duration
 
 
 class ExitPhase(_Phase):
+    makes_accesses: ClassVar[bool] = False
     kind: Literal["exit"]
 
 
@@ -514,6 +522,7 @@ class CgroupWritePhase(_Phase):
     the process (a ``cgroup_open`` before it; ``file`` may then be left out). The peak files
     take ``value = "reset"``: a reset of the peak the descriptor reads."""
 
+    makes_accesses: ClassVar[bool] = False
     kind: Literal["cgroup_write"]
     file: (
         Literal[
@@ -583,6 +592,7 @@ class CgroupOpenPhase(_Phase):
     descriptor under the name ``fd`` for later ``cgroup_write``/``cgroup_read`` phases of the
     process, until a ``cgroup_close`` of it or the process's end."""
 
+    makes_accesses: ClassVar[bool] = False
     kind: Literal["cgroup_open"]
     file: PeakFile
     fd: str
@@ -595,6 +605,7 @@ class CgroupReadPhase(_Phase):
     are read at their row ``key`` (as the selftests' cg_read_key_long); a row the file does not
     have leaves ``read`` out and sets ``error = "ENOENT"``."""
 
+    makes_accesses: ClassVar[bool] = False
     kind: Literal["cgroup_read"]
     file: ReadableFile | None = None
     fd: str | None = None
@@ -622,6 +633,7 @@ class CgroupReadPhase(_Phase):
 class CgroupClosePhase(_Phase):
     """Closes the process's descriptor ``fd`` (close(2))."""
 
+    makes_accesses: ClassVar[bool] = False
     kind: Literal["cgroup_close"]
     fd: str
 
@@ -631,6 +643,7 @@ class ZramWritePhase(_Phase):
     ``compact`` compacts the device's zsmalloc pool (ZramFile in reclaimlab-workload). ``device``:
     the ``[[machine.swap]]`` name of a ``kind = "zram"`` device; default: the only one."""
 
+    makes_accesses: ClassVar[bool] = False
     kind: Literal["zram_write"]
     file: Literal["compact"]
     device: str | None = None
@@ -642,6 +655,7 @@ class KernelAllocPhase(_Phase):
     ``order = 3`` with ``fallback_order = 0`` (s->oo and s->min). ``migratetype``:
     ``"unmovable"`` (GFP_KERNEL) or ``"reclaimable"``. Held until the process exits."""
 
+    makes_accesses: ClassVar[bool] = False
     kind: Literal["kernel_alloc"]
     count: IntRange(1, 2**32 - 1)  # type: ignore[valid-type]
     order: IntRange(0, 10)  # type: ignore[valid-type]
@@ -660,6 +674,7 @@ class ReclaimPhase(_Phase):
     reclaim), with ``swappiness=`` when given (kernels 6.12 and later). ``amount`` is a size or
     ``{ of = COUNTER, times = X, minus = SIZE }``."""
 
+    makes_accesses: ClassVar[bool] = False
     kind: Literal["reclaim"]
     amount: Annotated[
         Annotated[CounterTimes, Tag("counter")] | Annotated[PositiveSize, Tag("plain")],
@@ -693,6 +708,12 @@ Phase = Annotated[
     | ExitPhase,
     Field(discriminator="kind"),
 ]
+
+
+def phase_kinds_without_accesses() -> frozenset[str]:
+    """The ``kind`` of every phase whose ``makes_accesses`` is False (derived from ``Phase``)."""
+    members = get_args(get_args(Phase)[0])
+    return frozenset(get_args(cls.model_fields["kind"].annotation)[0] for cls in members if not cls.makes_accesses)
 
 
 def phase_name(phase: Any, index: int) -> str:

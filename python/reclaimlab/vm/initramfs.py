@@ -23,7 +23,7 @@ from pathlib import Path
 
 from reclaimlab.vm.cache import BUSYBOX, InstalledKernel
 
-__all__ = ["Entry", "base_image", "base_inputs", "guest_init", "newc", "run_archive"]
+__all__ = ["Entry", "base_image", "base_inputs", "guest_init", "guest_script", "newc", "run_archive"]
 
 #: Bump when the image layout changes (it is part of the hash).
 LAYOUT_VERSION = "1"
@@ -60,9 +60,16 @@ def newc(entries: Iterable[Entry]) -> bytes:
     return bytes(out)
 
 
+def guest_script(program: str) -> bytes:
+    """A guest's /init: guest/prologue.sh (what every guest starts with) followed by
+    guest/``program`` (package data of reclaimlab.vm)."""
+    guest = resources.files("reclaimlab.vm").joinpath("guest")
+    return guest.joinpath("prologue.sh").read_bytes() + b"\n" + guest.joinpath(program).read_bytes()
+
+
 def guest_init() -> bytes:
-    """The guest's /init (package data: reclaimlab/vm/guest/init.sh)."""
-    return resources.files("reclaimlab.vm").joinpath("guest/init.sh").read_bytes()
+    """The scenario runner's /init (guest/init.sh)."""
+    return guest_script("init.sh")
 
 
 def _module_name(i: int, path: Path) -> str:

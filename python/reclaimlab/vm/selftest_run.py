@@ -26,15 +26,13 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from importlib import resources
 from typing import Any
 
-from reclaimlab.lab.errors import LabError, LabTimeout
-from reclaimlab.lab.interrupts import raise_interrupt, signals_to
 from reclaimlab.vm import initramfs, tap
 from reclaimlab.vm.cache import BUSYBOX, InstalledKernel, VmUnavailable, installed_kernel
 from reclaimlab.vm.channel import Channel
-from reclaimlab.vm.qemu import QEMU_OVERHEAD_BYTES, Guest, GuestSpec, qemu_version
+from reclaimlab.vm.drive import BOOT_TIMEOUT_S, check_host_memory, drive
+from reclaimlab.vm.qemu import Guest, GuestSpec, qemu_version
 from reclaimlab.vm.selftests import InstalledSelftests, SelftestBinary, installed_selftests
 
 __all__ = ["DEFAULT_MEMORY", "DEFAULT_TEST_TIMEOUT_S", "BinaryRun", "SelftestChannel", "run", "run_binary"]
@@ -45,7 +43,6 @@ DEFAULT_MEMORY = 1 << 30
 DEFAULT_TEST_TIMEOUT_S = 300.0
 SWAP_DISK_BYTES = 2 << 30
 SCRATCH_DISK_BYTES = 1 << 30
-BOOT_TIMEOUT_S = 120.0
 POLL_S = 0.2
 
 
@@ -96,10 +93,6 @@ class BinaryRun:
         }
 
 
-def _guest_init() -> bytes:
-    return resources.files("reclaimlab.vm").joinpath("guest/selftests.sh").read_bytes()
-
-
 def initrd(
     k: InstalledKernel, s: InstalledSelftests, b: SelftestBinary, test_timeout_s: float, mglru: bool, recursiveprot: bool = True
 ) -> bytes:
@@ -112,7 +105,7 @@ def initrd(
     entries: list[initramfs.Entry] = [(d, initramfs.DIR, b"") for d in dirs]
     entries += [
         ("bin/busybox", initramfs.EXE, BUSYBOX.read_bytes()),
-        ("init", initramfs.EXE, _guest_init()),
+        ("init", initramfs.EXE, initramfs.guest_script("selftests.sh")),
         (f"tests/{b.name}", initramfs.EXE, b.path.read_bytes()),
         ("plan/selftest.env", initramfs.FILE, env.encode()),
     ]
@@ -136,14 +129,6 @@ def _stored_pages_peaks(verdicts: list[tap.TestVerdict], samples: list[tuple[flo
         t0 = t1
 
 
-def _host_available() -> int:
-    with open("/proc/meminfo", encoding="utf-8") as f:
-        for line in f:
-            if line.startswith("MemAvailable:"):
-                return int(line.split()[1]) * 1024
-    return 0
-
-
 def run_binary(
     k: InstalledKernel,
     s: InstalledSelftests,
@@ -158,11 +143,7 @@ def run_binary(
     """Boot a guest that runs ``b``; its per-test verdicts. Raises LabError, LabTimeout,
     LabInterrupted (the guest is stopped in every case)."""
     note = on_note or (lambda _m: None)
-    avail = _host_available()
-    if memory + QEMU_OVERHEAD_BYTES > avail:
-        raise VmUnavailable(
-            f"a {memory >> 20} MiB guest needs about {(memory + QEMU_OVERHEAD_BYTES) >> 20} MiB; the host has {avail >> 20} MiB available"
-        )
+    check_host_memory(memory)
     limit = len(b.tests) * test_timeout_s + BOOT_TIMEOUT_S
     spec = GuestSpec(
         vmlinux=k.vmlinux,
@@ -172,42 +153,25 @@ def run_binary(
         disks=[SWAP_DISK_BYTES, SCRATCH_DISK_BYTES],
         timeout_s=limit,
     )
-    guest = Guest(spec)
     ch = SelftestChannel()
-    t0 = time.monotonic()
-    t_init: float | None = None
     reported = 0
-    try:
-        with signals_to(raise_interrupt):
-            guest.start()
-            while True:
-                ch.feed(guest.read_data())
-                if t_init is None and ch.event("init") is not None:
-                    t_init = time.monotonic()
-                if ch.error is not None:
-                    raise LabError(f"the selftest guest ({k.name}, {b.name}) failed: {ch.error}\nconsole:\n{guest.console_tail()}")
-                for _, text in ch.tap[reported:]:
-                    if text.startswith(("ok ", "not ok ", "1..0", "Bail out!")):
-                        note(f"{k.name} {b.name}: {text}")
-                reported = len(ch.tap)
-                if not guest.running():
-                    ch.feed(guest.read_data())
-                    break
-                now = time.monotonic()
-                if t_init is None and now - t0 > BOOT_TIMEOUT_S:
-                    raise LabError(f"the guest did not start its init within {BOOT_TIMEOUT_S:.0f}s; console:\n{guest.console_tail()}")
-                if now - t0 > limit:
-                    raise LabTimeout(f"{b.name} in the {k.name} guest exceeded {limit:.0f}s; the guest was stopped")
-                time.sleep(POLL_S)
-            if ch.error is not None:
-                raise LabError(f"the selftest guest ({k.name}, {b.name}) failed: {ch.error}")
-            if not ch.bye:
-                raise LabError(
-                    f"the selftest guest ended without finishing (QEMU exit {guest.exit_status()}): {guest.stderr_text()}\n"
-                    f"console:\n{guest.console_tail()}"
-                )
-    finally:
-        guest.close()
+
+    def report_tap() -> None:
+        nonlocal reported
+        for _, text in ch.tap[reported:]:
+            if text.startswith(("ok ", "not ok ", "1..0", "Bail out!")):
+                note(f"{k.name} {b.name}: {text}")
+        reported = len(ch.tap)
+
+    d = drive(
+        Guest(spec),
+        ch,
+        what=f"the selftest guest ({k.name}, {b.name})",
+        limit_s=limit,
+        timeout_message=f"{b.name} in the {k.name} guest exceeded {limit:.0f}s; the guest was stopped",
+        poll_s=POLL_S,
+        on_poll=report_tap,
+    )
     start = ch.event("start")
     started = int(start[0]) / 100 if start else None
     timeout_ev = ch.event("timeout")
@@ -221,8 +185,8 @@ def run_binary(
         tests=verdicts,
         exit_status=status,
         timed_out=timed_out,
-        boot_s=round((t_init or t0) - t0, 2),
-        wall_s=round(time.monotonic() - t0, 2),
+        boot_s=round(d.boot_s, 2),
+        wall_s=round(time.monotonic() - d.t_start, 2),
         info=dict(ch.info),
         dmesg=ch.dmesg,
     )

@@ -40,6 +40,7 @@
 //! readahead_gfp_mask adds __GFP_NORETRY) and a readahead page that cannot be had ends the
 //! window; files are laid out contiguously on their device, one after another.
 
+use super::journal::{InodeJournal, Jbd2};
 use super::page::{list, pg, Page, PAGE_SIZE};
 use super::page_writeback::{InodeWb, Wb};
 use super::{Ctx, Mm, Oom};
@@ -81,6 +82,16 @@ impl FsType {
         }
     }
 
+    /// Whether fsync(2) commits a jbd2 journal after the data (mm/journal.rs): ext4 with its
+    /// default journal. xfs's log force (xfs_file_fsync → xfs_log_force_seq) and btrfs's log
+    /// tree (btrfs_sync_log) are not modelled: their fsync writes and waits for the data only.
+    pub fn jbd2(self) -> bool {
+        match self {
+            FsType::Ext4 => true,
+            FsType::Xfs | FsType::Btrfs => false,
+        }
+    }
+
     fn parse(s: &str) -> Option<FsType> {
         match s {
             "ext4" => Some(FsType::Ext4),
@@ -98,6 +109,8 @@ pub struct Filesystem {
     pub bdev: BlockDevice,
     /// Its bdi_writeback: the flusher (mm/page_writeback.rs).
     pub wb: Wb,
+    /// Its jbd2 journal, if its type has one (mm/journal.rs).
+    pub journal: Jbd2,
 }
 
 impl Filesystem {
@@ -140,6 +153,7 @@ impl Filesystem {
                 fstype,
                 bdev: BlockDevice::new(device),
                 wb: Wb::default(),
+                journal: Jbd2::default(),
             });
         }
         Ok(out)
@@ -165,6 +179,8 @@ pub struct FileState {
     pub pending: Vec<(u32, Time)>,
     /// The inode's dirty pages and writeback state (mm/page_writeback.rs).
     pub wb: InodeWb,
+    /// What the filesystem's journal needs of the inode (mm/journal.rs).
+    pub journal: InodeJournal,
 }
 
 impl FileState {
@@ -179,6 +195,7 @@ impl FileState {
             prev_index: None,
             pending: Vec::new(),
             wb: InodeWb::default(),
+            journal: InodeJournal::default(),
         }
     }
 }
@@ -267,16 +284,23 @@ impl Mm {
                 self.do_page_cache_ra(ctx, region, index, 1, 0, 0)?;
             }
         }
+        if hit_marker {
+            // filemap_get_pages → filemap_readahead: the next window is submitted as soon as
+            // the reader finds the PG_readahead folio in the cache, before it waits for that
+            // folio's own read (filemap_update_page), so a reader faster than the device
+            // keeps two windows in flight.
+            self.page_cache_async_ra(ctx, region, index, i);
+            if !self.pages[i as usize].has(pg::RESIDENT) {
+                // The kernel holds a reference on the folio across the readahead, which keeps
+                // reclaim from taking it; the model has none, so a folio that reclaim for the
+                // new window took is read again.
+                self.do_page_cache_ra(ctx, region, index, 1, 0, 0)?;
+            }
+        }
         self.folio_wait_locked(ctx, region, i);
         ctx.cpu(self.costs.read_page_ns);
         self.file_state(region).prev_index = Some(index);
         self.folio_mark_accessed(i);
-        if hit_marker {
-            // filemap_readahead. The kernel starts it before the copy while holding a
-            // reference on the folio, which keeps reclaim from taking it; starting it after
-            // the copy gives the same window without that reference.
-            self.page_cache_async_ra(ctx, region, index, i);
-        }
         Ok(())
     }
 

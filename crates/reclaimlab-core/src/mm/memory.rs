@@ -338,7 +338,13 @@ impl Mm {
             self.free_frame();
             return Ok(Some(ctx.now));
         }
-        ctx.cpu(self.costs.swapin_page_ns);
+        // The faulting page is read and mapped (swapin_page_ns); a readahead page is only read
+        // into the swap cache now and mapped by a later minor fault (swap_ra_page_ns holds both).
+        ctx.cpu(if readahead {
+            self.costs.swap_ra_page_ns
+        } else {
+            self.costs.swapin_page_ns
+        });
         self.pages[j as usize].set(pg::RESIDENT | pg::SWAPCACHE);
         self.memcgs[m as usize].swapcached += 1;
         self.resident_add(j);

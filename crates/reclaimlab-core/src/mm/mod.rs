@@ -4,6 +4,7 @@
 //! workingset.rs, swap.rs (slots, devices, swap cache, readahead) and zswap/.
 
 pub mod filemap;
+pub mod journal;
 pub mod kalloc;
 pub mod lru_gen;
 pub mod memcg;

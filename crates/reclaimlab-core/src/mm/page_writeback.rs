@@ -27,8 +27,8 @@
 //! * The flusher writes one inode at a time, oldest dirtied_when first, MIN_WRITEBACK_PAGES
 //!   per chunk (writeback_chunk_size without bandwidth estimation), range-cyclic from the
 //!   inode's writeback_index; inodes are not moved between b_dirty/b_io/b_more_io lists.
-//! * Delayed allocation, journal commits and metadata writes are not modelled: a dirty page
-//!   costs one page of data write at its file offset.
+//! * A dirty page costs one page of data write at its file offset; the metadata that delayed
+//!   allocation dirties and the journal commit of an fsync are mm/journal.rs's.
 
 use std::collections::BTreeSet;
 
@@ -139,7 +139,7 @@ impl Mm {
             .wb
     }
 
-    fn fs_of_region(&self, region: usize) -> usize {
+    pub(crate) fn fs_of_region(&self, region: usize) -> usize {
         self.regions[region]
             .file
             .as_ref()
@@ -261,6 +261,9 @@ impl Mm {
     /// not mark the folio accessed, so written pages age on the inactive list.
     pub fn generic_perform_write(&mut self, ctx: &mut Ctx, i: u32) -> Result<(), Oom> {
         let region = self.pages[i as usize].region as usize;
+        // file_update_time (__generic_file_write_iter, before the copy): the new mtime dirties
+        // the inode in the journal (mm/journal.rs).
+        self.ext4_dirty_inode(region);
         if !self.pages[i as usize].has(pg::RESIDENT) {
             self.filemap_add_folio(ctx, i)?;
         }
@@ -277,6 +280,8 @@ impl Mm {
     /// fault_dirty_shared_page: the folio is dirtied and the task ratelimited.
     pub(crate) fn fault_dirty_shared_page(&mut self, ctx: &mut Ctx, i: u32) {
         let region = self.pages[i as usize].region as usize;
+        // fault_dirty_shared_page's file_update_time (mm/journal.rs).
+        self.ext4_dirty_inode(region);
         let newly = self.file_folio_mark_dirty(ctx.now, i);
         self.balance_dirty_pages_ratelimited(ctx, region, newly);
     }
@@ -437,6 +442,8 @@ impl Mm {
                 left
             };
             left -= 1;
+            // Delayed allocation of a block the file does not have yet (mm/journal.rs).
+            self.ext4_map_blocks(region, (j - base) as u64);
             self.writeback_file_folio(ctx, j, bio_pages);
         }
         if let Some(&last) = picked.last() {
@@ -600,6 +607,9 @@ impl Mm {
         }
         self.blk_finish_plug(ctx);
         self.wait_inode_writeback(ctx, region, fs);
+        self.complete_dev_until(dev, ctx.now);
+        // ext4_sync_file: then the journal (mm/journal.rs).
+        self.ext4_fsync_journal(ctx, region);
         self.complete_dev_until(dev, ctx.now);
     }
 

@@ -1,19 +1,24 @@
 //! Swap devices: slot allocation in clusters, the device IO model, slot freeing, and the
 //! readahead window arithmetic.
 //!
-//! Slot allocation follows the 6.15+ cluster allocator of mm/swapfile.c (Kairui Song) in
-//! simplified form: clusters of 512 slots (SWAPFILE_CLUSTER); one current cluster per device
-//! scanned forward from a cursor (the kernel keeps a global one for rotational devices and one
-//! per CPU for SSDs; we model a single CPU's); when it is full, take a nonfull cluster, else a
-//! free one. Discard, fragment lists, higher orders and swap-cache reclaim of full clusters are
-//! not modelled. Devices are used in priority order; equal priorities do not round-robin.
+//! Slot allocation follows cluster_alloc_swap_entry of mm/swapfile.c as of 6.17/6.18 (Kairui
+//! Song's cluster allocator) for order-0 slots on a device without discard: clusters of 512
+//! slots (SWAPFILE_CLUSTER) on the kernel's lists (free, nonfull, frag, full). The allocator
+//! continues from the slot after the last one it took (si->global_cluster->next for a rotational
+//! device; a CPU's percpu_swap_cluster for an SSD or zram: we model one CPU), scanning forward
+//! to the end of that cluster only (alloc_swap_scan_cluster); when nothing is free there, it
+//! takes the nonfull clusters first, then a free one, then one fragment cluster, each scanned
+//! from its start. After an allocation a partly used cluster goes to the tail of the frag list,
+//! a full one to the full list (relocate_cluster); freeing a slot puts its cluster at the tail
+//! of the nonfull list (partial_free_cluster), or of the free list when it empties
+//! (free_cluster). Not modelled: discard, higher orders, reclaim of swap-cache-only slots
+//! (swap_reclaim_full_clusters, only when vm_swap_full), the per-CPU clusters of other CPUs.
+//! Devices are used in priority order; equal priorities do not round-robin.
 //!
 //! Readahead window: __swapin_nr_pages / swapin_nr_pages / swap_vma_ra_win of mm/swap_state.c.
 //!
 //! Device timing (`BlockDevice::issue`, crate::block) is a cost model, not kernel code: docs/model/time.md. The
 //! block layer that builds the requests (plugging, merging) is crate::block.
-
-use std::collections::VecDeque;
 
 use super::page::{NONE, PAGE_SIZE};
 use crate::block::{BlockDevice, BlockDevices};
@@ -24,18 +29,34 @@ use crate::policy::Switches;
 
 pub const SWAPFILE_CLUSTER: u32 = 512;
 
+/// Which list of the device a cluster is on (swap_cluster_info->flags; `Off`: on none, the
+/// kernel's CLUSTER_FLAG_NONE while a list scan holds it, or CLUSTER_FLAG_FULL's list, which
+/// nothing here scans).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum ClusterState {
-    Free,
-    NonFull,
-    Full,
-    Current,
+enum ClusterList {
+    Free = 0,
+    NonFull = 1,
+    Frag = 2,
+    Off = 3,
 }
+
+const NO_CLUSTER: u32 = u32::MAX;
 
 struct Cluster {
     count: u16,
-    state: ClusterState,
+    list: ClusterList,
+    /// Neighbours on its list (list_head), NO_CLUSTER at the ends.
+    prev: u32,
+    next: u32,
     used: [u64; (SWAPFILE_CLUSTER / 64) as usize],
+}
+
+/// The free, nonfull and frag lists: first and last cluster of each, linked through the
+/// clusters (the kernel's list_heads), so that moving a cluster to a list's tail is O(1).
+#[derive(Clone, Copy)]
+struct Lists {
+    head: [u32; 3],
+    tail: [u32; 3],
 }
 
 /// The first clear bit at or after `from` (< SWAPFILE_CLUSTER) in a cluster's map, a word at a
@@ -66,10 +87,10 @@ pub struct SwapDev {
     /// The block device under the swap area: its request queue and timing (crate::block).
     pub bdev: BlockDevice,
     clusters: Vec<Cluster>,
-    free_clusters: VecDeque<u32>,
-    nonfull_clusters: VecDeque<u32>,
-    current: Option<u32>,
-    cursor: u32,
+    lists: Lists,
+    /// global_cluster->next[0] (percpu_swap_cluster for non-rotational devices): the offset
+    /// the next allocation scans from, None (SWAP_ENTRY_INVALID) when it must find a cluster.
+    next_offset: Option<u32>,
     /// A zram device (SWP_SYNCHRONOUS_IO, in memory) instead of a block device.
     pub zram: Option<crate::zram::Zram>,
 }
@@ -78,23 +99,16 @@ impl SwapDev {
     pub fn new(name: String, priority: i32, base: u32, pages: u64, model: DeviceModel) -> SwapDev {
         let max = pages.min(u32::MAX as u64 / 2) as u32;
         let nclusters = max.div_ceil(SWAPFILE_CLUSTER);
-        let mut clusters: Vec<Cluster> = (0..nclusters)
+        let clusters: Vec<Cluster> = (0..nclusters)
             .map(|_| Cluster {
                 count: 0,
-                state: ClusterState::Free,
+                list: ClusterList::Off,
+                prev: NO_CLUSTER,
+                next: NO_CLUSTER,
                 used: [0; 8],
             })
             .collect();
-        // Slots past `max` in the last cluster, and slot 0 (the swap header), are never free.
-        for s in max..nclusters * SWAPFILE_CLUSTER {
-            let c = &mut clusters[(s / SWAPFILE_CLUSTER) as usize];
-            c.used[((s % SWAPFILE_CLUSTER) / 64) as usize] |= 1 << (s % 64);
-            c.count += 1;
-        }
-        clusters[0].used[0] |= 1;
-        clusters[0].count += 1;
-        let free_clusters = (0..nclusters).collect();
-        SwapDev {
+        let mut d = SwapDev {
             name,
             priority,
             base,
@@ -102,12 +116,124 @@ impl SwapDev {
             inuse: 0,
             bdev: BlockDevice::new(model),
             clusters,
-            free_clusters,
-            nonfull_clusters: VecDeque::new(),
-            current: None,
-            cursor: 0,
+            lists: Lists {
+                head: [NO_CLUSTER; 3],
+                tail: [NO_CLUSTER; 3],
+            },
+            next_offset: None,
             zram: None,
+        };
+        // Slots past `max` in the last cluster, and slot 0 (the swap header), are never free
+        // (swapon marks them bad: swap_cluster_setup_bad_slot).
+        for s in max..nclusters * SWAPFILE_CLUSTER {
+            let c = &mut d.clusters[(s / SWAPFILE_CLUSTER) as usize];
+            c.used[((s % SWAPFILE_CLUSTER) / 64) as usize] |= 1 << (s % 64);
+            c.count += 1;
         }
+        d.clusters[0].used[0] |= 1;
+        d.clusters[0].count += 1;
+        // setup_clusters: empty clusters on the free list in order, the others (the header's,
+        // a short last one) on the nonfull list.
+        for c in 0..nclusters {
+            let to = if d.clusters[c as usize].count == 0 {
+                ClusterList::Free
+            } else {
+                ClusterList::NonFull
+            };
+            d.move_to_tail(c, to);
+        }
+        d
+    }
+
+    /// list_del: take `c` off its list.
+    fn unlink(&mut self, c: u32) {
+        let (list, prev, next) = {
+            let cl = &self.clusters[c as usize];
+            (cl.list, cl.prev, cl.next)
+        };
+        if list == ClusterList::Off {
+            return;
+        }
+        let l = list as usize;
+        if prev == NO_CLUSTER {
+            self.lists.head[l] = next;
+        } else {
+            self.clusters[prev as usize].next = next;
+        }
+        if next == NO_CLUSTER {
+            self.lists.tail[l] = prev;
+        } else {
+            self.clusters[next as usize].prev = prev;
+        }
+        let cl = &mut self.clusters[c as usize];
+        cl.list = ClusterList::Off;
+        cl.prev = NO_CLUSTER;
+        cl.next = NO_CLUSTER;
+    }
+
+    /// move_cluster: `c` to the tail of `to` (Off: off every list).
+    fn move_to_tail(&mut self, c: u32, to: ClusterList) {
+        self.unlink(c);
+        if to == ClusterList::Off {
+            return;
+        }
+        let l = to as usize;
+        let tail = self.lists.tail[l];
+        if tail == NO_CLUSTER {
+            self.lists.head[l] = c;
+        } else {
+            self.clusters[tail as usize].next = c;
+        }
+        self.lists.tail[l] = c;
+        let cl = &mut self.clusters[c as usize];
+        cl.list = to;
+        cl.prev = tail;
+    }
+
+    /// relocate_cluster, after an allocation attempt: empty to the free list, partly used to
+    /// the tail of the frag list (unless it is on it), full off the lists (the full list).
+    fn relocate(&mut self, c: u32) {
+        let cl = &self.clusters[c as usize];
+        let to = match cl.count as u32 {
+            0 => ClusterList::Free,
+            SWAPFILE_CLUSTER => ClusterList::Off,
+            _ => ClusterList::Frag,
+        };
+        if cl.list != to || to == ClusterList::Off {
+            self.move_to_tail(c, to);
+        }
+    }
+
+    /// alloc_swap_scan_cluster for one slot: the first free slot of cluster `c` at or after
+    /// `from` (not wrapping to the cluster's start); sets the next offset and relocates `c`.
+    fn scan_cluster(&mut self, c: u32, from: u32) -> Option<u32> {
+        let cl = &mut self.clusters[c as usize];
+        let found = if (cl.count as u32) < SWAPFILE_CLUSTER {
+            first_free(&cl.used, from)
+        } else {
+            None
+        };
+        self.next_offset = None;
+        if let Some(s) = found {
+            cl.used[(s / 64) as usize] |= 1 << (s % 64);
+            cl.count += 1;
+            if (cl.count as u32) < SWAPFILE_CLUSTER && s + 1 < SWAPFILE_CLUSTER {
+                self.next_offset = Some(c * SWAPFILE_CLUSTER + s + 1);
+            }
+        }
+        self.relocate(c);
+        found.map(|s| c * SWAPFILE_CLUSTER + s)
+    }
+
+    /// isolate_lock_cluster + alloc_swap_scan_cluster from the cluster's start, for the first
+    /// cluster of `list`.
+    fn scan_list_head(&mut self, list: ClusterList) -> Option<Option<u32>> {
+        let c = self.lists.head[list as usize];
+        if c == NO_CLUSTER {
+            return None;
+        }
+        self.unlink(c);
+        Some(self.scan_cluster(c, 0))
     }
 
     /// SWP_SYNCHRONOUS_IO: IO completes inline (zram).
@@ -119,60 +245,45 @@ impl SwapDev {
         self.max as u64 - 1
     }
 
-    fn take_in_cluster(&mut self, c: u32) -> Option<u32> {
-        let cl = &mut self.clusters[c as usize];
-        if cl.count as u32 >= SWAPFILE_CLUSTER {
-            return None;
-        }
-        let start = if self.current == Some(c) {
-            self.cursor % SWAPFILE_CLUSTER
-        } else {
-            0
-        };
-        // First free slot at or after the cursor, else from the cluster start (the kernel's
-        // find_next_zero_bit in alloc_swap_scan_cluster): a word at a time.
-        let s = first_free(&cl.used, start).or_else(|| first_free(&cl.used, 0))?;
-        cl.used[(s / 64) as usize] |= 1 << (s % 64);
-        cl.count += 1;
-        self.cursor = s + 1;
-        Some(c * SWAPFILE_CLUSTER + s)
-    }
-
-    /// Allocate one order-0 slot; returns the device offset.
+    /// Allocate one order-0 slot (cluster_alloc_swap_entry); returns the device offset.
     pub fn alloc(&mut self) -> Option<u32> {
-        loop {
-            if let Some(c) = self.current {
-                if let Some(off) = self.take_in_cluster(c) {
-                    self.inuse += 1;
-                    return Some(off);
-                }
-                self.clusters[c as usize].state = ClusterState::Full;
-                self.current = None;
-            }
-            let next = loop {
-                match self.nonfull_clusters.pop_front() {
-                    Some(c) if self.clusters[c as usize].state == ClusterState::NonFull => {
-                        break Some(c)
-                    }
-                    Some(_) => continue,
-                    None => break None,
-                }
-            }
-            .or_else(|| loop {
-                match self.free_clusters.pop_front() {
-                    Some(c) if self.clusters[c as usize].state == ClusterState::Free => {
-                        break Some(c)
-                    }
-                    Some(_) => continue,
-                    None => break None,
-                }
-            })?;
-            self.clusters[next as usize].state = ClusterState::Current;
-            self.current = Some(next);
-            self.cursor = 0;
+        let found = self.alloc_offset();
+        if found.is_some() {
+            self.inuse += 1;
         }
+        found
     }
 
+    fn alloc_offset(&mut self) -> Option<u32> {
+        if let Some(off) = self.next_offset {
+            let c = off / SWAPFILE_CLUSTER;
+            // An empty cluster is scanned from its start (6.18: "if (cluster_is_empty(ci))
+            // offset = cluster_offset(si, ci)").
+            let from = if self.clusters[c as usize].count == 0 {
+                0
+            } else {
+                off % SWAPFILE_CLUSTER
+            };
+            if let Some(s) = self.scan_cluster(c, from) {
+                return Some(s);
+            }
+        }
+        // new_cluster: every nonfull cluster (scan_all), then one free cluster, then one
+        // fragment cluster.
+        while let Some(found) = self.scan_list_head(ClusterList::NonFull) {
+            if found.is_some() {
+                return found;
+            }
+        }
+        if let Some(found) = self.scan_list_head(ClusterList::Free) {
+            return found;
+        }
+        self.scan_list_head(ClusterList::Frag).flatten()
+    }
+
+    /// Free one slot (swap_entries_free): its cluster goes to the tail of the free list when
+    /// it empties (free_cluster), else to the tail of the nonfull list unless it is on it
+    /// (partial_free_cluster).
     pub fn free(&mut self, off: u32) {
         let c = off / SWAPFILE_CLUSTER;
         let s = off % SWAPFILE_CLUSTER;
@@ -184,16 +295,12 @@ impl SwapDev {
         cl.used[(s / 64) as usize] &= !(1 << (s % 64));
         cl.count -= 1;
         self.inuse -= 1;
-        match cl.state {
-            ClusterState::Full => {
-                cl.state = ClusterState::NonFull;
-                self.nonfull_clusters.push_back(c);
+        if cl.count == 0 {
+            if cl.list != ClusterList::Free {
+                self.move_to_tail(c, ClusterList::Free);
             }
-            ClusterState::NonFull if cl.count == 0 => {
-                cl.state = ClusterState::Free;
-                self.free_clusters.push_back(c);
-            }
-            _ => {}
+        } else if cl.list != ClusterList::NonFull {
+            self.move_to_tail(c, ClusterList::NonFull);
         }
     }
 
@@ -379,7 +486,7 @@ mod tests {
         assert_eq!(d.alloc(), Some(1));
         assert_eq!(d.alloc(), Some(2));
         d.free(1);
-        // The cursor keeps moving forward inside the current cluster.
+        // The allocator keeps moving forward inside the current cluster.
         assert_eq!(d.alloc(), Some(3));
         assert_eq!(d.usable(), 2047);
     }
@@ -393,6 +500,55 @@ mod tests {
         d.free(600);
         assert_eq!(d.alloc(), Some(600));
         assert_eq!(d.alloc(), None);
+    }
+
+    #[test]
+    fn a_cluster_is_scanned_forward_only_and_freed_slots_wait_on_the_nonfull_list() {
+        // 6.18 cluster_alloc_swap_entry: the allocator continues after the last slot it took
+        // and does not wrap to the start of that cluster; a slot freed behind it puts the
+        // cluster on the nonfull list, which is taken (from its start) once the cluster it
+        // is in has nothing free ahead, before any free cluster.
+        let c = SWAPFILE_CLUSTER;
+        let mut d = SwapDev::new("s".into(), -2, 0, 4 * c as u64, model());
+        let first: Vec<u32> = (0..c - 1).map(|_| d.alloc().unwrap()).collect();
+        assert_eq!(first, (1..c).collect::<Vec<_>>(), "cluster 0 in order");
+        d.free(5);
+        d.free(9);
+        assert_eq!(
+            d.alloc(),
+            Some(5),
+            "cluster 0 full ahead: its nonfull entry, from the start"
+        );
+        assert_eq!(d.alloc(), Some(9), "then on from the slot after");
+        assert_eq!(
+            d.alloc(),
+            Some(c),
+            "nothing ahead in cluster 0: a free cluster"
+        );
+        assert_eq!(d.alloc(), Some(c + 1));
+        assert_eq!(d.alloc(), Some(c + 2));
+        d.free(c + 1); // behind the allocator in its own cluster
+                       // The free put cluster 1 on the nonfull list, but the next allocation in it moved it to
+                       // the frag list (relocate_cluster): the hole is not revisited while other clusters
+                       // have room. The allocator goes on to the end of cluster 1, then to a free cluster.
+        for k in c + 3..2 * c {
+            assert_eq!(d.alloc(), Some(k));
+        }
+        assert_eq!(
+            d.alloc(),
+            Some(2 * c),
+            "the hole in cluster 1 waits on the frag list"
+        );
+        // A free in cluster 1 puts it on the nonfull list again, which goes before the rest of
+        // the current cluster only once that has nothing free ahead.
+        d.free(c + 7);
+        assert_eq!(d.alloc(), Some(2 * c + 1));
+        // Emptying a cluster returns it to the free list.
+        for s in (c..2 * c).filter(|&s| s != c + 1 && s != c + 7) {
+            d.free(s);
+        }
+        assert_eq!(d.alloc(), Some(2 * c + 2), "the current cluster goes on");
+        assert_eq!(d.inuse, (c as u64 - 1) + 3);
     }
 
     #[test]

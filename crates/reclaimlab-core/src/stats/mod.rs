@@ -253,6 +253,7 @@ counters! {
         read_merges: "Read bios merged into a request.",
         write_ios: "Write requests issued.",
         write_merges: "Write bios merged into a request.",
+        flush_ios: "Cache flushes issued (REQ_OP_FLUSH: a journal commit's REQ_PREFLUSH, the flush after a write that emulates REQ_FUA, blkdev_issue_flush); 0 on a device model without `flush_ns`.",
     }
 }
 

@@ -128,3 +128,48 @@ fn a_fault_on_a_folio_under_reclaim_writeback_counts_as_a_readahead_hit() {
         measure.minflt
     );
 }
+
+#[test]
+fn readahead_pages_cost_swap_ra_page_ns_and_faulting_pages_swapin_page_ns() {
+    // A sequential read-back from zswap at page-cluster 3: every major fault reads its window
+    // of 8 slots, the 7 readahead pages are then minor faults. Raising swap_ra_page_ns by 1 µs
+    // lengthens the read-back by 1 µs per readahead page (swap_ra), and swapin_page_ns by 1 µs
+    // per major fault (the faulting pages): each page read is charged one of the two. One
+    // process on two CPUs under a v1 limit, zswap without device IO: no contention factor.
+    let mut v = passes(2048, json!({}));
+    v["kernel"]["zswap"]["enabled"] = json!(true);
+    let readback = |v: &serde_json::Value| {
+        let r = run(v);
+        let p = r.phases.iter().find(|p| p.phase == "pass").expect("phase");
+        (
+            p.end_ns - p.start_ns,
+            counter(&r, "vmstat.swap_ra"),
+            counter(&r, "vmstat.swap_ra_hit"),
+            p.majflt,
+        )
+    };
+    let (t0, ra, hits, maj) = readback(&v);
+    assert!(ra > 0 && hits > 0, "no readahead in a sequential read-back");
+    v["costs"] = json!({"swap_ra_page_ns": 1800});
+    let (t1, ra1, _, maj1) = readback(&v);
+    v["costs"] = json!({"swap_ra_page_ns": 800, "swapin_page_ns": 1800});
+    let (t2, ra2, _, maj2) = readback(&v);
+    assert_eq!(
+        (ra1, maj1, ra2, maj2),
+        (ra, maj, ra, maj),
+        "counts moved with a cost"
+    );
+    assert_eq!((t1 - t0) % 1000, 0);
+    let ra_in_phase = (t1 - t0) / 1000;
+    assert!(
+        ra_in_phase > 0 && ra_in_phase <= ra,
+        "swap_ra_page_ns: +{} ns over {ra} readahead pages",
+        t1 - t0
+    );
+    assert_eq!((t2 - t0) % 1000, 0);
+    assert!(
+        (t2 - t0) / 1000 >= maj && (t2 - t0) / 1000 <= maj + ra,
+        "swapin_page_ns: +{} ns over {maj} major faults",
+        t2 - t0
+    );
+}

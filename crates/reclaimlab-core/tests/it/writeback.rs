@@ -53,7 +53,9 @@ fn fsync_writes_and_waits_for_every_dirty_page() {
         ),
         (0, 0)
     );
-    assert_eq!(counter(&r, "vmstat.pgpgout"), 2000 * 4);
+    // The data, and each fsync's journal commit of the inode (descriptor, inode table block,
+    // commit block: mm/journal.rs).
+    assert_eq!(counter(&r, "vmstat.pgpgout"), (2000 + 2 * 3) * 4);
     assert_eq!(counter(&r, "memcg[/t].memory.stat.dirty"), 0);
     // Whole-page writes read nothing; the writes merge into 512 KiB requests.
     assert_eq!(counter(&r, "vmstat.pgpgin"), 0);
@@ -208,4 +210,79 @@ fn dirty_writeback_runs_are_deterministic() {
         a.phases.iter().map(|p| p.end_ns).collect::<Vec<_>>(),
         b.phases.iter().map(|p| p.end_ns).collect::<Vec<_>>()
     );
+}
+
+/// `add_file`'s filesystem with a volatile write cache: a flush occupies the device 1 ms.
+fn with_flush(mut v: Value) -> Value {
+    v["machine"]["filesystems"][0]["device"]["flush_ns"] = json!(1_000_000);
+    v
+}
+
+#[test]
+fn fsync_of_a_new_ext4_file_commits_its_metadata_with_two_flushes() {
+    // 8 new files of 32 pages, each written, fsynced and closed (create_files): every fsync
+    // writes the file's 32 pages (one request), the journal's descriptor and the 6 metadata
+    // blocks a create and its allocation dirty (inode bitmap, inode table block, group
+    // descriptor, directory block, the directory's inode table block, block bitmap; one
+    // request of 7 bios), then the commit block between two flushes (REQ_PREFLUSH | REQ_FUA on
+    // a device without FUA). The files' inodes are 12..19; those up to 16 share the root
+    // directory's inode table block (16 inodes per block): 5 files log 5 metadata blocks, 3
+    // log 6.
+    let mut v = scenario(&[("heap", 16, "text")], 1, 100_000, false, false);
+    v["machine"]["memory_bytes"] = json!(512 * MIB);
+    add_file(&mut v, "ext4", 200_000_000, 32, &[]);
+    let regs = v["processes"][0]["regions"].as_array_mut().unwrap();
+    let file = regs[1].clone();
+    for k in 1..8 {
+        let mut f = file.clone();
+        f["name"] = json!(format!("f{k}"));
+        regs.push(f);
+    }
+    v["processes"][0]["phases"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!({"name": "create",
+        "phase": {"kind": "create_files", "regions": [1, 2, 3, 4, 5, 6, 7, 8], "fsync": true}}));
+    let r = run(&with_flush(v.clone()));
+    // Data (one bio), journal (descriptor and metadata: one bio each, merged) and commit:
+    // 3 requests a file.
+    assert_eq!(counter(&r, "block[data].stat.write_ios"), 8 * 3);
+    assert_eq!(counter(&r, "block[data].stat.write_merges"), 5 * 5 + 3 * 6);
+    assert_eq!(counter(&r, "block[data].stat.flush_ios"), 8 * 2);
+    // pgpgout counts the journal's KiB too: descriptor + metadata + commit blocks.
+    assert_eq!(
+        counter(&r, "vmstat.pgpgout"),
+        (8 * 32 + 5 * (1 + 5 + 1) + 3 * (1 + 6 + 1)) * 4
+    );
+    // Each file waits for at least its two flushes.
+    assert!(phase_ns(&r, "create") >= 8 * 2_000_000);
+    // Without a volatile cache (no flush_ns) the commit block is a plain write: no flush.
+    let plain = run(&v);
+    assert_eq!(counter(&plain, "block[data].stat.flush_ios"), 0);
+    assert_eq!(counter(&plain, "block[data].stat.write_ios"), 8 * 3);
+    assert!(phase_ns(&plain, "create") + 8 * 2_000_000 <= phase_ns(&r, "create"));
+    // xfs's log force is not modelled: its fsync writes the data only.
+    let xfs = {
+        let mut x = with_flush(v);
+        x["machine"]["filesystems"][0]["fstype"] = json!("xfs");
+        run(&x)
+    };
+    assert_eq!(counter(&xfs, "block[data].stat.write_ios"), 8);
+    assert_eq!(counter(&xfs, "block[data].stat.flush_ios"), 0);
+}
+
+#[test]
+fn fsync_of_an_existing_file_logs_its_inode() {
+    // A file made before the run, rewritten with an fsync every 1000 pages: its blocks are
+    // allocated, so each commit logs the inode's table block (the new mtime) only:
+    // descriptor, inode block, commit block.
+    let r = run(&with_flush(write_scenario(
+        512,
+        2000,
+        100_000,
+        "ext4",
+        &[write(Some(1000 * 4096))],
+    )));
+    assert_eq!(counter(&r, "block[data].stat.flush_ios"), 2 * 2);
+    assert_eq!(counter(&r, "vmstat.pgpgout"), (2000 + 2 * 3) * 4);
 }

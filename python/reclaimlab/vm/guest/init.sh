@@ -1,4 +1,3 @@
-#!/bin/busybox sh
 # The VM lab guest's PID 1 (docs/vmlab.md). It runs one scenario and powers the guest off:
 #
 #   mount proc, sys, dev, debugfs, a small /tmp; source /plan/plan.sh (the run's plan, written
@@ -18,31 +17,10 @@
 #   @@DMESG                   the kernel's OOM reports, if any, then "@@END"
 # Any exit of this script (or a panic: panic=-1) reboots, and QEMU runs with -no-reboot: the
 # guest ends either way.
+#
+# This file follows guest/prologue.sh in the guest's /init (mounts, fd 9, bye/ev/die/info/now/
+# setf/waitdev are there).
 
-/bin/busybox --install -s /bin
-export PATH=/bin
-mount -t proc proc /proc
-mount -t sysfs sysfs /sys
-mount -t devtmpfs devtmpfs /dev
-mount -t debugfs debugfs /sys/kernel/debug
-mount -t tmpfs -o size=64m,mode=1777 tmpfs /tmp
-
-stty -F /dev/ttyS1 raw -echo 2>/dev/null   # raw: no \n -> \r\n on the way out
-exec 9>/dev/ttyS1
-
-bye() {
-    echo "@@EV bye" >&9
-    # The last close of the tty waits until the UART has sent everything (closing_wait).
-    exec 9>&-
-    sync
-    reboot -f
-}
-ev() { echo "@@EV $*" >&9; }
-die() { echo "@@ERR $*" >&9; bye; }
-info() { echo "@@INFO $1 $(tr '\n' ' ' < "$2" 2>/dev/null)" >&9; }
-# uptime in centiseconds (without a leading-zero octal trap)
-now() { read -r up _ < /proc/uptime; echo $(( ${up%.*} * 100 + 1${up#*.} - 100 )); }
-setf() { echo "$2" > "$1" 2>/dev/null || die "cannot write '$2' to $1"; }
 # setf, then check the value reads back (Y/N, 1/0 and true/false are the same answer: module
 # parameters show Y/N, sysctls 1/0, /sys/kernel/mm/swap/vma_ra_enabled true/false; a file
 # listing its choices with the current one in brackets, /sys/kernel/mm/transparent_hugepage/*,
@@ -52,10 +30,6 @@ setp() {
     v=$(cat "$1")
     case "$v" in *\[*\]*) v=${v#*\[}; v=${v%%\]*} ;; esac
     case "$v:$2" in Y:1|N:0|1:Y|0:N|true:Y|false:N|true:1|false:0) ;; *) [ "$v" = "$2" ] || die "$1: wrote '$2' but it reads '$v'" ;; esac
-}
-waitdev() {
-    n=0
-    until [ -b "$1" ]; do n=$((n + 1)); [ $n -gt 200 ] && die "no block device $1 after 10 s"; sleep 0.05; done
 }
 snap() {
     label=$1

@@ -1,4 +1,3 @@
-#!/bin/busybox sh
 # The VM lab guest's PID 1 for the kernel's cgroup selftests (reclaimlab.vm.selftest_run,
 # docs/conformance.md). It prepares the machine the selftests expect, runs one selftest binary,
 # follows its TAP output, and powers the guest off:
@@ -26,33 +25,10 @@
 #   @@T uptime_cs line  one line of the binary's output (stdout and stderr), as it came
 #   @@Z uptime_cs n     zswap's stored_pages (debugfs), each time it changed (polled every 0.5 s)
 #   @@DMESG ... @@END   what the kernel logged while the binary ran (OOM reports, warnings)
+#
+# This file follows guest/prologue.sh in the guest's /init (mounts, fd 9, bye/ev/die/info/now/
+# setf/waitdev are there).
 
-/bin/busybox --install -s /bin
-export PATH=/bin
-mount -t proc proc /proc
-mount -t sysfs sysfs /sys
-mount -t devtmpfs devtmpfs /dev
-mount -t debugfs debugfs /sys/kernel/debug
-mount -t tmpfs -o size=32m,mode=1777 tmpfs /tmp
-
-stty -F /dev/ttyS1 raw -echo 2>/dev/null   # raw: no \n -> \r\n on the way out
-exec 9>/dev/ttyS1
-
-bye() {
-    echo "@@EV bye" >&9
-    exec 9>&-   # the last close waits until the UART has sent everything
-    sync
-    reboot -f
-}
-ev() { echo "@@EV $*" >&9; }
-die() { echo "@@ERR $*" >&9; bye; }
-info() { echo "@@INFO $1 $(tr '\n' ' ' < "$2" 2>/dev/null)" >&9; }
-now() { read -r up _ < /proc/uptime; echo $(( ${up%.*} * 100 + 1${up#*.} - 100 )); }
-setf() { echo "$2" > "$1" 2>/dev/null || die "cannot write '$2' to $1"; }
-waitdev() {
-    n=0
-    until [ -b "$1" ]; do n=$((n + 1)); [ $n -gt 200 ] && die "no block device $1 after 10 s"; sleep 0.05; done
-}
 # Send the output's complete lines from line $sent+1 on; count the TAP result lines.
 forward() {
     n=$(wc -l < /tmp/out)
