@@ -231,3 +231,44 @@ def test_the_core_creates_files_and_fsyncs_each(real_core: Any) -> None:
     assert counters["vmstat.nr_dirty"] == 0
     phase = next(r for r in result["phases"] if r["phase"] == "fsmark")
     assert phase["accesses"] == 6 * 16
+
+
+TMPFILE = FILES.replace('[[processes.files]]\nname = "db"\n', '[[processes.files]]\nname = "db"\ntmpfile = true\n', 1) + (
+    '[[processes.phases]]\nkind = "exit"\n'
+)
+
+
+def test_a_tmpfile_lowers_with_its_flag() -> None:
+    assert "tmpfile = true" in TMPFILE
+    regions = lower(load(TMPFILE), profile=None)["processes"][0]["regions"]
+    assert [r.get("tmpfile") for r in regions] == [None, True]
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (
+            TMPFILE.replace('kind = "mmap"\nfile = "db"\n', 'kind = "mmap"\nfile = "db"\nwrite_percent = 1\n'),
+            "processes[0].phases[2].file: 'db' is a tmpfile, which only read phases may use",
+        ),
+        (
+            TMPFILE.replace('type = "xfs"\ndevice = "nvme"', 'type = "tmpfs"'),
+            "processes[0].files[0].tmpfile: a tmpfile on tmpfs 'data' is not modelled",
+        ),
+    ],
+)
+def test_tmpfile_errors_name_the_key(text: str, message: str) -> None:
+    with pytest.raises(ScenarioError) as e:
+        load(text)
+    assert message in str(e.value)
+
+
+@pytest.mark.native
+def test_the_core_frees_a_tmpfile_at_exit(real_core: Any) -> None:
+    sim = real_core.Simulation(json.dumps(lower(load(TMPFILE), profile=None)))
+    while not sim.step(100_000):
+        pass
+    counters = dict(json.loads(sim.result_json())["counters"])
+    # Read and mapped (512 pages from the device), then the exit's last close truncated it.
+    assert counters["vmstat.pgpgin"] == 512 * 4
+    assert counters["vmstat.nr_file_pages"] == 0

@@ -174,7 +174,7 @@ def test_phase_kind(write: Write) -> None:
     msg = one(write, MINIMAL.replace('kind = "fill"', 'kind = "fil"'))
     assert (
         msg
-        == "processes[0].phases[0].kind: expected one of 'fill', 'sequential', 'random', 'trace', 'read', 'mmap', 'write', 'create_files', 'sleep', 'reclaim', 'cgroup_write', 'zram_write', 'kernel_alloc', 'exit'; got 'fil'"
+        == "processes[0].phases[0].kind: expected one of 'fill', 'sequential', 'random', 'trace', 'read', 'mmap', 'write', 'create_files', 'sleep', 'reclaim', 'cgroup_write', 'cgroup_open', 'cgroup_read', 'cgroup_close', 'zram_write', 'kernel_alloc', 'exit'; got 'fil'"
     )
 
 
@@ -182,7 +182,7 @@ def test_phase_kind_missing(write: Write) -> None:
     msg = one(write, MINIMAL.replace('kind = "fill"\n', ""))
     assert (
         msg
-        == "processes[0].phases[0].kind: required key is missing; expected one of 'fill', 'sequential', 'random', 'trace', 'read', 'mmap', 'write', 'create_files', 'sleep', 'reclaim', 'cgroup_write', 'zram_write', 'kernel_alloc', 'exit'"
+        == "processes[0].phases[0].kind: required key is missing; expected one of 'fill', 'sequential', 'random', 'trace', 'read', 'mmap', 'write', 'create_files', 'sleep', 'reclaim', 'cgroup_write', 'cgroup_open', 'cgroup_read', 'cgroup_close', 'zram_write', 'kernel_alloc', 'exit'"
     )
 
 
@@ -439,7 +439,7 @@ def test_odd_types(write: Write) -> None:
         == "cgroups.cgroup_version: expected 1 or 2; got 3"
     )
     assert one(write, MINIMAL.replace('kind = "fill"', "kind = 5")) == (
-        "processes[0].phases[0].kind: expected one of 'fill', 'sequential', 'random', 'trace', 'read', 'mmap', 'write', 'create_files', 'sleep', 'reclaim', 'cgroup_write', 'zram_write', 'kernel_alloc', 'exit'; got 5"
+        "processes[0].phases[0].kind: expected one of 'fill', 'sequential', 'random', 'trace', 'read', 'mmap', 'write', 'create_files', 'sleep', 'reclaim', 'cgroup_write', 'cgroup_open', 'cgroup_read', 'cgroup_close', 'zram_write', 'kernel_alloc', 'exit'; got 5"
     )
     assert one(write, MINIMAL.replace('device = "ssd"', "device = 5")) == "machine.swap[0].device: expected a table; got 5"
     assert one(write, "compare = 5\n" + MINIMAL) == "compare: expected a table; got 5"
@@ -499,6 +499,82 @@ def test_cgroup_phase_errors_name_the_key(write: Write) -> None:
     assert msg.startswith("processes[0].phases[1].amount"), msg
     msg = one(write, _with_phase('kind = "reclaim"\namount = "4MiB"\nswappiness = 201\n'))
     assert msg.startswith("processes[0].phases[1].swappiness"), msg
+
+
+def test_cgroup_descriptor_phases_load_and_lower() -> None:
+    # A process keeps descriptors of the peak files by name; writes and reads through them
+    # lower to the descriptor's index, with the file it was opened on.
+    text = _with_phase('kind = "cgroup_open"\nfile = "memory.peak"\nfd = "a"\n')
+    for phase in (
+        'kind = "cgroup_open"\nfile = "memory.swap.peak"\nfd = "b"\n',
+        'kind = "cgroup_write"\nfd = "a"\nvalue = "reset"\n',
+        'kind = "cgroup_read"\nfd = "b"\n',
+        'kind = "cgroup_close"\nfd = "a"\n',
+        'kind = "cgroup_read"\nfile = "memory.peak"\n',
+        'kind = "cgroup_read"\nfile = "memory.events"\nkey = "oom"\n',
+        'kind = "cgroup_write"\nfile = "memory.swap.peak"\nvalue = "reset"\n',
+        'kind = "cgroup_write"\nfile = "memory.swap.max"\nvalue = "30M"\n',
+        'kind = "cgroup_open"\nfile = "memory.peak"\nfd = "a"\n',
+    ):
+        text += "[[processes.phases]]\n" + phase
+    phases = [p["phase"] for p in reclaimlab.lower(load(text))["processes"][0]["phases"]]
+    assert phases[1:] == [
+        {"kind": "cgroup_open", "file": "memory.peak", "fd": 0},
+        {"kind": "cgroup_open", "file": "memory.swap.peak", "fd": 1},
+        {"kind": "cgroup_write", "file": "memory.peak", "value": {"kind": "reset"}, "fd": 0},
+        {"kind": "cgroup_read", "file": "memory.swap.peak", "fd": 1},
+        {"kind": "cgroup_close", "fd": 0},
+        {"kind": "cgroup_read", "file": "memory.peak"},
+        {"kind": "cgroup_read", "file": "memory.events", "key": "oom"},
+        {"kind": "cgroup_write", "file": "memory.swap.peak", "value": {"kind": "reset"}},
+        {"kind": "cgroup_write", "file": "memory.swap.max", "value": {"kind": "value", "value": 30 << 20}},
+        {"kind": "cgroup_open", "file": "memory.peak", "fd": 0},
+    ]
+
+
+def test_cgroup_descriptor_errors_name_the_key(write: Write) -> None:
+    opened = _with_phase('kind = "cgroup_open"\nfile = "memory.peak"\nfd = "a"\n')
+    assert one(write, opened + '[[processes.phases]]\nkind = "cgroup_read"\nfd = "b"\n') == (
+        "processes[0].phases[2].fd: expected the name of a descriptor a cgroup_open of process 'p' opened before this phase"
+        " (open here: 'a'); got 'b'"
+    )
+    closed = opened + '[[processes.phases]]\nkind = "cgroup_close"\nfd = "a"\n'
+    assert one(write, closed + '[[processes.phases]]\nkind = "cgroup_write"\nfd = "a"\nvalue = "reset"\n') == (
+        "processes[0].phases[3].fd: expected the name of a descriptor a cgroup_open of process 'p' opened before this phase"
+        " (none is open here); got 'a'"
+    )
+    assert one(write, opened + '[[processes.phases]]\nkind = "cgroup_open"\nfile = "memory.swap.peak"\nfd = "a"\n') == (
+        "processes[0].phases[2].fd: descriptor 'a' of process 'p' is already open (on memory.peak); close it first"
+    )
+    assert one(write, opened + '[[processes.phases]]\nkind = "cgroup_read"\nfile = "memory.swap.peak"\nfd = "a"\n') == (
+        "processes[0].phases[2].file: descriptor 'a' is open on memory.peak, not memory.swap.peak"
+    )
+    msg = one(write, _with_phase('kind = "cgroup_open"\nfile = "memory.high"\nfd = "a"\n'))
+    assert msg.startswith("processes[0].phases[1].file: expected one of 'memory.peak', 'memory.swap.peak'"), msg
+    msg = one(write, _with_phase('kind = "cgroup_write"\nfile = "memory.peak"\nvalue = "1G"\n'))
+    assert msg.startswith("processes[0].phases[1]") and 'memory.peak takes "reset"' in msg, msg
+    msg = one(write, _with_phase('kind = "cgroup_read"\nfile = "memory.stat"\n'))
+    assert msg.startswith("processes[0].phases[1]") and "memory.stat is read at a row" in msg, msg
+    msg = one(write, _with_phase('kind = "cgroup_read"\nfile = "memory.current"\nkey = "anon"\n'))
+    assert "only memory.stat and memory.events have rows" in msg, msg
+    assert one(write, _with_phase('kind = "cgroup_read"\nfile = "memory.peak"\n', MINIMAL)) == (
+        "processes[0].phases[1].kind: a cgroup_read phase reads memory.peak, a cgroup v2 file; cgroup_version is 1"
+    )
+
+
+@pytest.mark.native
+def test_cgroup_read_records_the_value_and_a_missing_row(real_core: object, tmp_path: Path) -> None:
+    # memory.stat is on the root cgroup too; a row the simulator does not model reads as ENOENT
+    # (as cg_read_key_long finds no such key).
+    text = MINIMAL.replace("[machine]", "[cgroups]\ncgroup_version = 2\n[machine]")
+    text += '[[processes.phases]]\nname = "anon"\nkind = "cgroup_read"\nfile = "memory.stat"\nkey = "anon"\n'
+    text += '[[processes.phases]]\nname = "nope"\nkind = "cgroup_read"\nfile = "memory.stat"\nkey = "no_such_row"\n'
+    path = tmp_path / "s.toml"
+    path.write_text(text, encoding="utf-8")
+    r = reclaimlab.run(path)
+    rec = {p["phase"]: p for p in r.phase_records}
+    assert rec["anon"]["read"] == r.counters["memcg[/].memory.stat.anon"] == 1 << 20
+    assert "read" not in rec["nope"] and rec["nope"]["error"] == "ENOENT"
 
 
 # --- after ---------------------------------------------------------------------------------

@@ -23,6 +23,9 @@ from reclaimlab.devices import ZRAM_DEVICE, DeviceModel
 from reclaimlab.errors import ScenarioError
 from reclaimlab.profile import Profile, active_profile, device_presets, effective_costs
 from reclaimlab.scenario import (
+    CgroupClosePhase,
+    CgroupOpenPhase,
+    CgroupReadPhase,
     Cgroups,
     CgroupWritePhase,
     CreateFilesPhase,
@@ -49,7 +52,7 @@ from reclaimlab.scenario import (
     cgroup_files,
     phase_name,
 )
-from reclaimlab.scenario.checks import after_targets
+from reclaimlab.scenario.checks import after_targets, fd_files
 from reclaimlab.units import pages
 
 __all__ = ["lower"]
@@ -218,7 +221,10 @@ def _trace(s: Scenario, ph: TracePhase, where: tuple[str | int, ...], regions: d
     }
 
 
-def _phase(ph: Any, name: str, regions: dict[str, int], zram: dict[str, int]) -> dict[str, Any]:
+def _phase(ph: Any, name: str, regions: dict[str, int], zram: dict[str, int], fds: dict[str, int], open_: dict[str, str]) -> dict[str, Any]:
+    """One phase in the serde form. ``fds``: the process's descriptor names as indices;
+    ``open_``: the descriptors open before this phase, name -> file (checks.py made sure every
+    one used is open)."""
     if isinstance(ph, FillPhase):
         return {"kind": "fill", "region": regions[ph.region]}
     if isinstance(ph, SequentialPhase):
@@ -253,7 +259,17 @@ def _phase(ph: Any, name: str, regions: dict[str, int], zram: dict[str, int]) ->
     if isinstance(ph, ReclaimPhase):
         return {"kind": "reclaim", "amount": ph.lowered_amount(), "swappiness": ph.swappiness}
     if isinstance(ph, CgroupWritePhase):
+        if ph.fd is not None:
+            return {"kind": "cgroup_write", "file": open_[ph.fd], "value": ph.lowered_value(), "fd": fds[ph.fd]}
         return {"kind": "cgroup_write", "file": ph.file, "value": ph.lowered_value()}
+    if isinstance(ph, CgroupOpenPhase):
+        return {"kind": "cgroup_open", "file": ph.file, "fd": fds[ph.fd]}
+    if isinstance(ph, CgroupReadPhase):
+        if ph.fd is not None:
+            return {"kind": "cgroup_read", "file": open_[ph.fd], "fd": fds[ph.fd]}
+        return {"kind": "cgroup_read", "file": ph.file} | ({"key": ph.key} if ph.key is not None else {})
+    if isinstance(ph, CgroupClosePhase):
+        return {"kind": "cgroup_close", "fd": fds[ph.fd]}
     if isinstance(ph, ZramWritePhase):
         # zram devices are numbered in the scenario's order (zram0, zram1 ...), as the lab
         # configures them; checks.py made sure the name is one of them, or that there is one.
@@ -284,7 +300,10 @@ def _process(s: Scenario, pi: int, p: Process, cgroups: dict[str, int], after: d
     ]
     for f in p.files:
         fs = f.filesystem if f.filesystem is not None else m.filesystems[0].name
-        lowered.append({"name": f.name, "pages": pages(f.size), "content": f.content, "variants": f.variants, "file": fs_index[fs]})
+        lowered.append(
+            {"name": f.name, "pages": pages(f.size), "content": f.content, "variants": f.variants, "file": fs_index[fs]}
+            | ({"tmpfile": True} if f.tmpfile else {})
+        )
     for j, ph in enumerate(p.phases):
         if isinstance(ph, CreateFilesPhase):
             fs = ph.filesystem if ph.filesystem is not None else m.filesystems[0].name
@@ -295,6 +314,12 @@ def _process(s: Scenario, pi: int, p: Process, cgroups: dict[str, int], after: d
     adj = {"oom_score_adj": p.oom_score_adj} if p.oom_score_adj else {}
     zram_names = [sw.name if sw.name is not None else f"swap{i}" for i, sw in enumerate(m.swap) if sw.kind == "zram"]
     zram = {n: k for k, n in enumerate(zram_names)}
+    # Descriptor names as indices, in the order of their first cgroup_open.
+    fds: dict[str, int] = {}
+    for ph in p.phases:
+        if isinstance(ph, CgroupOpenPhase):
+            fds.setdefault(ph.fd, len(fds))
+    opened = fd_files(p)
     return {
         **adj,
         "name": p.name,
@@ -305,7 +330,7 @@ def _process(s: Scenario, pi: int, p: Process, cgroups: dict[str, int], after: d
                 "name": phase_name(ph, j),
                 "phase": _trace(s, ph, ("processes", pi, "phases", j), regions, [r["pages"] for r in lowered])
                 if isinstance(ph, TracePhase)
-                else _phase(ph, phase_name(ph, j), regions, zram),
+                else _phase(ph, phase_name(ph, j), regions, zram, fds, opened[j]),
                 # Only when set: configs of phases without it stay as they were.
                 **({"after": {"process": after[(pi, j)][0], "phase": after[(pi, j)][1]}} if (pi, j) in after else {}),
             }

@@ -71,8 +71,9 @@ def _phase_record(p: dict[str, Any]) -> dict[str, Any]:
     accesses = int(p["accesses"])
     elapsed_s = elapsed_ns / 1e9
     # What a cgroup phase's write did (reclaim: reclaimed_bytes and error "EAGAIN" when it fell
-    # short; cgroup_write: the value written): present on those phases only.
-    extra: dict[str, Any] = {k: p[k] for k in ("reclaimed_bytes", "error", "written") if p.get(k) is not None}
+    # short; cgroup_write: the value written; cgroup_read: the number read): present on those
+    # phases only.
+    extra: dict[str, Any] = {k: p[k] for k in ("reclaimed_bytes", "error", "written", "read") if p.get(k) is not None}
     extra.update({k: int(p[k]) for k in FAULT_COLUMNS if p.get(k) is not None})
     return {
         **extra,

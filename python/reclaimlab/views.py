@@ -231,7 +231,8 @@ def zsmalloc_tables(result: RunResult) -> list[Table]:
 
 
 def write_result(r: dict[str, Any]) -> str:
-    """What a reclaim or cgroup_write phase's write did, in words ("" for other phases)."""
+    """What a reclaim or cgroup_write phase's write did, or a cgroup_read read, in words (""
+    for other phases)."""
     parts = []
     if r.get("error"):
         parts.append(f"failed: {r['error']}")
@@ -239,6 +240,8 @@ def write_result(r: dict[str, Any]) -> str:
         parts.append(f"reclaimed {summary.fmt_bytes(float(r['reclaimed_bytes']))}")
     if r.get("written") is not None:
         parts.append(f"wrote {r['written']}")
+    if r.get("read") is not None:
+        parts.append(f"read {r['read']}")
     return ", ".join(parts)
 
 

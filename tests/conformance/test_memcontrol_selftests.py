@@ -1,9 +1,9 @@
 """The kernel's tools/testing/selftests/cgroup/test_memcontrol.c (as of v6.12), run in the
 simulator, for the tests whose setup the scenario format can express: anonymous memory and
 page cache in v2 cgroups under memory.high, memory.max, memory.min, memory.low and
-memory.swap.max, with memory.peak and memory.swap.peak, memory.reclaim, memory.oom.group and
-oom_score_adj. The per-fd peak resets, sockets and inotify are not modelled; the table in
-docs/conformance.md lists every selftest and what each lacks.
+memory.swap.max, with memory.peak and memory.swap.peak (plain and through kept descriptors),
+memory.reclaim, memory.oom.group and oom_score_adj. Sockets and cgroup.subtree_control are not
+modelled; the table in docs/conformance.md lists every selftest and what each lacks.
 """
 
 from __future__ import annotations
@@ -26,68 +26,53 @@ def _needs_core(real_core: Any) -> None:
     """The tests run the real simulator (skipped when the native module is not built)."""
 
 
+def _reads(r: reclaimlab.RunResult, process: str) -> dict[str, int]:
+    """What each cgroup_read phase of the process read (bytes), by phase name."""
+    return {p["phase"]: p["read"] for p in r.phase_records if p["process"] == process and "read" in p}
+
+
 def test_memcg_current_peak__v6_12() -> None:
-    # The anonymous half of the selftest: 50 MiB written in a cgroup without limits; while
-    # the memory is held, memory.current >= 50 MiB and within 3% of it, and memory.stat anon
-    # within 3% of memory.current. (The snapshot is taken before the process exits.)
-    # First, the reads of the new cgroup before anything ran: memory.current and memory.peak
-    # are 0. The run's series carries them: its first sample is at time 0, before any process
-    # ran (sampling only reads; the counters at the end are the same without it).
-    r = reclaimlab.run(HERE / "memcg_current_peak__v6_12.toml", interval_s=1.0)
-    t, values = r.series["t"], r.series["values"]
-    assert t[0] == 0.0
-    assert values[f"memcg[/{G}].memory.current"][0] == 0
-    assert values[f"memcg[/{G}].memory.peak"][0] == 0
-    assert outcomes(r, "alloc_anon_50M_check") == ["completed"]
+    # The selftest's process: memory.current and memory.peak 0 in the new cgroup; memory.peak
+    # >= 50 MiB after the anonymous child; three descriptors of memory.peak reset, a plain read
+    # still >= 50 MiB; fd2 closed, fd4 opened and reset; fd1 <= 30 MiB (the cgroup is empty);
+    # after the page-cache child, memory.peak, fd1 and fd4 >= 50 MiB; the closes succeed.
+    r = run("memcg_current_peak__v6_12")
+    assert [p["outcome"] for p in r.phase_records] == ["completed"] * len(r.phase_records)
+    v = _reads(r, "test")
+    assert v["current0"] == 0
+    assert v["peak0"] == 0
+    assert v["peak_anon"] >= 50 * MiB
+    assert v["peak_after_resets"] >= 50 * MiB
+    assert 0 <= v["fd1_empty"] <= 30 * MiB
+    assert v["peak_pagecache"] >= 50 * MiB
+    assert v["fd1_pagecache"] >= 50 * MiB
+    assert v["fd4_pagecache"] >= 50 * MiB
+    assert outcomes(r, "test")[-2:] == ["completed", "completed"]  # close3, close4
+    # The children's own checks, holding their memory: alloc_anon_50M_check: memory.current
+    # >= 50 MiB and within 3% of it, memory.stat anon within 3% of memory.current;
+    # alloc_pagecache_50M_check: memory.current >= 50 MiB, memory.stat file within 10% of it.
     size = 50 * MiB
-    current = cg(r, G, "memory.current")
-    assert current >= size
-    assert values_close(size, current, 3)
-    assert values_close(cg(r, G, "memory.stat.anon"), current, 3)
-    assert cg(r, G, "memory.peak") >= size
+    anon = _reads(r, "alloc_anon_50M_check")
+    assert anon["current"] >= size
+    assert values_close(size, anon["current"], 3)
+    assert values_close(anon["anon"], anon["current"], 3)
+    pc = _reads(r, "alloc_pagecache_50M_check")
+    assert pc["current"] >= size
+    assert values_close(pc["file"], pc["current"], 10)
 
 
-def _until_exit(scenario: str, process: str, tmp_path: Path) -> reclaimlab.RunResult:
-    """The scenario run until the process is about to exit: cut right before its `exit` phase
-    (and everything after it), so the run ends while the process still holds its file, where
-    the selftest's child reads its counters. (Counters are read at the end of a run.)"""
-    text = (HERE / f"{scenario}.toml").read_text(encoding="utf-8")
-    start = text.index(f'[[processes]]\nname = "{process}"')
-    text = text[: text.index('[[processes.phases]]\nkind = "exit"', start)]
-    path = tmp_path / f"{scenario}.toml"
-    path.write_text(text, encoding="utf-8")
-    return reclaimlab.run(path)
-
-
-def _pagecache_50m_check(r: reclaimlab.RunResult) -> bool:
-    """The selftest's alloc_pagecache_50M_check on the counters its child reads after reading
-    50 MiB of its file: memory.current >= 50 MiB and memory.stat file within 10% of it."""
-    current = cg(r, G, "memory.current")
-    return current >= 50 * MiB and values_close(cg(r, G, "memory.stat.file"), current, 10)
-
-
-def _pagecache_max_30m(r: reclaimlab.RunResult) -> bool:
-    """The selftest's alloc_pagecache_max_30M after its 50 MiB of page cache: memory.current
-    within 5% of 30 MiB. (Its first check, memory.high or memory.max == 30M, is the
-    scenario's setup.)"""
-    return values_close(cg(r, G, "memory.current"), 30 * MiB, 5)
-
-
-def test_memcg_high__v6_12(tmp_path: Path) -> None:
+def test_memcg_high__v6_12() -> None:
     # memory.high = 30M, no swap. 31 MiB written (v6.12's size): the allocation completes
     # (memory.high throttles and never kills). Then 50 MiB of page cache cannot all stay:
     # alloc_pagecache_50M_check fails; and another 50 MiB leaves memory.current within 5% of
     # 30 MiB. At the end memory.events high > 0.
-    r = _until_exit("memcg_high__v6_12", "alloc_pagecache_50M_check", tmp_path)
-    assert outcomes(r, "alloc_anon") == ["completed", "completed"]
-    assert outcomes(r, "alloc_pagecache_50M_check") == ["completed"]
-    assert not _pagecache_50m_check(r), cg(r, G, "memory.current")
-    r = _until_exit("memcg_high__v6_12", "alloc_pagecache_max_30M", tmp_path)
-    assert outcomes(r, "alloc_pagecache_max_30M") == ["completed"]
-    assert _pagecache_max_30m(r), cg(r, G, "memory.current")
     r = run("memcg_high__v6_12")
     assert all(p["outcome"] == "completed" for p in r.phase_records)
-    assert cg(r, G, "memory.events.high") > 0
+    c2 = _reads(r, "alloc_pagecache_50M_check")
+    assert not (c2["current"] >= 50 * MiB and values_close(c2["file"], c2["current"], 10)), c2
+    c3 = _reads(r, "alloc_pagecache_max_30M")
+    assert values_close(c3["current"], 30 * MiB, 5), c3
+    assert _reads(r, "test")["high"] > 0
 
 
 def test_memcg_high_sync__v6_12() -> None:
@@ -121,20 +106,36 @@ def test_memcg_high_sync_without_the_read__v6_12() -> None:
     assert r.counters["vmstat.unevictable_pgs_munlocked"] == r.counters["vmstat.unevictable_pgs_mlocked"]
 
 
-def test_memcg_max__v6_12(tmp_path: Path) -> None:
+def test_memcg_max__v6_12() -> None:
     # memory.max = 30M, no swap. 100 MiB written: the OOM killer kills the child. Then 50 MiB
-    # of page cache leaves memory.current within 5% of 30 MiB; after that child exited,
-    # memory.current is at most 30 MiB and not 0 (adapted: here it is the exited child's
-    # page cache, which the model never frees, docs/conformance.md), and memory.events max > 0.
-    r = _until_exit("memcg_max__v6_12", "alloc_pagecache_max_30M", tmp_path)
-    assert outcomes(r, "alloc_anon") == ["oom_killed"]
-    assert outcomes(r, "alloc_pagecache_max_30M") == ["completed"]
-    assert _pagecache_max_30m(r), cg(r, G, "memory.current")
+    # of page cache of an O_TMPFILE file leaves memory.current within 5% of 30 MiB; after that
+    # child exited (its file freed with it), memory.current is at most 30 MiB and memory.events
+    # max > 0. The selftest's "and not 0" is the test below, which the model fails.
     r = run("memcg_max__v6_12")
-    assert outcomes(r, "alloc_pagecache_max_30M") == ["completed", "completed"]
-    current = cg(r, G, "memory.current")
-    assert 0 < current <= 30 * MiB, current
-    assert cg(r, G, "memory.events.max") > 0
+    assert outcomes(r, "alloc_anon") == ["oom_killed"]
+    assert outcomes(r, "alloc_pagecache_max_30M") == ["completed"] * 3
+    child = _reads(r, "alloc_pagecache_max_30M")
+    assert values_close(child["current"], 30 * MiB, 5), child
+    v = _reads(r, "test")
+    assert v["current"] <= 30 * MiB, v
+    assert v["max"] > 0
+    # The model's own figure: nothing stays charged. The child's charges at the limit go one
+    # page at a time (a batch of 64 does not fit, try_charge_memcg retries with one page), so
+    # they use up the memcg's one stock; the file's pages were uncharged when it was freed.
+    assert v["current"] == 0, v
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="model gap: after the child's exit the kernel keeps something charged (most likely charge "
+    "stock left on another CPU, which drain_all_stock rarely reaches while reclaim makes room, and "
+    "kernel memory of the file freed after an RCU grace period); the model has one stock per memcg "
+    "and charges no file kernel memory, so it reads 0 (docs/conformance.md)",
+)
+def test_memcg_max_current_after_exit__v6_12() -> None:
+    # The selftest's last memory.current check as written: at most 30 MiB and not 0.
+    v = _reads(run("memcg_max__v6_12"), "test")
+    assert 0 < v["current"] <= 30 * MiB, v
 
 
 def test_memcg_oom_events__v6_12() -> None:
@@ -145,34 +146,39 @@ def test_memcg_oom_events__v6_12() -> None:
     assert cg(r, G, "memory.events.oom_kill") == 1
 
 
-def test_memcg_current_peak_pagecache__v6_12() -> None:
-    # The page-cache half: after a 50 MiB anonymous child exited, a child writes 50 MiB to a
-    # file and, holding it, sees memory.current >= 50 MiB and memory.stat file within 10% of
-    # it; memory.peak >= 50 MiB.
-    r = run("memcg_current_peak_pagecache__v6_12")
-    assert outcomes(r, "alloc_pagecache_50M_check") == ["completed", "completed"]
-    current = cg(r, G, "memory.current")
-    assert current >= 50 * MiB
-    assert values_close(cg(r, G, "memory.stat.file"), current, 10)
-    assert cg(r, G, "memory.peak") >= 50 * MiB
-
-
 def test_memcg_swap_max_peak__v6_12() -> None:
-    # memory.max = memory.swap.max = 30M: 100 MiB cannot fit (30 MiB in memory, 30 MiB in
-    # swap), so the child is OOM-killed, once (oom == oom_kill == 1); both peaks >= 29 MiB.
-    # Then 50 MiB fits: memory.current within 3% of 30 MiB, some swap, and the two within 3%
-    # of 50 MiB; memory.events max > 0.
+    # The selftest's process, read by read: before anything ran both peaks read 0, plainly and
+    # through its two descriptors, also right after each descriptor's reset. Under
+    # memory.max = memory.swap.max = 30M the 100 MiB child is OOM-killed; then memory.peak,
+    # memory.swap.peak and both descriptors read >= 29 MiB. After the resets through new
+    # descriptors and through the kept ones: the swap descriptor <= 10 MiB, the memory one
+    # <= 1 MiB, the plain reads still >= 29 MiB. The 50 MiB child fits, reading
+    # memory.current (nonzero, within 3% of 30 MiB) and memory.swap.current (nonzero, the two
+    # within 3% of 50 MiB). Then memory.peak, memory.swap.peak and the memory descriptor
+    # >= 29 MiB, the swap descriptor >= 19 MiB.
     r = run("memcg_swap_max_peak__v6_12")
+    v = _reads(r, "test")
+    assert v["swap_current0"] == 0  # else the selftest skips
+    for k in ("swap_peak0", "swap_fd0", "swap_fd_reset", "peak0", "mem_fd0", "mem_fd_reset"):
+        assert v[k] == 0, k
     assert outcomes(r, "alloc_anon") == ["oom_killed"]
-    assert cg(r, G, "memory.events.oom") == 1
-    assert cg(r, G, "memory.events.oom_kill") == 1
-    assert cg(r, G, "memory.peak") >= 29 * MiB
-    assert cg(r, G, "memory.swap.peak") >= 29 * MiB
-    assert outcomes(r, "alloc_anon_50M_check_swap") == ["completed", "completed"]
-    current, swap = cg(r, G, "memory.current"), cg(r, G, "memory.swap.current")
+    for k in ("peak_oom", "swap_peak_oom", "mem_fd_oom", "swap_fd_oom"):
+        assert v[k] >= 29 * MiB, k
+    assert v["swap_fd_empty"] <= 10 * MiB
+    assert v["mem_fd_empty"] <= 1 * MiB
+    assert v["peak_empty"] >= 29 * MiB
+    assert v["swap_peak_empty"] >= 29 * MiB
+    assert outcomes(r, "alloc_anon_50M_check_swap") == ["completed"] * 4
+    child = _reads(r, "alloc_anon_50M_check_swap")
+    current, swap = child["current"], child["swap_current"]
     assert current and values_close(current, 30 * MiB, 3)
     assert swap and values_close(current + swap, 50 * MiB, 3)
-    assert cg(r, G, "memory.events.max") > 0
+    for k in ("peak_50M", "swap_peak_50M", "mem_fd_50M"):
+        assert v[k] >= 29 * MiB, k
+    assert v["swap_fd_50M"] >= 19 * MiB
+    assert v["oom"] == 1
+    assert v["oom_kill"] == 1
+    assert v["max_events"] > 0
 
 
 P1 = "memcg_test_0/memcg_test_1"

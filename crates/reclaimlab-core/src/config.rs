@@ -286,6 +286,11 @@ pub struct Region {
     /// one call, mlocked and unevictable (mm/mlock.rs).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub mlock: bool,
+    /// A file region whose file has no name (O_TMPFILE, or unlinked while open): when its
+    /// process exits, the last close evicts the inode and its page cache is freed
+    /// (mm/memory.rs `exit_process`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub tmpfile: bool,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]

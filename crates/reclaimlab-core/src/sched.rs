@@ -69,6 +69,8 @@ pub(crate) struct Proc {
     /// The mlock() of the `mlock` regions still in progress (mm/mlock.rs): the index (into
     /// `regions`) of the region being populated and its next page; None once it returned.
     pub(crate) populate: Option<(usize, u32)>,
+    /// The process's open cgroup files (`cgroup_open`): descriptor → id in `Mm::peak_fds`.
+    pub(crate) fds: Vec<Option<usize>>,
 }
 
 /// How many accesses a process draws ahead of the one it runs. A resident hit costs little
@@ -162,6 +164,9 @@ impl Proc {
                     | Phase::Exit
                     | Phase::Reclaim { .. }
                     | Phase::CgroupWrite { .. }
+                    | Phase::CgroupOpen { .. }
+                    | Phase::CgroupRead { .. }
+                    | Phase::CgroupClose { .. }
                     | Phase::ZramWrite { .. }
                     | Phase::KernelAlloc { .. } => None,
                 };
@@ -170,7 +175,15 @@ impl Proc {
                 // (CFTYPE_NOT_ON_ROOT).
                 let file = match &np.phase {
                     Phase::Reclaim { .. } => Some(("memory.reclaim", true)),
-                    Phase::CgroupWrite { file, .. } => Some((file.name(), false)),
+                    Phase::CgroupWrite { file, .. } | Phase::CgroupOpen { file, .. } => {
+                        Some((file.name(), false))
+                    }
+                    // memory.stat is on the root too (memory_files has no CFTYPE_NOT_ON_ROOT
+                    // for it).
+                    Phase::CgroupRead { file, .. } => {
+                        Some((file.name(), *file == CgroupCounter::MemoryStat))
+                    }
+                    Phase::CgroupClose { .. } => Some(("a cgroup file", false)),
                     _ => None,
                 };
                 if let Some((file, on_root)) = file {
@@ -218,6 +231,30 @@ impl Proc {
                         ));
                     }
                 }
+                // Pages of an unnamed file are freed at exit by truncation, which the model
+                // does only for clean pages (filemap.rs truncate_inode_page).
+                let written = match &np.phase {
+                    Phase::Write { region, .. } => Some(*region),
+                    Phase::Mmap {
+                        region,
+                        write_percent,
+                        ..
+                    } if *write_percent > 0 => Some(*region),
+                    Phase::CreateFiles { regions, .. } => regions
+                        .iter()
+                        .copied()
+                        .find(|&r| p.regions[r as usize].tmpfile),
+                    _ => None,
+                };
+                if let Some(r) = written.filter(|&r| p.regions[r as usize].tmpfile) {
+                    return Err(ConfigError::invalid(
+                        at(),
+                        format!(
+                            "phase {:?} writes {:?}, a tmpfile: truncating dirty or written-back pages at exit is not modelled; only reads of a tmpfile are",
+                            np.name, p.regions[r as usize].name
+                        ),
+                    ));
+                }
                 if let Some((r, want)) = wrong {
                     let name = &p.regions[r as usize].name;
                     return Err(ConfigError::invalid(
@@ -233,6 +270,13 @@ impl Proc {
                     format!("expected -1000..=1000, got {adj}"),
                 ));
             }
+            let phases: Vec<Phase> = p.phases.iter().map(|np| np.phase.clone()).collect();
+            let nfds = reclaimlab_workload::check_fds(&phases).map_err(|(k, e)| {
+                ConfigError::invalid(
+                    format!("processes[{pi}].phases[{k}]"),
+                    format!("phase {:?}: {e}", p.phases[k].name),
+                )
+            })?;
             let n = p.regions.len() as u32;
             procs.push(Proc {
                 name: p.name.clone(),
@@ -261,6 +305,7 @@ impl Proc {
                 reclaim: None,
                 oom_score_adj: adj,
                 populate: p.regions.iter().position(|r| r.mlock).map(|r| (r, 0)),
+                fds: vec![None; nfds as usize],
             });
             next_region += n;
         }
@@ -361,19 +406,26 @@ fn check_after(cfg: &SimConfig) -> Result<()> {
 
 /// The number a cgroup phase writes (None: "max"), its counter read from memcg `m` now.
 fn cgroup_value(mm: &mut Mm, m: u16, value: CgroupValue) -> Option<u64> {
-    if let CgroupValue::Of {
-        of: CgroupCounter::MemoryZswapCurrent,
-        ..
-    } = value
-    {
-        // zswap_current_read flushes the memcg's statistics first.
-        mm.flush_memcg_subtree(m);
-    }
-    value.resolve(|c| match c {
+    value.resolve(|c| cgroup_counter(mm, m, c))
+}
+
+/// A read of the interface file `c` of memcg `m` (opened, read, closed), bytes: the same
+/// values the run's end counters carry under these names.
+fn cgroup_counter(mm: &mut Mm, m: u16, c: CgroupCounter) -> u64 {
+    match c {
         CgroupCounter::MemoryCurrent => mm.memcgs[m as usize].usage * PAGE_SIZE,
         CgroupCounter::MemorySwapCurrent => mm.swap_current_bytes(m),
-        CgroupCounter::MemoryZswapCurrent => mm.zswap_tree(m).0,
-    })
+        CgroupCounter::MemoryZswapCurrent => {
+            // zswap_current_read flushes the memcg's statistics first.
+            mm.flush_memcg_subtree(m);
+            mm.zswap_tree(m).0
+        }
+        CgroupCounter::MemoryPeak => mm.peak_read_once(m, false),
+        CgroupCounter::MemorySwapPeak => mm.peak_read_once(m, true),
+        CgroupCounter::MemoryStat | CgroupCounter::MemoryEvents => {
+            unreachable!("keyed files are read at a key (Phase::check)")
+        }
+    }
 }
 
 /// One phase of one process, as it ran.
@@ -397,12 +449,16 @@ pub struct PhaseRecord {
     /// A `reclaim` phase: the pages memory.reclaim reclaimed, in bytes (also when it failed).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reclaimed_bytes: Option<u64>,
-    /// A `reclaim` or `cgroup_write` phase whose write failed: the errno's name ("EAGAIN").
+    /// A `reclaim` or `cgroup_write` phase whose write failed: the errno's name ("EAGAIN"); a
+    /// `cgroup_read` of a row the file does not have: "ENOENT".
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<&'static str>,
-    /// A `reclaim` or `cgroup_write` phase: the number it wrote (bytes; "max").
+    /// A `reclaim` or `cgroup_write` phase: the number it wrote (bytes; "max"; "reset").
     #[serde(skip_serializing_if = "Option::is_none")]
     pub written: Option<String>,
+    /// A `cgroup_read` phase: the number it read (bytes; a memory.events row: a count).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub read: Option<u64>,
 }
 
 /// The processes and what they did. Works on the machine (`Mm`) it is handed; the engine asks
@@ -535,10 +591,24 @@ impl Scheduler {
                 self.procs[pi].phase += 1;
                 continue;
             }
-            if let Phase::CgroupWrite { file, value } =
+            if let Phase::CgroupOpen { .. } | Phase::CgroupRead { .. } | Phase::CgroupClose { .. } =
                 self.procs[pi].phases[self.procs[pi].phase].1
             {
-                let written = self.cgroup_write(mm, pi, &mut ctx, file, value);
+                let read = self.cgroup_file(mm, pi);
+                self.end_phase_at(mm, pi, self.procs[pi].phase, ctx.now, "completed");
+                let rec = self.records.last_mut().expect("just pushed");
+                match read {
+                    Ok(v) => rec.read = v,
+                    Err(errno) => rec.error = Some(errno),
+                }
+                self.procs[pi].gen = None;
+                self.procs[pi].phase += 1;
+                continue;
+            }
+            if let Phase::CgroupWrite { file, value, fd } =
+                self.procs[pi].phases[self.procs[pi].phase].1
+            {
+                let written = self.cgroup_write(mm, pi, &mut ctx, file, value, fd);
                 if self.procs[pi].state == ProcState::OomKilled {
                     return;
                 }
@@ -868,6 +938,7 @@ impl Scheduler {
             Phase::Exit => {
                 let idx = proc.phase;
                 self.end_phase_at(mm, pi, idx, ctx.now, "completed");
+                self.close_fds(mm, pi);
                 mm.exit_process(pi as u32);
                 mm.psi_set(pi, ctx.now, 0);
                 self.procs[pi].state = ProcState::Exited;
@@ -950,12 +1021,68 @@ impl Scheduler {
             reclaimed_bytes: None,
             error: None,
             written: None,
+            read: None,
         });
     }
 
+    /// A `cgroup_open`, `cgroup_read` or `cgroup_close` phase of process `pi` (the current
+    /// one): what a read read, in bytes, or the errno's name of a read that failed ("ENOENT":
+    /// a keyed file without that row, in the simulator one it does not model).
+    fn cgroup_file(
+        &mut self,
+        mm: &mut Mm,
+        pi: usize,
+    ) -> std::result::Result<Option<u64>, &'static str> {
+        let proc = &self.procs[pi];
+        let m = proc.memcg;
+        // check_fds made sure every descriptor used is open, on the file named.
+        let open = |fd: u32| proc.fds[fd as usize].expect("check_fds: the descriptor is open");
+        match &proc.phases[proc.phase].1 {
+            &Phase::CgroupOpen { file, fd } => {
+                let id = mm.peak_open(m, file == CgroupFile::MemorySwapPeak);
+                self.procs[pi].fds[fd as usize] = Some(id);
+                Ok(None)
+            }
+            &Phase::CgroupRead { fd: Some(fd), .. } => Ok(Some(mm.peak_show(open(fd)))),
+            Phase::CgroupRead {
+                file,
+                fd: None,
+                key: Some(key),
+            } => {
+                // memory.stat and memory.events as the run's end counters show them (the
+                // same export, read now).
+                let want = format!(
+                    "memcg[{}].{}.{key}",
+                    mm.memcgs[m as usize].path,
+                    file.name()
+                );
+                let mut out = Vec::new();
+                mm.export_memcgs(&mut out);
+                let v = out.into_iter().find(|(k, _)| *k == want).map(|(_, v)| v);
+                v.map(Some).ok_or("ENOENT")
+            }
+            &Phase::CgroupRead { file, fd: None, .. } => Ok(Some(cgroup_counter(mm, m, file))),
+            &Phase::CgroupClose { fd } => {
+                mm.peak_release(open(fd));
+                self.procs[pi].fds[fd as usize] = None;
+                Ok(None)
+            }
+            _ => unreachable!("only called for cgroup_open, cgroup_read and cgroup_close"),
+        }
+    }
+
+    /// The process's open descriptors are released (it exits or is killed).
+    fn close_fds(&mut self, mm: &mut Mm, pi: usize) {
+        for id in self.procs[pi].fds.iter_mut().filter_map(Option::take) {
+            mm.peak_release(id);
+        }
+    }
+
     /// A write to the process's cgroup file `file` (memory_high_write, memory_max_write,
-    /// zswap_max_write, zswap_writeback_write in 6.12's mm/memcontrol.c); returns the text
-    /// written. Sizes are rounded down to pages, as page_counter_memparse does.
+    /// zswap_max_write, zswap_writeback_write, swap_max_write, peak_write in 6.12's
+    /// mm/memcontrol.c), through
+    /// its descriptor `fd` if given; returns the text written. Sizes are rounded down to
+    /// pages, as page_counter_memparse does.
     fn cgroup_write(
         &mut self,
         mm: &mut Mm,
@@ -963,8 +1090,18 @@ impl Scheduler {
         ctx: &mut Ctx,
         file: CgroupFile,
         value: CgroupValue,
+        fd: Option<u32>,
     ) -> String {
         let m = self.procs[pi].memcg;
+        if file.is_peak() {
+            match fd {
+                Some(fd) => mm.peak_write(
+                    self.procs[pi].fds[fd as usize].expect("check_fds: the descriptor is open"),
+                ),
+                None => mm.peak_write_once(m, file == CgroupFile::MemorySwapPeak),
+            }
+            return "reset".to_string();
+        }
         let v = cgroup_value(mm, m, value);
         let pages = v.map_or(u64::MAX, |b| b / PAGE_SIZE);
         match file {
@@ -973,8 +1110,13 @@ impl Scheduler {
                 self.oom_kill_memcg(mm, m, now)
             }),
             CgroupFile::MemoryZswapMax => mm.memcgs[m as usize].zswap_max = pages,
+            // swap_max_write: the limit only (no reclaim: swap already used stays).
+            CgroupFile::MemorySwapMax => mm.memcgs[m as usize].swap_max = pages,
             CgroupFile::MemoryZswapWriteback => {
                 mm.memcgs[m as usize].zswap_writeback = v == Some(1)
+            }
+            CgroupFile::MemoryPeak | CgroupFile::MemorySwapPeak => {
+                unreachable!("written above")
             }
         }
         CgroupValue::text(v)
@@ -1089,6 +1231,7 @@ impl Scheduler {
         {
             self.end_phase_at(mm, pi, self.procs[pi].phase, now, "oom_killed");
         }
+        self.close_fds(mm, pi);
         mm.exit_process(pi as u32);
         mm.psi_set(pi, now, 0);
         self.procs[pi].state = ProcState::OomKilled;
@@ -1121,6 +1264,7 @@ impl Scheduler {
     pub(crate) fn exit_finished(&mut self, mm: &mut Mm) {
         for pi in 0..self.procs.len() {
             if self.procs[pi].state == ProcState::Finished {
+                self.close_fds(mm, pi);
                 mm.exit_process(pi as u32);
                 self.procs[pi].state = ProcState::Exited;
             }

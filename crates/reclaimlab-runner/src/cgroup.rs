@@ -2,9 +2,12 @@
 //! `memory.reclaim`, `cgroup_write` one of its interface files, as the simulator's phases do
 //! (crates/reclaimlab-core/src/sched.rs). The cgroup is the one the runner is in when the phase
 //! runs (`/proc/self/cgroup`, cgroup v2 only), under the cgroup2 mount of `/proc/self/mountinfo`.
+//! `cgroup_open` keeps a peak file open for later `cgroup_write`s and `cgroup_read`s through it
+//! (per-descriptor resets), `cgroup_close` closes it.
 
 use std::fs;
-use std::io;
+use std::io::{self, Write as _};
+use std::os::unix::fs::FileExt as _;
 use std::path::{Path, PathBuf};
 
 use reclaimlab_workload::{CgroupCounter, CgroupFile, CgroupValue};
@@ -18,8 +21,11 @@ pub struct WriteOutcome {
     pub reclaimed_bytes: Option<u64>,
     /// The write failed with this errno (EAGAIN: memory.reclaim fell short).
     pub errno: Option<i32>,
-    /// The number written (`Some(None)`: "max"; reclaim: the amount).
+    /// The number written (`Some(None)`: "max", or "reset" for a peak file; reclaim: the
+    /// amount).
     pub written: Option<Option<u64>>,
+    /// cgroup_read: the number read (bytes).
+    pub read: Option<u64>,
 }
 
 /// The cgroup v2 directory this process is in.
@@ -107,6 +113,7 @@ pub fn reclaim(
         reclaimed_bytes: Some(after.saturating_sub(before) * 4096),
         errno: r.err(),
         written: Some(Some(bytes)),
+        read: None,
     })
 }
 
@@ -114,11 +121,94 @@ pub fn reclaim(
 /// to `dir/<file>`.
 pub fn cgroup_write(dir: &Path, file: CgroupFile, value: CgroupValue) -> io::Result<WriteOutcome> {
     let v = resolve(dir, value)?;
-    let r = write(dir, file.name(), &CgroupValue::text(v))?;
+    let text = if file.is_peak() {
+        RESET.to_string()
+    } else {
+        CgroupValue::text(v)
+    };
+    let r = write(dir, file.name(), &text)?;
     Ok(WriteOutcome {
         reclaimed_bytes: None,
         errno: r.err(),
         written: Some(v),
+        read: None,
+    })
+}
+
+/// What a reset of a peak file writes (the kernel takes any non-empty text).
+const RESET: &str = "reset\n";
+
+/// A `cgroup_open` phase: `dir/<file>` opened for reading and writing (as the selftests open
+/// memory.peak: O_RDWR | O_APPEND), kept by the caller.
+pub fn open(dir: &Path, file: CgroupFile) -> io::Result<fs::File> {
+    let path = dir.join(file.name());
+    fs::OpenOptions::new()
+        .read(true)
+        .append(true)
+        .open(&path)
+        .map_err(|e| io::Error::new(e.kind(), format!("opening {}: {e}", path.display())))
+}
+
+/// A `cgroup_write` of a peak file through its open descriptor: the reset.
+pub fn write_fd(f: &mut fs::File, file: CgroupFile) -> io::Result<WriteOutcome> {
+    f.write_all(RESET.as_bytes()).map_err(|e| {
+        io::Error::new(
+            e.kind(),
+            format!("writing {RESET:?} to an open {}: {e}", file.name()),
+        )
+    })?;
+    Ok(WriteOutcome {
+        written: Some(None),
+        ..WriteOutcome::default()
+    })
+}
+
+/// A `cgroup_read`: the number in `dir/<file>` (at its row `key` for memory.stat and
+/// memory.events, as the selftests' cg_read_key_long; a missing row fails with ENOENT), or
+/// with `f` read through that descriptor from its start (pread, as cg_read_long_fd).
+pub fn read(
+    dir: &Path,
+    file: CgroupCounter,
+    key: Option<&str>,
+    f: Option<&fs::File>,
+) -> io::Result<WriteOutcome> {
+    let v = match (f, key) {
+        (None, Some(key)) => {
+            let text = fs::read_to_string(dir.join(file.name()))?;
+            let row = text.lines().find_map(|l| {
+                let (k, v) = l.split_once(' ')?;
+                (k == key).then(|| v.trim().parse::<u64>().ok())?
+            });
+            match row {
+                Some(v) => v,
+                None => {
+                    return Ok(WriteOutcome {
+                        errno: Some(libc::ENOENT),
+                        ..WriteOutcome::default()
+                    })
+                }
+            }
+        }
+        (None, None) => read_u64(dir, file.name())?,
+        (Some(f), _) => {
+            let mut buf = [0u8; 64];
+            let n = f.read_at(&mut buf, 0)?;
+            std::str::from_utf8(&buf[..n])
+                .ok()
+                // The number on the first line (the selftests' atol stops at its end too).
+                .and_then(|t| t.lines().next()?.trim().parse().ok())
+                .ok_or_else(|| {
+                    io::Error::other(format!(
+                        "an open {} read {:?}: not a number",
+                        file.name(),
+                        &buf[..n]
+                    ))
+                })?
+        }
+    };
+    Ok(WriteOutcome {
+        read: Some(v),
+        ..WriteOutcome::default()
     })
 }
 
@@ -182,6 +272,41 @@ mod tests {
             ),
             ("10000", Some(Some(10000)))
         );
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn keeps_a_descriptor_and_reads_rows() {
+        // In a plain directory the "peak file" is a regular file: the reset is appended (the
+        // kernel's file ignores what is written), and a read through the descriptor starts at
+        // offset 0 whatever the file position.
+        let dir = std::env::temp_dir().join(format!("reclaimlab-cgfd-{}", std::process::id()));
+        fs::create_dir_all(&dir).unwrap();
+        fs::write(dir.join("memory.peak"), "12288\n").unwrap();
+        fs::write(dir.join("memory.events"), "low 0\nhigh 0\nmax 7\noom 1\n").unwrap();
+        let mut f = open(&dir, CgroupFile::MemoryPeak).unwrap();
+        let o = read(&dir, CgroupCounter::MemoryPeak, None, Some(&f)).unwrap();
+        assert_eq!(o.read, Some(12288));
+        let o = write_fd(&mut f, CgroupFile::MemoryPeak).unwrap();
+        assert_eq!((o.written, o.errno), (Some(None), None));
+        assert_eq!(
+            fs::read_to_string(dir.join("memory.peak")).unwrap(),
+            "12288\nreset\n"
+        );
+        assert_eq!(
+            read(&dir, CgroupCounter::MemoryPeak, None, Some(&f))
+                .unwrap()
+                .read,
+            Some(12288)
+        );
+        let o = read(&dir, CgroupCounter::MemoryEvents, Some("max"), None).unwrap();
+        assert_eq!((o.read, o.errno), (Some(7), None));
+        let o = read(&dir, CgroupCounter::MemoryEvents, Some("oom_kill"), None).unwrap();
+        assert_eq!((o.read, o.errno), (None, Some(libc::ENOENT)));
+        assert!(open(&dir, CgroupFile::MemorySwapPeak)
+            .unwrap_err()
+            .to_string()
+            .contains("memory.swap.peak"));
         fs::remove_dir_all(&dir).unwrap();
     }
 }

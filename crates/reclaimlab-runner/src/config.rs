@@ -49,6 +49,9 @@ struct RawRegion {
     /// mlock(2) the region once mapped.
     #[serde(default)]
     mlock: bool,
+    /// An unnamed file: unlinked once opened, freed when the runner closes it.
+    #[serde(default)]
+    tmpfile: bool,
 }
 
 #[derive(Deserialize)]
@@ -79,6 +82,9 @@ pub struct RegionPlan {
     pub thp: bool,
     /// mlock(2) of the whole mapping right after it is mapped (the scenario's `mlock = true`).
     pub mlock: bool,
+    /// The file is unlinked right after `go` opens it (the scenario's `tmpfile = true`): like
+    /// an O_TMPFILE file, it has no name, and the close at exit evicts it and its page cache.
+    pub tmpfile: bool,
 }
 
 impl RegionPlan {
@@ -127,6 +133,9 @@ fn check_region_kinds(phase: &Phase, regions: &[RegionPlan]) -> Result<(), Strin
         | Phase::Exit
         | Phase::Reclaim { .. }
         | Phase::CgroupWrite { .. }
+        | Phase::CgroupOpen { .. }
+        | Phase::CgroupRead { .. }
+        | Phase::CgroupClose { .. }
         | Phase::ZramWrite { .. } => return Ok(()),
         // A user process cannot ask the kernel for a block of a given order and type.
         Phase::KernelAlloc { .. } => {
@@ -230,6 +239,7 @@ impl Plan {
                 file: r.file,
                 thp: r.thp,
                 mlock: r.mlock,
+                tmpfile: r.tmpfile,
             });
         }
 
@@ -271,6 +281,11 @@ impl Plan {
                 after: np.after,
             });
         }
+        // Descriptor references (cgroup_open / cgroup_write / cgroup_read / cgroup_close), as
+        // the simulator checks them.
+        let list: Vec<Phase> = phases.iter().map(|ph| ph.phase.clone()).collect();
+        reclaimlab_workload::check_fds(&list)
+            .map_err(|(k, e)| format!("{at}.phases[{k}] ({}): {e}", phases[k].name))?;
 
         let plan = Plan {
             seed: raw.seed,
@@ -428,6 +443,9 @@ impl Plan {
                 | Phase::Exit
                 | Phase::Reclaim { .. }
                 | Phase::CgroupWrite { .. }
+                | Phase::CgroupOpen { .. }
+                | Phase::CgroupRead { .. }
+                | Phase::CgroupClose { .. }
                 | Phase::ZramWrite { .. }
                 | Phase::KernelAlloc { .. } => {}
             }

@@ -105,6 +105,9 @@ pub fn run_phases<M: Memory, S: Sink>(
     trace: u64,
 ) -> io::Result<Ended> {
     let region_pages = plan.region_pages();
+    // The open cgroup files (`cgroup_open`), by descriptor index; Plan::parse checked every
+    // use (check_fds). Closed at the end of the phases or at the process's exit.
+    let mut fds: Vec<Option<std::fs::File>> = Vec::new();
     for (index, p) in plan.phases.iter().enumerate() {
         if p.after.is_some() && !sink.wait_after(index)? {
             return Ok(Ended::Told);
@@ -116,6 +119,9 @@ pub fn run_phases<M: Memory, S: Sink>(
             | Phase::Exit
             | Phase::Reclaim { .. }
             | Phase::CgroupWrite { .. }
+            | Phase::CgroupOpen { .. }
+            | Phase::CgroupRead { .. }
+            | Phase::CgroupClose { .. }
             | Phase::CreateFiles { .. }
             | Phase::ZramWrite { .. }
             | Phase::KernelAlloc { .. } => None,
@@ -169,9 +175,50 @@ pub fn run_phases<M: Memory, S: Sink>(
                 }
                 0
             }
-            (Phase::CgroupWrite { file, value }, _) => {
+            (
+                Phase::CgroupWrite {
+                    file, fd: Some(fd), ..
+                },
+                _,
+            ) => {
+                if let Some(f) = fd_of(&mut fds, *fd) {
+                    write = cgroup::write_fd(f, *file)?;
+                }
+                0
+            }
+            (
+                Phase::CgroupWrite {
+                    file,
+                    value,
+                    fd: None,
+                },
+                _,
+            ) => {
                 if let Some(dir) = mem.cgroup_dir()? {
                     write = cgroup::cgroup_write(&dir, *file, *value)?;
+                }
+                0
+            }
+            (Phase::CgroupOpen { file, fd }, _) => {
+                if let Some(dir) = mem.cgroup_dir()? {
+                    if fds.len() <= *fd as usize {
+                        fds.resize_with(*fd as usize + 1, || None);
+                    }
+                    fds[*fd as usize] = Some(cgroup::open(&dir, *file)?);
+                }
+                0
+            }
+            (Phase::CgroupRead { file, fd, key }, _) => {
+                if let Some(dir) = mem.cgroup_dir()? {
+                    let f = fd.and_then(|fd| fd_of(&mut fds, fd));
+                    write = cgroup::read(&dir, *file, key.as_deref(), f.as_deref())?;
+                }
+                0
+            }
+            (Phase::CgroupClose { fd }, _) => {
+                if let Some(slot) = fds.get_mut(*fd as usize) {
+                    // close(2): the kernel releases the open file (peak_release).
+                    drop(slot.take());
                 }
                 0
             }
@@ -206,6 +253,11 @@ pub fn run_phases<M: Memory, S: Sink>(
         }
     }
     Ok(Ended::PhasesDone)
+}
+
+/// The open file of descriptor `fd` (None under `--dry-run`, where nothing is opened).
+fn fd_of(fds: &mut [Option<std::fs::File>], fd: u32) -> Option<&mut std::fs::File> {
+    fds.get_mut(fd as usize).and_then(Option::as_mut)
 }
 
 /// Performs a phase's accesses until the generator ends or, with a deadline, until a clock check

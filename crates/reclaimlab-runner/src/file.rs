@@ -248,6 +248,12 @@ impl FileRegion {
             .open(path)
             .map_err(|e| ctx("opening", e))?;
         let map = FileMap::new(&file, r.bytes()).map_err(|e| ctx("mapping", e))?;
+        if r.tmpfile {
+            // O_TMPFILE's effect on a file that had to exist (and be written, synced and
+            // dropped from the cache) before `go`: no name from now on, so the last close
+            // (exit, or the runner's end) evicts the inode and frees its page cache.
+            std::fs::remove_file(path).map_err(|e| ctx("unlinking", e))?;
+        }
         Ok(FileRegion {
             file,
             map,
@@ -364,6 +370,42 @@ mod tests {
             &mut want,
         );
         assert_eq!(&bytes[4 * PAGE_SIZE..], want);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_tmpfile_loses_its_name_once_opened_and_stays_readable() {
+        let text = r#"{"seed": 3, "processes": [{"name": "p", "regions": [
+            {"name": "f", "pages": 8, "content": "text", "variants": 5, "file": 0, "tmpfile": true}], "phases": []}]}"#;
+        let plan = Plan::parse(text, 0).unwrap();
+        assert!(plan.regions[0].tmpfile);
+        let dir = std::env::temp_dir().join(format!(
+            "reclaimlab-runner-tmpfile-test-{}",
+            std::process::id()
+        ));
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut prepared = crate::Prepared::new(&plan);
+        prepared
+            .create_files(&plan, std::slice::from_ref(&dir))
+            .unwrap();
+        let path = dir.join("p0.r0");
+        assert!(path.exists());
+        let r = &plan.regions[0];
+        let source = PageSource::new(r.content, plan.seed, r.id, r.distinct, false);
+        let mut f = FileRegion::open(&path, r, source).unwrap();
+        // No name any more (O_TMPFILE's state): the last close frees it.
+        assert!(!path.exists());
+        f.read(7).unwrap();
+        let mut want = [0u8; PAGE_SIZE];
+        fill_page(
+            Content::Text,
+            plan.seed,
+            r.id,
+            variant_of(plan.seed, r.id, 7, r.distinct),
+            &mut want,
+        );
+        assert_eq!(f.buf.0, want);
+        drop(f);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

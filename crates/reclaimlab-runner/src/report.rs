@@ -5,7 +5,8 @@
 //! {"event":"access","region":0,"page":17,"write":true}        (traced accesses only)
 //! {"event":"phase","process":"p","phase":"fill0","index":0,"start_ns":12,"end_ns":345,"accesses":64,"minflt":64,"majflt":0,
 //!  "cpu_ns":300,"run_delay_ns":20}                           (cpu_ns, run_delay_ns: with schedstat)
-//!  (reclaim phases add "reclaimed_bytes", cgroup_write phases "written"; a failed write "error":"EAGAIN")
+//!  (reclaim phases add "reclaimed_bytes", cgroup_write phases "written", cgroup_read phases "read";
+//!   a failed write "error":"EAGAIN")
 //! {"event":"waiting","index":2}                              (phase 2 waits on its `after`: the driver answers `continue`)
 //! {"event":"phases_done"}
 //! {"event":"error","message":"..."}
@@ -45,9 +46,12 @@ enum Event<'a> {
         /// A cgroup phase's write failed: the errno's name ("EAGAIN").
         #[serde(skip_serializing_if = "Option::is_none")]
         error: Option<&'static str>,
-        /// cgroup_write: what was written ("max" or the number).
+        /// cgroup_write: what was written ("max", "reset" or the number).
         #[serde(skip_serializing_if = "Option::is_none")]
         written: Option<String>,
+        /// cgroup_read: the number read.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        read: Option<u64>,
     },
     Waiting {
         index: usize,
@@ -126,11 +130,18 @@ impl<W: Write> Sink for Reporter<W> {
             cpu_ns: r.sched.map(|s| s.cpu_ns),
             run_delay_ns: r.sched.map(|s| s.run_delay_ns),
             reclaimed_bytes: r.write.reclaimed_bytes,
-            error: r
-                .write
-                .errno
-                .map(|e| if e == libc::EAGAIN { "EAGAIN" } else { "error" }),
-            written: r.write.written.map(reclaimlab_workload::CgroupValue::text),
+            error: r.write.errno.map(|e| match e {
+                libc::EAGAIN => "EAGAIN",
+                libc::ENOENT => "ENOENT",
+                _ => "error",
+            }),
+            written: r.write.written.map(|v| match plan.phases[r.index].phase {
+                reclaimlab_workload::Phase::CgroupWrite { file, .. } if file.is_peak() => {
+                    "reset".to_string()
+                }
+                _ => reclaimlab_workload::CgroupValue::text(v),
+            }),
+            read: r.write.read,
         };
         self.emit(&e)
     }

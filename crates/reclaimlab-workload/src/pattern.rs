@@ -115,10 +115,36 @@ pub enum Phase {
         #[serde(default)]
         swappiness: Option<u8>,
     },
-    /// A write of `value` to the interface file `file` of the process's cgroup.
+    /// A write of `value` to the interface file `file` of the process's cgroup: opened, written
+    /// and closed, or with `fd` written through that open descriptor of the process (a
+    /// `CgroupOpen` of the same file; memory.peak and memory.swap.peak).
     CgroupWrite {
         file: CgroupFile,
         value: CgroupValue,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        fd: Option<u32>,
+    },
+    /// Opens the interface file `file` (memory.peak or memory.swap.peak) of the process's
+    /// cgroup and keeps the descriptor as the process's descriptor `fd` (an index: the
+    /// scenario names them) until a `CgroupClose` of it or the process's end.
+    CgroupOpen {
+        file: CgroupFile,
+        fd: u32,
+    },
+    /// A read of the interface file `file` of the process's cgroup (opened, read, closed), or
+    /// with `fd` through that open descriptor (a `CgroupOpen` of the same file): the number
+    /// read goes into the phase's record. A keyed file (memory.stat, memory.events) is read
+    /// at its row `key`, as the selftests' cg_read_key_long.
+    CgroupRead {
+        file: CgroupCounter,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        fd: Option<u32>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        key: Option<String>,
+    },
+    /// Closes the process's descriptor `fd` (close(2); the kernel's release of the open file).
+    CgroupClose {
+        fd: u32,
     },
     /// A write to the attribute `file` of zram device `device` (/sys/block/zram<device>/,
     /// devices numbered in the scenario's order).
@@ -195,6 +221,13 @@ pub enum CgroupFile {
     MemoryZswapMax,
     #[serde(rename = "memory.zswap.writeback")]
     MemoryZswapWriteback,
+    #[serde(rename = "memory.swap.max")]
+    MemorySwapMax,
+    /// A write resets the peak this descriptor reads (6.12 peak_write); any text does.
+    #[serde(rename = "memory.peak")]
+    MemoryPeak,
+    #[serde(rename = "memory.swap.peak")]
+    MemorySwapPeak,
 }
 
 impl CgroupFile {
@@ -205,12 +238,25 @@ impl CgroupFile {
             CgroupFile::MemoryMax => "memory.max",
             CgroupFile::MemoryZswapMax => "memory.zswap.max",
             CgroupFile::MemoryZswapWriteback => "memory.zswap.writeback",
+            CgroupFile::MemorySwapMax => "memory.swap.max",
+            CgroupFile::MemoryPeak => "memory.peak",
+            CgroupFile::MemorySwapPeak => "memory.swap.peak",
         }
     }
 
-    /// A size file (bytes or `max`); memory.zswap.writeback takes 0 or 1.
+    /// A size file (bytes or `max`); memory.zswap.writeback takes 0 or 1, the peak files
+    /// `reset`.
     pub fn is_size(self) -> bool {
-        self != CgroupFile::MemoryZswapWriteback
+        !matches!(
+            self,
+            CgroupFile::MemoryZswapWriteback | CgroupFile::MemoryPeak | CgroupFile::MemorySwapPeak
+        )
+    }
+
+    /// A peak file (memory.peak, memory.swap.peak): the one kind a process may keep open
+    /// (`CgroupOpen`), where the descriptor matters (per-descriptor resets).
+    pub fn is_peak(self) -> bool {
+        matches!(self, CgroupFile::MemoryPeak | CgroupFile::MemorySwapPeak)
     }
 }
 
@@ -224,14 +270,35 @@ pub enum CgroupCounter {
     MemorySwapCurrent,
     #[serde(rename = "memory.zswap.current")]
     MemoryZswapCurrent,
+    #[serde(rename = "memory.peak")]
+    MemoryPeak,
+    #[serde(rename = "memory.swap.peak")]
+    MemorySwapPeak,
+    /// Keyed files: one number per row (`CgroupRead` with a `key`; no `CgroupValue::Of`).
+    #[serde(rename = "memory.stat")]
+    MemoryStat,
+    #[serde(rename = "memory.events")]
+    MemoryEvents,
 }
 
 impl CgroupCounter {
+    /// A file of `key value` rows (memory.stat, memory.events).
+    pub fn is_keyed(self) -> bool {
+        matches!(
+            self,
+            CgroupCounter::MemoryStat | CgroupCounter::MemoryEvents
+        )
+    }
+
     pub fn name(self) -> &'static str {
         match self {
             CgroupCounter::MemoryCurrent => "memory.current",
             CgroupCounter::MemorySwapCurrent => "memory.swap.current",
             CgroupCounter::MemoryZswapCurrent => "memory.zswap.current",
+            CgroupCounter::MemoryPeak => "memory.peak",
+            CgroupCounter::MemorySwapPeak => "memory.swap.peak",
+            CgroupCounter::MemoryStat => "memory.stat",
+            CgroupCounter::MemoryEvents => "memory.events",
         }
     }
 }
@@ -253,13 +320,17 @@ pub enum CgroupValue {
         #[serde(default)]
         minus: u64,
     },
+    /// `reset`: the text a peak file's reset writes (memory.peak, memory.swap.peak take any
+    /// non-empty text and never parse it; the lab writes this word).
+    Reset,
 }
 
 impl CgroupValue {
-    /// The number written, given the counter's current value (None: `max`).
+    /// The number written, given the counter's current value (None: `max`, or `reset`, which
+    /// is no number: `Phase::check` keeps it to the peak files, whose writes never resolve it).
     pub fn resolve(&self, counter: impl FnOnce(CgroupCounter) -> u64) -> Option<u64> {
         match *self {
-            CgroupValue::Max => None,
+            CgroupValue::Max | CgroupValue::Reset => None,
             CgroupValue::Value { value } => Some(value),
             // f64 multiplication is exact IEEE arithmetic: the same on every machine.
             CgroupValue::Of { of, times, minus } => {
@@ -297,6 +368,19 @@ impl Phase {
                 ))
             }
         };
+        if let Phase::Reclaim {
+            amount: CgroupValue::Of { of, .. },
+            ..
+        }
+        | Phase::CgroupWrite {
+            value: CgroupValue::Of { of, .. },
+            ..
+        } = self
+        {
+            if of.is_keyed() {
+                return Err(format!("{} is not a value to compute from", of.name()));
+            }
+        }
         match self {
             Phase::Write {
                 fsync_bytes: Some(0),
@@ -400,7 +484,25 @@ impl Phase {
             } if !(times.is_finite() && *times >= 0.0) => {
                 Err(format!("times must be finite and >= 0, got {times}"))
             }
-            Phase::CgroupWrite { file, value } => match (file.is_size(), value) {
+            Phase::CgroupWrite {
+                file, fd: Some(_), ..
+            } if !file.is_peak() => Err(format!(
+                "{} is written through a descriptor only if it is memory.peak or memory.swap.peak",
+                file.name()
+            )),
+            Phase::CgroupWrite { file, value, .. } if file.is_peak() => match value {
+                CgroupValue::Reset => Ok(()),
+                _ => Err(format!("{} takes reset", file.name())),
+            },
+            Phase::CgroupWrite {
+                value: CgroupValue::Reset,
+                file,
+                ..
+            } => Err(format!(
+                "{} takes no reset; only the peak files do",
+                file.name()
+            )),
+            Phase::CgroupWrite { file, value, .. } => match (file.is_size(), value) {
                 (false, CgroupValue::Value { value: 0 | 1 }) => Ok(()),
                 (false, _) => Err(format!("{} takes 0 or 1", file.name())),
                 (true, CgroupValue::Of { times, .. }) if !(times.is_finite() && *times >= 0.0) => {
@@ -408,6 +510,28 @@ impl Phase {
                 }
                 (true, _) => Ok(()),
             },
+            Phase::CgroupOpen { file, .. } if !file.is_peak() => Err(format!(
+                "only memory.peak and memory.swap.peak are kept open; got {}",
+                file.name()
+            )),
+            Phase::CgroupRead { file, key, .. } if file.is_keyed() != key.is_some() => {
+                Err(match key {
+                    Some(k) => format!("{} has no rows: no key ({k:?})", file.name()),
+                    None => format!("{} is read at a row: key is missing", file.name()),
+                })
+            }
+            Phase::CgroupRead {
+                file, fd: Some(_), ..
+            } if !matches!(
+                file,
+                CgroupCounter::MemoryPeak | CgroupCounter::MemorySwapPeak
+            ) =>
+            {
+                Err(format!(
+                    "{} is read through a descriptor only if it is memory.peak or memory.swap.peak",
+                    file.name()
+                ))
+            }
             Phase::KernelAlloc { order, .. } if *order > MAX_KERNEL_ALLOC_ORDER => Err(format!(
                 "order must be at most {MAX_KERNEL_ALLOC_ORDER} (MAX_PAGE_ORDER), got {order}"
             )),
@@ -422,6 +546,9 @@ impl Phase {
             | Phase::Exit
             | Phase::Reclaim { .. }
             | Phase::ZramWrite { .. }
+            | Phase::CgroupOpen { .. }
+            | Phase::CgroupRead { .. }
+            | Phase::CgroupClose { .. }
             | Phase::KernelAlloc { .. } => Ok(()),
         }
     }
@@ -430,6 +557,78 @@ impl Phase {
     pub fn is_cgroup_write(&self) -> bool {
         matches!(self, Phase::Reclaim { .. } | Phase::CgroupWrite { .. })
     }
+
+    /// A phase that works on a cgroup interface file (opens, reads, writes or closes one)
+    /// instead of accessing memory.
+    pub fn is_cgroup_file(&self) -> bool {
+        matches!(
+            self,
+            Phase::Reclaim { .. }
+                | Phase::CgroupWrite { .. }
+                | Phase::CgroupOpen { .. }
+                | Phase::CgroupRead { .. }
+                | Phase::CgroupClose { .. }
+        )
+    }
+
+    /// The process's descriptors a phase uses: (fd, the file it must be open on; None for a
+    /// close), and whether it opens it. For the checks of descriptor references, which the
+    /// simulator and the runner share ([`check_fds`]).
+    fn fd_use(&self) -> Option<(u32, Option<&'static str>, bool)> {
+        match *self {
+            Phase::CgroupOpen { file, fd } => Some((fd, Some(file.name()), true)),
+            Phase::CgroupWrite {
+                file, fd: Some(fd), ..
+            } => Some((fd, Some(file.name()), false)),
+            Phase::CgroupRead {
+                file, fd: Some(fd), ..
+            } => Some((fd, Some(file.name()), false)),
+            Phase::CgroupClose { fd } => Some((fd, None, false)),
+            _ => None,
+        }
+    }
+}
+
+/// The most descriptors one process may keep open.
+pub const MAX_CGROUP_FDS: u32 = 1024;
+
+/// Checks the descriptor references of one process's phases, in order: a descriptor is
+/// opened before it is used, not opened again while open, used on the file it was opened on,
+/// and not used after its close. Returns the number of descriptor slots (highest fd + 1), or
+/// (the phase's index, why not).
+pub fn check_fds(phases: &[Phase]) -> Result<u32, (usize, String)> {
+    let mut open: Vec<Option<&'static str>> = Vec::new();
+    for (i, ph) in phases.iter().enumerate() {
+        let Some((fd, file, opens)) = ph.fd_use() else {
+            continue;
+        };
+        if fd >= MAX_CGROUP_FDS {
+            return Err((
+                i,
+                format!("fd {fd}: at most {MAX_CGROUP_FDS} descriptors per process"),
+            ));
+        }
+        if open.len() <= fd as usize {
+            open.resize(fd as usize + 1, None);
+        }
+        let slot = &mut open[fd as usize];
+        match (opens, *slot, file) {
+            (true, Some(f), _) => return Err((i, format!("fd {fd} is already open (on {f})"))),
+            (true, None, f) => *slot = f,
+            (false, None, _) => {
+                return Err((
+                    i,
+                    format!("fd {fd} is not open here (no cgroup_open of it before, or closed)"),
+                ))
+            }
+            (false, Some(f), Some(want)) if f != want => {
+                return Err((i, format!("fd {fd} is open on {f}, not {want}")))
+            }
+            (false, Some(_), None) => *slot = None,
+            (false, Some(_), Some(_)) => {}
+        }
+    }
+    Ok(open.len() as u32)
 }
 
 impl Phase {
@@ -661,6 +860,9 @@ impl AccessGen {
             | Phase::Exit
             | Phase::Reclaim { .. }
             | Phase::CgroupWrite { .. }
+            | Phase::CgroupOpen { .. }
+            | Phase::CgroupRead { .. }
+            | Phase::CgroupClose { .. }
             | Phase::ZramWrite { .. }
             | Phase::KernelAlloc { .. } => (State::Done, WriteMode::Never),
         };

@@ -346,23 +346,27 @@ def _v2_files_used(g: dict[str, Any]) -> list[str]:
 
 
 def _check_cgroup_phases(config: dict[str, Any], p: Probe) -> list[Problem]:
-    """reclaim and cgroup_write phases write a cgroup v2 file of the process's cgroup while it
-    runs: memory.reclaim, memory.high, ... A host without the v2 memory controller has none of
-    them (cgroup v1 has no memory.reclaim), and a v2 kernel may lack one."""
+    """reclaim, cgroup_write, cgroup_open and cgroup_read phases use a cgroup v2 file of the
+    process's cgroup while it runs: memory.reclaim, memory.high, memory.peak ... A host without
+    the v2 memory controller has none of them (cgroup v1 has no memory.reclaim, and its
+    memory.max_usage_in_bytes resets for every reader at once: no per-descriptor peak), and a
+    v2 kernel may lack one (memory.peak is writable from 6.12)."""
     problems: list[Problem] = []
+    verbs = {"reclaim": "writes", "cgroup_write": "writes", "cgroup_open": "opens", "cgroup_read": "reads"}
     for i, proc in enumerate(config["processes"]):
         for j, ph in enumerate(proc["phases"]):
             kind = ph["phase"]["kind"]
-            if kind not in ("reclaim", "cgroup_write"):
+            if kind not in verbs:
                 continue
             file = "memory.reclaim" if kind == "reclaim" else str(ph["phase"]["file"])
+            verb = verbs[kind]
             where: tuple[str | int, ...] = ("processes", i, "phases", j, "kind")
             if not p.cgroup_v2_memory:
                 have = "the cgroup v1 memory controller only" if p.cgroup_v1_memory else "no memory cgroup controller"
                 v1 = ", and cgroup v1 has no memory.reclaim" if kind == "reclaim" else ""
-                problems.append(Problem(where, f"phase {ph['name']!r} writes {file}, a cgroup v2 file; this host has {have}{v1}"))
+                problems.append(Problem(where, f"phase {ph['name']!r} {verb} {file}, a cgroup v2 file; this host has {have}{v1}"))
             elif p.cgroup_v2_files and file not in p.cgroup_v2_files:
-                problems.append(Problem(where, f"phase {ph['name']!r} writes {file}; this kernel ({p.kernel_release}) has no such file"))
+                problems.append(Problem(where, f"phase {ph['name']!r} {verb} {file}; this kernel ({p.kernel_release}) has no such file"))
     return problems
 
 

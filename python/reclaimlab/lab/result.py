@@ -22,9 +22,10 @@ def phase_record(ev: dict[str, Any]) -> dict[str, Any]:
     """A runner's ``phase`` event as a phase record (the simulator's columns, same formulas)."""
     elapsed_ns = int(ev["end_ns"]) - int(ev["start_ns"])
     accesses = int(ev["accesses"])
-    # reclaim and cgroup_write phases: what the write did, under the simulator's keys
-    # (reclaimed_bytes is memory.stat pgsteal over the write: the kernel does not report it).
-    extra: dict[str, Any] = {k: ev[k] for k in ("reclaimed_bytes", "error", "written") if ev.get(k) is not None}
+    # reclaim, cgroup_write and cgroup_read phases: what the write did or the read read, under
+    # the simulator's keys (reclaimed_bytes is memory.stat pgsteal over the write: the kernel
+    # does not report it).
+    extra: dict[str, Any] = {k: ev[k] for k in ("reclaimed_bytes", "error", "written", "read") if ev.get(k) is not None}
     return {
         **extra,
         "process": str(ev["process"]),

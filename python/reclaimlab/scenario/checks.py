@@ -14,6 +14,9 @@ from reclaimlab.scenario.models import (
     BASELINE_DIRECTIONS,
     V1_FILES,
     V2_FILES,
+    CgroupClosePhase,
+    CgroupOpenPhase,
+    CgroupReadPhase,
     Cgroups,
     CgroupWritePhase,
     CreateFilesPhase,
@@ -316,6 +319,15 @@ def _check_processes(s: Scenario, procs: list[Process]) -> list[Problem]:
                     )
                 )
         files = [f.name for f in proc.files]
+        tmpfiles = {f.name for f in proc.files if f.tmpfile}
+        for k, f in enumerate(proc.files):
+            fs_name = f.filesystem if f.filesystem is not None else (filesystems[0] if len(filesystems) == 1 else None)
+            if f.tmpfile and fs_name is not None and any(fs.name == fs_name and fs.type == "tmpfs" for fs in s.machine.filesystems):
+                p.append(
+                    Problem(
+                        (*where, "files", k, "tmpfile"), f"a tmpfile on tmpfs {fs_name!r} is not modelled; put it on a block filesystem"
+                    )
+                )
         p += _duplicates([phase_name(ph, j) for j, ph in enumerate(proc.phases)], (*where, "phases"), "name", "phase")
         regions = [r.name for r in proc.regions]
         for j, ph in enumerate(proc.phases):
@@ -352,18 +364,32 @@ def _check_processes(s: Scenario, procs: list[Process]) -> list[Problem]:
                             f"expected the name of a file of process {proc.name!r} (one of {_quoted(files)}); got {ph.file!r}",
                         )
                     )
-            elif isinstance(ph, ReclaimPhase | CgroupWritePhase):
-                file = "memory.reclaim" if isinstance(ph, ReclaimPhase) else ph.file
+                elif (isinstance(ph, WritePhase) or (isinstance(ph, MmapPhase) and ph.write_percent > 0)) and ph.file in tmpfiles:
+                    p.append(
+                        Problem(
+                            (*pw, "file"),
+                            f"{ph.file!r} is a tmpfile, which only read phases may use (truncating written pages at exit is not modelled)",
+                        )
+                    )
+            elif isinstance(ph, ReclaimPhase | CgroupWritePhase | CgroupOpenPhase | CgroupReadPhase | CgroupClosePhase):
+                if isinstance(ph, ReclaimPhase):
+                    file, verb = "memory.reclaim", "writes"
+                elif isinstance(ph, CgroupClosePhase):
+                    file, verb = "a cgroup file", "closes"
+                else:
+                    file = ph.file or "a peak file"
+                    verb = {"cgroup_write": "writes", "cgroup_open": "opens", "cgroup_read": "reads"}[ph.kind]
                 if s.cgroups.cgroup_version != 2:
                     p.append(
                         Problem(
                             (*pw, "kind"),
-                            f"a {ph.kind} phase writes {file}, a cgroup v2 file; cgroup_version is {s.cgroups.cgroup_version}",
+                            f"a {ph.kind} phase {verb} {file}, a cgroup v2 file; cgroup_version is {s.cgroups.cgroup_version}",
                         )
                     )
-                elif isinstance(ph, CgroupWritePhase) and proc.cgroup_path() == "/":
+                elif not isinstance(ph, ReclaimPhase) and file != "memory.stat" and proc.cgroup_path() == "/":
+                    key = "file" if getattr(ph, "file", None) is not None else "kind"
                     p.append(
-                        Problem((*pw, "file"), f"the root cgroup has no {file}; put process {proc.name!r} in a cgroup of [cgroups.groups]")
+                        Problem((*pw, key), f"the root cgroup has no {file}; put process {proc.name!r} in a cgroup of [cgroups.groups]")
                     )
             elif isinstance(ph, ZramWritePhase):
                 zram = [sw.name if sw.name is not None else f"swap{i}" for i, sw in enumerate(s.machine.swap) if sw.kind == "zram"]
@@ -378,6 +404,44 @@ def _check_processes(s: Scenario, procs: list[Process]) -> list[Problem]:
                     )
             else:
                 p += _check_phase(ph, pw, proc.name, regions)
+        p += _check_fds(proc, where)
+    return p
+
+
+def fd_files(proc: Process) -> list[dict[str, str]]:
+    """For each phase of the process, in order, its open descriptors before the phase runs
+    (name -> file), following cgroup_open and cgroup_close (and ignoring references that
+    ``_check_fds`` reports)."""
+    out: list[dict[str, str]] = []
+    open_: dict[str, str] = {}
+    for ph in proc.phases:
+        out.append(dict(open_))
+        if isinstance(ph, CgroupOpenPhase) and ph.fd not in open_:
+            open_[ph.fd] = ph.file
+        elif isinstance(ph, CgroupClosePhase):
+            open_.pop(ph.fd, None)
+    return out
+
+
+def _check_fds(proc: Process, where: Path) -> list[Problem]:
+    """The process's descriptor names: each cgroup_write/cgroup_read/cgroup_close names one
+    that a cgroup_open of the process opened before it and no cgroup_close closed since, on the
+    file it names (if it names one); a cgroup_open does not reuse a name still open."""
+    p: list[Problem] = []
+    for j, (ph, open_) in enumerate(zip(proc.phases, fd_files(proc), strict=True)):
+        if not isinstance(ph, CgroupOpenPhase | CgroupWritePhase | CgroupReadPhase | CgroupClosePhase) or ph.fd is None:
+            continue
+        pw: Path = (*where, "phases", j, "fd")
+        if isinstance(ph, CgroupOpenPhase):
+            if ph.fd in open_:
+                p.append(Problem(pw, f"descriptor {ph.fd!r} of process {proc.name!r} is already open (on {open_[ph.fd]}); close it first"))
+            continue
+        if ph.fd not in open_:
+            have = f"open here: {_quoted(open_)}" if open_ else "none is open here"
+            want = f"expected the name of a descriptor a cgroup_open of process {proc.name!r} opened before this phase"
+            p.append(Problem(pw, f"{want} ({have}); got {ph.fd!r}"))
+        elif not isinstance(ph, CgroupClosePhase) and ph.file is not None and ph.file != open_[ph.fd]:
+            p.append(Problem((*where, "phases", j, "file"), f"descriptor {ph.fd!r} is open on {open_[ph.fd]}, not {ph.file}"))
     return p
 
 

@@ -312,13 +312,16 @@ class Region(StrictModel):
 
 class File(StrictModel):
     """A file of the process on a filesystem of [[machine.filesystems]] (its only one when
-    ``filesystem`` is left out); its pages live in the page cache."""
+    ``filesystem`` is left out); its pages live in the page cache. ``tmpfile``: the file has no
+    name (O_TMPFILE, or unlinked while open), so its page cache is freed when the process
+    exits; only read phases may use it."""
 
     name: str
     size: PositiveSize
     content: Content
     variants: IntRange(1, 65536) = 256  # type: ignore[valid-type]
     filesystem: str | None = None
+    tmpfile: bool = False
 
 
 class Uniform(StrictModel):
@@ -500,14 +503,34 @@ def _counter_or_plain(v: Any) -> str:
     return "counter" if isinstance(v, dict | CounterTimes) else "plain"
 
 
+#: The files a process may keep open (``cgroup_open``): where a descriptor of its own matters,
+#: the peak files with their per-descriptor resets (6.12 peak_write).
+PeakFile = Literal["memory.peak", "memory.swap.peak"]
+#: The files a ``cgroup_read`` phase reads: one number each, or one per row for the keyed ones
+#: (CgroupCounter in reclaimlab-workload).
+ReadableFile = Literal[
+    "memory.current", "memory.peak", "memory.swap.current", "memory.swap.peak", "memory.zswap.current", "memory.stat", "memory.events"
+]
+PEAK_FILES: tuple[str, ...] = ("memory.peak", "memory.swap.peak")
+KEYED_FILES: tuple[str, ...] = ("memory.stat", "memory.events")
+
+
 class CgroupWritePhase(_Phase):
     """A write to an interface file of the process's cgroup during the run: the files writable
     at runtime that the core models (CgroupFile in reclaimlab-workload; its serde names are
-    checked against these by the tests)."""
+    checked against these by the tests). With ``fd``, the write goes through that descriptor of
+    the process (a ``cgroup_open`` before it; ``file`` may then be left out). The peak files
+    take ``value = "reset"``: a reset of the peak the descriptor reads."""
 
     makes_accesses: ClassVar[bool] = False
     kind: Literal["cgroup_write"]
-    file: Literal["memory.high", "memory.max", "memory.zswap.max", "memory.zswap.writeback"]
+    file: (
+        Literal[
+            "memory.high", "memory.max", "memory.zswap.max", "memory.zswap.writeback", "memory.swap.max", "memory.peak", "memory.swap.peak"
+        ]
+        | None
+    ) = None
+    fd: str | None = None
     value: Annotated[
         Annotated[CounterTimes, Tag("counter")] | Annotated[bool | int | str, Tag("plain")],
         Discriminator(_counter_or_plain),
@@ -516,7 +539,23 @@ class CgroupWritePhase(_Phase):
     @model_validator(mode="after")
     def _value_fits_file(self) -> CgroupWritePhase:
         v = self.value
-        if self.file == "memory.zswap.writeback":
+        if self.file is None and self.fd is None:
+            raise PydanticCustomError(
+                "cgroup_file", "file: expected the file to write, or fd = the name of a descriptor of cgroup_open", {}
+            )
+        if self.fd is not None:
+            if self.file is not None and self.file not in PEAK_FILES:
+                raise PydanticCustomError(
+                    "cgroup_file",
+                    "file: only memory.peak and memory.swap.peak are written through a descriptor; got {got}",
+                    {"got": self.file},
+                )
+            if v != "reset":
+                raise PydanticCustomError("cgroup_value", 'value: a peak file\'s descriptor takes "reset"; got {got}', {"got": repr(v)})
+        elif self.file in PEAK_FILES:
+            if v != "reset":
+                raise PydanticCustomError("cgroup_value", 'value: {file} takes "reset"; got {got}', {"file": self.file, "got": repr(v)})
+        elif self.file == "memory.zswap.writeback":
             if isinstance(v, CounterTimes) or v not in (0, 1):
                 raise PydanticCustomError(
                     "cgroup_value", "value: memory.zswap.writeback takes 0 or 1 (or a bool); got {got}", {"got": repr(v)}
@@ -538,12 +577,65 @@ class CgroupWritePhase(_Phase):
     def lowered_value(self) -> dict[str, Any]:
         """The serde form of reclaimlab_workload::CgroupValue."""
         v = self.value
+        if self.fd is not None or self.file in PEAK_FILES:
+            return {"kind": "reset"}
         if isinstance(v, CounterTimes):
             return v.lowered()
         if isinstance(v, int) and not isinstance(v, bool) and self.file == "memory.zswap.writeback":
             return {"kind": "value", "value": v}
         size = _max_or_size(v)
         return {"kind": "max"} if size is None else {"kind": "value", "value": size}
+
+
+class CgroupOpenPhase(_Phase):
+    """Opens ``file`` (memory.peak or memory.swap.peak) of the process's cgroup and keeps the
+    descriptor under the name ``fd`` for later ``cgroup_write``/``cgroup_read`` phases of the
+    process, until a ``cgroup_close`` of it or the process's end."""
+
+    makes_accesses: ClassVar[bool] = False
+    kind: Literal["cgroup_open"]
+    file: PeakFile
+    fd: str
+
+
+class CgroupReadPhase(_Phase):
+    """Reads ``file`` of the process's cgroup (opened, read, closed), or with ``fd`` through
+    that open descriptor (``file`` may then be left out): the number read (bytes; a
+    memory.events row: a count) is the phase record's ``read``. memory.stat and memory.events
+    are read at their row ``key`` (as the selftests' cg_read_key_long); a row the file does not
+    have leaves ``read`` out and sets ``error = "ENOENT"``."""
+
+    makes_accesses: ClassVar[bool] = False
+    kind: Literal["cgroup_read"]
+    file: ReadableFile | None = None
+    fd: str | None = None
+    key: str | None = None
+
+    @model_validator(mode="after")
+    def _file_or_fd(self) -> CgroupReadPhase:
+        if self.file is None and self.fd is None:
+            raise PydanticCustomError("cgroup_file", "file: expected the file to read, or fd = the name of a descriptor of cgroup_open", {})
+        if (self.file in KEYED_FILES) != (self.key is not None):
+            if self.key is None:
+                raise PydanticCustomError("cgroup_key", 'key: {file} is read at a row; name it (e.g. key = "anon")', {"file": self.file})
+            raise PydanticCustomError(
+                "cgroup_key",
+                "key: only memory.stat and memory.events have rows; got key = {key!r} for {file}",
+                {"key": self.key, "file": self.file or "a descriptor"},
+            )
+        if self.fd is not None and self.file is not None and self.file not in PEAK_FILES:
+            raise PydanticCustomError(
+                "cgroup_file", "file: only memory.peak and memory.swap.peak are read through a descriptor; got {got}", {"got": self.file}
+            )
+        return self
+
+
+class CgroupClosePhase(_Phase):
+    """Closes the process's descriptor ``fd`` (close(2))."""
+
+    makes_accesses: ClassVar[bool] = False
+    kind: Literal["cgroup_close"]
+    fd: str
 
 
 class ZramWritePhase(_Phase):
@@ -608,6 +700,9 @@ Phase = Annotated[
     | SleepPhase
     | ReclaimPhase
     | CgroupWritePhase
+    | CgroupOpenPhase
+    | CgroupReadPhase
+    | CgroupClosePhase
     | ZramWritePhase
     | KernelAllocPhase
     | ExitPhase,

@@ -41,7 +41,7 @@
 //! window; files are laid out contiguously on their device, one after another.
 
 use super::journal::{InodeJournal, Jbd2};
-use super::page::{pg, PAGE_SIZE};
+use super::page::{list, pg, Page, PAGE_SIZE};
 use super::page_writeback::{InodeWb, Wb};
 use super::{Ctx, Mm, Oom};
 use crate::block::{BlockDevice, Dir};
@@ -694,6 +694,46 @@ impl Mm {
             self.page_counter_uncharge(m, 1);
         }
         self.free_frame();
+    }
+
+    /// One page of truncate_inode_pages_final (mm/truncate.c, 6.12), at the eviction of an
+    /// unnamed file's inode when its process exits: a cached folio leaves the LRU and the
+    /// mapping and is uncharged (one memcg v1 `pgpgout` per folio, at its first page) and
+    /// freed; a shadow entry is deleted with the mapping. No workingset eviction: nothing is
+    /// remembered of a deleted file. The file's readahead state and reads in flight go with
+    /// it (a read completing later finds no page; its device time was already spent). The
+    /// loader refuses writes to these files (Proc::from_config), so no folio is dirty or under
+    /// writeback here; the kernel would cancel the dirty state and wait for writeback.
+    pub(crate) fn truncate_inode_page(&mut self, i: u32) {
+        let p = self.pages[i as usize];
+        debug_assert!(
+            !p.has(pg::DIRTY | pg::WRITEBACK),
+            "tmpfile pages are never written"
+        );
+        if p.has(pg::RESIDENT) {
+            let m = p.memcg;
+            if p.list != list::NONE {
+                self.lru_del(i);
+            }
+            self.resident_del(i);
+            let (_, index) = self.file_of(i);
+            if index & ((1u64 << p.folio_order) - 1) == 0 {
+                self.uncharge(m);
+            } else {
+                self.page_counter_uncharge(m, 1);
+            }
+            self.free_frame();
+        }
+        let r = p.region;
+        self.pages[i as usize] = Page::new_file(r, p.memcg);
+        let base = self.regions[r as usize].base;
+        if let Some(f) = self.regions[r as usize].file.as_mut() {
+            if i == base {
+                // Once per file: a new inode's state (file_ra_state_init).
+                let (fs, dev_off) = (f.fs, f.dev_off);
+                *f = FileState::new(fs, dev_off);
+            }
+        }
     }
 
     /// NR_FILE_MAPPED: page cache pages (tmpfs ones included) mapped by a process.

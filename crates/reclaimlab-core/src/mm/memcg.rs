@@ -52,9 +52,15 @@ pub struct Memcg {
     /// descendants; the root's is not charged (mem_cgroup_is_root).
     pub swap_usage: u64,
     /// page_counter watermarks of the memory and swap counters (memory.peak, memory.swap.peak
-    /// without a per-fd reset: the high-water mark since the cgroup was created).
+    /// read through a descriptor never written: the high-water mark since the cgroup was
+    /// created).
     pub watermark: u64,
     pub swap_watermark: u64,
+    /// page_counter local_watermark of the two counters (6.12): the high-water mark since the
+    /// last write to a peak file of this memcg through any descriptor; never above the
+    /// watermark.
+    pub local_watermark: u64,
+    pub swap_local_watermark: u64,
     /// The memory page counter's failcnt (v1 memory.failcnt): charges that found this counter
     /// at its limit (page_counter_try_charge, 6.12 mm/page_counter.c), every attempt counted,
     /// a batch that failed before its single page included.
@@ -126,6 +132,8 @@ impl Memcg {
             swap_usage: 0,
             watermark: 0,
             swap_watermark: 0,
+            local_watermark: 0,
+            swap_local_watermark: 0,
             failcnt: 0,
             usage: 0,
             stock: 0,
@@ -420,6 +428,7 @@ impl Mm {
         while let Some(i) = c {
             let mc = &mut self.memcgs[i as usize];
             mc.usage += nr;
+            mc.local_watermark = mc.local_watermark.max(mc.usage);
             mc.watermark = mc.watermark.max(mc.usage);
             c = mc.parent;
         }
@@ -442,6 +451,7 @@ impl Mm {
             // follows: the lab's "/" is a cgroup of its own, whose max_usage_in_bytes does.
             let root = &mut self.memcgs[0];
             root.usage += 1;
+            root.local_watermark = root.local_watermark.max(root.usage);
             root.watermark = root.watermark.max(root.usage);
             return Ok(());
         }
@@ -1054,6 +1064,7 @@ impl Mm {
         {
             let mc = &mut self.memcgs[c as usize];
             mc.swap_usage += 1;
+            mc.swap_local_watermark = mc.swap_local_watermark.max(mc.swap_usage);
             mc.swap_watermark = mc.swap_watermark.max(mc.swap_usage);
         }
         true

@@ -503,19 +503,25 @@ impl Mm {
         // The exiting task's batch goes to the LRU (its folios are freed below).
         self.lru_add_drain_process(process);
         self.kernel_free_process(process);
-        let regions: Vec<(u32, u32, u16)> = self
+        let regions: Vec<(u32, u32, bool)> = self
             .regions
             .iter()
             .filter(|r| r.process == process)
-            .map(|r| (r.base, r.pages, r.memcg))
+            .map(|r| (r.base, r.pages, r.tmpfile))
             .collect();
-        for &(base, pages, _) in &regions {
+        for &(base, pages, tmpfile) in &regions {
             for i in base..base + pages {
                 if self.pages[i as usize].has(pg::MLOCKED) {
                     // zap_pte_range munlocks a VM_LOCKED region's folios first (mm/mlock.rs).
                     self.munlock_folio(i);
                 }
                 let p = self.pages[i as usize];
+                if p.has(pg::FILE) && tmpfile {
+                    // An unnamed file: the exit's last close evicts the inode
+                    // (truncate_inode_pages_final, mm/filemap.rs).
+                    self.truncate_inode_page(i);
+                    continue;
+                }
                 if p.has(pg::FILE | pg::SHMEM) {
                     // Page cache folios, and tmpfs files whether in memory or in swap, outlive
                     // the process (and stay charged): only the mapping goes.
@@ -557,8 +563,9 @@ impl Mm {
             }
             self.uncharge_kmem(m, n);
         }
-        for &(_, _, m) in &regions {
-            self.drain_stock(m);
-        }
+        // The memcg's charge stock is not drained: 6.12 drains a CPU's memcg_stock when another
+        // memcg refills it, on drain_all_stock (a charge at the limit, a memory.high or
+        // memory.max write) and at CPU hotplug, never at task exit (mem_cgroup_exit only drops
+        // the task's objcg). What the process precharged stays in memory.current.
     }
 }

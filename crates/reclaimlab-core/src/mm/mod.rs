@@ -10,6 +10,7 @@ pub mod kalloc;
 pub mod lru_add;
 pub mod lru_gen;
 pub mod memcg;
+pub mod memcg_peak;
 pub mod memory;
 pub mod mlock;
 pub mod page;
@@ -105,6 +106,9 @@ pub struct Mm {
     pub(crate) over_high: Vec<u64>,
     /// Per process: the folios its CPU's lru_add batch holds (page, memcg, list; mm/lru_add.rs).
     pub(crate) lru_add_fbatch: Vec<Vec<(u32, u16, u8)>>,
+    /// The open peak files (memcg_peak.rs), in the order they were opened; a released one
+    /// stays in the table (ids are never reused within a run).
+    pub(crate) peak_fds: Vec<memcg_peak::PeakFd>,
     /// mem_cgroup_iter's shared reclaim position, per reclaim target memcg.
     pub(crate) reclaim_cursor: Vec<u16>,
     /// Resident pages (folios of workload memory), for the conservation check.
@@ -266,6 +270,7 @@ impl Mm {
             seed: cfg.seed,
             over_high: vec![0; cfg.processes.len()],
             lru_add_fbatch: vec![Vec::new(); cfg.processes.len()],
+            peak_fds: Vec::new(),
             reclaim_cursor: vec![0; nmemcg],
             nr_resident: 0,
             reserved: 0,

@@ -41,6 +41,8 @@ pub struct RegionInfo {
     pub thp: bool,
     /// mlock()ed whole right after it is mapped (VM_LOCKED, mm/mlock.rs).
     pub mlock: bool,
+    /// An unnamed file (O_TMPFILE): its page cache is freed when the process exits.
+    pub tmpfile: bool,
 }
 
 /// Per content variant of a region: compressed length and same-filled facts.
@@ -120,6 +122,12 @@ pub(crate) fn from_config(
                     "an mlocked region cannot also be `thp` (mlock of huge pages is not modelled)",
                 ));
             }
+            if r.tmpfile && r.file.is_none() {
+                return Err(ConfigError::invalid(
+                    format!("{at}.tmpfile"),
+                    "only a file region can be a tmpfile",
+                ));
+            }
             let (file, shmem) = match r.file {
                 None => (None, None),
                 Some(fs) => {
@@ -150,6 +158,12 @@ pub(crate) fn from_config(
                                         "the files on tmpfs {:?} need {} pages, more than its size ({limit} pages)",
                                         cfg.machine.filesystems[fs as usize].name, *off
                                     ),
+                                ));
+                            }
+                            if r.tmpfile {
+                                return Err(ConfigError::invalid(
+                                    format!("{at}.tmpfile"),
+                                    "a tmpfile on a tmpfs is not modelled (its shmem pages and swap entries are not freed at exit)",
                                 ));
                             }
                             (None, tmpfs)
@@ -186,6 +200,7 @@ pub(crate) fn from_config(
                 shmem,
                 thp: r.thp,
                 mlock: r.mlock,
+                tmpfile: r.tmpfile,
             });
             let page = match (&regions[idx as usize].file, shmem) {
                 (Some(_), _) => Page::new_file(idx, memcg),
