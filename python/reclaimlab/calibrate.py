@@ -878,31 +878,11 @@ write_percent = 0
 """
 
 
-def pressure_scenario(
-    version: str, cgroup_version: int, compressor: str = "lzo", access_count: int = 60_000, zswap: bool = True, zram: bool = False
+def _pressure_text(
+    name: str, swap: str, version: str, cluster: int, zswap: bool, compressor: str, cgroup_version: int, limit_key: str
 ) -> str:
-    """zswap on, no writeback, under a 48 MiB memcg limit (v1 memory.limit_in_bytes, or v2
-    memory.max), text pages. ``warm`` (32 MiB) is filled below the limit: the run's own fill
-    cost, without reclaim. Filling ``data`` (96 MiB) then stores 80 MiB in zswap, and random
-    reads over ``data`` swap in from zswap (and store again) on about every other access.
-    (With a 32 MiB limit and 64 MiB of data the kernel's memcg OOM killer fired in about one
-    run in five while swap readahead filled the swap cache.)
-
-    ``zswap=False``: the same with zswap off, the pages going to a 1 GiB swap file and coming
-    back from it one at a time (vm.page-cluster 0: with readahead and a small swap file the
-    memcg OOM killer takes the runner in many runs, docs/validation.md), fewer random reads
-    (each is a disk read).
-
-    ``zram=True`` (zswap off): the swap device is a 256 MiB zram device with ``compressor``: the
-    same reclaim and swap-in without zswap's own work and without disk IO."""
-    limit_key = "memory.limit_in_bytes" if cgroup_version == 1 else "memory.max"
-    if zram:
-        name, cluster = "calibrate-zram", 3
-        swap = f'name = "zram"\nkind = "zram"\nsize = "256MiB"\ncomp_algorithm = "{compressor}"'
-        zswap = False
-    else:
-        name, swap_size, cluster = ("calibrate-zswap", "256MiB", 3) if zswap else ("calibrate-swapfile", "1GiB", 0)
-        swap = f'name = "swapfile"\nsize = "{swap_size}"\ndevice = "virtio-disk"'
+    """What the pressure and readahead scenarios share: the machine, the knobs, the 48 MiB
+    memcg and the two fills (``warm`` below the limit, ``data`` into swap or zswap)."""
     return f"""\
 schema_version = 1
 name = "{name}"
@@ -943,6 +923,37 @@ region = "warm"
 name = "fill"
 kind = "fill"
 region = "data"
+"""
+
+
+def pressure_scenario(
+    version: str, cgroup_version: int, compressor: str = "lzo", access_count: int = 60_000, zswap: bool = True, zram: bool = False
+) -> str:
+    """zswap on, no writeback, under a 48 MiB memcg limit (v1 memory.limit_in_bytes, or v2
+    memory.max), text pages. ``warm`` (32 MiB) is filled below the limit: the run's own fill
+    cost, without reclaim. Filling ``data`` (96 MiB) then stores 80 MiB in zswap, and random
+    reads over ``data`` swap in from zswap (and store again) on about every other access.
+    (With a 32 MiB limit and 64 MiB of data the kernel's memcg OOM killer fired in about one
+    run in five while swap readahead filled the swap cache.)
+
+    ``zswap=False``: the same with zswap off, the pages going to a 1 GiB swap file and coming
+    back from it one at a time (vm.page-cluster 0: with readahead and a small swap file the
+    memcg OOM killer takes the runner in many runs, docs/validation.md), fewer random reads
+    (each is a disk read).
+
+    ``zram=True`` (zswap off): the swap device is a 256 MiB zram device with ``compressor``: the
+    same reclaim and swap-in without zswap's own work and without disk IO."""
+    limit_key = "memory.limit_in_bytes" if cgroup_version == 1 else "memory.max"
+    if zram:
+        name, cluster = "calibrate-zram", 3
+        swap = f'name = "zram"\nkind = "zram"\nsize = "256MiB"\ncomp_algorithm = "{compressor}"'
+        zswap = False
+    else:
+        name, swap_size, cluster = ("calibrate-zswap", "256MiB", 3) if zswap else ("calibrate-swapfile", "1GiB", 0)
+        swap = f'name = "swapfile"\nsize = "{swap_size}"\ndevice = "virtio-disk"'
+    return (
+        _pressure_text(name, swap, version, cluster, zswap, compressor, cgroup_version, limit_key)
+        + f"""\
 [[processes.phases]]
 name = "access"
 kind = "random"
@@ -950,6 +961,7 @@ regions = ["data"]
 count = {access_count}
 write_percent = 0
 """
+    )
 
 
 def readahead_scenario(version: str, cgroup_version: int, cluster: int) -> str:
@@ -962,54 +974,17 @@ def readahead_scenario(version: str, cgroup_version: int, cluster: int) -> str:
     zswap run do, so the two differ only in how the pages come back."""
     limit_key = "memory.limit_in_bytes" if cgroup_version == 1 else "memory.max"
     name = "calibrate-readahead" if cluster else "calibrate-readahead-pc0"
-    return f"""\
-schema_version = 1
-name = "{name}"
-seed = 12
-[machine]
-memory = "host"
-cpus = "host"
-[[machine.swap]]
-name = "swapfile"
-size = "256MiB"
-device = "virtio-disk"
-[kernel]
-version = "{version}"
-vm.page-cluster = {cluster}
-zswap.enabled = true
-zswap.compressor = "lzo"
-zswap.max_pool_percent = 20
-zswap.accept_threshold_percent = 90
-zswap.shrinker_enabled = false
-[cgroups]
-cgroup_version = {cgroup_version}
-[cgroups.groups.{PRESSURE_GROUP}]
-"{limit_key}" = "48MiB"
-[[processes]]
-name = "p"
-cgroup = "{PRESSURE_GROUP}"
-[[processes.regions]]
-name = "warm"
-size = "32MiB"
-content = "text"
-[[processes.regions]]
-name = "data"
-size = "96MiB"
-content = "text"
-[[processes.phases]]
-name = "fill-free"
-kind = "fill"
-region = "warm"
-[[processes.phases]]
-name = "fill"
-kind = "fill"
-region = "data"
+    swap = 'name = "swapfile"\nsize = "256MiB"\ndevice = "virtio-disk"'
+    return (
+        _pressure_text(name, swap, version, cluster, True, "lzo", cgroup_version, limit_key)
+        + """\
 [[processes.phases]]
 name = "readback"
 kind = "sequential"
 region = "data"
 passes = 1
 """
+    )
 
 
 def _sim_run(core: Any, config: Mapping[str, Any], costs: Mapping[str, int]) -> tuple[dict[str, float], dict[str, int]]:
