@@ -54,6 +54,7 @@ from typing import Any
 
 from reclaimlab.lab import filesystems, host
 from reclaimlab.lab.errors import LabError, LabUnavailable
+from reclaimlab.lab.record import BLOCK_STAT
 from reclaimlab.lab.session import session
 
 __all__ = ["create_figures", "device_figures", "run"]
@@ -61,33 +62,13 @@ __all__ = ["create_figures", "device_figures", "run"]
 PAGE = 4096
 MIB = 1 << 20
 SECTOR = 512
-#: The fields of /sys/block/<dev>/stat (Documentation/block/stat.rst), in order.
-STAT_FIELDS = (
-    "read_ios",
-    "read_merges",
-    "read_sectors",
-    "read_ticks",
-    "write_ios",
-    "write_merges",
-    "write_sectors",
-    "write_ticks",
-    "in_flight",
-    "io_ticks",
-    "time_in_queue",
-    "discard_ios",
-    "discard_merges",
-    "discard_sectors",
-    "discard_ticks",
-    "flush_ios",
-    "flush_ticks",
-)
 
 _Note = Callable[[str], None]
 
 
 def _stat(dev: str) -> dict[str, int]:
     vals = host.read_text(f"/sys/block/{Path(dev).name}/stat").split()
-    return {k: int(v) for k, v in zip(STAT_FIELDS, vals, strict=False)}
+    return {k: int(v) for k, v in zip(BLOCK_STAT, vals, strict=False)}
 
 
 def _delta(a: Mapping[str, int], b: Mapping[str, int]) -> dict[str, int]:
