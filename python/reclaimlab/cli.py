@@ -684,6 +684,11 @@ def calibrate(
 
     if sum([only_loop_device, only_readahead, refit_lab]) > 1:
         _fail("reclaimlab calibrate: give one of --only-loop-device, --only-readahead and --refit-lab", EXIT_BAD_INPUT)
+    if refit_lab and lab_from is not None:
+        _fail(
+            "reclaimlab calibrate: --refit-lab refits the profile at --output (or the default); --lab-from is for a full calibrate",
+            EXIT_BAD_INPUT,
+        )
     options = calibration.Options(
         kind=kind,
         output=output,
