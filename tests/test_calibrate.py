@@ -200,6 +200,7 @@ def test_bundled_default_profile_parses() -> None:
         "zswap_entry_ns",
         "shrink_node_ns",  # calibrate 1c
         "swap_ra_page_ns",  # calibrate 3b (--only-readahead, 2026-11-24)
+        "scan_page_ns",  # calibrate 3a (--refit-lab, 2026-11-24 23:32)
     }
     measured |= {
         f"{c}_{w}{k}_ns"
@@ -215,6 +216,7 @@ def test_bundled_default_profile_parses() -> None:
     assert loop.flush_ns and loop.max_sectors_kb and loop.read_ahead_kb  # measured since 2026-11-24 22:45
     assert {"codecs", "kernel_codecs", "reclaim_pass", "device", "loop_device", "lab", "host", "speed_probe_ns"} <= set(p.measurements)
     assert {"readahead", "readahead_pc0"} <= set(p.measurements["lab"])  # the runs swap_ra_page_ns was fitted on
+    assert "scan" in p.measurements["lab"]  # the runs scan_page_ns was fitted on
 
 
 # ---------------------------------------------------------------------------------------------
@@ -428,6 +430,48 @@ def test_readahead_scenarios_are_the_zswap_run_with_a_sequential_read_back(cgv: 
         assert [ph["name"] for ph in phases] == ["fill-free", "fill", "readback"]
         assert phases[:2] == pres["processes"][0]["phases"][:2]
         assert phases[2]["phase"]["kind"] == "sequential" and phases[2]["phase"]["write_percent"] == 0
+
+
+@pytest.mark.parametrize("cgv", [1, 2])
+def test_scan_scenario_has_a_first_reclaim_over_referenced_pages(real_core: Any, cgv: int) -> None:
+    # The fit needs the two pressure fills to scan in very different ratios to the pages they
+    # free: the first reclaim meets pages referenced once since their fault (rotated, not
+    # freed), the next fill scans one page per page freed.
+    sc = load(cal.scan_scenario("6.18", cgv))
+    cfg = lower(sc, profile=None)
+    assert sc.name == "calibrate-scan" and cfg["cgroups"]["groups"][1]["limit_bytes"] == 48 << 20
+    assert [(sw["kind"], sw["comp_algorithm"]) for sw in cfg["machine"]["swap"]] == [("zram", "lzo")]
+    assert [ph["name"] for ph in cfg["processes"][0]["phases"]] == ["fill-free", "fill-first", "fill"]
+    costs = {k: int(v) for k, v in real_core.default_costs().items()}
+    _, slopes, _, _ = cal.sim_slopes(real_core, cfg, costs, ["scan_page_ns", "reclaim_page_ns"])
+    free, first, rest = slopes["p/fill-free"], slopes["p/fill-first"], slopes["p/fill"]
+    assert free["scan_page_ns"] == 0 and free["reclaim_page_ns"] == 0
+    assert first["scan_page_ns"] > 8 * first["reclaim_page_ns"] > 0
+    assert rest["scan_page_ns"] == pytest.approx(rest["reclaim_page_ns"], rel=0.02) and rest["reclaim_page_ns"] > 7000
+
+
+def test_refit_lab_reproduces_the_profile_from_its_own_records(real_core: Any, tmp_path: Path) -> None:
+    # The bundled profile's lab figures came from its recorded runs: fitted again on them, with
+    # the profile's own codec, device and reclaim-pass figures, they come out the same; and the
+    # profile written back parses, with every stage's record kept.
+    src = default_profile_path()
+    out = tmp_path / "p.toml"
+    out.write_text(src.read_text())
+    text, summary = cal.refit_lab(cal.Options(output=out, refit_lab=True), lambda _m: None)
+    before = parse_profile(src.read_text(), "a.toml")
+    after = parse_profile(text, "b.toml")
+    for k in ("access_ns", "fault_ns", "page_alloc_zero_ns", "scan_page_ns", "reclaim_page_ns", "swapin_page_ns", "zswap_entry_ns"):
+        assert summary["costs"][k] == pytest.approx(before.costs[k], abs=2), k
+    assert after.costs == {**before.costs, **summary["costs"]}
+    assert set(after.measurements["lab"]) == set(before.measurements["lab"])
+    assert text.count("# Added by: ") == 1 and text.count("[measurements.lab]\n") == 1
+
+
+def test_refit_lab_needs_recorded_stages(tmp_path: Path) -> None:
+    out = tmp_path / "p.toml"
+    out.write_text('schema_version = 1\nkind = "x"\n[costs]\nfault_ns = 1\n')
+    with pytest.raises(cal.LabError, match=r"measurements\.lab\.nopressure"):
+        cal.refit_lab(cal.Options(output=out, refit_lab=True), lambda _m: None)
 
 
 def test_add_to_profile_sets_one_cost_and_replaces_the_stages_records(real_core: Any) -> None:

@@ -666,6 +666,14 @@ def calibrate(
             help="Run only the swap readahead stage (zswap read-back at page-cluster 3 and 0); add its figure to the existing profile.",
         ),
     ] = False,
+    refit_lab: Annotated[
+        bool,
+        typer.Option(
+            "--refit-lab",
+            help="Refit the lab stages of the existing profile (--output or the default) on the kernel runs it records; "
+            "no measurement, no lab run.",
+        ),
+    ] = False,
     json_out: Annotated[
         Path | None, typer.Option("--json", metavar="OUT", help="Also write every number as JSON.", callback=check_output_path)
     ] = None,
@@ -674,8 +682,13 @@ def calibrate(
     and write a machine profile for the simulator's time model."""
     from reclaimlab import calibrate as calibration
 
-    if only_loop_device and only_readahead:
-        _fail("reclaimlab calibrate: give --only-loop-device or --only-readahead, not both", EXIT_BAD_INPUT)
+    if sum([only_loop_device, only_readahead, refit_lab]) > 1:
+        _fail("reclaimlab calibrate: give one of --only-loop-device, --only-readahead and --refit-lab", EXIT_BAD_INPUT)
+    if refit_lab and lab_from is not None:
+        _fail(
+            "reclaimlab calibrate: --refit-lab refits the profile at --output (or the default); --lab-from is for a full calibrate",
+            EXIT_BAD_INPUT,
+        )
     options = calibration.Options(
         kind=kind,
         output=output,
@@ -690,6 +703,7 @@ def calibrate(
         kernel_codec_rounds=kernel_codec_rounds,
         lab_from=lab_from,
         only_readahead=only_readahead,
+        refit_lab=refit_lab,
         json=json_out,
     )
     code = calibration.main(options)
