@@ -82,26 +82,18 @@ impl Mm {
         self.refill_obj_stock(m, size, true);
     }
 
-    /// refill_obj_stock (6.12). A stock not caching the objcg (drained) takes over
-    /// objcg->nr_charged_bytes and may uncharge.
-    fn refill_obj_stock(&mut self, m: u16, nr_bytes: u64, mut allow_uncharge: bool) {
+    /// refill_obj_stock (6.12): see [`refill_obj_stock_bytes`]; the pages it gives back go to
+    /// the page stock (obj_cgroup_uncharge_pages → refill_stock): still charged.
+    fn refill_obj_stock(&mut self, m: u16, nr_bytes: u64, allow_uncharge: bool) {
         let mc = &mut self.memcgs[m as usize];
-        let stock = match mc.obj_stock {
-            Some(b) => b,
-            None => {
-                allow_uncharge = true;
-                std::mem::take(&mut mc.nr_charged_bytes)
-            }
-        } + nr_bytes;
-        let mut nr_pages = 0;
-        let mut left = stock;
-        if allow_uncharge && stock > PAGE_SIZE {
-            nr_pages = stock / PAGE_SIZE;
-            left = stock % PAGE_SIZE;
-        }
+        let (left, nr_pages) = refill_obj_stock_bytes(
+            mc.obj_stock,
+            &mut mc.nr_charged_bytes,
+            nr_bytes,
+            allow_uncharge,
+        );
         mc.obj_stock = Some(left);
         if nr_pages > 0 {
-            // obj_cgroup_uncharge_pages → refill_stock: still charged, in the page stock.
             self.refill_stock(m, nr_pages);
         }
     }
@@ -146,5 +138,64 @@ impl Mm {
         for &size in &objs[..n] {
             self.obj_cgroup_uncharge(m, size);
         }
+    }
+}
+
+/// refill_obj_stock's arithmetic (6.12): a stock not caching the objcg (`None`: drained)
+/// first takes objcg->nr_charged_bytes and may then uncharge; whole pages are given back only
+/// when the stock holds more than PAGE_SIZE bytes. Returns the stock's bytes and the pages
+/// given back.
+fn refill_obj_stock_bytes(
+    stock: Option<u64>,
+    nr_charged_bytes: &mut u64,
+    nr_bytes: u64,
+    mut allow_uncharge: bool,
+) -> (u64, u64) {
+    let stock = match stock {
+        Some(b) => b,
+        None => {
+            allow_uncharge = true;
+            std::mem::take(nr_charged_bytes)
+        }
+    } + nr_bytes;
+    if allow_uncharge && stock > PAGE_SIZE {
+        (stock % PAGE_SIZE, stock / PAGE_SIZE)
+    } else {
+        (stock, 0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn refill_obj_stock_gives_pages_back_only_above_a_page() {
+        let mut charged = 0;
+        // The ext4 tmpfile's three frees after its charge: back to exactly PAGE_SIZE, kept.
+        let mut stock = PAGE_SIZE - 1536;
+        for size in tmpfile_objects(FsType::Ext4) {
+            let (left, pages) = refill_obj_stock_bytes(Some(stock), &mut charged, size, true);
+            assert_eq!(pages, 0);
+            stock = left;
+        }
+        assert_eq!(stock, PAGE_SIZE);
+        // One byte more and a page goes back.
+        assert_eq!(
+            refill_obj_stock_bytes(Some(stock), &mut charged, 1, true),
+            (1, 1)
+        );
+        // A charge's remainder never uncharges, even past a page.
+        assert_eq!(
+            refill_obj_stock_bytes(Some(stock), &mut charged, 100, false),
+            (PAGE_SIZE + 100, 0)
+        );
+        // A drained stock takes objcg->nr_charged_bytes and may uncharge.
+        charged = PAGE_SIZE - 10;
+        assert_eq!(
+            refill_obj_stock_bytes(None, &mut charged, 20, false),
+            (10, 1)
+        );
+        assert_eq!(charged, 0);
     }
 }
