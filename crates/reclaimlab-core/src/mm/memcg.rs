@@ -6,7 +6,8 @@
 //! and mm/page_counter.c's effective_protection, 6.12), the v2 swap counter (memory.swap.max:
 //! __mem_cgroup_try_charge_swap, mem_cgroup_get_nr_swap_pages) and the page counters'
 //! watermarks (memory.peak, memory.swap.peak; v1 memory.max_usage_in_bytes) and the memory
-//! counter's failcnt (v1 memory.failcnt). Simplifications: one CPU's charge stock per memcg
+//! counter's failcnt (v1 memory.failcnt); slab objects are charged in bytes through the obj
+//! stock in mm/objcg.rs. Simplifications: one CPU's charge stock per memcg
 //! (the kernel has one per CPU), no memsw counter (v1 memory.memsw.*), no soft limits.
 
 use super::page::{list, pg, List, NONE};
