@@ -69,6 +69,9 @@ pub(crate) struct Proc {
     /// The mlock() of the `mlock` regions still in progress (mm/mlock.rs): the index (into
     /// `regions`) of the region being populated and its next page; None once it returned.
     pub(crate) populate: Option<(usize, u32)>,
+    /// Its tmpfiles are not opened yet: their kernel objects get charged in its first slice
+    /// (mm/objcg.rs open_tmpfiles).
+    pub(crate) open_tmpfiles: bool,
     /// The process's open cgroup files (`cgroup_open`): descriptor → id in `Mm::peak_fds`.
     pub(crate) fds: Vec<Option<usize>>,
 }
@@ -305,6 +308,7 @@ impl Proc {
                 reclaim: None,
                 oom_score_adj: adj,
                 populate: p.regions.iter().position(|r| r.mlock).map(|r| (r, 0)),
+                open_tmpfiles: p.regions.iter().any(|r| r.tmpfile),
                 fds: vec![None; nfds as usize],
             });
             next_region += n;
@@ -529,6 +533,9 @@ impl Scheduler {
         }
         // On a CPU from the slice's start (a no-op if it already was).
         mm.psi_set(pi, t, TSK_RUNNING);
+        if self.procs[pi].open_tmpfiles && !self.open_tmpfiles(mm, pi, &mut ctx) {
+            return;
+        }
         if self.procs[pi].populate.is_some() && !self.mlock_populate(mm, pi, &mut ctx, quantum_end)
         {
             return;
@@ -860,6 +867,37 @@ impl Scheduler {
             mm.mem_cgroup_handle_over_high(ctx, memcg);
         }
         true
+    }
+
+    /// The open(O_TMPFILE) of the process's tmpfiles, as the lab's runner opens its files
+    /// before the first phase: their kernel objects are charged (mm/objcg.rs). A charge that
+    /// finds nothing to reclaim invokes the OOM killer as a fault's does (a task at
+    /// OOM_SCORE_ADJ_MIN is never the victim); returns false if the process stopped running.
+    fn open_tmpfiles(&mut self, mm: &mut Mm, pi: usize, ctx: &mut Ctx) -> bool {
+        loop {
+            match mm.open_tmpfiles(ctx, pi as u32) {
+                Ok(()) => {
+                    self.procs[pi].open_tmpfiles = false;
+                    return true;
+                }
+                Err(oom) if self.procs[pi].oom_score_adj == OOM_SCORE_ADJ_MIN => {
+                    match self.select_bad_process(mm, oom.memcg) {
+                        Some(victim) => self.oom_kill_process(mm, victim, oom.memcg, ctx.now),
+                        None => {
+                            self.end_phase_at(mm, pi, self.procs[pi].phase, ctx.now, "oom_failed");
+                            self.procs[pi].state = ProcState::Finished;
+                            mm.psi_set(pi, ctx.now, 0);
+                            self.maybe_finish(ctx.now);
+                            return false;
+                        }
+                    }
+                }
+                Err(oom) => {
+                    self.oom_kill_process(mm, pi, oom.memcg, ctx.now);
+                    return false;
+                }
+            }
+        }
     }
 
     /// Index (into the process's `regions`) of its first mlocked region.

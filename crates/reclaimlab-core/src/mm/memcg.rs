@@ -6,7 +6,8 @@
 //! and mm/page_counter.c's effective_protection, 6.12), the v2 swap counter (memory.swap.max:
 //! __mem_cgroup_try_charge_swap, mem_cgroup_get_nr_swap_pages) and the page counters'
 //! watermarks (memory.peak, memory.swap.peak; v1 memory.max_usage_in_bytes) and the memory
-//! counter's failcnt (v1 memory.failcnt). Simplifications: one CPU's charge stock per memcg
+//! counter's failcnt (v1 memory.failcnt); slab objects are charged in bytes through the obj
+//! stock in mm/objcg.rs. Simplifications: one CPU's charge stock per memcg
 //! (the kernel has one per CPU), no memsw counter (v1 memory.memsw.*), no soft limits.
 
 use super::page::{list, pg, List, NONE};
@@ -69,6 +70,11 @@ pub struct Memcg {
     /// charge stock, and (v2) zswap's compressed bytes rounded up to pages. Hierarchical.
     pub usage: u64,
     pub stock: u64,
+    /// The obj stock (memcg_stock_pcp nr_bytes while it caches this memcg's objcg; None once
+    /// drained) and objcg->nr_charged_bytes: bytes charged to the counter but not to any
+    /// kernel object (mm/objcg.rs).
+    pub obj_stock: Option<u64>,
+    pub nr_charged_bytes: u64,
     /// v2: MEMCG_ZSWAP_B and MEMCG_ZSWAPPED of this memcg alone (not hierarchical).
     pub zswap_bytes: u64,
     pub zswapped: u64,
@@ -137,6 +143,8 @@ impl Memcg {
             failcnt: 0,
             usage: 0,
             stock: 0,
+            obj_stock: None,
+            nr_charged_bytes: 0,
             zswap_bytes: 0,
             zswapped: 0,
             zswap_charged: 0,
@@ -710,7 +718,7 @@ impl Mm {
 
     /// refill_stock: uncharged pages go to the stock, which is drained back to the counter
     /// once it holds more than a batch.
-    fn refill_stock(&mut self, m: u16, nr: u64) {
+    pub(super) fn refill_stock(&mut self, m: u16, nr: u64) {
         self.memcgs[m as usize].stock += nr;
         if self.memcgs[m as usize].stock > MEMCG_CHARGE_BATCH {
             self.drain_stock(m);
@@ -869,9 +877,11 @@ impl Mm {
         }
     }
 
-    /// drain_all_stock(memcg): the charge stocks of the memcg's subtree go back to the counter.
+    /// drain_all_stock(memcg): the charge stocks of the memcg's subtree go back to the counter
+    /// (drain_local_stock: the obj stock's whole pages first, its bytes stay charged).
     fn drain_all_stock(&mut self, m: u16) {
         for c in m..self.memcgs[m as usize].subtree_end {
+            self.drain_obj_stock(c);
             self.drain_stock(c);
         }
     }

@@ -563,6 +563,13 @@ impl Mm {
             }
             self.uncharge_kmem(m, n);
         }
+        // exit_files, after exit_mm: the last close of each tmpfile (__fput) frees its kernel
+        // objects, through the obj stock (mm/objcg.rs).
+        for r in 0..self.regions.len() {
+            if self.regions[r].process == process && self.regions[r].kobjs > 0 {
+                self.free_tmpfile_objects(r);
+            }
+        }
         // The memcg's charge stock is not drained: 6.12 drains a CPU's memcg_stock when another
         // memcg refills it, on drain_all_stock (a charge at the limit, a memory.high or
         // memory.max write) and at CPU hotplug, never at task exit (mem_cgroup_exit only drops

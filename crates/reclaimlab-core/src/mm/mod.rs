@@ -13,6 +13,7 @@ pub mod memcg;
 pub mod memcg_peak;
 pub mod memory;
 pub mod mlock;
+pub mod objcg;
 pub mod page;
 pub mod page_io;
 pub mod page_writeback;

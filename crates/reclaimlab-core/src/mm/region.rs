@@ -43,6 +43,8 @@ pub struct RegionInfo {
     pub mlock: bool,
     /// An unnamed file (O_TMPFILE): its page cache is freed when the process exits.
     pub tmpfile: bool,
+    /// A tmpfile's kernel objects charged so far (mm/objcg.rs tmpfile_objects, in order).
+    pub kobjs: u8,
 }
 
 /// Per content variant of a region: compressed length and same-filled facts.
@@ -201,6 +203,7 @@ pub(crate) fn from_config(
                 thp: r.thp,
                 mlock: r.mlock,
                 tmpfile: r.tmpfile,
+                kobjs: 0,
             });
             let page = match (&regions[idx as usize].file, shmem) {
                 (Some(_), _) => Page::new_file(idx, memcg),
