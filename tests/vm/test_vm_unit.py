@@ -301,3 +301,58 @@ def test_plan_checks_the_zram_algorithm_against_what_the_guest_offers(tmp_path: 
     prog_lzo = prog.replace("' lzo-rle '", "' lzo '")
     assert "' lzo '" in prog_lzo
     assert subprocess.run(["sh", "-c", prog_lzo], capture_output=True, text=True, check=False).returncode == 3
+
+
+class _FakeGuest:
+    """A guest whose kernel dies of the int3 race on the first ``crashes`` boots, then runs to its end."""
+
+    boots = 0
+    crashes = 1
+
+    def __init__(self, spec: object) -> None:
+        type(self).boots += 1
+        self.crashed = type(self).boots <= type(self).crashes
+        self.sent = False
+
+    def start(self) -> None:
+        pass
+
+    def read_data(self) -> bytes:
+        if self.sent:
+            return b""
+        self.sent = True
+        return b"@@EV init 100\n" if self.crashed else b"@@EV init 100\n@@EV bye\n"
+
+    def running(self) -> bool:
+        return not self.sent
+
+    def console_tail(self) -> str:
+        return "[    2.2] Oops: int3: 0000 [#2] PREEMPT SMP NOPTI\nKernel panic" if self.crashed else ""
+
+    def exit_status(self) -> int:
+        return 0
+
+    def stderr_text(self) -> str:
+        return ""
+
+    def close(self) -> None:
+        pass
+
+
+def test_drive_boots_again_after_the_tcg_code_patch_race(monkeypatch: pytest.MonkeyPatch) -> None:
+    from reclaimlab.lab.errors import LabError
+    from reclaimlab.vm import drive as drive_mod
+    from reclaimlab.vm.channel import Channel
+
+    monkeypatch.setattr(drive_mod, "Guest", _FakeGuest)
+    notes: list[str] = []
+    _FakeGuest.boots, _FakeGuest.crashes = 0, 1
+    d, ch = drive_mod.drive(None, Channel, what="the guest (t)", limit_s=60, timeout_message="t", poll_s=0, note=notes.append)  # type: ignore[arg-type]
+    assert ch.bye and d.t_init is not None and _FakeGuest.boots == 2
+    assert len(notes) == 1 and "Oops: int3" in notes[0]
+    # Every boot crashing: the error is raised after CODE_PATCH_ATTEMPTS boots.
+    _FakeGuest.boots, _FakeGuest.crashes = 0, 99
+    with pytest.raises(drive_mod.CodePatchRaceError):
+        drive_mod.drive(None, Channel, what="the guest (t)", limit_s=60, timeout_message="t", poll_s=0)  # type: ignore[arg-type]
+    assert _FakeGuest.boots == drive_mod.CODE_PATCH_ATTEMPTS
+    assert issubclass(drive_mod.CodePatchRaceError, LabError)

@@ -53,7 +53,7 @@ from reclaimlab.vm.cache import KERNELS, InstalledKernel, VmUnavailable, cache_d
 from reclaimlab.vm.channel import Channel, keyed
 from reclaimlab.vm.drive import BOOT_TIMEOUT_S, check_host_memory, drive
 from reclaimlab.vm.plan import make_plan
-from reclaimlab.vm.qemu import Guest, GuestSpec, qemu_version
+from reclaimlab.vm.qemu import GuestSpec, qemu_version
 
 __all__ = ["DEFAULT_GUEST_MEMORY", "DEFAULT_KERNEL", "DEFAULT_SAMPLE_INTERVAL_S", "run"]
 
@@ -199,14 +199,14 @@ def run(
         disks=[size for _, size in plan.disks],
         timeout_s=timeout + BOOT_TIMEOUT_S,
     )
-    ch = Channel()
-    d = drive(
-        Guest(spec),
-        ch,
+    d, ch = drive(
+        spec,
+        Channel,
         what=f"the guest ({k.name})",
         limit_s=timeout + BOOT_TIMEOUT_S,
         timeout_message=f"the run exceeded its timeout ({timeout:.0f}s after boot); the guest was stopped",
         poll_s=POLL_S,
+        note=note,
     )
     wall = time.monotonic() - d.t_start
     result = _result(scenario, config, plan, ch, keys, sample_interval_s)

@@ -32,7 +32,7 @@ from reclaimlab.vm import initramfs, tap
 from reclaimlab.vm.cache import BUSYBOX, InstalledKernel, VmUnavailable, installed_kernel
 from reclaimlab.vm.channel import Channel
 from reclaimlab.vm.drive import BOOT_TIMEOUT_S, check_host_memory, drive
-from reclaimlab.vm.qemu import Guest, GuestSpec, qemu_version
+from reclaimlab.vm.qemu import GuestSpec, qemu_version
 from reclaimlab.vm.selftests import InstalledSelftests, SelftestBinary, installed_selftests
 
 __all__ = ["DEFAULT_MEMORY", "DEFAULT_TEST_TIMEOUT_S", "BinaryRun", "SelftestChannel", "run", "run_binary"]
@@ -57,6 +57,8 @@ class SelftestChannel(Channel):
     tap: list[tuple[float, str]] = field(default_factory=list)
     #: (uptime s, zswap's stored_pages) each time it changed
     stored_pages: list[tuple[float, int]] = field(default_factory=list)
+    #: How many of ``tap`` the driver has shown as progress notes.
+    reported: int = 0
 
     def _line(self, line: str) -> None:
         if self._block is None and line.startswith("@@T "):
@@ -153,24 +155,22 @@ def run_binary(
         disks=[SWAP_DISK_BYTES, SCRATCH_DISK_BYTES],
         timeout_s=limit,
     )
-    ch = SelftestChannel()
-    reported = 0
 
-    def report_tap() -> None:
-        nonlocal reported
-        for _, text in ch.tap[reported:]:
+    def report_tap(ch: SelftestChannel) -> None:
+        for _, text in ch.tap[ch.reported :]:
             if text.startswith(("ok ", "not ok ", "1..0", "Bail out!")):
                 note(f"{k.name} {b.name}: {text}")
-        reported = len(ch.tap)
+        ch.reported = len(ch.tap)
 
-    d = drive(
-        Guest(spec),
-        ch,
+    d, ch = drive(
+        spec,
+        SelftestChannel,
         what=f"the selftest guest ({k.name}, {b.name})",
         limit_s=limit,
         timeout_message=f"{b.name} in the {k.name} guest exceeded {limit:.0f}s; the guest was stopped",
         poll_s=POLL_S,
         on_poll=report_tap,
+        note=note,
     )
     start = ch.event("start")
     started = int(start[0]) / 100 if start else None
