@@ -1508,6 +1508,8 @@ mod tests {
         let vm = VmSysctls::default();
         assert_eq!(min_free_kbytes(&vm, true, pages_of_kib(24_684_092)), 67_584);
         assert_eq!(min_free_kbytes(&vm, true, (1 << 30) / 4096), 45_056);
+        // The same guests' MemTotal (990500 kB): the cap does not bind.
+        assert_eq!(min_free_kbytes(&vm, true, pages_of_kib(990_500)), 45_056);
         // Without khugepaged: calculate_min_free_kbytes alone.
         assert_eq!(
             min_free_kbytes(&vm, false, pages_of_kib(24_684_092)),
@@ -1526,6 +1528,9 @@ mod tests {
         let got = min_free_kbytes(&vm, true, totalram);
         assert_eq!(got, (totalram - high) / 20 * 4);
         assert!(got > boot && got < 11_264 * 4);
+        // The VM lab's 384 MiB guest (6.12.117, tests/vm/tiny-v2.toml): the cap binds; its
+        // MemTotal of 346412 kB (the pages the kernel manages) gives the guest's 17144 exactly.
+        assert_eq!(min_free_kbytes(&vm, true, pages_of_kib(346_412)), 17_144);
         // A written value is kept, even below the recommendation.
         let written = VmSysctls {
             min_free_kbytes: Some(1024),
