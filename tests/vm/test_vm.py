@@ -88,6 +88,9 @@ def test_tiny_v2_scenario_in_the_guest() -> None:
     assert r.backend == "vm" and r.provenance["vm"]["release"].startswith("6.12.")
     assert r.provenance["vm"]["lru_gen_enabled"] == "0x0000"  # MGLRU off by default, as the model
     assert r.provenance["vm"]["zswap_params"]["enabled"] == "Y"
+    # khugepaged's recommended min_free_kbytes (THP madvise), capped at 5% of the 384 MiB guest's
+    # managed pages; the model's formula gives the same from the guest's MemTotal (vmscan.rs tests)
+    assert r.provenance["vm"]["min_free_kbytes"] == "17144"
     # 24 MiB under a 16 MiB memory.max: the limit was hit and reclaim stored pages in zswap ...
     assert c["memcg[/w].memory.events.max"] > 0
     assert c["vmstat.zswpout"] > 2000 and c["memcg[/w].memory.stat.zswpout"] == c["vmstat.zswpout"]

@@ -186,7 +186,7 @@ knobs! {
         page_cluster: u32 = 3, Int "kernel.vm.page-cluster" "/proc/sys/vm/page-cluster", min 0, max 31;
             "Swap readahead: 2^n pages."
         min_free_kbytes: Option<u64> = None, Int "kernel.vm.min_free_kbytes" "/proc/sys/vm/min_free_kbytes", min 0;
-            "Reserve below the min watermark; unset: computed at boot (calculate_min_free_kbytes)."
+            "Reserve below the min watermark; unset: computed at boot (calculate_min_free_kbytes), raised to khugepaged's recommendation when THP is enabled (set_recommended_min_free_kbytes)."
         watermark_scale_factor: u32 = 10, Int "kernel.vm.watermark_scale_factor" "/proc/sys/vm/watermark_scale_factor",
             min 1, max 3000; "Gap between the watermarks, in 1/10000 of memory."
         dirty_ratio: u32 = 20, Int "kernel.vm.dirty_ratio" "/proc/sys/vm/dirty_ratio", min 0, max 100;

@@ -232,6 +232,7 @@ def run(
             "mglru": use_mglru,
             "lru_gen_enabled": ch.info.get("lru_gen"),
             "transparent_hugepage": ch.info.get("thp"),
+            "min_free_kbytes": ch.info.get("min_free_kbytes"),
             "cmdline": ch.info.get("cmdline"),
             "zswap_params": {key.removeprefix("zswap."): v for key, v in sorted(ch.info.items()) if key.startswith("zswap.")},
             "swaps": ch.info.get("swaps"),

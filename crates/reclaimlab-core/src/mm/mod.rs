@@ -206,7 +206,13 @@ impl Mm {
             ));
         }
         cfg.kernel.check_ranges()?;
-        let (wmark_min, wmark_low, wmark_high) = vmscan::watermarks(&cfg.kernel.vm, totalram);
+        let thp_enabled = phys::lookup(
+            phys::THP_ENABLED,
+            "kernel.transparent_hugepage.enabled",
+            &cfg.kernel.transparent_hugepage.enabled,
+        )?;
+        let (wmark_min, wmark_low, wmark_high) =
+            vmscan::watermarks(&cfg.kernel.vm, thp_enabled.khugepaged_runs(), totalram);
         let (memcgs, cgroup_v2) = Memcg::tree_from_config(&cfg.cgroups, cfg.kernel.vm.swappiness)?;
         let mut zswap =
             Zswap::from_config(&cfg.kernel.zswap, &cfg.kernel.version, &switches, totalram)?;

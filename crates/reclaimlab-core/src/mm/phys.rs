@@ -43,6 +43,16 @@ pub enum ThpEnabled {
     Never,
 }
 
+impl ThpEnabled {
+    /// Whether khugepaged runs, and so raises min_free_kbytes at its start: `always` or
+    /// `madvise`. Same in 6.1 (hugepage_flags_enabled: the ALWAYS or REQ_MADV flag), 6.12 and
+    /// 6.18 (hugepage_pmd_enabled: the PMD order's per-size setting, `inherit` by default,
+    /// follows this global knob; the per-size files and READ_ONLY_THP_FOR_FS are not modelled).
+    pub fn khugepaged_runs(self) -> bool {
+        self != ThpEnabled::Never
+    }
+}
+
 /// /sys/kernel/mm/transparent_hugepage/defrag.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ThpDefrag {
@@ -76,7 +86,11 @@ pub fn thp_defrag_names() -> Vec<&'static str> {
     THP_DEFRAG.iter().map(|(n, _)| *n).collect()
 }
 
-fn lookup<T: Copy>(options: &[(&str, T)], key: &str, name: &str) -> Result<T, ConfigError> {
+pub(crate) fn lookup<T: Copy>(
+    options: &[(&str, T)],
+    key: &str,
+    name: &str,
+) -> Result<T, ConfigError> {
     options
         .iter()
         .find(|(n, _)| *n == name)

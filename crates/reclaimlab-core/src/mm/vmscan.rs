@@ -152,24 +152,72 @@ impl ScanControl {
     }
 }
 
-/// int_sqrt.
-/// calculate_min_free_kbytes: sqrt(16 × lowmem KiB), clamped to [128, 262144].
+/// calculate_min_free_kbytes: sqrt(16 × lowmem KiB), clamped to [128, 262144]. It runs at
+/// boot (init_per_zone_wmark_min) before any watermark is set, so lowmem is all of memory.
 fn default_min_free_kbytes(pages: u64) -> u64 {
     let kb = pages * 4;
     ((16 * kb) as f64).sqrt().floor().clamp(128.0, 262_144.0) as u64
 }
 
-/// The zone watermarks (min, low, high) in pages, as __setup_per_zone_wmarks sets them for one
-/// zone from vm.min_free_kbytes (computed at boot when None) and vm.watermark_scale_factor.
-pub(crate) fn watermarks(vm: &VmSysctls, totalram: u64) -> (u64, u64, u64) {
-    let min_free_kbytes = vm
-        .min_free_kbytes
-        .unwrap_or_else(|| default_min_free_kbytes(totalram));
+/// pageblock_nr_pages on x86-64 (pageblock_order = HPAGE_PMD_ORDER = 9).
+const PAGEBLOCK_NR_PAGES: u64 = 512;
+/// MIGRATE_PCPTYPES: UNMOVABLE, MOVABLE, RECLAIMABLE.
+const MIGRATE_PCPTYPES: u64 = 3;
+/// ZONE_DMA spans the first 16 MiB, ZONE_DMA32 the rest below 4 GiB (x86-64).
+const DMA_END_PAGES: u64 = (16 << 20) / 4096;
+const DMA32_END_PAGES: u64 = (4 << 30) / 4096;
+
+/// The zones up to ZONE_NORMAL that a machine of `totalram` pages populates, as x86-64 lays
+/// memory out: DMA always, DMA32 above 16 MiB, Normal above 4 GiB. Simplified: memory is
+/// taken as one range from pfn 0, so the PCI hole below 4 GiB, which moves RAM above it (a
+/// Normal zone) on most machines of 3 GiB or more, is not modelled; no ZONE_MOVABLE.
+fn populated_zones(totalram: u64) -> u64 {
+    1 + u64::from(totalram > DMA_END_PAGES) + u64::from(totalram > DMA32_END_PAGES)
+}
+
+/// set_recommended_min_free_kbytes (mm/khugepaged.c, 6.1 to 6.18 alike), which khugepaged's
+/// start (start_stop_khugepaged, at boot and on every write of the enabled knob) applies:
+/// per populated zone up to ZONE_NORMAL, 2 free pageblocks plus MIGRATE_PCPTYPES² pageblocks
+/// for the fallbacks, at most 5% of nr_free_buffer_pages (the pages above each zone's high
+/// watermark, which the boot value has set by then: here totalram less the boot high mark).
+fn recommended_min_free_kbytes(totalram: u64, boot_high: u64) -> u64 {
+    let zones = populated_zones(totalram);
+    let recommended =
+        PAGEBLOCK_NR_PAGES * zones * 2 + PAGEBLOCK_NR_PAGES * zones * MIGRATE_PCPTYPES.pow(2);
+    recommended.min(totalram.saturating_sub(boot_high) / 20) * 4
+}
+
+/// (min, low, high) in pages from a min_free_kbytes, as __setup_per_zone_wmarks sets them
+/// for one zone (the model's zone is the whole machine; see docs/model/vmscan.md).
+fn wmarks_from(min_free_kbytes: u64, vm: &VmSysctls, totalram: u64) -> (u64, u64, u64) {
     let wmark_min = min_free_kbytes / 4;
     let gap = (wmark_min / 4).max(totalram * vm.watermark_scale_factor as u64 / 10_000);
     (wmark_min, wmark_min + gap, wmark_min + 2 * gap)
 }
 
+/// The effective vm.min_free_kbytes: the scenario's value if it sets one (a value written
+/// after boot stays: khugepaged only raises it when its enabled knob is written again);
+/// otherwise the boot value, raised to khugepaged's recommendation when THP is enabled
+/// (`thp_khugepaged`: ThpEnabled::khugepaged_runs), as the kernel does at khugepaged's start.
+pub(crate) fn min_free_kbytes(vm: &VmSysctls, thp_khugepaged: bool, totalram: u64) -> u64 {
+    if let Some(kb) = vm.min_free_kbytes {
+        return kb;
+    }
+    let boot = default_min_free_kbytes(totalram);
+    if !thp_khugepaged {
+        return boot;
+    }
+    let (_, _, boot_high) = wmarks_from(boot, vm, totalram);
+    boot.max(recommended_min_free_kbytes(totalram, boot_high))
+}
+
+/// The zone watermarks (min, low, high) in pages, from the effective min_free_kbytes and
+/// vm.watermark_scale_factor.
+pub(crate) fn watermarks(vm: &VmSysctls, thp_khugepaged: bool, totalram: u64) -> (u64, u64, u64) {
+    wmarks_from(min_free_kbytes(vm, thp_khugepaged, totalram), vm, totalram)
+}
+
+/// int_sqrt.
 fn int_sqrt(x: u64) -> u64 {
     let mut r = (x as f64).sqrt() as u64;
     while r * r > x {
@@ -1451,5 +1499,55 @@ impl Mm {
                 break;
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pages_of_kib(kib: u64) -> u64 {
+        kib / 4
+    }
+
+    /// Values read from kernels with THP `madvise` and min_free_kbytes never written: this
+    /// host (6.18, MemTotal 24684092 kB, zones DMA, DMA32, Normal) and the VM lab's 1 GiB
+    /// guests (6.1.0-56 and 6.12.117, results/conformance/debian-6.1{,2}.json: DMA and DMA32).
+    #[test]
+    fn thp_raises_min_free_kbytes_to_the_kernels_values() {
+        let vm = VmSysctls::default();
+        assert_eq!(min_free_kbytes(&vm, true, pages_of_kib(24_684_092)), 67_584);
+        assert_eq!(min_free_kbytes(&vm, true, (1 << 30) / 4096), 45_056);
+        // The same guests' MemTotal (990500 kB): the cap does not bind.
+        assert_eq!(min_free_kbytes(&vm, true, pages_of_kib(990_500)), 45_056);
+        // Without khugepaged: calculate_min_free_kbytes alone.
+        assert_eq!(
+            min_free_kbytes(&vm, false, pages_of_kib(24_684_092)),
+            19_873
+        );
+        assert_eq!(min_free_kbytes(&vm, false, (1 << 30) / 4096), 4_096);
+    }
+
+    #[test]
+    fn recommendation_is_capped_at_5_percent_and_never_lowers_a_written_value() {
+        let vm = VmSysctls::default();
+        // 128 MiB: 2 zones want 11264 pages; 5% of the pages above the boot high mark win.
+        let totalram = (128 << 20) / 4096;
+        let boot = default_min_free_kbytes(totalram);
+        let (_, _, high) = wmarks_from(boot, &vm, totalram);
+        let got = min_free_kbytes(&vm, true, totalram);
+        assert_eq!(got, (totalram - high) / 20 * 4);
+        assert!(got > boot && got < 11_264 * 4);
+        // The VM lab's 384 MiB guest (6.12.117, tests/vm/tiny-v2.toml): the cap binds; its
+        // MemTotal of 346412 kB (the pages the kernel manages) gives the guest's 17144 exactly.
+        assert_eq!(min_free_kbytes(&vm, true, pages_of_kib(346_412)), 17_144);
+        // A written value is kept, even below the recommendation.
+        let written = VmSysctls {
+            min_free_kbytes: Some(1024),
+            ..VmSysctls::default()
+        };
+        assert_eq!(min_free_kbytes(&written, true, totalram), 1024);
+        assert_eq!(populated_zones((5u64 << 30) / 4096), 3);
+        assert_eq!(populated_zones(DMA_END_PAGES), 1);
     }
 }

@@ -95,6 +95,8 @@ info lru_gen /sys/kernel/mm/lru_gen/enabled
 info thp /sys/kernel/mm/transparent_hugepage/enabled
 info swaps /proc/swaps
 info meminfo_total /proc/meminfo
+# after plan_apply: the value the run's watermarks come from (khugepaged raises it at boot)
+info min_free_kbytes /proc/sys/vm/min_free_kbytes
 ev applied "$(now)"
 
 i=0
