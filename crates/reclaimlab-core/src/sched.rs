@@ -142,37 +142,14 @@ impl Proc {
                 np.phase
                     .check_sizes(&region_pages)
                     .map_err(|e| ConfigError::invalid(at(), e))?;
-                // File phases work on file regions, the others on anonymous memory.
-                let is_file = |r: u32| p.regions[r as usize].file.is_some();
-                let wrong = match &np.phase {
-                    Phase::Read { region, .. }
-                    | Phase::Mmap { region, .. }
-                    | Phase::Write { region, .. } => {
-                        (!is_file(*region)).then_some((*region, "a file region"))
-                    }
-                    Phase::Fill { region } => {
-                        is_file(*region).then_some((*region, "an anonymous region"))
-                    }
-                    Phase::Sequential { regions, .. }
-                    | Phase::Random { regions, .. }
-                    | Phase::Trace { regions, .. } => regions
-                        .iter()
-                        .find(|&&r| is_file(r))
-                        .map(|&r| (r, "anonymous regions")),
-                    Phase::CreateFiles { regions, .. } => regions
-                        .iter()
-                        .find(|&&r| !is_file(r))
-                        .map(|&r| (r, "file regions")),
-                    Phase::Sleep { .. }
-                    | Phase::Exit
-                    | Phase::Reclaim { .. }
-                    | Phase::CgroupWrite { .. }
-                    | Phase::CgroupOpen { .. }
-                    | Phase::CgroupRead { .. }
-                    | Phase::CgroupClose { .. }
-                    | Phase::ZramWrite { .. }
-                    | Phase::KernelAlloc { .. } => None,
-                };
+                // File phases work on file regions, the others on anonymous memory (the check
+                // the runner makes too).
+                np.phase
+                    .check_region_kinds(|r| {
+                        let reg = &p.regions[r as usize];
+                        (reg.name.as_str(), reg.file.is_some())
+                    })
+                    .map_err(|e| ConfigError::invalid(at(), format!("phase {:?}: {e}", np.name)))?;
                 // The files a phase writes: memory.reclaim is a v2 file (on every cgroup, the
                 // root included); the others are v2 files that the root does not have
                 // (CFTYPE_NOT_ON_ROOT).
@@ -256,13 +233,6 @@ impl Proc {
                             "phase {:?} writes {:?}, a tmpfile: truncating dirty or written-back pages at exit is not modelled; only reads of a tmpfile are",
                             np.name, p.regions[r as usize].name
                         ),
-                    ));
-                }
-                if let Some((r, want)) = wrong {
-                    let name = &p.regions[r as usize].name;
-                    return Err(ConfigError::invalid(
-                        at(),
-                        format!("phase {:?} needs {want}; {name:?} is not one", np.name),
                     ));
                 }
             }

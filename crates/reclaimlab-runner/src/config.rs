@@ -117,46 +117,17 @@ pub struct Plan {
 /// `content::region_id` packs the process and region indices into 16 bits each.
 const MAX_INDEX: usize = 1 << 16;
 
-/// Read, Mmap and Write phases work on file regions, the others on anonymous ones (the
-/// simulator refuses the mix too, in `sched.rs`: a read(2) of anonymous memory means nothing).
+/// File phases work on file regions, the others on anonymous ones (`Phase::check_region_kinds`,
+/// which the simulator checks too); kernel_alloc phases are the simulator's alone.
 fn check_region_kinds(phase: &Phase, regions: &[RegionPlan]) -> Result<(), String> {
-    let (wanted_file, used): (bool, Vec<u32>) = match phase {
-        Phase::Read { region, .. } | Phase::Mmap { region, .. } | Phase::Write { region, .. } => {
-            (true, vec![*region])
-        }
-        Phase::CreateFiles { regions: rs, .. } => (true, rs.clone()),
-        Phase::Fill { region } => (false, vec![*region]),
-        Phase::Sequential { regions: rs, .. }
-        | Phase::Random { regions: rs, .. }
-        | Phase::Trace { regions: rs, .. } => (false, rs.clone()),
-        Phase::Sleep { .. }
-        | Phase::Exit
-        | Phase::Reclaim { .. }
-        | Phase::CgroupWrite { .. }
-        | Phase::CgroupOpen { .. }
-        | Phase::CgroupRead { .. }
-        | Phase::CgroupClose { .. }
-        | Phase::ZramWrite { .. } => return Ok(()),
-        // A user process cannot ask the kernel for a block of a given order and type.
-        Phase::KernelAlloc { .. } => {
-            return Err("kernel_alloc phases run in the simulator only".into())
-        }
-    };
-    for r in used {
-        let reg = &regions[r as usize];
-        if reg.file.is_some() != wanted_file {
-            let (is, needs) = if wanted_file {
-                ("anonymous", "a file")
-            } else {
-                ("a file", "an anonymous region")
-            };
-            return Err(format!(
-                "region {r} ({}) is {is}; this phase needs {needs}",
-                reg.name
-            ));
-        }
+    // A user process cannot ask the kernel for a block of a given order and type.
+    if let Phase::KernelAlloc { .. } = phase {
+        return Err("kernel_alloc phases run in the simulator only".into());
     }
-    Ok(())
+    phase.check_region_kinds(|r| {
+        let reg = &regions[r as usize];
+        (reg.name.as_str(), reg.file.is_some())
+    })
 }
 
 impl Plan {

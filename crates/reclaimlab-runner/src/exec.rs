@@ -114,17 +114,11 @@ pub fn run_phases<M: Memory, S: Sink>(
         }
         // Generator set-up (a small allocation for Sequential and Random) happens before the
         // phase's clock starts; the simulator charges it no time either.
+        // No generator for the phases that touch no memory, nor for create_files, which
+        // makes its own files (mem.create_files).
         let mut gen = match p.phase {
-            Phase::Sleep { .. }
-            | Phase::Exit
-            | Phase::Reclaim { .. }
-            | Phase::CgroupWrite { .. }
-            | Phase::CgroupOpen { .. }
-            | Phase::CgroupRead { .. }
-            | Phase::CgroupClose { .. }
-            | Phase::CreateFiles { .. }
-            | Phase::ZramWrite { .. }
-            | Phase::KernelAlloc { .. } => None,
+            Phase::CreateFiles { .. } => None,
+            _ if p.phase.regions_used().is_none() => None,
             _ => Some(plan.access_gen(index, &region_pages)),
         };
         if let Phase::Write { region, .. } = p.phase {

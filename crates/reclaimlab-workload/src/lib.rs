@@ -12,7 +12,8 @@ pub mod trace;
 pub use content::{Content, PAGE_SIZE};
 pub use pattern::{
     check_fds, Access, AccessGen, After, CgroupCounter, CgroupFile, CgroupValue, Dist,
-    KernelMigrateType, Phase, RandomStrata, ZramFile, MAX_CGROUP_FDS, MAX_KERNEL_ALLOC_ORDER,
+    KernelMigrateType, Phase, RandomStrata, RegionKind, ZramFile, MAX_CGROUP_FDS,
+    MAX_KERNEL_ALLOC_ORDER,
 };
 pub use rng::{SplitMix64, Stream};
 pub use trace::TraceFile;

@@ -36,6 +36,14 @@ pub enum Dist {
     },
 }
 
+/// What a phase's region must be: a file (read, write, mmap, create_files) or anonymous
+/// memory (fill, sequential, random, trace).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RegionKind {
+    Anon,
+    File,
+}
+
 /// A phase of a process, as lowered by the scenario loader: regions are indices.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
@@ -553,6 +561,58 @@ impl Phase {
         }
     }
 
+    /// The regions a phase accesses and the kind they must be (file phases work on file
+    /// regions, the others on anonymous memory); `None` for the phases that touch no memory:
+    /// sleep, exit, the cgroup file phases, zram writes and kernel allocations. The one list of
+    /// those phases, which the simulator's and the runner's checks and generators follow.
+    pub fn regions_used(&self) -> Option<(RegionKind, &[u32])> {
+        match self {
+            Phase::Read { region, .. }
+            | Phase::Mmap { region, .. }
+            | Phase::Write { region, .. } => Some((RegionKind::File, std::slice::from_ref(region))),
+            Phase::CreateFiles { regions, .. } => Some((RegionKind::File, regions)),
+            Phase::Fill { region } => Some((RegionKind::Anon, std::slice::from_ref(region))),
+            Phase::Sequential { regions, .. }
+            | Phase::Random { regions, .. }
+            | Phase::Trace { regions, .. } => Some((RegionKind::Anon, regions)),
+            Phase::Sleep { .. }
+            | Phase::Exit
+            | Phase::Reclaim { .. }
+            | Phase::CgroupWrite { .. }
+            | Phase::CgroupOpen { .. }
+            | Phase::CgroupRead { .. }
+            | Phase::CgroupClose { .. }
+            | Phase::ZramWrite { .. }
+            | Phase::KernelAlloc { .. } => None,
+        }
+    }
+
+    /// Checks that every region the phase accesses is of the kind it needs; `region(r)` gives
+    /// region `r`'s name and whether it is a file. The check the simulator and the runner share.
+    pub fn check_region_kinds<'a>(
+        &self,
+        region: impl Fn(u32) -> (&'a str, bool),
+    ) -> Result<(), String> {
+        let Some((kind, used)) = self.regions_used() else {
+            return Ok(());
+        };
+        let wanted_file = kind == RegionKind::File;
+        for &r in used {
+            let (name, is_file) = region(r);
+            if is_file != wanted_file {
+                let (is, needs) = if wanted_file {
+                    ("anonymous", "a file")
+                } else {
+                    ("a file", "an anonymous region")
+                };
+                return Err(format!(
+                    "region {r} ({name}) is {is}; this phase needs {needs}"
+                ));
+            }
+        }
+        Ok(())
+    }
+
     /// A phase that writes a cgroup file instead of accessing memory.
     pub fn is_cgroup_write(&self) -> bool {
         matches!(self, Phase::Reclaim { .. } | Phase::CgroupWrite { .. })
@@ -856,15 +916,11 @@ impl AccessGen {
                 };
                 (state, WriteMode::Always)
             }
-            Phase::Sleep { .. }
-            | Phase::Exit
-            | Phase::Reclaim { .. }
-            | Phase::CgroupWrite { .. }
-            | Phase::CgroupOpen { .. }
-            | Phase::CgroupRead { .. }
-            | Phase::CgroupClose { .. }
-            | Phase::ZramWrite { .. }
-            | Phase::KernelAlloc { .. } => (State::Done, WriteMode::Never),
+            // The phases that touch no memory: Phase::regions_used, their one list.
+            _ => {
+                debug_assert!(phase.regions_used().is_none());
+                (State::Done, WriteMode::Never)
+            }
         };
         let rw = matches!(
             phase,
@@ -1626,6 +1682,36 @@ mod tests {
     #[should_panic(expected = "outside the phase's regions")]
     fn trace_out_of_range_panics() {
         AccessGen::new(&trace_phase(&[5], vec![0], 1, None), &[5], rng());
+    }
+
+    #[test]
+    fn region_kinds_are_checked_both_ways() {
+        // Region 0 is anonymous, region 1 a file.
+        let region = |r: u32| (["a", "f"][r as usize], r == 1);
+        let read = Phase::Read {
+            region: 0,
+            passes: 1,
+        };
+        assert_eq!(
+            read.check_region_kinds(region).unwrap_err(),
+            "region 0 (a) is anonymous; this phase needs a file"
+        );
+        assert!(Phase::Read {
+            region: 1,
+            passes: 1
+        }
+        .check_region_kinds(region)
+        .is_ok());
+        assert_eq!(
+            Phase::Fill { region: 1 }
+                .check_region_kinds(region)
+                .unwrap_err(),
+            "region 1 (f) is a file; this phase needs an anonymous region"
+        );
+        assert!(Phase::Fill { region: 0 }.check_region_kinds(region).is_ok());
+        // A phase that touches no memory names no region, and every region passes.
+        assert_eq!(Phase::Exit.regions_used(), None);
+        assert!(Phase::Exit.check_region_kinds(|_| unreachable!()).is_ok());
     }
 
     #[test]
