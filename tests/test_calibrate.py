@@ -433,6 +433,35 @@ def test_readahead_scenarios_are_the_zswap_run_with_a_sequential_read_back(cgv: 
 
 
 @pytest.mark.parametrize("cgv", [1, 2])
+def test_write_stage_phases_tell_the_write_path_figures_apart(real_core: Any, cgv: int) -> None:
+    # Each write figure is fitted from phases that charge it in different combinations: the
+    # fit is exact only if the simulator charges them as the stage's docstring says (per page,
+    # 32768 pages a 128 MiB pass), and the ext4 stage's fsync pass stays out of the fit.
+    costs = {k: int(v) for k, v in real_core.default_costs().items()}
+    per = 32768.0
+    tmpfs = lower(load(cal.write_scenario("6.18", cgv, "tmpfs")), profile=None)
+    assert [fs["fstype"] for fs in tmpfs["machine"]["filesystems"]] == ["tmpfs"]
+    _, sl, _, _ = cal.sim_slopes(real_core, tmpfs, costs, list(cal.WRITE_TMPFS_PARAMS))
+    assert sl["p/write"] == {"pagecache_add_ns": per, "shmem_write_page_ns": per}
+    assert sl["p/rewrite"] == {"pagecache_add_ns": 0.0, "shmem_write_page_ns": per}
+    ext4 = lower(load(cal.write_scenario("6.18", cgv, "ext4")), profile=None)
+    assert ext4["machine"]["filesystems"][0]["fstype"] == "ext4" and ext4["cgroups"]["groups"][1]["limit_bytes"] == 1 << 30
+    _, sl, counters, _ = cal.sim_slopes(real_core, ext4, costs, list(cal.WRITE_EXT4_PARAMS))
+    w, a, b = cal.WRITE_EXT4_PARAMS
+    assert sl["p/write"] == {w: per, a: per, b: per}
+    assert sl["p/rewrite"] == {w: per, a: 0.0, b: 0.0}
+    assert sl["p/redirty"] == {w: per, a: per, b: 0.0}
+    assert cal.WRITE_UNFITTED == ("p/flush",) and counters["vmstat.nr_written"] == 32768  # the fsync wrote b
+    rec = lower(load(cal.write_scenario("6.18", cgv, "reclaim")), profile=None)
+    assert rec["cgroups"]["groups"][1]["limit_bytes"] == 128 << 20
+    _, sl, counters, _ = cal.sim_slopes(real_core, rec, costs, list(cal.WRITE_RECLAIM_PARAMS))
+    assert sl["p/write"]["reclaim_file_folio_ns"] == pytest.approx(counters["vmstat.pgsteal_file"], rel=0.03)
+    assert counters["vmstat.pgsteal_file"] > 60000
+    with pytest.raises(ValueError, match="unknown stage"):
+        cal.write_scenario("6.18", cgv, "xfs")
+
+
+@pytest.mark.parametrize("cgv", [1, 2])
 def test_scan_scenario_has_a_first_reclaim_over_referenced_pages(real_core: Any, cgv: int) -> None:
     # The fit needs the two pressure fills to scan in very different ratios to the pages they
     # free: the first reclaim meets pages referenced once since their fault (rotated, not

@@ -873,8 +873,9 @@ impl Mm {
             }
             return self.file_pageout(ctx, i, sc, nr_pageout);
         }
-        // A large folio's pages share its reclaim (mm/filemap.rs): 0 for order-0 folios.
-        ctx.cpu(self.costs.reclaim_page_ns >> self.pages[i as usize].folio_order);
+        // A large folio's pages share its reclaim (mm/filemap.rs): each of its 2^order pages
+        // is charged that share.
+        ctx.cpu(self.costs.reclaim_file_folio_ns >> self.pages[i as usize].folio_order);
         self.remove_file_folio_for_reclaim(i);
         Fate::Freed
     }
