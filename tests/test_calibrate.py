@@ -446,17 +446,22 @@ def test_write_stage_phases_tell_the_write_path_figures_apart(real_core: Any, cg
     assert sl["p/rewrite"] == {"pagecache_add_ns": 0.0, "shmem_write_page_ns": per}
     ext4 = lower(load(cal.write_scenario("6.18", cgv, "ext4")), profile=None)
     assert ext4["machine"]["filesystems"][0]["fstype"] == "ext4" and ext4["cgroups"]["groups"][1]["limit_bytes"] == 1 << 30
-    _, sl, counters, _ = cal.sim_slopes(real_core, ext4, costs, list(cal.WRITE_EXT4_PARAMS))
-    w, a, b = cal.WRITE_EXT4_PARAMS
+    params = ["write_page_ns", "folio_account_dirtied_ns", "write_begin_folio_ns"]
+    _, sl, counters, _ = cal.sim_slopes(real_core, ext4, costs, params)
+    w, a, b = params
     assert sl["p/write"] == {w: per, a: per, b: per}
     assert sl["p/rewrite"] == {w: per, a: 0.0, b: 0.0}
     assert sl["p/redirty"] == {w: per, a: per, b: 0.0}
-    assert cal.WRITE_UNFITTED == ("p/flush",) and counters["vmstat.nr_written"] == 32768  # the fsync wrote b
+    assert cal.WRITE_EXT4_PARAMS == (w, a) and cal.WRITE_UNFITTED["ext4"] == ("p/write", "p/flush")
+    assert counters["vmstat.nr_written"] == 32768  # the fsync wrote b
     rec = lower(load(cal.write_scenario("6.18", cgv, "reclaim")), profile=None)
     assert rec["cgroups"]["groups"][1]["limit_bytes"] == 128 << 20
     _, sl, counters, _ = cal.sim_slopes(real_core, rec, costs, list(cal.WRITE_RECLAIM_PARAMS))
-    assert sl["p/write"]["reclaim_file_folio_ns"] == pytest.approx(counters["vmstat.pgsteal_file"], rel=0.03)
-    assert counters["vmstat.pgsteal_file"] > 60000
+    # The write into frames freed from the read's large folios: a new folio per page, next to
+    # nothing reclaimed per page; the stream: one order-0 folio reclaimed per page written.
+    assert sl["p/write"]["write_begin_folio_ns"] == per and sl["p/write"]["reclaim_file_folio_ns"] < per / 50
+    assert sl["p/stream"]["write_begin_folio_ns"] == pytest.approx(2 * per, rel=0.05)
+    assert sl["p/stream"]["reclaim_file_folio_ns"] == pytest.approx(2 * per, rel=0.05)
     with pytest.raises(ValueError, match="unknown stage"):
         cal.write_scenario("6.18", cgv, "xfs")
 

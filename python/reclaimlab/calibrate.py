@@ -141,16 +141,19 @@ SCAN_PARAMS = ("scan_page_ns",)
 SCAN_NUISANCE = ("reclaim_page_ns", "page_alloc_zero_ns")
 #: From buffered write(2) runs (stage 3c): on tmpfs, a first pass over a file of holes (a new
 #: folio each: shmem_alloc_and_add_folio) and a second pass over its cached folios; on ext4 (the
-#: lab's loop device), a first pass over a file whose pages were dropped (a new folio over an
-#: allocated block, dirtied), a second pass (cached, dirty), and a pass over clean cached folios
-#: (the file fsynced before: each write dirties a clean folio); then a write stream through a
-#: memcg limit, where reclaim frees the written-back folios.
+#: lab's loop device), a second pass over a cached, dirty file and a pass over clean cached
+#: folios (the file fsynced before: each write dirties a clean folio); then, in a memcg at its
+#: limit, a pass over dropped pages of a file whose new folios take the frames reclaim frees
+#: from a read file's large clean folios (about nothing to reclaim per page), and a write
+#: stream whose reclaim frees one written-back order-0 folio per page written.
 WRITE_TMPFS_PARAMS = ("pagecache_add_ns", "shmem_write_page_ns")
-WRITE_EXT4_PARAMS = ("write_page_ns", "folio_account_dirtied_ns", "write_begin_folio_ns")
-WRITE_RECLAIM_PARAMS = ("reclaim_file_folio_ns",)
-#: Phases of the ext4 write stage that are not fitted: the pass that writes the second file
-#: and fsyncs it (its time is the loop device's).
-WRITE_UNFITTED = ("p/flush",)
+WRITE_EXT4_PARAMS = ("write_page_ns", "folio_account_dirtied_ns")
+WRITE_RECLAIM_PARAMS = ("write_begin_folio_ns", "reclaim_file_folio_ns")
+#: Phases of the write stages that are run and recorded but not fitted: ext4's first pass
+#: (new folios from memory no reclaim freed: on this VM up to twice the per-page time of the
+#: same write into frames reclaim just freed, docs/calibration.md 3c) and its fsynced pass
+#: (the loop device's time); the reclaim stage's read (readahead, the device).
+WRITE_UNFITTED = {"tmpfs": (), "ext4": ("p/write", "p/flush"), "reclaim": ("p/read",)}
 #: The cgroup of the pressure scenario.
 PRESSURE_GROUP = "calibrate"
 
@@ -1029,14 +1032,18 @@ def write_scenario(version: str, cgroup_version: int, which: str) -> str:
     dropped from the page cache, as every lab file), in a 1 GiB memcg, far below the dirty
     limits (no throttling, no flusher in the measured phases): ``write`` over ``a`` (a new folio
     over an allocated block each: filemap_add_folio, ext4_da_write_begin's buffer head and
-    block lookup, the copy, ext4_da_write_end, the clean folio's dirty accounting), ``rewrite``
-    over ``a`` again (cached and dirty), ``flush`` writes ``b`` and fsyncs it (not fitted: its
-    time is the device's), ``redirty`` writes ``b`` again (cached and clean: each write dirties a
-    folio).
+    block lookup, the copy, ext4_da_write_end, the clean folio's dirty accounting; recorded, not
+    fitted), ``rewrite`` over ``a`` again (cached and dirty), ``flush`` writes ``b`` and fsyncs
+    it (not fitted: its time is the device's), ``redirty`` writes ``b`` again (cached and clean:
+    each write dirties a folio).
 
-    ``reclaim``: a 384 MiB file on the same filesystem written once in a 128 MiB memcg: memcg
-    reclaim frees the page cache the flusher has written back (and meets dirty folios at times:
-    immediate reclaim), as file-stream-write does at a larger scale."""
+    ``reclaim``: the same filesystem, a 128 MiB memcg: ``read`` reads a 128 MiB file ``r`` (the
+    memcg fills with its large clean folios; not fitted), ``write`` writes a 128 MiB file ``a``
+    (new folios over allocated blocks, in frames that reclaim frees from ``r``'s folios: one
+    folio's reclaim per up to 512 pages), ``stream`` writes a 256 MiB file ``b`` (reclaim now
+    frees ``a``'s and ``b``'s order-0 folios once the flusher, which reclaim wakes, has written
+    them; dirty ones it meets go to immediate reclaim), as file-stream-write does at a larger
+    scale."""
     limit_key = "memory.limit_in_bytes" if cgroup_version == 1 else "memory.max"
     if which == "tmpfs":
         fs = '[[machine.filesystems]]\nname = "shm"\ntype = "tmpfs"\nsize = "256MiB"\n'
@@ -1050,13 +1057,16 @@ def write_scenario(version: str, cgroup_version: int, which: str) -> str:
             phases = [("write", "a", ""), ("rewrite", "a", ""), ("flush", "b", 'fsync_every = "128MiB"\n'), ("redirty", "b", "")]
             limit, seed = "1GiB", 15
         else:
-            files = [("stream", "384MiB", "")]
-            phases = [("write", "stream", "")]
+            files = [("r", "128MiB", ""), ("a", "128MiB", ""), ("b", "256MiB", "")]
+            phases = [("read", "r", ""), ("write", "a", ""), ("stream", "b", "")]
             limit, seed = "128MiB", 16
     else:
         raise ValueError(f"write_scenario: unknown stage {which!r} (expected tmpfs, ext4 or reclaim)")
     file_text = "".join(f'[[processes.files]]\nname = "{n}"\nsize = "{size}"\ncontent = "text"\n{extra}' for n, size, extra in files)
-    phase_text = "".join(f'[[processes.phases]]\nname = "{ph}"\nkind = "write"\nfile = "{f}"\n{extra}' for ph, f, extra in phases)
+    phase_text = "".join(
+        f'[[processes.phases]]\nname = "{ph}"\nkind = "{"read" if ph == "read" else "write"}"\nfile = "{f}"\n{extra}'
+        for ph, f, extra in phases
+    )
     return f"""\
 schema_version = 1
 name = "calibrate-write-{which}"
@@ -1373,8 +1383,8 @@ def write_stages(
 ) -> tuple[dict[str, int], dict[str, Any]]:
     """Stage 3c, buffered write(2): the tmpfs runs (``pagecache_add_ns``,
     ``shmem_write_page_ns``), the ext4 runs with everything before fixed (``write_page_ns``,
-    ``folio_account_dirtied_ns``, ``write_begin_folio_ns``), then the write stream through a
-    memcg limit with every write figure fixed (``reclaim_file_folio_ns``); each stage's base is
+    ``folio_account_dirtied_ns``), then the writes in a memcg at its limit with those fixed
+    (``write_begin_folio_ns``, ``reclaim_file_folio_ns``); each stage's base is
     ``base`` (at the profile's CPU speed) with the stages before it fitted, times
     ``speed_factor()`` (this moment's speed over the profile's, read after each stage's runs).
     Returns the fitted figures at the profile's speed and the three records."""
@@ -1382,10 +1392,10 @@ def write_stages(
     out: dict[str, int] = {}
     records: dict[str, Any] = {}
     keys = write_counter_keys()
-    for name, which, params, unfitted in (
-        ("write_tmpfs", "tmpfs", WRITE_TMPFS_PARAMS, ()),
-        ("write_ext4", "ext4", WRITE_EXT4_PARAMS, WRITE_UNFITTED),
-        ("write_reclaim", "reclaim", WRITE_RECLAIM_PARAMS, ()),
+    for name, which, params in (
+        ("write_tmpfs", "tmpfs", WRITE_TMPFS_PARAMS),
+        ("write_ext4", "ext4", WRITE_EXT4_PARAMS),
+        ("write_reclaim", "reclaim", WRITE_RECLAIM_PARAMS),
     ):
         note(f"lab: buffered write(2), {which} ({', '.join(params)})")
         fixed = dict(costs)
@@ -1406,7 +1416,7 @@ def write_stages(
             between,
             recorded=recorded(name),
             fs_device=None if which == "tmpfs" else fs_device,
-            unfitted=unfitted,
+            unfitted=WRITE_UNFITTED[which],
         )
         f = speed_factor()
         values = {k: round(fit.params[k] / f) for k in params}
@@ -1509,7 +1519,7 @@ COST_NOTES = {
     "shmem_write_page_ns": "lab: tmpfs write(2) over cached folios (fit)",
     "write_page_ns": "lab: ext4 write(2) over cached dirty folios (fit)",
     "folio_account_dirtied_ns": "lab: ext4 write(2) over clean cached folios vs dirty ones (fit)",
-    "write_begin_folio_ns": "lab: ext4 write(2) over dropped pages of an allocated file (fit)",
+    "write_begin_folio_ns": "lab: ext4 write(2) over dropped pages, frames freed from large clean folios (fit)",
     "reclaim_file_folio_ns": "lab: ext4 write(2) stream through a 128 MiB memcg (fit)",
 }
 
@@ -2237,13 +2247,13 @@ def refit_lab(args: Options, note: _Note) -> tuple[str, dict[str, Any]]:
         stage("readahead_pc0", readahead_scenario(version, cgv, 0), READAHEAD_CHECK_PARAMS + PRESSURE_NUISANCE, [], {**costs, **text_codec})
     # The write stages only when recorded (they need the loop device measured beside their
     # runs: calibrate --only-loop-device, then --only-write).
-    for name, which, wparams, unf in (
-        ("write_tmpfs", "tmpfs", WRITE_TMPFS_PARAMS, ()),
-        ("write_ext4", "ext4", WRITE_EXT4_PARAMS, WRITE_UNFITTED),
-        ("write_reclaim", "reclaim", WRITE_RECLAIM_PARAMS, ()),
+    for name, which, wparams in (
+        ("write_tmpfs", "tmpfs", WRITE_TMPFS_PARAMS),
+        ("write_ext4", "ext4", WRITE_EXT4_PARAMS),
+        ("write_reclaim", "reclaim", WRITE_RECLAIM_PARAMS),
     ):
         if name in lab:
-            stage(name, write_scenario(version, cgv, which), wparams, wparams, costs, unfitted=unf)
+            stage(name, write_scenario(version, cgv, which), wparams, wparams, costs, unfitted=WRITE_UNFITTED[which])
     ours = meas.get("codecs", {})
     for codec in CODECS:
         name = f"zswap_{codec}"
