@@ -945,6 +945,12 @@ impl Mm {
         };
         let mut until = crate::sim::later(ctx.now, timeout);
         if self.switches.writeback_throttle == WritebackThrottle::ReclaimThrottle {
+            // The flushers this reclaim just woke (wakeup_flusher_threads) run on other CPUs
+            // while it sleeps: the writeback they submit now is what completes and wakes it
+            // (__acct_reclaim_writeback from folio_end_writeback), not only what was in flight
+            // when it went to sleep (which, right after the wakeup, is often nothing: it then
+            // slept the whole HZ/10).
+            self.run_flushers_until(ctx.now);
             let mut done: Vec<crate::sim::Time> = Vec::new();
             for d in &self.swap.devs {
                 done.extend(
