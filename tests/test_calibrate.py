@@ -201,6 +201,13 @@ def test_bundled_default_profile_parses() -> None:
         "shrink_node_ns",  # calibrate 1c
         "swap_ra_page_ns",  # calibrate 3b (--only-readahead, 2026-11-24)
         "scan_page_ns",  # calibrate 3a (--refit-lab, 2026-11-24 23:32)
+        # calibrate 3c (--only-write, 2026-11-25 01:33)
+        "pagecache_add_ns",
+        "shmem_write_page_ns",
+        "write_page_ns",
+        "folio_account_dirtied_ns",
+        "write_begin_folio_ns",
+        "reclaim_file_folio_ns",
     }
     measured |= {
         f"{c}_{w}{k}_ns"
@@ -217,6 +224,8 @@ def test_bundled_default_profile_parses() -> None:
     assert {"codecs", "kernel_codecs", "reclaim_pass", "device", "loop_device", "lab", "host", "speed_probe_ns"} <= set(p.measurements)
     assert {"readahead", "readahead_pc0"} <= set(p.measurements["lab"])  # the runs swap_ra_page_ns was fitted on
     assert "scan" in p.measurements["lab"]  # the runs scan_page_ns was fitted on
+    assert set(cal.WRITE_STAGES) <= set(p.measurements["lab"])  # the runs of the write figures
+    assert all("fs_device" in p.measurements["lab"][n] for n in ("write_ext4", "write_reclaim"))
 
 
 # ---------------------------------------------------------------------------------------------
