@@ -537,6 +537,10 @@ def test_add_to_profile_sets_one_cost_and_replaces_the_stages_records(real_core:
     assert lab["zswap"] == {"values": {"a": 1}} and lab["readahead"] == {"new": 2, "phases": {"p/readback": {"k": 3}}}
     assert lab["readahead_pc0"] == {"new": 4}
     assert "#   access_ns, zswap_copy_ns." in again and again.count("# Added by: ") == 1
+    # A name that ends a wrapped line of the list ("...,") goes too.
+    wrapped = text.replace("#   access_ns, swap_ra_page_ns, zswap_copy_ns.", "#   access_ns, swap_ra_page_ns,\n#   zswap_copy_ns.")
+    out = cal.add_to_profile(wrapped, "swap_ra_page_ns", 443, "fit", {}, "x")
+    assert "swap_ra_page_ns," not in out and "#   zswap_copy_ns." in out
     with pytest.raises(ValueError, match="unknown cost parameter: nope_ns"):
         cal.add_to_profile(text, "nope_ns", 1, "", {}, "")
 

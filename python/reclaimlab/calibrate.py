@@ -2024,7 +2024,9 @@ def add_to_profile(text: str, cost: str, value: int, note: str, lab_records: Map
     out = [*kept[: start + 1], *body, *kept[end:]]
     # The header's list of unmeasured costs must not name it any more.
     out = [
-        re.sub(rf"(?<=[ ,]){re.escape(cost)}(, |\.$)", lambda m: "" if m.group(1) == ", " else ".", ln) if ln.startswith("#   ") else ln
+        re.sub(rf"(?<=[ ,]){re.escape(cost)}(, |,$|\.$)", lambda m: "" if m.group(1).startswith(",") else ".", ln)
+        if ln.startswith("#   ")
+        else ln
         for ln in out
     ]
     out = [ln.replace(", .", ".") for ln in out]
