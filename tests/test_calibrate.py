@@ -201,6 +201,13 @@ def test_bundled_default_profile_parses() -> None:
         "shrink_node_ns",  # calibrate 1c
         "swap_ra_page_ns",  # calibrate 3b (--only-readahead, 2026-11-24)
         "scan_page_ns",  # calibrate 3a (--refit-lab, 2026-11-24 23:32)
+        # calibrate 3c (--only-write, 2026-11-25 01:33)
+        "pagecache_add_ns",
+        "shmem_write_page_ns",
+        "write_page_ns",
+        "folio_account_dirtied_ns",
+        "write_begin_folio_ns",
+        "reclaim_file_folio_ns",
     }
     measured |= {
         f"{c}_{w}{k}_ns"
@@ -217,6 +224,8 @@ def test_bundled_default_profile_parses() -> None:
     assert {"codecs", "kernel_codecs", "reclaim_pass", "device", "loop_device", "lab", "host", "speed_probe_ns"} <= set(p.measurements)
     assert {"readahead", "readahead_pc0"} <= set(p.measurements["lab"])  # the runs swap_ra_page_ns was fitted on
     assert "scan" in p.measurements["lab"]  # the runs scan_page_ns was fitted on
+    assert set(cal.WRITE_STAGES) <= set(p.measurements["lab"])  # the runs of the write figures
+    assert all("fs_device" in p.measurements["lab"][n] for n in ("write_ext4", "write_reclaim"))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -433,6 +442,40 @@ def test_readahead_scenarios_are_the_zswap_run_with_a_sequential_read_back(cgv: 
 
 
 @pytest.mark.parametrize("cgv", [1, 2])
+def test_write_stage_phases_tell_the_write_path_figures_apart(real_core: Any, cgv: int) -> None:
+    # Each write figure is fitted from phases that charge it in different combinations: the
+    # fit is exact only if the simulator charges them as the stage's docstring says (per page,
+    # 32768 pages a 128 MiB pass), and the ext4 stage's fsync pass stays out of the fit.
+    costs = {k: int(v) for k, v in real_core.default_costs().items()}
+    per = 32768.0
+    tmpfs = lower(load(cal.write_scenario("6.18", cgv, "tmpfs")), profile=None)
+    assert [fs["fstype"] for fs in tmpfs["machine"]["filesystems"]] == ["tmpfs"]
+    _, sl, _, _ = cal.sim_slopes(real_core, tmpfs, costs, list(cal.WRITE_TMPFS_PARAMS))
+    assert sl["p/write"] == {"pagecache_add_ns": per, "shmem_write_page_ns": per}
+    assert sl["p/rewrite"] == {"pagecache_add_ns": 0.0, "shmem_write_page_ns": per}
+    ext4 = lower(load(cal.write_scenario("6.18", cgv, "ext4")), profile=None)
+    assert ext4["machine"]["filesystems"][0]["fstype"] == "ext4" and ext4["cgroups"]["groups"][1]["limit_bytes"] == 1 << 30
+    params = ["write_page_ns", "folio_account_dirtied_ns", "write_begin_folio_ns"]
+    _, sl, counters, _ = cal.sim_slopes(real_core, ext4, costs, params)
+    w, a, b = params
+    assert sl["p/write"] == {w: per, a: per, b: per}
+    assert sl["p/rewrite"] == {w: per, a: 0.0, b: 0.0}
+    assert sl["p/redirty"] == {w: per, a: per, b: 0.0}
+    assert cal.WRITE_EXT4_PARAMS == (w, a) and cal.WRITE_UNFITTED["ext4"] == ("p/write", "p/flush")
+    assert counters["vmstat.nr_written"] == 32768  # the fsync wrote b
+    rec = lower(load(cal.write_scenario("6.18", cgv, "reclaim")), profile=None)
+    assert rec["cgroups"]["groups"][1]["limit_bytes"] == 128 << 20
+    _, sl, counters, _ = cal.sim_slopes(real_core, rec, costs, list(cal.WRITE_RECLAIM_PARAMS))
+    # The write into frames freed from the read's large folios: a new folio per page, next to
+    # nothing reclaimed per page; the stream: one order-0 folio reclaimed per page written.
+    assert sl["p/write"]["write_begin_folio_ns"] == per and sl["p/write"]["reclaim_file_folio_ns"] < per / 50
+    assert sl["p/stream"]["write_begin_folio_ns"] == pytest.approx(2 * per, rel=0.05)
+    assert sl["p/stream"]["reclaim_file_folio_ns"] == pytest.approx(2 * per, rel=0.05)
+    with pytest.raises(ValueError, match="unknown stage"):
+        cal.write_scenario("6.18", cgv, "xfs")
+
+
+@pytest.mark.parametrize("cgv", [1, 2])
 def test_scan_scenario_has_a_first_reclaim_over_referenced_pages(real_core: Any, cgv: int) -> None:
     # The fit needs the two pressure fills to scan in very different ratios to the pages they
     # free: the first reclaim meets pages referenced once since their fault (rotated, not
@@ -494,6 +537,10 @@ def test_add_to_profile_sets_one_cost_and_replaces_the_stages_records(real_core:
     assert lab["zswap"] == {"values": {"a": 1}} and lab["readahead"] == {"new": 2, "phases": {"p/readback": {"k": 3}}}
     assert lab["readahead_pc0"] == {"new": 4}
     assert "#   access_ns, zswap_copy_ns." in again and again.count("# Added by: ") == 1
+    # A name that ends a wrapped line of the list ("...,") goes too.
+    wrapped = text.replace("#   access_ns, swap_ra_page_ns, zswap_copy_ns.", "#   access_ns, swap_ra_page_ns,\n#   zswap_copy_ns.")
+    out = cal.add_to_profile(wrapped, "swap_ra_page_ns", 443, "fit", {}, "x")
+    assert "swap_ra_page_ns," not in out and "#   zswap_copy_ns." in out
     with pytest.raises(ValueError, match="unknown cost parameter: nope_ns"):
         cal.add_to_profile(text, "nope_ns", 1, "", {}, "")
 

@@ -139,6 +139,21 @@ READAHEAD_CHECK_PARAMS = ("swapin_page_ns",)
 #: fits it with this figure fixed).
 SCAN_PARAMS = ("scan_page_ns",)
 SCAN_NUISANCE = ("reclaim_page_ns", "page_alloc_zero_ns")
+#: From buffered write(2) runs (stage 3c): on tmpfs, a first pass over a file of holes (a new
+#: folio each: shmem_alloc_and_add_folio) and a second pass over its cached folios; on ext4 (the
+#: lab's loop device), a second pass over a cached, dirty file and a pass over clean cached
+#: folios (the file fsynced before: each write dirties a clean folio); then, in a memcg at its
+#: limit, a pass over dropped pages of a file whose new folios take the frames reclaim frees
+#: from a read file's large clean folios (about nothing to reclaim per page), and a write
+#: stream whose reclaim frees one written-back order-0 folio per page written.
+WRITE_TMPFS_PARAMS = ("pagecache_add_ns", "shmem_write_page_ns")
+WRITE_EXT4_PARAMS = ("write_page_ns", "folio_account_dirtied_ns")
+WRITE_RECLAIM_PARAMS = ("write_begin_folio_ns", "reclaim_file_folio_ns")
+#: Phases of the write stages that are run and recorded but not fitted: ext4's first pass
+#: (new folios from memory no reclaim freed: on this VM up to twice the per-page time of the
+#: same write into frames reclaim just freed, docs/calibration.md 3c) and its fsynced pass
+#: (the loop device's time); the reclaim stage's read (readahead, the device).
+WRITE_UNFITTED = {"tmpfs": (), "ext4": ("p/write", "p/flush"), "reclaim": ("p/read",)}
 #: The cgroup of the pressure scenario.
 PRESSURE_GROUP = "calibrate"
 
@@ -886,14 +901,29 @@ write_percent = 0
 
 
 def _pressure_text(
-    name: str, swap: str, version: str, cluster: int, zswap: bool, compressor: str, cgroup_version: int, limit_key: str
+    name: str,
+    swap: str,
+    version: str,
+    cgroup_version: int,
+    *,
+    cluster: int,
+    zswap: bool = False,
+    compressor: str = "lzo",
+    seed: int = 12,
+    fills: Sequence[tuple[str, str, str]] = (("fill-free", "warm", "32MiB"), ("fill", "data", "96MiB")),
 ) -> str:
-    """What the pressure and readahead scenarios share: the machine, the knobs, the 48 MiB
-    memcg and the two fills (``warm`` below the limit, ``data`` into swap or zswap)."""
+    """What the pressure, scan and readahead scenarios share: the machine with one swap device
+    (``swap``: the body of its ``[[machine.swap]]`` table), the knobs, the 48 MiB memcg (v1
+    memory.limit_in_bytes, v2 memory.max) and one process whose text regions are filled in
+    order (``fills``: phase, region, size; by default ``warm`` below the limit, then ``data``
+    into swap or zswap)."""
+    limit_key = "memory.limit_in_bytes" if cgroup_version == 1 else "memory.max"
+    regions = "".join(f'[[processes.regions]]\nname = "{r}"\nsize = "{size}"\ncontent = "text"\n' for _ph, r, size in fills)
+    phases = "".join(f'[[processes.phases]]\nname = "{ph}"\nkind = "fill"\nregion = "{r}"\n' for ph, r, _size in fills)
     return f"""\
 schema_version = 1
 name = "{name}"
-seed = 12
+seed = {seed}
 [machine]
 memory = "host"
 cpus = "host"
@@ -914,23 +944,7 @@ cgroup_version = {cgroup_version}
 [[processes]]
 name = "p"
 cgroup = "{PRESSURE_GROUP}"
-[[processes.regions]]
-name = "warm"
-size = "32MiB"
-content = "text"
-[[processes.regions]]
-name = "data"
-size = "96MiB"
-content = "text"
-[[processes.phases]]
-name = "fill-free"
-kind = "fill"
-region = "warm"
-[[processes.phases]]
-name = "fill"
-kind = "fill"
-region = "data"
-"""
+{regions}{phases}"""
 
 
 def pressure_scenario(
@@ -950,7 +964,6 @@ def pressure_scenario(
 
     ``zram=True`` (zswap off): the swap device is a 256 MiB zram device with ``compressor``: the
     same reclaim and swap-in without zswap's own work and without disk IO."""
-    limit_key = "memory.limit_in_bytes" if cgroup_version == 1 else "memory.max"
     if zram:
         name, cluster = "calibrate-zram", 3
         swap = f'name = "zram"\nkind = "zram"\nsize = "256MiB"\ncomp_algorithm = "{compressor}"'
@@ -959,7 +972,7 @@ def pressure_scenario(
         name, swap_size, cluster = ("calibrate-zswap", "256MiB", 3) if zswap else ("calibrate-swapfile", "1GiB", 0)
         swap = f'name = "swapfile"\nsize = "{swap_size}"\ndevice = "virtio-disk"'
     return (
-        _pressure_text(name, swap, version, cluster, zswap, compressor, cgroup_version, limit_key)
+        _pressure_text(name, swap, version, cgroup_version, cluster=cluster, zswap=zswap, compressor=compressor)
         + f"""\
 [[processes.phases]]
 name = "access"
@@ -980,55 +993,9 @@ def scan_scenario(version: str, cgroup_version: int, compressor: str = "lzo") ->
     page can go (about 12 pages scanned per page freed); filling ``more`` (32 MiB) then reclaims
     one page per page scanned. The two fills tell the work of scanning a page from that of
     freeing it. vm.page-cluster 0: no readahead (nothing is swapped in)."""
-    limit_key = "memory.limit_in_bytes" if cgroup_version == 1 else "memory.max"
-    return f"""\
-schema_version = 1
-name = "calibrate-scan"
-seed = 13
-[machine]
-memory = "host"
-cpus = "host"
-[[machine.swap]]
-name = "zram"
-kind = "zram"
-size = "256MiB"
-comp_algorithm = "{compressor}"
-[kernel]
-version = "{version}"
-vm.page-cluster = 0
-zswap.enabled = false
-[cgroups]
-cgroup_version = {cgroup_version}
-[cgroups.groups.{PRESSURE_GROUP}]
-"{limit_key}" = "48MiB"
-[[processes]]
-name = "p"
-cgroup = "{PRESSURE_GROUP}"
-[[processes.regions]]
-name = "warm"
-size = "44MiB"
-content = "text"
-[[processes.regions]]
-name = "push"
-size = "8MiB"
-content = "text"
-[[processes.regions]]
-name = "more"
-size = "32MiB"
-content = "text"
-[[processes.phases]]
-name = "fill-free"
-kind = "fill"
-region = "warm"
-[[processes.phases]]
-name = "fill-first"
-kind = "fill"
-region = "push"
-[[processes.phases]]
-name = "fill"
-kind = "fill"
-region = "more"
-"""
+    swap = f'name = "zram"\nkind = "zram"\nsize = "256MiB"\ncomp_algorithm = "{compressor}"'
+    fills = (("fill-free", "warm", "44MiB"), ("fill-first", "push", "8MiB"), ("fill", "more", "32MiB"))
+    return _pressure_text("calibrate-scan", swap, version, cgroup_version, cluster=0, seed=13, fills=fills)
 
 
 def readahead_scenario(version: str, cgroup_version: int, cluster: int) -> str:
@@ -1039,11 +1006,10 @@ def readahead_scenario(version: str, cgroup_version: int, cluster: int) -> str:
     the next 7 pages are minor faults on readahead folios; at 0 every page is a major fault.
     The read-back reclaims as it goes (each swap-in stores a page), as the random reads of the
     zswap run do, so the two differ only in how the pages come back."""
-    limit_key = "memory.limit_in_bytes" if cgroup_version == 1 else "memory.max"
     name = "calibrate-readahead" if cluster else "calibrate-readahead-pc0"
     swap = 'name = "swapfile"\nsize = "256MiB"\ndevice = "virtio-disk"'
     return (
-        _pressure_text(name, swap, version, cluster, True, "lzo", cgroup_version, limit_key)
+        _pressure_text(name, swap, version, cgroup_version, cluster=cluster, zswap=True)
         + """\
 [[processes.phases]]
 name = "readback"
@@ -1052,6 +1018,73 @@ region = "data"
 passes = 1
 """
     )
+
+
+def write_scenario(version: str, cgroup_version: int, which: str) -> str:
+    """Buffered write(2), one 4 KiB call per page, by one process in a memcg (stage 3c).
+
+    ``tmpfs``: a 128 MiB file on a tmpfs, in a 1 GiB memcg (no reclaim): ``write`` fills its
+    holes (shmem_write_begin → shmem_alloc_and_add_folio: allocation without clearing, charge,
+    mapping and LRU insertion; the copy; shmem_write_end), ``rewrite`` writes the cached folios
+    again (lookup, copy, a dirty flag).
+
+    ``ext4``: two 128 MiB files on ext4 on the lab's loop device (written before the run and
+    dropped from the page cache, as every lab file), in a 1 GiB memcg, far below the dirty
+    limits (no throttling, no flusher in the measured phases): ``write`` over ``a`` (a new folio
+    over an allocated block each: filemap_add_folio, ext4_da_write_begin's buffer head and
+    block lookup, the copy, ext4_da_write_end, the clean folio's dirty accounting; recorded, not
+    fitted), ``rewrite`` over ``a`` again (cached and dirty), ``flush`` writes ``b`` and fsyncs
+    it (not fitted: its time is the device's), ``redirty`` writes ``b`` again (cached and clean:
+    each write dirties a folio).
+
+    ``reclaim``: the same filesystem, a 128 MiB memcg: ``read`` reads a 128 MiB file ``r`` (the
+    memcg fills with its large clean folios; not fitted), ``write`` writes a 128 MiB file ``a``
+    (new folios over allocated blocks, in frames that reclaim frees from ``r``'s folios: one
+    folio's reclaim per up to 512 pages), ``stream`` writes a 256 MiB file ``b`` (reclaim now
+    frees ``a``'s and ``b``'s order-0 folios once the flusher, which reclaim wakes, has written
+    them; dirty ones it meets go to immediate reclaim), as file-stream-write does at a larger
+    scale."""
+    limit_key = "memory.limit_in_bytes" if cgroup_version == 1 else "memory.max"
+    if which == "tmpfs":
+        fs = '[[machine.filesystems]]\nname = "shm"\ntype = "tmpfs"\nsize = "256MiB"\n'
+        files = [("a", "128MiB", 'filesystem = "shm"\n')]
+        phases = [("write", "a", ""), ("rewrite", "a", "")]
+        limit, seed = "1GiB", 14
+    elif which in ("ext4", "reclaim"):
+        fs = '[[machine.filesystems]]\nname = "data"\ntype = "ext4"\ndevice = "lab-loop"\n'
+        if which == "ext4":
+            files = [("a", "128MiB", ""), ("b", "128MiB", "")]
+            phases = [("write", "a", ""), ("rewrite", "a", ""), ("flush", "b", 'fsync_every = "128MiB"\n'), ("redirty", "b", "")]
+            limit, seed = "1GiB", 15
+        else:
+            files = [("r", "128MiB", ""), ("a", "128MiB", ""), ("b", "256MiB", "")]
+            phases = [("read", "r", ""), ("write", "a", ""), ("stream", "b", "")]
+            limit, seed = "128MiB", 16
+    else:
+        raise ValueError(f"write_scenario: unknown stage {which!r} (expected tmpfs, ext4 or reclaim)")
+    file_text = "".join(f'[[processes.files]]\nname = "{n}"\nsize = "{size}"\ncontent = "text"\n{extra}' for n, size, extra in files)
+    phase_text = "".join(
+        f'[[processes.phases]]\nname = "{ph}"\nkind = "{"read" if ph == "read" else "write"}"\nfile = "{f}"\n{extra}'
+        for ph, f, extra in phases
+    )
+    return f"""\
+schema_version = 1
+name = "calibrate-write-{which}"
+seed = {seed}
+[machine]
+memory = "host"
+cpus = "host"
+{fs}[kernel]
+version = "{version}"
+zswap.enabled = false
+[cgroups]
+cgroup_version = {cgroup_version}
+[cgroups.groups.{PRESSURE_GROUP}]
+"{limit_key}" = "{limit}"
+[[processes]]
+name = "p"
+cgroup = "{PRESSURE_GROUP}"
+{file_text}{phase_text}"""
 
 
 def _sim_run(core: Any, config: Mapping[str, Any], costs: Mapping[str, int]) -> tuple[dict[str, float], dict[str, int]]:
@@ -1138,6 +1171,21 @@ def _run_delays(runs: Sequence[Any]) -> dict[str, list[float]]:
     return per
 
 
+def _cpu_shares(runs: Sequence[Any]) -> dict[str, list[float]]:
+    """ "process/phase" -> the runner's CPU time (cpu_s) over its elapsed time without the CPU wait,
+    per run: 1.0 for a phase that never slept (CPU-bound), less for one that waited on IO or a
+    throttle."""
+    from reclaimlab.lab.result import busy_host_free_s
+
+    per: dict[str, list[float]] = {}
+    for r in runs:
+        for rec in r.phase_records:
+            free = busy_host_free_s(rec)
+            if "cpu_s" in rec and free > 0:
+                per.setdefault(f"{rec['process']}/{rec['phase']}", []).append(round(float(rec["cpu_s"]) / free, 4))
+    return per
+
+
 def _median_counters(runs: Sequence[Any], keys: Sequence[str]) -> dict[str, float]:
     out = {}
     for k in keys:
@@ -1159,13 +1207,18 @@ def _lab_stage(
     between: Callable[[], None] | None = None,
     device: Mapping[str, Any] | None = None,
     recorded: Mapping[str, Any] | None = None,
+    fs_device: Mapping[str, Any] | None = None,
+    unfitted: Sequence[str] = (),
 ) -> tuple[Fit, dict[str, Any]]:
     """Run the scenario ``reps`` times on the kernel, then fit ``params`` starting from
     ``base_costs()`` (called after the runs, so that it can use what ``between`` measured).
     ``device``: the measured swap device's figures (``device_model``), for the simulator's
     swap devices (a run whose time depends on the disk must not be fitted against a preset).
     ``recorded``: this stage's record from an earlier profile (``--lab-from``): its kernel runs
-    are fitted again instead of running the kernel (the scenario must be the same)."""
+    are fitted again instead of running the kernel (the scenario must be the same).
+    ``fs_device``: the device under the scenario's disk filesystems (the lowered figures of the
+    profile's ``lab-loop``, measured in the same window as the runs), recorded with the stage.
+    ``unfitted``: phases ("process/phase") that are run and recorded but not fitted."""
     from reclaimlab.scenario import load
 
     scenario = load(text)
@@ -1173,6 +1226,10 @@ def _lab_stage(
     if device is not None:
         for sw in config["machine"]["swap"]:
             sw["device"] = {**sw["device"], **device}
+    if fs_device is not None:
+        for fs in config["machine"].get("filesystems", []):
+            if "device" in fs:
+                fs["device"] = {**fs["device"], **fs_device}
     if recorded is not None:
         if recorded.get("scenario") != scenario.name:
             raise ValueError(f"--lab-from: the recorded stage ran {recorded.get('scenario')!r}, not {scenario.name!r}")
@@ -1195,7 +1252,10 @@ def _lab_stage(
     # pressure runs), the two differ (docs/calibration.md, "Mean or median").
     phases = [ph for ph in sim_ns if ph in times]
     observations = [
-        Observation(f"{ph}#{i}", t, sim_ns[ph], slopes[ph], statistics.fmean(times[ph])) for ph in phases for i, t in enumerate(times[ph])
+        Observation(f"{ph}#{i}", t, sim_ns[ph], slopes[ph], statistics.fmean(times[ph]))
+        for ph in phases
+        if ph not in unfitted
+        for i, t in enumerate(times[ph])
     ]
     fit = fit_costs(observations, costs, params)
     fitted_costs = {**costs, **fit.params}
@@ -1227,6 +1287,10 @@ def _lab_stage(
         "residuals": {ph: round((sim_after.get(ph, 0.0) - statistics.fmean(times[ph])) / statistics.fmean(times[ph]), 4) for ph in phases},
         "counters": {k: Inline(kernel_median=kc[k], sim=counters_after.get(k)) for k in kc if k in counters_after},
     }
+    if unfitted:
+        record["unfitted"] = list(unfitted)
+    if fs_device is not None:
+        record["fs_device"] = Inline(fs_device)
     if runs:
         record["loadavg"] = _loadavg()
         delays = _run_delays(runs)
@@ -1234,6 +1298,10 @@ def _lab_stage(
             # The share of each run's phase time its runner spent waiting for a CPU (removed
             # from kernel_runs_ns above): how busy the host was.
             record["run_delay_share"] = {ph: v for ph, v in delays.items()}
+        cpu = _cpu_shares(runs)
+        if cpu:
+            # The runner's CPU time over the phase time without the wait: how CPU-bound it was.
+            record["cpu_share"] = {ph: v for ph, v in cpu.items()}
     if fit.floored:
         record["floored"] = fit.floored
     if fit.unidentified:
@@ -1291,6 +1359,147 @@ def readahead_stages(
     return {k: fit_ra.params[k] for k in READAHEAD_PARAMS}, {"readahead": rec_ra, "readahead_pc0": rec0}
 
 
+WRITE_STAGES = ("write_tmpfs", "write_ext4", "write_reclaim")
+
+
+def write_counter_keys() -> list[str]:
+    g = f"memcg[/{PRESSURE_GROUP}].memory.stat."
+    keys = [g + k for k in ("pgpgin", "pgpgout", "dirty", "cache", "shmem")]
+    return keys + [f"vmstat.{k}" for k in ("nr_dirtied", "nr_written", "pgscan_file", "pgsteal_file", "nr_vmscan_immediate_reclaim")]
+
+
+def write_stages(
+    core: Any,
+    version: str,
+    cgroup_version: int,
+    base: Mapping[str, int],
+    reps: int,
+    note: _Note,
+    wait_s: float,
+    fs_device: Mapping[str, Any],
+    between: Callable[[], None] | None = None,
+    recorded: Callable[[str], dict[str, Any] | None] = lambda _stage: None,
+    speed_factor: Callable[[], float] = lambda: 1.0,
+) -> tuple[dict[str, int], dict[str, Any]]:
+    """Stage 3c, buffered write(2): the tmpfs runs (``pagecache_add_ns``,
+    ``shmem_write_page_ns``), the ext4 runs with everything before fixed (``write_page_ns``,
+    ``folio_account_dirtied_ns``), then the writes in a memcg at its limit with those fixed
+    (``write_begin_folio_ns``, ``reclaim_file_folio_ns``); each stage's base is
+    ``base`` (at the profile's CPU speed) with the stages before it fitted, times
+    ``speed_factor()`` (this moment's speed over the profile's, read after each stage's runs).
+    Returns the fitted figures at the profile's speed and the three records."""
+    costs = dict(base)
+    out: dict[str, int] = {}
+    records: dict[str, Any] = {}
+    keys = write_counter_keys()
+    for name, which, params in (
+        ("write_tmpfs", "tmpfs", WRITE_TMPFS_PARAMS),
+        ("write_ext4", "ext4", WRITE_EXT4_PARAMS),
+        ("write_reclaim", "reclaim", WRITE_RECLAIM_PARAMS),
+    ):
+        note(f"lab: buffered write(2), {which} ({', '.join(params)})")
+        fixed = dict(costs)
+
+        def scaled(fixed: Mapping[str, int] = fixed) -> dict[str, int]:
+            f = speed_factor()
+            return {k: (v if k == "process_quantum_ns" else max(0, round(v * f))) for k, v in fixed.items()}
+
+        fit, rec = _lab_stage(
+            core,
+            write_scenario(version, cgroup_version, which),
+            scaled,
+            params,
+            reps,
+            note,
+            wait_s,
+            keys,
+            between,
+            recorded=recorded(name),
+            fs_device=None if which == "tmpfs" else fs_device,
+            unfitted=WRITE_UNFITTED[which],
+        )
+        f = speed_factor()
+        values = {k: round(fit.params[k] / f) for k in params}
+        rec["kept"] = list(params)
+        rec["speed_factor"] = f
+        if f != 1.0:
+            rec["values_at_profile_speed"] = Inline(values)
+        records[name] = rec
+        out.update(values)
+        costs.update(values)
+    return out, records
+
+
+def _lab_loop_device(profile_path: Path) -> dict[str, Any]:
+    """The lowered figures of the profile's ``lab-loop`` device (``[devices.lab-loop]``, or the
+    built-in preset when the profile has none), for the write stages' simulator runs."""
+    from reclaimlab.lower import _device
+    from reclaimlab.profile import device_presets, load_profile
+
+    return _device(device_presets(load_profile(profile_path))["lab-loop"])
+
+
+def _lowered_device(name: str, table: Mapping[str, Any]) -> dict[str, Any]:
+    """A profile's ``[devices.<name>]`` table (scenario units) as the lowered device figures."""
+    from reclaimlab.lower import _device
+    from reclaimlab.profile import ProfileError, _profile_device
+
+    model, problems = _profile_device(name, dict(table))
+    if model is None:
+        raise ProfileError("<calibrate>", problems)
+    return _device(model)
+
+
+def calibrate_write(args: Options, note: _Note) -> tuple[str, dict[str, Any]]:
+    """``--only-write``: stage 3c on top of the profile at the output path, as ``--only-readahead``
+    does: its costs scaled to the CPU speed of this run's moment, the fitted figures scaled
+    back to the profile's speed, the loop device the profile's (measure it right before with
+    ``--only-loop-device``: its speed moves within minutes); the profile text with the figures
+    and the stages' records added."""
+    from reclaimlab import native
+    from reclaimlab.lab import probe as probing
+
+    core = native.core()
+    p = probing.probe()
+    if not p.root:
+        raise LabUnavailable("calibrate --only-write needs root for the lab runs")
+    out = args.out_path()
+    try:
+        text = out.read_text(encoding="utf-8")
+    except OSError as e:
+        raise LabError(f"--only-write adds to an existing profile: cannot read {out}: {e}") from e
+    profile = tomllib.loads(text)
+    ref = profile.get("measurements", {}).get("speed_probe_ns")
+    if not isinstance(ref, int | float) or ref <= 0:
+        raise LabError(f"{out}: measurements.speed_probe_ns: expected the profile's speed probe (ns), found {ref!r}")
+    defaults = {k: int(v) for k, v in core.default_costs().items()}
+    base = {**defaults, **{k: int(v) for k, v in profile.get("costs", {}).items()}}
+    version = kernel_preset(p.kernel_release, native.capabilities().known_versions())
+    cgv = 1 if p.cgroup_v1_memory else 2
+    probes = [speed.probe_ns()]
+
+    def between() -> None:
+        probes.append(speed.probe_ns())
+
+    def factor() -> float:
+        return statistics.median(probes) / float(ref)
+
+    kept, records = write_stages(core, version, cgv, base, args.reps, note, args.wait, _lab_loop_device(out), between, speed_factor=factor)
+    when = datetime.now(UTC).isoformat(timespec="seconds")
+    for r in records.values():
+        r["speed_probe_ns"] = round(statistics.median(probes))
+        r["kernel_preset"] = version
+        r["cgroup_version"] = cgv
+        r["loadavg_end"] = _loadavg()
+        r["date"] = when
+    new_text = text
+    items = list(kept.items())
+    for i, (k, v) in enumerate(items):
+        last = i == len(items) - 1
+        new_text = add_to_profile(new_text, k, v, COST_NOTES[k], records if last else {}, args.command_line())
+    return new_text, {"kind": args.kind, "costs": kept, "devices": {}, "measurements": {"lab": records}}
+
+
 # ---------------------------------------------------------------------------------------------
 # The command
 # ---------------------------------------------------------------------------------------------
@@ -1306,6 +1515,12 @@ COST_NOTES = {
     "zswap_entry_ns": "lab: zswap run under a memcg limit (fit)",
     "swap_ra_page_ns": "lab: sequential zswap read-back at page-cluster 3 (fit)",
     "shrink_node_ns": "kernel: failed v1 limit writes over mlock()ed memory, per shrink_node call",
+    "pagecache_add_ns": "lab: tmpfs write(2), new folio per hole vs a cached pass (fit)",
+    "shmem_write_page_ns": "lab: tmpfs write(2) over cached folios (fit)",
+    "write_page_ns": "lab: ext4 write(2) over cached dirty folios (fit)",
+    "folio_account_dirtied_ns": "lab: ext4 write(2) over clean cached folios vs dirty ones (fit)",
+    "write_begin_folio_ns": "lab: ext4 write(2) over dropped pages, frames freed from large clean folios (fit)",
+    "reclaim_file_folio_ns": "lab: ext4 write(2) stream through a 128 MiB memcg (fit)",
 }
 
 
@@ -1376,6 +1591,9 @@ class Options:
     #: Run only the readahead stages on top of the existing profile at the output path, and add
     #: their figure and records to it (everything else in it stays as it is).
     only_readahead: bool = False
+    #: Run only the buffered-write stages (3c) on top of the existing profile at the output path,
+    #: with its lab-loop device, and add their figures and records to it.
+    only_write: bool = False
     #: Refit every lab stage of the existing profile at the output path on the kernel runs it
     #: records, with its own measured codec, device and reclaim-pass figures (no host
     #: measurement, no lab run); replace the fitted costs and the stages' records.
@@ -1652,6 +1870,22 @@ def calibrate(args: Options, note: _Note) -> tuple[str, dict[str, Any]]:
             )
             costs.update(ra_costs)
             measurements["lab"].update(ra_records)
+        # 3c. Buffered write(2): on tmpfs, and on ext4 over the loop device just measured.
+        if "lab-loop" in devices and (args.lab_from is None or "write_tmpfs" in old):
+            w_costs, w_records = write_stages(
+                core,
+                version,
+                cgv,
+                {**defaults, **costs},
+                args.reps,
+                note,
+                args.wait,
+                _lowered_device("lab-loop", devices["lab-loop"]),
+                after_run,
+                rec if args.lab_from is not None else lambda _stage: None,
+            )
+            costs.update(w_costs)
+            measurements["lab"].update(w_records)
         # 4. The kernel's own codecs, where they are not ours: the same zswap run with each other
         # compressor the host's zswap offers, fitting that codec's two costs with everything else
         # at the figures just fitted. Our codec timing measures our implementation in user
@@ -1790,7 +2024,9 @@ def add_to_profile(text: str, cost: str, value: int, note: str, lab_records: Map
     out = [*kept[: start + 1], *body, *kept[end:]]
     # The header's list of unmeasured costs must not name it any more.
     out = [
-        re.sub(rf"(?<=[ ,]){re.escape(cost)}(, |\.$)", lambda m: "" if m.group(1) == ", " else ".", ln) if ln.startswith("#   ") else ln
+        re.sub(rf"(?<=[ ,]){re.escape(cost)}(, |,$|\.$)", lambda m: "" if m.group(1).startswith(",") else ".", ln)
+        if ln.startswith("#   ")
+        else ln
         for ln in out
     ]
     out = [ln.replace(", .", ".") for ln in out]
@@ -1923,13 +2159,28 @@ def refit_lab(args: Options, note: _Note) -> tuple[str, dict[str, Any]]:
         base: Mapping[str, int],
         device: Any = None,
         keys: Sequence[str] = (),
+        unfitted: Sequence[str] = (),
     ) -> Fit:
         if name in lab:
             rec = dict(lab[name])
             factor = float(rec.get("speed_factor", 1.0))
             at_speed = {k: (v if k == "process_quantum_ns" else max(0, round(v * factor))) for k, v in base.items()}
             note(f"refit: {name} ({', '.join(params)})")
-            fit, new = _lab_stage(core, text_, lambda: dict(at_speed), params, 0, note, 0.0, [], device=device, recorded=rec)
+            fs_device = dict(rec["fs_device"]) if "fs_device" in rec else None
+            fit, new = _lab_stage(
+                core,
+                text_,
+                lambda: dict(at_speed),
+                params,
+                0,
+                note,
+                0.0,
+                [],
+                device=device,
+                recorded=rec,
+                fs_device=fs_device,
+                unfitted=unfitted,
+            )
             for k in (
                 "kernel_preset",
                 "cgroup_version",
@@ -1938,6 +2189,7 @@ def refit_lab(args: Options, note: _Note) -> tuple[str, dict[str, Any]]:
                 "loadavg",
                 "loadavg_end",
                 "run_delay_share",
+                "cpu_share",
                 "date",
             ):
                 if k in rec:
@@ -1995,6 +2247,15 @@ def refit_lab(args: Options, note: _Note) -> tuple[str, dict[str, Any]]:
         )
     if "readahead_pc0" in lab:
         stage("readahead_pc0", readahead_scenario(version, cgv, 0), READAHEAD_CHECK_PARAMS + PRESSURE_NUISANCE, [], {**costs, **text_codec})
+    # The write stages only when recorded (they need the loop device measured beside their
+    # runs: calibrate --only-loop-device, then --only-write).
+    for name, which, wparams in (
+        ("write_tmpfs", "tmpfs", WRITE_TMPFS_PARAMS),
+        ("write_ext4", "ext4", WRITE_EXT4_PARAMS),
+        ("write_reclaim", "reclaim", WRITE_RECLAIM_PARAMS),
+    ):
+        if name in lab:
+            stage(name, write_scenario(version, cgv, which), wparams, wparams, costs, unfitted=WRITE_UNFITTED[which])
     ours = meas.get("codecs", {})
     for codec in CODECS:
         name = f"zswap_{codec}"
@@ -2045,6 +2306,8 @@ def main(args: Options) -> int:
             summary: dict[str, Any] = {"kind": args.kind, "costs": {}, "devices": {}, "measurements": {}}
         elif args.only_readahead:
             text, summary = calibrate_readahead(args, note)
+        elif args.only_write:
+            text, summary = calibrate_write(args, note)
         elif args.refit_lab:
             text, summary = refit_lab(args, note)
         else:

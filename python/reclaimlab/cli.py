@@ -666,6 +666,14 @@ def calibrate(
             help="Run only the swap readahead stage (zswap read-back at page-cluster 3 and 0); add its figure to the existing profile.",
         ),
     ] = False,
+    only_write: Annotated[
+        bool,
+        typer.Option(
+            "--only-write",
+            help="Run only the buffered write(2) stages (tmpfs, ext4 on the lab's loop device, a write stream through a memcg "
+            "limit) with the existing profile's loop device; add their figures to it.",
+        ),
+    ] = False,
     refit_lab: Annotated[
         bool,
         typer.Option(
@@ -682,8 +690,8 @@ def calibrate(
     and write a machine profile for the simulator's time model."""
     from reclaimlab import calibrate as calibration
 
-    if sum([only_loop_device, only_readahead, refit_lab]) > 1:
-        _fail("reclaimlab calibrate: give one of --only-loop-device, --only-readahead and --refit-lab", EXIT_BAD_INPUT)
+    if sum([only_loop_device, only_readahead, only_write, refit_lab]) > 1:
+        _fail("reclaimlab calibrate: give one of --only-loop-device, --only-readahead, --only-write and --refit-lab", EXIT_BAD_INPUT)
     if refit_lab and lab_from is not None:
         _fail(
             "reclaimlab calibrate: --refit-lab refits the profile at --output (or the default); --lab-from is for a full calibrate",
@@ -703,6 +711,7 @@ def calibrate(
         kernel_codec_rounds=kernel_codec_rounds,
         lab_from=lab_from,
         only_readahead=only_readahead,
+        only_write=only_write,
         refit_lab=refit_lab,
         json=json_out,
     )

@@ -76,10 +76,41 @@ costs! {
     /// (docs/calibration.md, "Page cache reads"). With order-0 folios the kernel took
     /// 710–920 ns; the model keeps the large-folio figure (the validation's filesystems).
     read_page_ns = 365,
+    /// A buffered write(2) of one 4 KiB page into a folio the page cache has, on a disk
+    /// filesystem (generic_perform_write, 6.18): syscall entry, file_update_time,
+    /// write_begin's lookup and lock of the folio (ext4_da_write_begin → block_write_begin
+    /// over mapped buffers), copy_folio_from_iter_atomic, write_end (block_write_end,
+    /// i_size), folio_mark_dirty of a folio already dirty, balance_dirty_pages_ratelimited's
+    /// count. Measured by `calibrate` (stage 3c, ext4): a second pass over a cached, dirty
+    /// 128 MiB file (the built-in default is the reference host's figure of 2026-11-25).
+    write_page_ns = 1_044,
+    /// write_begin of a disk filesystem for a folio it has to add, beyond filemap_add_folio
+    /// (pagecache_add_ns): ext4_da_write_begin's buffer head (create_empty_buffers) and the
+    /// block lookup of ext4_da_get_block_prep, for a block the file has (a lab file is
+    /// written before its run). Measured by `calibrate` (stage 3c): a pass over a dropped file
+    /// in a memcg at its limit, its frames freed from a read file's large clean folios; on the
+    /// reference host (2026-11-25) it fitted 0 (floored): such a write cost no more than
+    /// tmpfs's new folio (`pagecache_add_ns`) and the cached write.
+    write_begin_folio_ns = 0,
+    /// Marking a clean page cache folio of a disk filesystem dirty (folio_mark_dirty →
+    /// __folio_mark_dirty: folio_account_dirtied's NR_FILE_DIRTY, NR_DIRTIED, wb and memcg
+    /// statistics, the xarray's dirty tag, __mark_inode_dirty). Per folio newly dirtied by
+    /// write(2) or a store to a shared mapping; tmpfs has no dirty accounting. Measured by
+    /// `calibrate` (stage 3c, ext4): writes into clean cached folios (the file fsynced
+    /// before) against writes into dirty ones (the reference host's figure of 2026-11-25).
+    folio_account_dirtied_ns = 220,
+    /// A write(2) of one 4 KiB page into a tmpfs folio it has (shmem_write_begin's
+    /// shmem_get_folio lookup and lock, the copy, shmem_write_end's folio_mark_dirty, which is
+    /// a flag only: no dirty accounting on tmpfs), syscall and file_update_time included.
+    /// Measured by `calibrate` (stage 3c, tmpfs): a second pass over a cached 128 MiB file
+    /// (the reference host's figure of 2026-11-25).
+    shmem_write_page_ns = 1_097,
     /// Adding a new page cache folio, per folio: allocation without zeroing, xarray insert,
-    /// memcg charge, LRU add; the same bookkeeping as swapin_page_ns. Estimate: the
-    /// measurement below does not separate it from the per-page share.
-    pagecache_add_ns = 800,
+    /// memcg charge, LRU add; the same bookkeeping as swapin_page_ns. Measured by `calibrate`
+    /// (stage 3c, tmpfs: shmem_alloc_and_add_folio for each hole a first write pass
+    /// fills, against a second pass) on order-0 folios; charged alike for filemap_add_folio
+    /// and shmem's folios (the reference host's figure of 2026-11-25).
+    pagecache_add_ns = 895,
     /// Adding a new page cache folio, per page of it: the cold read's CPU beyond the warm
     /// read's on the reference host (a sequential read of a 256 MiB ext4 file through
     /// 148 large folios: 36 ns a page, median of 7 passes, range −12–96; struct page setup,
@@ -96,6 +127,12 @@ costs! {
     shrink_node_ns = 730,
     /// Reclaim: unmapping and freeing one page (try_to_unmap, __remove_mapping).
     reclaim_page_ns = 400,
+    /// Reclaim: freeing one clean, unmapped page cache folio of a disk filesystem
+    /// (shrink_folio_list's filemap_release_folio → try_to_free_buffers, __remove_mapping
+    /// with its shadow entry, the batched uncharge and free), per folio. Measured by
+    /// `calibrate` (stage 3c, ext4): a 256 MiB write(2) stream through a 128 MiB memcg, every
+    /// write-path figure fixed (the reference host's figure of 2026-11-25).
+    reclaim_file_folio_ns = 641,
     /// Multi-gen LRU aging (walk_pte_range): reading one PTE table page (512 PTEs, 64 cache
     /// lines, sequential) and the PMD entry that points to it; also the per-PTE share of
     /// look-around. Estimate (~15 ns per cache line streamed), not yet calibrated.

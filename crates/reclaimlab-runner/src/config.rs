@@ -364,6 +364,18 @@ impl Plan {
         filled
     }
 
+    /// File regions that some `write` phase writes with write(2) (their page bytes are needed
+    /// during the phase, as a fill's are).
+    pub fn written_files(&self) -> Vec<bool> {
+        let mut written = vec![false; self.regions.len()];
+        for p in self.live_phases() {
+            if let Phase::Write { region, .. } = p.phase {
+                written[region as usize] = true;
+            }
+        }
+        written
+    }
+
     /// Regions that a non-fill phase may write before any fill of that region. The simulator
     /// gives a page its region's content on the first write of any kind (`do_anonymous_page`
     /// allocates a page "holding" its variant), so the runner must store the full page bytes on

@@ -325,8 +325,12 @@ pub struct Prepared {
 }
 
 impl Prepared {
-    /// Variant tables for filled (or possibly written-before-filled) regions with at most
-    /// [`PRECOMPUTE_MAX_VARIANTS`] variants, within [`TABLE_BUDGET_BYTES`] in region order.
+    /// Variant tables for filled (or possibly written-before-filled) regions and for files
+    /// that write phases write, with at most [`PRECOMPUTE_MAX_VARIANTS`] variants, within
+    /// [`TABLE_BUDGET_BYTES`] in region order. A write phase without its table would compute
+    /// each page's bytes during the phase (a text page: several µs of user time, more than the
+    /// kernel's whole write(2) path), which the simulator does not charge for a write any
+    /// more than for a fill.
     pub fn new(plan: &Plan) -> Prepared {
         Prepared::with_budget(plan, TABLE_BUDGET_BYTES)
     }
@@ -334,13 +338,15 @@ impl Prepared {
     pub fn with_budget(plan: &Plan, budget: usize) -> Prepared {
         let filled = plan.filled_regions();
         let need = plan.needs_materialize();
+        let written = plan.written_files();
         let mut left = budget;
         let mut sources = Vec::with_capacity(plan.regions.len());
         let mut materialized = Vec::with_capacity(plan.regions.len());
         for (i, r) in plan.regions.iter().enumerate() {
             let bytes = r.distinct as usize * PAGE_SIZE;
-            let precompute =
-                (filled[i] || need[i]) && r.distinct <= PRECOMPUTE_MAX_VARIANTS && bytes <= left;
+            let precompute = (filled[i] || need[i] || written[i])
+                && r.distinct <= PRECOMPUTE_MAX_VARIANTS
+                && bytes <= left;
             if precompute {
                 left -= bytes;
             }
@@ -807,6 +813,26 @@ mod tests {
         }
         assert!(mem.region_bytes(2).iter().all(|&b| b == 0));
         mem.release();
+    }
+
+    #[test]
+    fn write_phases_get_a_table_of_their_files_bytes() {
+        // A write(2) phase needs every page's bytes during the phase: its file gets a variant
+        // table before the run (a read phase's does not), and the bytes are the content's.
+        let plan = plan(
+            r#"{"name": "w", "phase": {"kind": "write", "region": 0, "passes": 1}},
+               {"name": "r", "phase": {"kind": "read", "region": 1, "passes": 1}}"#,
+            r#"{"name": "a", "pages": 8, "content": "text", "variants": 3, "file": 0},
+               {"name": "b", "pages": 8, "content": "text", "variants": 5, "file": 0}"#,
+        );
+        assert_eq!(plan.written_files(), [true, false]);
+        let mut prepared = Prepared::new(&plan);
+        assert_eq!(prepared.table_bytes(), 3 * PAGE_SIZE, "a table for a only");
+        let r = &plan.regions[0];
+        for page in 0..8u64 {
+            let got = *prepared.sources[0].page_bytes(page);
+            assert_eq!(got, expected(r.content, 3, r.id, r.distinct, page));
+        }
     }
 
     #[test]

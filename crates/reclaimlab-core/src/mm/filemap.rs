@@ -25,7 +25,7 @@
 //! the unit of the page arena, the LRUs and reclaim (each page carries its folio's order,
 //! `Page::folio_order`); the folio groups the work the kernel does once per folio: the page
 //! cache insertion (`pagecache_add_ns`), the memcg charge and its v1 `pgpgin` event, the
-//! reclaim of a clean folio (`reclaim_page_ns`, shared by its pages) and its v1 `pgpgout`
+//! reclaim of a clean folio (`reclaim_file_folio_ns`, shared by its pages) and its v1 `pgpgout`
 //! event (counted at the folio's first page). What this simplifies: the kernel isolates,
 //! references and frees a large folio whole (one LRU entry; a referenced page keeps all its
 //! pages), the model its pages one at a time: they sit next to each other on the inactive

@@ -97,17 +97,20 @@ impl Mm {
     /// shmem_write_begin (shmem_get_folio, SGP_WRITE) + copy + shmem_write_end for one page: a
     /// cached folio is marked accessed, one in swap is read back (and marked accessed), a hole
     /// gets a new folio with PG_referenced set; write_end dirties it. No dirty accounting and
-    /// no balance_dirty_pages: tmpfs's bdi has no BDI_CAP_WRITEBACK.
+    /// no balance_dirty_pages: tmpfs's bdi has no BDI_CAP_WRITEBACK. CPU: `shmem_write_page_ns`
+    /// per call (measured by `calibrate`'s write stage on a cached tmpfs file); a hole's new
+    /// folio `pagecache_add_ns` + `pagecache_add_page_ns` and no zeroing (SGP_WRITE leaves
+    /// clearing to shmem_write_end, which clears nothing of a whole-page write).
     pub fn shmem_file_write(&mut self, ctx: &mut Ctx, i: u32) -> Result<(), Oom> {
         if self.shmem_swapped(i) {
             self.shmem_swapin_folio(ctx, i, false, true)?;
         } else if self.shmem_in_mapping(i) {
             self.folio_mark_accessed(i);
         } else {
-            self.shmem_alloc_and_add_folio(ctx, i)?;
+            self.shmem_alloc_and_add_folio(ctx, i, false)?;
             self.pages[i as usize].set(pg::REFERENCED);
         }
-        ctx.cpu(self.costs.read_page_ns);
+        ctx.cpu(self.costs.shmem_write_page_ns);
         self.pages[i as usize].set(pg::DIRTY);
         Ok(())
     }
@@ -128,7 +131,7 @@ impl Mm {
             if self.shmem_swapped(i) {
                 self.shmem_swapin_folio(ctx, i, true, false)?;
             } else if !self.shmem_in_mapping(i) {
-                self.shmem_alloc_and_add_folio(ctx, i)?;
+                self.shmem_alloc_and_add_folio(ctx, i, true)?;
             }
         }
         let p = &mut self.pages[i as usize];
@@ -139,16 +142,19 @@ impl Mm {
         Ok(())
     }
 
-    /// shmem_alloc_and_add_folio for a hole: a zeroed folio charged to the page's memcg,
-    /// added to the mapping and to the LRU (folio_add_lru: the inactive anonymous list).
-    fn shmem_alloc_and_add_folio(&mut self, ctx: &mut Ctx, i: u32) -> Result<(), Oom> {
+    /// shmem_alloc_and_add_folio for a hole: a folio charged to the page's memcg, added to the
+    /// mapping and to the LRU (folio_add_lru: the inactive anonymous list); `zero`: cleared
+    /// (shmem_get_folio_gfp clears a new folio for SGP_CACHE, i.e. a fault, not for
+    /// SGP_WRITE), charged as an anonymous page's allocation and zeroing.
+    fn shmem_alloc_and_add_folio(&mut self, ctx: &mut Ctx, i: u32, zero: bool) -> Result<(), Oom> {
         let m = self.pages[i as usize].memcg;
         self.alloc_charged_frame(ctx, m)?;
-        ctx.cpu(
+        let zero_ns = if zero {
             self.costs.page_alloc_zero_ns
-                + self.costs.pagecache_add_ns
-                + self.costs.pagecache_add_page_ns,
-        );
+        } else {
+            0
+        };
+        ctx.cpu(zero_ns + self.costs.pagecache_add_ns + self.costs.pagecache_add_page_ns);
         let p = &mut self.pages[i as usize];
         p.set(pg::RESIDENT);
         p.clear(pg::ACTIVE | pg::REFERENCED | pg::READAHEAD | pg::DIRTY);

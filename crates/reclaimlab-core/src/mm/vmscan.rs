@@ -873,8 +873,9 @@ impl Mm {
             }
             return self.file_pageout(ctx, i, sc, nr_pageout);
         }
-        // A large folio's pages share its reclaim (mm/filemap.rs): 0 for order-0 folios.
-        ctx.cpu(self.costs.reclaim_page_ns >> self.pages[i as usize].folio_order);
+        // A large folio's pages share its reclaim (mm/filemap.rs): each of its 2^order pages
+        // is charged that share.
+        ctx.cpu(self.costs.reclaim_file_folio_ns >> self.pages[i as usize].folio_order);
         self.remove_file_folio_for_reclaim(i);
         Fate::Freed
     }
@@ -944,6 +945,12 @@ impl Mm {
         };
         let mut until = crate::sim::later(ctx.now, timeout);
         if self.switches.writeback_throttle == WritebackThrottle::ReclaimThrottle {
+            // The flushers this reclaim just woke (wakeup_flusher_threads) run on other CPUs
+            // while it sleeps: the writeback they submit now is what completes and wakes it
+            // (__acct_reclaim_writeback from folio_end_writeback), not only what was in flight
+            // when it went to sleep (which, right after the wakeup, is often nothing: it then
+            // slept the whole HZ/10).
+            self.run_flushers_until(ctx.now);
             let mut done: Vec<crate::sim::Time> = Vec::new();
             for d in &self.swap.devs {
                 done.extend(

@@ -166,9 +166,13 @@ fn streaming_write_in_a_v1_memcg_reclaims_written_pages_without_writing_any() {
     s.set_check_interval(64);
     let r = s.run_to_end();
     assert_eq!(counter(&r, "vmstat.oom_kill"), 0);
-    // 6.18: reclaim writes no file page; it marks dirty ones for immediate reclaim, wakes
-    // the flushers, and frees them once written (rotated to the inactive tail).
-    assert_eq!(counter(&r, "vmstat.nr_vmscan_write"), 0);
+    // 6.18: reclaim writes no file page (what nr_vmscan_write counts is the few heap pages it
+    // swapped out); it marks dirty ones for immediate reclaim, wakes the flushers, and frees
+    // them once written (rotated to the inactive tail).
+    assert_eq!(
+        counter(&r, "vmstat.nr_vmscan_write"),
+        counter(&r, "vmstat.pswpout")
+    );
     assert!(counter(&r, "vmstat.nr_vmscan_immediate_reclaim") > 0);
     assert!(counter(&r, "vmstat.pgrotated") > 0);
     assert!(counter(&r, "vmstat.pgsteal_file") >= 20_000 - 4000);
@@ -188,17 +192,16 @@ fn before_the_seed_direct_reclaim_calls_writepage() {
         assert!(counter(&r, "vmstat.nr_vmscan_write") > 0, "{fs}");
         assert_eq!(counter(&r, "vmstat.nr_vmscan_immediate_reclaim"), 0, "{fs}");
     }
-    // Without immediate reclaim (before seed patch 4) dirty pages go back unmarked.
+    // Without immediate reclaim (before seed patch 4) dirty pages go back unmarked: nothing
+    // counts as immediate reclaim, and every rotation at writeback's end is of a folio v1 memcg
+    // reclaim met under writeback and marked to wait for (the memcg wait logic of 3.6+, which
+    // the switch leaves on), fewer than with the dirty ones marked too.
+    let on = run(&streaming("ext4"));
     let mut v = streaming("ext4");
     v["kernel"]["switches"] = json!({"vmscan.immediate_reclaim": false});
     let r = run(&v);
-    assert_eq!(
-        (
-            counter(&r, "vmstat.nr_vmscan_immediate_reclaim"),
-            counter(&r, "vmstat.pgrotated")
-        ),
-        (0, 0)
-    );
+    assert_eq!(counter(&r, "vmstat.nr_vmscan_immediate_reclaim"), 0);
+    assert!(counter(&r, "vmstat.pgrotated") < counter(&on, "vmstat.pgrotated"));
 }
 
 #[test]
