@@ -20,6 +20,8 @@
 //! tail placement). The state lives in per-pfn arrays (13 bytes a page), owned here; the
 //! pages' owners are opaque u32 ids, so this file knows nothing of Mm.
 
+/// enum zone_type's names on x86-64 (the kernel's zone names, /proc/zoneinfo's).
+pub const ZONE_NAMES: [&str; 4] = ["DMA", "DMA32", "Normal", "Movable"];
 /// MAX_PAGE_ORDER (x86-64 default).
 pub const MAX_PAGE_ORDER: u8 = 10;
 /// NR_PAGE_ORDERS.

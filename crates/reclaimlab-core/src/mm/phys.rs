@@ -476,11 +476,13 @@ impl Mm {
             self.phys_sync();
             let inactive = self.lru_size_tree(0, super::page::list::INACTIVE_ANON)
                 + self.lru_size_tree(0, super::page::list::INACTIVE_FILE);
-            let Some(ph) = &self.phys else { return };
-            if compaction::compaction_ready(&ph.zone, &ph.compact, HPAGE_PMD_ORDER)
+            let Some(ph) = self.phys.as_deref_mut() else {
+                return;
+            };
+            if compaction::compaction_ready(&ph.zone, &mut ph.compact, HPAGE_PMD_ORDER)
                 || !compaction::should_continue_reclaim(
                     &ph.zone,
-                    &ph.compact,
+                    &mut ph.compact,
                     HPAGE_PMD_ORDER,
                     super::vmscan::DEF_PRIORITY,
                     got,
@@ -551,7 +553,7 @@ impl Mm {
         let nr_free = self.nr_free;
         ph.sync(nr_free);
         if ph.zone.watermark_ok(order, ph.zone.wmark.min, false)
-            || !compaction::compaction_suitable(&ph.zone, &ph.compact, order)
+            || !compaction::compaction_suitable(&ph.zone, &mut ph.compact, order)
         {
             return;
         }
@@ -571,6 +573,9 @@ impl Mm {
     pub(crate) fn export_phys(&self, out: &mut Vec<(String, u64)>) {
         let Some(ph) = &self.phys else { return };
         ph.ev.export("vmstat.", out);
+        if self.trace.as_ref().is_some_and(|t| t.compaction) {
+            ph.compact.trace.export(&crate::page_alloc::ZONE_NAMES, out);
+        }
         ph.thp.export("vmstat.", out);
         if let Some(k) = &ph.kev {
             k.export_tagged("vmstat", "vmstat.", out);
