@@ -193,6 +193,9 @@ struct CompactControl {
     freepages: Vec<u32>,
     work: CompactWork,
     isolated: u64,
+    /// Proactive compaction (cc->proactive_compaction, order -1): done once the zone's
+    /// fragmentation score is at most this (fragmentation_score_wmark(true)).
+    proactive_wmark_low: Option<u64>,
     /// mm_compaction_isolate_migratepages, _isolate_freepages (one per pageblock visit) and
     /// mm_compaction_migratepages (one per batch): calls and the two fields, for st.trace.
     tp_isolate_migrate: [u64; 3],
@@ -425,6 +428,15 @@ fn compact_finished(cc: &CompactControl, zone: &Zone) -> CompactResult {
             CompactResult::PartialSkipped
         };
     }
+    if let Some(wmark_low) = cc.proactive_wmark_low {
+        // kswapd does not run while this synchronous compaction does (the kernel's
+        // kswapd_is_running check).
+        return if fragmentation_score_zone(zone) > wmark_low {
+            CompactResult::Continue
+        } else {
+            CompactResult::Success
+        };
+    }
     if cc.migrate_pfn & (PAGEBLOCK_NR_PAGES - 1) != 0 {
         return CompactResult::Continue;
     }
@@ -454,21 +466,30 @@ fn compact_zone(
     prio: CompactPriority,
     direct: bool,
     mark: Wmark,
+    proactive_wmark_low: Option<u64>,
     moved: &mut dyn FnMut(u32, u32, u32),
 ) -> (CompactResult, CompactWork) {
-    let r = suit_allocation_order(zone, st, order, mark);
-    if r != CompactResult::Continue {
-        return (r, CompactWork::default());
-    }
     let last_block = (zone.spanned() - 1) & !(PAGEBLOCK_NR_PAGES - 1);
+    // Proactive compaction (proactive_compact_node) sets cc->whole_zone: both scanners start
+    // at the zone's ends, whatever the cached positions say.
+    let (migrate_pfn, free_pfn) = if proactive_wmark_low.is_some() {
+        (0, last_block)
+    } else {
+        let r = suit_allocation_order(zone, st, order, mark);
+        if r != CompactResult::Continue {
+            return (r, CompactWork::default());
+        }
+        (st.cached_migrate_pfn, st.cached_free_pfn)
+    };
     let mut cc = CompactControl {
         order,
         migratetype: mt,
         sync: prio != CompactPriority::Async,
         direct,
-        migrate_pfn: st.cached_migrate_pfn,
-        free_pfn: st.cached_free_pfn,
-        whole_zone: st.cached_migrate_pfn == 0 && st.cached_free_pfn == last_block,
+        migrate_pfn,
+        free_pfn,
+        whole_zone: migrate_pfn == 0 && free_pfn == last_block,
+        proactive_wmark_low,
         migratepages: Vec::with_capacity(COMPACT_CLUSTER_MAX),
         freepages: Vec::new(),
         work: CompactWork::default(),
@@ -549,7 +570,7 @@ pub fn try_to_compact_pages(
     if prio > CompactPriority::SyncFull && st.compaction_deferred(order) {
         return (CompactResult::Deferred, CompactWork::default());
     }
-    let (status, work) = compact_zone(zone, st, ev, order, mt, prio, true, mark, moved);
+    let (status, work) = compact_zone(zone, st, ev, order, mt, prio, true, mark, None, moved);
     if status == CompactResult::Success {
         st.compaction_defer_reset(order, false);
     } else if prio != CompactPriority::Async
@@ -628,6 +649,7 @@ pub fn kcompactd_do_work(
         CompactPriority::SyncLight,
         false,
         Wmark::Min,
+        None,
         moved,
     );
     if status == CompactResult::Success {
@@ -641,6 +663,73 @@ pub fn kcompactd_do_work(
     ev.compact_daemon_migrate_scanned += work.migrate_scanned;
     ev.compact_daemon_free_scanned += work.free_scanned;
     work
+}
+
+/// COMPACTION_HPAGE_ORDER: the order proactive compaction scores fragmentation for.
+pub const COMPACTION_HPAGE_ORDER: u8 = PAGEBLOCK_ORDER;
+/// HPAGE_FRAG_CHECK_INTERVAL_MSEC: kcompactd's proactive check interval.
+pub const HPAGE_FRAG_CHECK_INTERVAL_MSEC: u64 = 500;
+
+/// fragmentation_score_zone: extfrag_for_order at COMPACTION_HPAGE_ORDER.
+pub fn fragmentation_score_zone(zone: &Zone) -> u64 {
+    zone.extfrag_for_order(COMPACTION_HPAGE_ORDER)
+}
+
+/// fragmentation_score_node for a node of this one zone: the zone's score weighted by its
+/// share of the node's present pages (fragmentation_score_zone_weighted: present / (node
+/// present + 1), integer arithmetic as the kernel's).
+pub fn fragmentation_score_node(zone: &Zone) -> u64 {
+    let present = zone.spanned() as u64;
+    fragmentation_score_zone(zone) * present / (present + 1)
+}
+
+/// fragmentation_score_wmark: low = max(100 - proactiveness, 5), high = min(low + 10, 100).
+pub fn fragmentation_score_wmark(proactiveness: u32, low: bool) -> u64 {
+    let wmark_low = 100u64.saturating_sub(proactiveness as u64).max(5);
+    if low {
+        wmark_low
+    } else {
+        (wmark_low + 10).min(100)
+    }
+}
+
+/// kcompactd's timeout branch (6.12 kcompactd): when should_proactive_compact_node (the
+/// knob is on, kswapd is not running, the node's score is above the high mark),
+/// proactive_compact_node: the whole zone compacted in sync-light mode with order -1, every
+/// pageblock a migration source, until the zone's score is at most the low mark or the
+/// scanners meet; no deferral of the zone, no compact_daemon_wake. Returns whether it ran and
+/// whether the node's score went down (the kernel waits 1 << COMPACT_MAX_DEFER_SHIFT
+/// intervals after a run that did not lower it).
+pub fn kcompactd_proactive(
+    zone: &mut Zone,
+    st: &mut CompactState,
+    ev: &mut CompactEvents,
+    proactiveness: u32,
+    kswapd_running: bool,
+    moved: &mut dyn FnMut(u32, u32, u32),
+) -> Option<bool> {
+    if proactiveness == 0
+        || kswapd_running
+        || fragmentation_score_node(zone) <= fragmentation_score_wmark(proactiveness, false)
+    {
+        return None;
+    }
+    let prev = fragmentation_score_node(zone);
+    let (_, work) = compact_zone(
+        zone,
+        st,
+        ev,
+        0,
+        MigrateType::Unmovable,
+        CompactPriority::SyncLight,
+        false,
+        Wmark::Min,
+        Some(fragmentation_score_wmark(proactiveness, true)),
+        moved,
+    );
+    ev.compact_daemon_migrate_scanned += work.migrate_scanned;
+    ev.compact_daemon_free_scanned += work.free_scanned;
+    Some(fragmentation_score_node(zone) < prev)
 }
 
 /// compaction_ready (mm/vmscan.c): reclaim for a high-order allocation may stop in favour

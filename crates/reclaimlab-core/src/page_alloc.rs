@@ -541,6 +541,23 @@ impl Zone {
         1000 - ((1000 + free * 1000 / requested) / total) as i64
     }
 
+    /// extfrag_for_order (mm/vmstat.c): the percentage of free pages that are not in blocks of
+    /// at least `order` (0 without free pages); proactive compaction's fragmentation score.
+    pub fn extfrag_for_order(&self, order: u8) -> u64 {
+        let (mut suitable, mut free) = (0u64, 0u64);
+        for o in 0..NR_PAGE_ORDERS {
+            let blocks: u64 = self.nr_free[o].iter().sum();
+            free += blocks << o;
+            if o >= order as usize {
+                suitable += blocks << (o - order as usize);
+            }
+        }
+        if free == 0 {
+            return 0;
+        }
+        (free - (suitable << order)) * 100 / free
+    }
+
     /// The consistency of every list, count and pfn state (tests; the debug conservation
     /// check once the zone backs Mm): free blocks are aligned, on the list of their
     /// pageblock's type, never have a free buddy of the same order, and sum to free_pages.

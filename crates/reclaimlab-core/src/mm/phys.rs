@@ -620,6 +620,51 @@ impl Mm {
         });
     }
 
+    /// The first kcompactd timeout (HPAGE_FRAG_CHECK_INTERVAL_MSEC after the start) when
+    /// proactive compaction can run: a zone exists and vm.compaction_proactiveness is not 0.
+    pub(crate) fn kcompactd_first_timeout(&self) -> Option<crate::sim::Time> {
+        (self.phys.is_some() && self.knobs.vm.compaction_proactiveness > 0)
+            .then_some(compaction::HPAGE_FRAG_CHECK_INTERVAL_MSEC * crate::sim::NSEC_PER_MSEC)
+    }
+
+    /// kcompactd's timeout (6.12 kcompactd: wait_event_freezable_timeout expired with no work
+    /// requested): proactive compaction if the node's fragmentation score calls for it
+    /// (compaction::kcompactd_proactive), and the next timeout: HPAGE_FRAG_CHECK_INTERVAL_MSEC,
+    /// 1 << COMPACT_MAX_DEFER_SHIFT times that after a run that did not lower the score.
+    /// Simplified: a wakeup for work (wakeup_kcompactd, run at once here) does not restart
+    /// the timeout; kcompactd's CPU time is not charged (a thread of its own, as there).
+    pub(crate) fn kcompactd_timer(&mut self, now: crate::sim::Time) -> Option<crate::sim::Time> {
+        let proactiveness = self.knobs.vm.compaction_proactiveness;
+        let kswapd_running = self.kswapd.running;
+        let nr_free = self.nr_free;
+        let ph = self.phys.as_deref_mut()?;
+        ph.sync(nr_free);
+        let Phys {
+            zone,
+            compact,
+            ev,
+            pfn_of,
+            ..
+        } = ph;
+        let ran = compaction::kcompactd_proactive(
+            zone,
+            compact,
+            ev,
+            proactiveness,
+            kswapd_running,
+            &mut |owner, _, new| {
+                pfn_of[owner as usize] = new;
+            },
+        );
+        let interval = compaction::HPAGE_FRAG_CHECK_INTERVAL_MSEC * crate::sim::NSEC_PER_MSEC;
+        let wait = if ran == Some(false) {
+            interval << compaction::COMPACT_MAX_DEFER_SHIFT
+        } else {
+            interval
+        };
+        Some(crate::sim::later(now, wait))
+    }
+
     /// /proc/buddyinfo, /proc/vmstat's compaction and THP counters, when the zone exists.
     pub(crate) fn export_phys(&self, out: &mut Vec<(String, u64)>) {
         let Some(ph) = &self.phys else { return };
