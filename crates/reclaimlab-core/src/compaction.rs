@@ -299,8 +299,8 @@ fn extent(s: PfnState) -> u32 {
 
 /// The walk both scanners make over one pageblock (isolate_migratepages_block and
 /// isolate_freepages_block): pfns of [pfn, end) one by one, stepping over free and allocated
-/// blocks by their order, each visited pfn counted in `scanned`, `visit` deciding what to do
-/// with it. Returns the pfn where the walk stopped (`end` or beyond when it ran through).
+/// blocks by their order, every pfn passed counted in `scanned`, `visit` deciding what to do
+/// with each block. Returns the pfn where the walk stopped (`end` or beyond when it ran through).
 fn scan_block<C>(
     cc: &mut C,
     zone: &mut Zone,
@@ -318,7 +318,9 @@ fn scan_block<C>(
                 break;
             }
             Step::Over(n) => {
-                *scanned(cc) += 1;
+                // Every pfn a free or compound block covers counts as scanned, as the
+                // kernel's nr_scanned += (1 << order) - 1 (and isolated - 1) does.
+                *scanned(cc) += n as u64;
                 pfn += n;
             }
         }
@@ -1011,7 +1013,8 @@ mod tests {
         let work = kcompactd_do_work(&mut z, &mut st, &mut ev, 9, &mut |_, _, _| {});
         assert_eq!(ev.compact_daemon_wake, 1);
         // The migrate scanner walks pageblocks 0..=2 (it stops at the free scanner's block).
-        assert_eq!(work.migrate_scanned, 3 * 512 - 3 * 128 * 2 + 3 * 128);
+        // Every pfn of them counts, free blocks by their order (nr_scanned += (1 << order) - 1).
+        assert_eq!(work.migrate_scanned, 3 * 512);
         assert_eq!(ev.compact_daemon_migrate_scanned, work.migrate_scanned);
         assert_eq!(ev.compact_migrate_scanned, work.migrate_scanned);
         assert_eq!(ev.compact_stall, 0);
