@@ -116,6 +116,7 @@ def test_three_regions_lowering(lowered: dict[str, Any]) -> None:
         "dirty_background_bytes": None,
         "dirty_expire_centisecs": 3000,
         "extfrag_threshold": 500,
+        "compaction_proactiveness": 20,
         "dirty_writeback_centisecs": 500,
     }
     assert k["switches"] == {}

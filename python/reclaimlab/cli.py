@@ -249,7 +249,7 @@ TraceOption = Annotated[
     typer.Option(
         "--trace",
         metavar="G1,G2",
-        help="Count tracepoints (vmscan, shrinker, zswap): the simulator's own counts, and the kernel's (this host's, "
+        help="Count tracepoints (vmscan, shrinker, zswap, compaction): the simulator's own counts, and the kernel's (this host's, "
         "--backend kernel; the VM guest's, --backend vm) as trace.* counters (docs/vmlab.md#tracing).",
     ),
 ]

@@ -27,6 +27,7 @@ from reclaimlab.lab.record import (
     pressure,
     sim_counter_keys,
     snapshot,
+    zoneinfo,
 )
 from reclaimlab.lab.runner import Runner, RunnerSet
 
@@ -318,3 +319,32 @@ rs.start(); rs.wait_ready(); rs.go(); time.sleep(60)
             driver.wait()
         if driver.stdout is not None:
             driver.stdout.close()
+
+
+def test_zoneinfo_under_the_simulators_keys(tmp_path: Path) -> None:
+    # /proc/zoneinfo of the 6.12 guest (1 GiB, THP madvise), abridged: per zone the free pages,
+    # the watermarks, the sizes and lowmem_reserve; the empty zones are left out.
+    text = (
+        "Node 0, zone      DMA\n  per-node stats\n      nr_inactive_anon 16\n"
+        "  pages free     3808\n        boost    0\n        min      174\n        low      217\n"
+        "        high     260\n        promo    303\n        spanned  4095\n        present  3998\n"
+        "        managed  3840\n        cma      0\n        protection: (0, 941, 941, 941, 941)\n"
+        "      nr_free_pages 3808\n"
+        "Node 0, zone    DMA32\n  pages free     231745\n        boost    0\n        min      11089\n"
+        "        low      13861\n        high     16633\n        spanned  258013\n        present  258013\n"
+        "        managed  243786\n        protection: (0, 0, 0, 0, 0)\n"
+        "Node 0, zone   Normal\n  pages free     0\n        min      0\n        managed  0\n"
+    )
+    got = zoneinfo(text)
+    assert got["zoneinfo.DMA.min"] == 174 and got["zoneinfo.DMA.protection.3"] == 941
+    assert got["zoneinfo.DMA32.nr_free_pages"] == 231745 and got["zoneinfo.DMA32.low"] == 13861
+    assert got["zoneinfo.DMA32.managed"] == 243786
+    assert not any(k.startswith("zoneinfo.Normal.") for k in got)
+    assert kind("zoneinfo.DMA32.min") == GAUGE
+    # Read only where asked (the VM lab's guest), not from the host's /proc.
+    for f in ("proc/vmstat", "proc/meminfo"):
+        (tmp_path / f).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / f).write_text("pgfault 1\n" if f.endswith("vmstat") else "MemTotal: 100 kB\n")
+    (tmp_path / "proc/zoneinfo").write_text(text)
+    assert not any(k.startswith("zoneinfo.") for k in snapshot(Sources(root=tmp_path)))
+    assert snapshot(Sources(root=tmp_path, zoneinfo=True))["zoneinfo.DMA.low"] == 217

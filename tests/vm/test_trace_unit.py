@@ -152,3 +152,40 @@ def test_cli_trace_option(tmp_path: Path) -> None:
     keys = json.loads(out.read_text())["counters"]
     assert "trace.mm_shrink_slab_end.zswap_shrinker_scan.retval" in keys
     assert not any(k.startswith("trace.mm_vmscan_lru") for k in keys)
+
+
+# hist output of the compaction group's triggers in a 6.12 guest (compaction-guest, one run):
+# numbers for the zone index, the result and the sync flag.
+SUITABLE = """# event histogram
+{ idx:          1, order:          9, ret:          4 } hitcount:         57
+{ idx:          0, order:          9, ret:          1 } hitcount:          3
+
+Totals:
+    Hits: 60
+    Entries: 2
+    Dropped: 0
+"""
+END = """{ sync:          0, status:          8 } hitcount:         57
+{ sync:          1, status:          6 } hitcount:          1
+"""
+
+
+def test_compaction_group_names_zones_and_results_as_the_simulator() -> None:
+    files = {
+        f"{trace.TRACEFS}/events/compaction/mm_compaction_suitable/hist": SUITABLE,
+        f"{trace.TRACEFS}/events/compaction/mm_compaction_end/hist": END,
+    }
+    out, dropped = trace.counters(files, ["compaction"])
+    assert dropped == 0
+    assert out["trace.mm_compaction_suitable.zone.DMA32.order.9.ret.continue.calls"] == 57
+    assert out["trace.mm_compaction_suitable.zone.DMA.order.9.ret.skipped.calls"] == 3
+    assert out["trace.mm_compaction_end.async.status.success.calls"] == 57
+    assert out["trace.mm_compaction_end.sync.status.partial_skipped.calls"] == 1
+    # The host's trace_pipe prints names (zone=DMA32, mode=async, status=success): same keys.
+    row: dict[str, int] = {}
+    e = next(e for e in trace.EVENTS if e.event == "mm_compaction_end")
+    trace.add_row(row, e, {"sync": "async", "status": "success"}, {"hitcount": 1}, ["compaction"])
+    assert row == {"trace.mm_compaction_end.async.status.success.calls": 1}
+    # The simulator exports the same keys for a compaction it made (its zone: Normal).
+    assert "compaction" in trace.GROUPS
+    assert trace.traced_events(["compaction"]) >= {"mm_compaction_suitable", "mm_compaction_try_to_compact_pages"}

@@ -33,8 +33,11 @@ use crate::page_alloc::{
     MigrateType, PfnState, Wmark, Zone, MAX_PAGE_ORDER, NO_OWNER, PAGEBLOCK_NR_PAGES,
     PAGEBLOCK_ORDER, PAGE_ALLOC_COSTLY_ORDER,
 };
+use crate::stats::trace::{CompactTp, CompactTrace};
 use crate::stats::CompactEvents;
 
+/// enum zone_type's ZONE_NORMAL on x86-64 (the model's one zone).
+pub const ZONE_NORMAL: u8 = 2;
 /// COMPACT_MAX_DEFER_SHIFT.
 pub const COMPACT_MAX_DEFER_SHIFT: u32 = 6;
 /// COMPACT_CLUSTER_MAX (= SWAP_CLUSTER_MAX): pages isolated per migrate batch.
@@ -54,12 +57,29 @@ pub enum CompactPriority {
 /// enum compact_result, in the kernel's order (try_to_compact_pages takes the max).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum CompactResult {
+    /// COMPACT_NOT_SUITABLE_ZONE (only in compaction_suitable's tracepoint here).
+    NotSuitableZone,
     Skipped,
     Deferred,
     Continue,
     Complete,
     PartialSkipped,
     Success,
+}
+
+impl CompactResult {
+    /// The enum's value in include/linux/compaction.h (6.12), the tracepoints' `ret`/`status`.
+    pub fn kernel_value(self) -> u8 {
+        match self {
+            CompactResult::NotSuitableZone => 0,
+            CompactResult::Skipped => 1,
+            CompactResult::Deferred => 2,
+            CompactResult::Continue => 4,
+            CompactResult::Complete => 5,
+            CompactResult::PartialSkipped => 6,
+            CompactResult::Success => 8,
+        }
+    }
 }
 
 /// The zone's compaction state (struct zone's compact_* fields) and the deferral switch.
@@ -75,6 +95,10 @@ pub struct CompactState {
     pub deferral: bool,
     /// vm.extfrag_threshold (default 500).
     pub extfrag_threshold: i64,
+    /// The zone's index (enum zone_type), for the tracepoints' `idx`.
+    pub zone_idx: u8,
+    /// The compaction tracepoints' counts (exported with the `compaction` trace group).
+    pub trace: CompactTrace,
 }
 
 impl CompactState {
@@ -87,6 +111,8 @@ impl CompactState {
             cached_free_pfn: 0,
             deferral,
             extfrag_threshold,
+            zone_idx: ZONE_NORMAL,
+            trace: CompactTrace::default(),
         };
         s.reset_cached_positions(zone);
         s
@@ -109,6 +135,8 @@ impl CompactState {
         if order < self.compact_order_failed {
             self.compact_order_failed = order;
         }
+        self.trace
+            .hit(CompactTp::DeferCompaction, self.zone_idx, order, 0);
     }
 
     /// compaction_deferred: skip this attempt unless 1 << compact_defer_shift attempts were
@@ -126,6 +154,7 @@ impl CompactState {
             self.compact_considered = limit;
             return false;
         }
+        self.trace.hit(CompactTp::Deferred, self.zone_idx, order, 0);
         true
     }
 
@@ -164,6 +193,14 @@ struct CompactControl {
     freepages: Vec<u32>,
     work: CompactWork,
     isolated: u64,
+    /// Proactive compaction (cc->proactive_compaction, order -1): done once the zone's
+    /// fragmentation score is at most this (fragmentation_score_wmark(true)).
+    proactive_wmark_low: Option<u64>,
+    /// mm_compaction_isolate_migratepages, _isolate_freepages (one per pageblock visit) and
+    /// mm_compaction_migratepages (one per batch): calls and the two fields, for st.trace.
+    tp_isolate_migrate: [u64; 3],
+    tp_isolate_free: [u64; 3],
+    tp_migrate: [u64; 3],
 }
 
 /// compact_gap: free memory compaction wants beyond the watermark (2 << order).
@@ -175,26 +212,35 @@ fn compact_gap(order: u8) -> u64 {
 /// for costly orders, min otherwise, plus compact_gap) and, for costly orders, a failure the
 /// fragmentation index blames on fragmentation (above vm.extfrag_threshold) rather than on
 /// lack of memory.
-pub fn compaction_suitable(zone: &Zone, st: &CompactState, order: u8) -> bool {
+/// Counts mm_compaction_suitable with its verdict, as the kernel does on every call.
+pub fn compaction_suitable(zone: &Zone, st: &mut CompactState, order: u8) -> bool {
     let mark = if order > PAGE_ALLOC_COSTLY_ORDER {
         zone.wmark.low
     } else {
         zone.wmark.min
     };
-    if !zone.watermark_ok(0, mark + compact_gap(order), false) {
-        return false;
-    }
-    if order > PAGE_ALLOC_COSTLY_ORDER {
+    let ret = if !zone.watermark_ok(0, mark + compact_gap(order), false) {
+        CompactResult::Skipped
+    } else if order > PAGE_ALLOC_COSTLY_ORDER && {
         let fragindex = zone.fragmentation_index(order);
-        if fragindex >= 0 && fragindex <= st.extfrag_threshold {
-            return false;
-        }
-    }
-    true
+        fragindex >= 0 && fragindex <= st.extfrag_threshold
+    } {
+        CompactResult::NotSuitableZone
+    } else {
+        CompactResult::Continue
+    };
+    st.trace
+        .hit(CompactTp::Suitable, st.zone_idx, order, ret.kernel_value());
+    ret == CompactResult::Continue
 }
 
 /// compaction_suit_allocation_order: already allocatable → success; not suitable → skipped.
-fn suit_allocation_order(zone: &Zone, st: &CompactState, order: u8, mark: Wmark) -> CompactResult {
+fn suit_allocation_order(
+    zone: &Zone,
+    st: &mut CompactState,
+    order: u8,
+    mark: Wmark,
+) -> CompactResult {
     if zone.watermark_ok(order, zone.wmark.get(mark), false) {
         return CompactResult::Success;
     }
@@ -233,33 +279,92 @@ fn suitable_migration_target(cc: &CompactControl, zone: &Zone, pfn: u32) -> bool
     zone.pageblock_mt(pfn) == MigrateType::Movable
 }
 
+/// What a scanner does at the pfn it visits (see `scan_block`).
+enum Step {
+    /// Counted as scanned; go on this many pfns further (over a block by its order).
+    Over(u32),
+    /// Counted as scanned; stop here (isolate_freepages_block's failed watermark check).
+    Stop,
+    /// Not counted; stop before this pfn (the scanner has what it came for).
+    Enough,
+}
+
+/// A pfn's extent: a free or allocated block by its order, a tail page alone.
+fn extent(s: PfnState) -> u32 {
+    match s {
+        PfnState::Free { order } | PfnState::Alloc { order, .. } => 1 << order,
+        PfnState::Tail => 1,
+    }
+}
+
+/// The walk both scanners make over one pageblock (isolate_migratepages_block and
+/// isolate_freepages_block): pfns of [pfn, end) one by one, stepping over free and allocated
+/// blocks by their order, every pfn passed counted in `scanned`, `visit` deciding what to do
+/// with each block. Returns the pfn where the walk stopped (`end` or beyond when it ran through).
+fn scan_block<C>(
+    cc: &mut C,
+    zone: &mut Zone,
+    mut pfn: u32,
+    end: u32,
+    scanned: fn(&mut C) -> &mut u64,
+    mut visit: impl FnMut(&mut C, &mut Zone, u32, PfnState) -> Step,
+) -> u32 {
+    while pfn < end {
+        let s = zone.state(pfn);
+        match visit(cc, zone, pfn, s) {
+            Step::Enough => break,
+            Step::Stop => {
+                *scanned(cc) += 1;
+                break;
+            }
+            Step::Over(n) => {
+                // Every pfn a free or compound block covers counts as scanned, as the
+                // kernel's nr_scanned += (1 << order) - 1 (and isolated - 1) does.
+                *scanned(cc) += n as u64;
+                pfn += n;
+            }
+        }
+    }
+    pfn
+}
+
 /// isolate_migratepages: from migrate_pfn, the next suitable pageblock's movable order-0
 /// pages, up to COMPACT_CLUSTER_MAX (isolate_migratepages_block). Never passes the free
 /// scanner's block.
-fn isolate_migratepages(cc: &mut CompactControl, zone: &Zone) {
+fn isolate_migratepages(cc: &mut CompactControl, zone: &mut Zone) {
     while cc.migrate_pfn < cc.free_pfn {
         let block_end = (cc.migrate_pfn | (PAGEBLOCK_NR_PAGES - 1)) + 1;
         if !suitable_migration_source(cc, zone, cc.migrate_pfn) {
             cc.migrate_pfn = block_end;
             continue;
         }
-        let mut pfn = cc.migrate_pfn;
-        while pfn < block_end && cc.migratepages.len() < COMPACT_CLUSTER_MAX {
-            cc.work.migrate_scanned += 1;
-            match zone.state(pfn) {
-                PfnState::Free { order } => pfn += 1 << order,
-                PfnState::Alloc {
+        let scanned_before = cc.work.migrate_scanned;
+        let pfn = scan_block(
+            cc,
+            zone,
+            cc.migrate_pfn,
+            block_end,
+            |cc| &mut cc.work.migrate_scanned,
+            |cc, _, pfn, s| {
+                if cc.migratepages.len() >= COMPACT_CLUSTER_MAX {
+                    return Step::Enough;
+                }
+                if let PfnState::Alloc {
                     order: 0,
                     mt: MigrateType::Movable,
                     owner,
-                } if owner != NO_OWNER => {
-                    cc.migratepages.push(pfn);
-                    pfn += 1;
+                } = s
+                {
+                    if owner != NO_OWNER {
+                        cc.migratepages.push(pfn);
+                    }
                 }
-                PfnState::Alloc { order, .. } => pfn += 1 << order,
-                PfnState::Tail => pfn += 1,
-            }
-        }
+                Step::Over(extent(s))
+            },
+        );
+        cc.tp_isolate_migrate[0] += 1;
+        cc.tp_isolate_migrate[1] += cc.work.migrate_scanned - scanned_before;
+        cc.tp_isolate_migrate[2] += cc.migratepages.len() as u64;
         cc.migrate_pfn = pfn.min(block_end);
         cc.isolated += cc.migratepages.len() as u64;
         return;
@@ -275,24 +380,33 @@ fn isolate_freepages(cc: &mut CompactControl, zone: &mut Zone) {
         let start = cc.free_pfn;
         if suitable_migration_target(cc, zone, start) {
             let end = (start + PAGEBLOCK_NR_PAGES).min(zone.spanned());
-            let mut pfn = start;
-            while pfn < end && cc.freepages.len() < cc.migratepages.len() {
-                cc.work.free_scanned += 1;
-                match zone.state(pfn) {
-                    PfnState::Free { order } => {
-                        // __isolate_free_page: keep the zone above min after taking the block.
-                        if !zone.watermark_ok(0, zone.wmark.min + (1 << order), false) {
-                            break;
-                        }
-                        let got = zone.isolate_free_block(pfn);
-                        cc.freepages.extend(pfn..pfn + (1 << got));
-                        cc.isolated += 1 << got;
-                        pfn += 1 << got;
+            let (scanned_before, taken_before) = (cc.work.free_scanned, cc.freepages.len());
+            let pfn = scan_block(
+                cc,
+                zone,
+                start,
+                end,
+                |cc| &mut cc.work.free_scanned,
+                |cc, zone, pfn, s| {
+                    if cc.freepages.len() >= cc.migratepages.len() {
+                        return Step::Enough;
                     }
-                    PfnState::Alloc { order, .. } => pfn += 1 << order,
-                    PfnState::Tail => pfn += 1,
-                }
-            }
+                    let PfnState::Free { order } = s else {
+                        return Step::Over(extent(s));
+                    };
+                    // __isolate_free_page: keep the zone above min after taking the block.
+                    if !zone.watermark_ok(0, zone.wmark.min + (1 << order), false) {
+                        return Step::Stop;
+                    }
+                    let got = zone.isolate_free_block(pfn);
+                    cc.freepages.extend(pfn..pfn + (1 << got));
+                    cc.isolated += 1 << got;
+                    Step::Over(1 << got)
+                },
+            );
+            cc.tp_isolate_free[0] += 1;
+            cc.tp_isolate_free[1] += cc.work.free_scanned - scanned_before;
+            cc.tp_isolate_free[2] += (cc.freepages.len() - taken_before) as u64;
             if pfn < end && cc.freepages.len() >= cc.migratepages.len() {
                 // Stopped inside the block with enough targets: resume here next time.
                 return;
@@ -314,6 +428,15 @@ fn compact_finished(cc: &CompactControl, zone: &Zone) -> CompactResult {
             CompactResult::Complete
         } else {
             CompactResult::PartialSkipped
+        };
+    }
+    if let Some(wmark_low) = cc.proactive_wmark_low {
+        // kswapd does not run while this synchronous compaction does (the kernel's
+        // kswapd_is_running check).
+        return if fragmentation_score_zone(zone) > wmark_low {
+            CompactResult::Continue
+        } else {
+            CompactResult::Success
         };
     }
     if cc.migrate_pfn & (PAGEBLOCK_NR_PAGES - 1) != 0 {
@@ -345,25 +468,37 @@ fn compact_zone(
     prio: CompactPriority,
     direct: bool,
     mark: Wmark,
+    proactive_wmark_low: Option<u64>,
     moved: &mut dyn FnMut(u32, u32, u32),
 ) -> (CompactResult, CompactWork) {
-    let r = suit_allocation_order(zone, st, order, mark);
-    if r != CompactResult::Continue {
-        return (r, CompactWork::default());
-    }
     let last_block = (zone.spanned() - 1) & !(PAGEBLOCK_NR_PAGES - 1);
+    // Proactive compaction (proactive_compact_node) sets cc->whole_zone: both scanners start
+    // at the zone's ends, whatever the cached positions say.
+    let (migrate_pfn, free_pfn) = if proactive_wmark_low.is_some() {
+        (0, last_block)
+    } else {
+        let r = suit_allocation_order(zone, st, order, mark);
+        if r != CompactResult::Continue {
+            return (r, CompactWork::default());
+        }
+        (st.cached_migrate_pfn, st.cached_free_pfn)
+    };
     let mut cc = CompactControl {
         order,
         migratetype: mt,
         sync: prio != CompactPriority::Async,
         direct,
-        migrate_pfn: st.cached_migrate_pfn,
-        free_pfn: st.cached_free_pfn,
-        whole_zone: st.cached_migrate_pfn == 0 && st.cached_free_pfn == last_block,
+        migrate_pfn,
+        free_pfn,
+        whole_zone: migrate_pfn == 0 && free_pfn == last_block,
+        proactive_wmark_low,
         migratepages: Vec::with_capacity(COMPACT_CLUSTER_MAX),
         freepages: Vec::new(),
         work: CompactWork::default(),
         isolated: 0,
+        tp_isolate_migrate: [0; 3],
+        tp_isolate_free: [0; 3],
+        tp_migrate: [0; 3],
     };
     let ret = loop {
         let r = compact_finished(&cc, zone);
@@ -375,6 +510,7 @@ fn compact_zone(
             continue;
         }
         isolate_freepages(&mut cc, zone);
+        let (nr_all, migrated_before) = (cc.migratepages.len() as u64, cc.work.migrated);
         // migrate_pages: one target per page while targets last; the rest go back
         // (putback_movable_pages) and the scanners have met.
         for src in std::mem::take(&mut cc.migratepages) {
@@ -387,10 +523,23 @@ fn compact_zone(
             zone.free(src);
             cc.work.migrated += 1;
         }
+        // mm_compaction_migratepages: the batch and how many of it found a target (the
+        // rest go back: nr_failed).
+        let ok = cc.work.migrated - migrated_before;
+        cc.tp_migrate[0] += 1;
+        cc.tp_migrate[1] += ok;
+        cc.tp_migrate[2] += nr_all - ok;
     };
     // release_free_list: unused targets go back to the buddy.
     for p in cc.freepages.drain(..) {
         zone.free(p);
+    }
+    st.trace
+        .hit(CompactTp::End, cc.sync as u8, ret.kernel_value(), 0);
+    for k in 0..3 {
+        st.trace.isolate_migrate[k] += cc.tp_isolate_migrate[k];
+        st.trace.isolate_free[k] += cc.tp_isolate_free[k];
+        st.trace.migratepages[k] += cc.tp_migrate[k];
     }
     if matches!(ret, CompactResult::Complete | CompactResult::PartialSkipped) {
         st.reset_cached_positions(zone);
@@ -418,10 +567,12 @@ pub fn try_to_compact_pages(
     mark: Wmark,
     moved: &mut dyn FnMut(u32, u32, u32),
 ) -> (CompactResult, CompactWork) {
+    st.trace
+        .hit(CompactTp::TryToCompactPages, order, prio as u8, 0);
     if prio > CompactPriority::SyncFull && st.compaction_deferred(order) {
         return (CompactResult::Deferred, CompactWork::default());
     }
-    let (status, work) = compact_zone(zone, st, ev, order, mt, prio, true, mark, moved);
+    let (status, work) = compact_zone(zone, st, ev, order, mt, prio, true, mark, None, moved);
     if status == CompactResult::Success {
         st.compaction_defer_reset(order, false);
     } else if prio != CompactPriority::Async
@@ -485,6 +636,7 @@ pub fn kcompactd_do_work(
     moved: &mut dyn FnMut(u32, u32, u32),
 ) -> CompactWork {
     ev.compact_daemon_wake += 1;
+    st.trace.hit(CompactTp::KcompactdWake, order, 0, 0);
     if st.compaction_deferred(order)
         || suit_allocation_order(zone, st, order, Wmark::Min) != CompactResult::Continue
     {
@@ -499,6 +651,7 @@ pub fn kcompactd_do_work(
         CompactPriority::SyncLight,
         false,
         Wmark::Min,
+        None,
         moved,
     );
     if status == CompactResult::Success {
@@ -514,10 +667,77 @@ pub fn kcompactd_do_work(
     work
 }
 
+/// COMPACTION_HPAGE_ORDER: the order proactive compaction scores fragmentation for.
+pub const COMPACTION_HPAGE_ORDER: u8 = PAGEBLOCK_ORDER;
+/// HPAGE_FRAG_CHECK_INTERVAL_MSEC: kcompactd's proactive check interval.
+pub const HPAGE_FRAG_CHECK_INTERVAL_MSEC: u64 = 500;
+
+/// fragmentation_score_zone: extfrag_for_order at COMPACTION_HPAGE_ORDER.
+pub fn fragmentation_score_zone(zone: &Zone) -> u64 {
+    zone.extfrag_for_order(COMPACTION_HPAGE_ORDER)
+}
+
+/// fragmentation_score_node for a node of this one zone: the zone's score weighted by its
+/// share of the node's present pages (fragmentation_score_zone_weighted: present / (node
+/// present + 1), integer arithmetic as the kernel's).
+pub fn fragmentation_score_node(zone: &Zone) -> u64 {
+    let present = zone.spanned() as u64;
+    fragmentation_score_zone(zone) * present / (present + 1)
+}
+
+/// fragmentation_score_wmark: low = max(100 - proactiveness, 5), high = min(low + 10, 100).
+pub fn fragmentation_score_wmark(proactiveness: u32, low: bool) -> u64 {
+    let wmark_low = 100u64.saturating_sub(proactiveness as u64).max(5);
+    if low {
+        wmark_low
+    } else {
+        (wmark_low + 10).min(100)
+    }
+}
+
+/// kcompactd's timeout branch (6.12 kcompactd): when should_proactive_compact_node (the
+/// knob is on, kswapd is not running, the node's score is above the high mark),
+/// proactive_compact_node: the whole zone compacted in sync-light mode with order -1, every
+/// pageblock a migration source, until the zone's score is at most the low mark or the
+/// scanners meet; no deferral of the zone, no compact_daemon_wake. Returns whether it ran and
+/// whether the node's score went down (the kernel waits 1 << COMPACT_MAX_DEFER_SHIFT
+/// intervals after a run that did not lower it).
+pub fn kcompactd_proactive(
+    zone: &mut Zone,
+    st: &mut CompactState,
+    ev: &mut CompactEvents,
+    proactiveness: u32,
+    kswapd_running: bool,
+    moved: &mut dyn FnMut(u32, u32, u32),
+) -> Option<bool> {
+    if proactiveness == 0
+        || kswapd_running
+        || fragmentation_score_node(zone) <= fragmentation_score_wmark(proactiveness, false)
+    {
+        return None;
+    }
+    let prev = fragmentation_score_node(zone);
+    let (_, work) = compact_zone(
+        zone,
+        st,
+        ev,
+        0,
+        MigrateType::Unmovable,
+        CompactPriority::SyncLight,
+        false,
+        Wmark::Min,
+        Some(fragmentation_score_wmark(proactiveness, true)),
+        moved,
+    );
+    ev.compact_daemon_migrate_scanned += work.migrate_scanned;
+    ev.compact_daemon_free_scanned += work.free_scanned;
+    Some(fragmentation_score_node(zone) < prev)
+}
+
 /// compaction_ready (mm/vmscan.c): reclaim for a high-order allocation may stop in favour
 /// of compaction: the order is already allocatable at min, or compaction is suitable and
 /// free memory is above high + compact_gap.
-pub fn compaction_ready(zone: &Zone, st: &CompactState, order: u8) -> bool {
+pub fn compaction_ready(zone: &Zone, st: &mut CompactState, order: u8) -> bool {
     if zone.watermark_ok(order, zone.wmark.min, false) {
         return true;
     }
@@ -534,7 +754,7 @@ pub fn compaction_ready(zone: &Zone, st: &CompactState, order: u8) -> bool {
 /// more than compact_gap.
 pub fn should_continue_reclaim(
     zone: &Zone,
-    st: &CompactState,
+    st: &mut CompactState,
     order: u8,
     priority: i32,
     nr_reclaimed: u64,
@@ -594,7 +814,7 @@ mod tests {
         let mut ev = CompactEvents::default();
         assert_eq!(z.buddyinfo()[9], 0);
         assert!(!z.watermark_ok(9, z.wmark.min, false));
-        assert!(compaction_suitable(&z, &st, 9));
+        assert!(compaction_suitable(&z, &mut st, 9));
         // Where each owner lives; migrations move them.
         let mut at: Vec<u32> = vec![u32::MAX; 8 * 512];
         for &p in &kept {
@@ -793,7 +1013,8 @@ mod tests {
         let work = kcompactd_do_work(&mut z, &mut st, &mut ev, 9, &mut |_, _, _| {});
         assert_eq!(ev.compact_daemon_wake, 1);
         // The migrate scanner walks pageblocks 0..=2 (it stops at the free scanner's block).
-        assert_eq!(work.migrate_scanned, 3 * 512 - 3 * 128 * 2 + 3 * 128);
+        // Every pfn of them counts, free blocks by their order (nr_scanned += (1 << order) - 1).
+        assert_eq!(work.migrate_scanned, 3 * 512);
         assert_eq!(ev.compact_daemon_migrate_scanned, work.migrate_scanned);
         assert_eq!(ev.compact_migrate_scanned, work.migrate_scanned);
         assert_eq!(ev.compact_stall, 0);
@@ -807,12 +1028,12 @@ mod tests {
     #[test]
     fn reclaim_stops_for_compaction_when_it_can_go_ahead() {
         let (z, _) = fragmented(8);
-        let st = CompactState::new(&z, true, 500);
+        let mut st = CompactState::new(&z, true, 500);
         // 2048 free pages ≥ high + compact_gap(9) = 48 + 1024: compaction may run now.
-        assert!(compaction_ready(&z, &st, 9));
-        assert!(!should_continue_reclaim(&z, &st, 9, 12, 32, 10_000));
+        assert!(compaction_ready(&z, &mut st, 9));
+        assert!(!should_continue_reclaim(&z, &mut st, 9, 12, 32, 10_000));
         // Order 2 at the default priority is not reclaim/compaction.
-        assert!(!should_continue_reclaim(&z, &st, 2, 12, 32, 10_000));
+        assert!(!should_continue_reclaim(&z, &mut st, 2, 12, 32, 10_000));
         // A zone with too little free memory for compaction: reclaim goes on while the
         // inactive lists hold more than compact_gap.
         let n = 4 * PAGEBLOCK_NR_PAGES;
@@ -830,11 +1051,11 @@ mod tests {
         for &p in all.iter().take(512).filter(|&&p| p % 2 == 0) {
             z.free(p);
         }
-        let st = CompactState::new(&z, true, 500);
-        assert!(!compaction_ready(&z, &st, 9));
-        assert!(should_continue_reclaim(&z, &st, 9, 12, 32, 2000));
-        assert!(!should_continue_reclaim(&z, &st, 9, 12, 32, 1024));
-        assert!(!should_continue_reclaim(&z, &st, 9, 12, 0, 2000));
+        let mut st = CompactState::new(&z, true, 500);
+        assert!(!compaction_ready(&z, &mut st, 9));
+        assert!(should_continue_reclaim(&z, &mut st, 9, 12, 32, 2000));
+        assert!(!should_continue_reclaim(&z, &mut st, 9, 12, 32, 1024));
+        assert!(!should_continue_reclaim(&z, &mut st, 9, 12, 0, 2000));
     }
 
     #[test]

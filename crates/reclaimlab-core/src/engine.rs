@@ -83,6 +83,9 @@ impl Simulation {
         for p in 0..sched.len() {
             mm.queue.push(0, EventKind::Process(p as u32));
         }
+        if let Some(first) = mm.kcompactd_first_timeout() {
+            mm.queue.push(first, EventKind::Kcompactd);
+        }
         Ok(Simulation {
             mm,
             sched,
@@ -195,6 +198,11 @@ impl Simulation {
                             self.slowdown(),
                         );
                         self.mm.wb_workfn(&mut ctx, fs);
+                    }
+                }
+                EventKind::Kcompactd => {
+                    if let Some(next) = self.mm.kcompactd_timer(t) {
+                        self.mm.queue.push(next, EventKind::Kcompactd);
                     }
                 }
                 EventKind::ZswapWorker => {

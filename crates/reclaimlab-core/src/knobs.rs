@@ -202,6 +202,9 @@ knobs! {
             min 0, max 2147483647; "Periodic writeback writes inodes dirty for longer than this."
         extfrag_threshold: u32 = 500, Int "kernel.vm.extfrag_threshold" "/proc/sys/vm/extfrag_threshold", min 0, max 1000;
             "Compaction for an order above 3 is skipped while the fragmentation index is at most this (failure blamed on lack of memory)."
+        compaction_proactiveness: u32 = 20, Int "kernel.vm.compaction_proactiveness"
+            "/proc/sys/vm/compaction_proactiveness", min 0, max 100;
+            "Proactive compaction (5.9+): every 500 ms kcompactd compacts while the node's fragmentation score is above 100 minus this (plus 10 to start); 0 turns it off."
         dirty_writeback_centisecs: u32 = 500, Int "kernel.vm.dirty_writeback_centisecs"
             "/proc/sys/vm/dirty_writeback_centisecs", min 0, max 2147483647; "Interval of the flushers' periodic writeback; 0 disables it."
     }

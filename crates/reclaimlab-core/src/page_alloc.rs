@@ -20,6 +20,8 @@
 //! tail placement). The state lives in per-pfn arrays (13 bytes a page), owned here; the
 //! pages' owners are opaque u32 ids, so this file knows nothing of Mm.
 
+/// enum zone_type's names on x86-64 (the kernel's zone names, /proc/zoneinfo's).
+pub const ZONE_NAMES: [&str; 4] = ["DMA", "DMA32", "Normal", "Movable"];
 /// MAX_PAGE_ORDER (x86-64 default).
 pub const MAX_PAGE_ORDER: u8 = 10;
 /// NR_PAGE_ORDERS.
@@ -537,6 +539,23 @@ impl Zone {
             return -1000;
         }
         1000 - ((1000 + free * 1000 / requested) / total) as i64
+    }
+
+    /// extfrag_for_order (mm/vmstat.c): the percentage of free pages that are not in blocks of
+    /// at least `order` (0 without free pages); proactive compaction's fragmentation score.
+    pub fn extfrag_for_order(&self, order: u8) -> u64 {
+        let (mut suitable, mut free) = (0u64, 0u64);
+        for o in 0..NR_PAGE_ORDERS {
+            let blocks: u64 = self.nr_free[o].iter().sum();
+            free += blocks << o;
+            if o >= order as usize {
+                suitable += blocks << (o - order as usize);
+            }
+        }
+        if free == 0 {
+            return 0;
+        }
+        (free - (suitable << order)) * 100 / free
     }
 
     /// The consistency of every list, count and pfn state (tests; the debug conservation

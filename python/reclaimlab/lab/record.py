@@ -142,6 +142,8 @@ CLASSIFICATION: tuple[tuple[str, str], ...] = (
     ("zram*.mm_stat.*", GAUGE),
     # /proc/buddyinfo: free blocks of each order now.
     ("buddyinfo.*", GAUGE),
+    # /proc/zoneinfo: free pages, watermarks, sizes and lowmem_reserve now.
+    ("zoneinfo.*", GAUGE),
 )
 
 _MEMCG = re.compile(r"^memcg\[[^\]]*\]\.")
@@ -182,6 +184,9 @@ class Sources:
     block: list[tuple[str, str]] = field(default_factory=list)  # (key prefix "block[<fs name>]", /dev/loopN)
     #: Where /proc and /sys are: "/" on the host; the VM lab reads a copy of a guest's files.
     root: Path = Path("/")
+    #: Read /proc/zoneinfo too (the VM lab's guest, whose zones the scenario owns; the host's
+    #: belong to its other tenants).
+    zoneinfo: bool = False
 
 
 #: The fields of /sys/block/<dev>/stat, in the kernel's order (Documentation/block/stat.rst).
@@ -240,6 +245,46 @@ def buddyinfo(text: str) -> dict[str, int]:
                 continue
             key = f"buddyinfo.{zone}.{order}"
             out[key] = out.get(key, 0) + n
+    return out
+
+
+#: /proc/zoneinfo (mm/vmstat.c zoneinfo_show_print): per node and zone, ``pages free``, the
+#: watermarks, the sizes and ``protection: (r0, r1, ...)`` (lowmem_reserve by the allocation's
+#: highest zone index).
+ZONEINFO = Path("/proc/zoneinfo")
+ZONEINFO_FIELDS = ("min", "low", "high", "spanned", "present", "managed")
+
+
+def zoneinfo(text: str) -> dict[str, int]:
+    """/proc/zoneinfo under the simulator's keys, ``zoneinfo.<zone>.<field>``: ``nr_free_pages``,
+    ZONEINFO_FIELDS and ``protection.<i>``, summed over the nodes; zones with no managed pages
+    (the empty ones of a small machine) are left out."""
+    out: dict[str, int] = {}
+    zone: dict[str, int] = {}
+    name = ""
+
+    def flush() -> None:
+        if name and zone.get("managed", 0) > 0:
+            for k, v in zone.items():
+                key = f"zoneinfo.{name}.{k}"
+                out[key] = out.get(key, 0) + v
+
+    for line in text.splitlines():
+        if line.startswith("Node"):
+            flush()
+            name, zone = line.partition("zone")[2].strip(), {}
+            continue
+        words = line.split()
+        if len(words) == 3 and words[0] == "pages" and words[1] == "free":
+            zone["nr_free_pages"] = int(words[2])
+        elif len(words) == 2 and words[0] in ZONEINFO_FIELDS and words[1].isdigit():
+            zone[words[0]] = int(words[1])
+        elif words and words[0] == "protection:":
+            values = line.partition("(")[2].partition(")")[0].split(",")
+            for i, v in enumerate(values):
+                if v.strip().isdigit():
+                    zone[f"protection.{i}"] = int(v)
+    flush()
     return out
 
 
@@ -325,6 +370,11 @@ def snapshot(src: Sources) -> dict[str, int]:
         out.update(buddyinfo(host.read_text(src.root / BUDDYINFO.relative_to("/"))))
     except OSError:
         pass
+    if src.zoneinfo:
+        try:
+            out.update(zoneinfo(host.read_text(src.root / ZONEINFO.relative_to("/"))))
+        except OSError:
+            pass
     out.update(_pressure_file(src.root / PRESSURE_MEMORY.relative_to("/"), "pressure.memory."))
     for key, zid in src.zram:
         try:

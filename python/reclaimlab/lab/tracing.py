@@ -79,6 +79,10 @@ def parse_line(line: str) -> tuple[int, str, dict[str, str]] | None:
     else:
         fields = dict(_PAIR.findall(body))
         e = _EVENTS.get(event)
+        if e is not None:
+            for hist_name, text_name in e.text:
+                if text_name in fields:
+                    fields[hist_name] = fields.pop(text_name)
         if e is not None and any(k not in fields for k in (*e.split, *e.vals)):
             return None  # not the default output (e.g. options/raw): reported by HostTrace
     return int(m.group("pid")), event, fields

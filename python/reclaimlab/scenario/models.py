@@ -881,8 +881,10 @@ class Source:
 
 #: The trace groups (crates/reclaimlab-core/src/stats/trace.rs GROUPS): vmscan (LRU scans,
 #: reclaim entries, kswapd wakes, reclaim_throttle), shrinker (every shrinker's slab events),
-#: zswap (the zswap shrinker's slab events; 6.12's zswap has no tracepoints of its own).
-TraceGroup = Literal["vmscan", "shrinker", "zswap"]
+#: zswap (the zswap shrinker's slab events; 6.12's zswap has no tracepoints of its own),
+#: compaction (compaction_suitable's verdicts, direct compaction's priorities and results,
+#: deferral, the scanners' isolations, migrations, kcompactd wakes).
+TraceGroup = Literal["vmscan", "shrinker", "zswap", "compaction"]
 
 
 class Lab(StrictModel):

@@ -123,5 +123,6 @@ def keyed(snap: Snap, cgroup_version: int, cgroups: dict[str, str], zram: list[t
             zswap_dir=zswap if zswap.is_dir() else None,
             zram=list(zram),
             root=root,
+            zoneinfo=True,
         )
         return snapshot(src)

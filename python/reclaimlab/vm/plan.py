@@ -163,6 +163,8 @@ def make_plan(config: dict[str, Any], runid: str, sample_interval_s: float) -> P
     snap_files.append("/proc/pressure/memory")
     # free blocks per order (the simulator's buddyinfo.* keys, when its zone exists)
     snap_files.append("/proc/buddyinfo")
+    # free pages, watermarks and lowmem_reserve per zone (the simulator's zoneinfo.* keys)
+    snap_files.append("/proc/zoneinfo")
     head = [
         "# written by reclaimlab.vm.plan for one run; sourced by /init",
         f"NPROC={len(procs)}",

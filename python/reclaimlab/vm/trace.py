@@ -41,7 +41,7 @@ __all__ = [
 
 TRACEFS = "/sys/kernel/tracing"
 #: The groups ``--trace`` accepts (the scenario's ``trace`` list; stats/trace.rs GROUPS).
-GROUPS = ("vmscan", "shrinker", "zswap")
+GROUPS = ("vmscan", "shrinker", "zswap", "compaction")
 #: mm_vmscan_throttled's reason field is ``1 << enum vmscan_throttle_state`` (mmzone.h).
 THROTTLE_REASONS = {
     1: "VMSCAN_THROTTLE_WRITEBACK",
@@ -65,6 +65,9 @@ class HistEvent:
     vals: tuple[str, ...]
     by: tuple[str, ...] = ()
     calls: bool = True
+    #: hist field -> the name the event's text output (the host's trace_pipe) prints it under,
+    #: where the two differ (compaction's events print ``zone=DMA32``, ``priority=``, ``mode=``).
+    text: tuple[tuple[str, str], ...] = ()
 
     @property
     def path(self) -> str:
@@ -87,6 +90,16 @@ EVENTS = (
     HistEvent("vmscan", "vmscan", "mm_vmscan_throttled", ("reason",), ()),
     HistEvent("shrinker", "vmscan", "mm_shrink_slab_start", ("shrink", "priority"), ("total_scan",)),
     HistEvent("shrinker", "vmscan", "mm_shrink_slab_end", ("shrink",), ("retval",)),
+    # compaction (include/trace/events/compaction.h): why direct compaction ran or was skipped.
+    HistEvent("compaction", "compaction", "mm_compaction_try_to_compact_pages", ("order", "prio"), (), text=(("prio", "priority"),)),
+    HistEvent("compaction", "compaction", "mm_compaction_suitable", ("idx", "order", "ret"), (), text=(("idx", "zone"),)),
+    HistEvent("compaction", "compaction", "mm_compaction_end", ("sync", "status"), (), text=(("sync", "mode"),)),
+    HistEvent("compaction", "compaction", "mm_compaction_deferred", ("idx", "order"), (), text=(("idx", "zone"),)),
+    HistEvent("compaction", "compaction", "mm_compaction_defer_compaction", ("idx", "order"), (), text=(("idx", "zone"),)),
+    HistEvent("compaction", "compaction", "mm_compaction_isolate_migratepages", (), ("nr_scanned", "nr_taken"), by=("common_pid",)),
+    HistEvent("compaction", "compaction", "mm_compaction_isolate_freepages", (), ("nr_scanned", "nr_taken"), by=("common_pid",)),
+    HistEvent("compaction", "compaction", "mm_compaction_migratepages", (), ("nr_migrated", "nr_failed"), by=("common_pid",)),
+    HistEvent("compaction", "compaction", "mm_compaction_kcompactd_wake", ("order",), ()),
 )
 
 #: The zswap shrinker's scan function: what ``zswap`` keeps of the shrinker events.
@@ -96,7 +109,7 @@ ZSWAP_SHRINKER = "zswap_shrinker_scan"
 def selected(groups: list[str]) -> list[HistEvent]:
     """The events ``groups`` counts, in EVENTS order."""
     shrink = "shrinker" in groups or "zswap" in groups
-    return [e for e in EVENTS if (e.group == "vmscan" and "vmscan" in groups) or (e.group == "shrinker" and shrink)]
+    return [e for e in EVENTS if (e.group == "shrinker" and shrink) or (e.group != "shrinker" and e.group in groups)]
 
 
 def traced_events(groups: list[str]) -> set[str]:
@@ -155,7 +168,30 @@ def parse_hist(text: str) -> tuple[list[tuple[dict[str, str], dict[str, int]]], 
     return rows, dropped
 
 
+#: enum zone_type on x86-64 (mmzone.h; the tracepoints' ``idx``), as the kernel names zones.
+ZONE_NAMES = ("DMA", "DMA32", "Normal", "Movable", "Device")
+#: enum compact_result (compaction.h, 6.12 order) as COMPACTION_STATUS prints it (mmflags.h).
+COMPACT_RESULTS = (
+    "not_suitable_zone",
+    "skipped",
+    "deferred",
+    "no_suitable_page",
+    "continue",
+    "complete",
+    "partial_skipped",
+    "contended",
+    "success",
+)
+
+
 def _key_part(name: str, value: str) -> str:
+    # A hist row has numbers; the host's trace_pipe text prints names (zone, status, mode).
+    if name == "idx":
+        return f"zone.{ZONE_NAMES[int(value)] if value.isdigit() and int(value) < len(ZONE_NAMES) else value}"
+    if name in ("ret", "status"):
+        return f"{name}.{COMPACT_RESULTS[int(value)] if value.isdigit() and int(value) < len(COMPACT_RESULTS) else value}"
+    if name == "sync":
+        return "sync" if value in ("1", "sync") else "async"
     if name == "reason":
         # A hist row has the number; the host's trace_pipe text prints the flag's name.
         return THROTTLE_REASONS.get(int(value), f"reason_{value}") if value.isdigit() else value

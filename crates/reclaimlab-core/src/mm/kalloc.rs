@@ -216,7 +216,7 @@ impl Mm {
         mt: MigrateType,
         prio: CompactPriority,
     ) -> Option<u32> {
-        let page = self.direct_compact(ctx, order, mt, prio);
+        let (page, _) = self.direct_compact(ctx, order, mt, prio);
         let pfn = page?;
         let ph = self.phys.as_mut().expect("checked");
         ph.kblock_pages += 1 << order;

@@ -25,10 +25,10 @@
 
 use super::page::{pg, NONE};
 use super::{Ctx, Mm, Oom, PTRS_PER_PTE};
-use crate::compaction::{self, CompactPriority, CompactState};
+use crate::compaction::{self, CompactPriority, CompactResult, CompactState};
 use crate::error::ConfigError;
 use crate::latency::Kind;
-use crate::page_alloc::{MigrateType, PfnState, Watermarks, Wmark, Zone, PAGEBLOCK_ORDER};
+use crate::page_alloc::{MigrateType, PfnState, Watermarks, Wmark, Zone};
 
 use crate::stats::{CompactEvents, KernelAllocEvents, ThpEvents};
 
@@ -104,36 +104,45 @@ pub(crate) fn lookup<T: Copy>(
         })
 }
 
-/// What vma_thp_gfp_mask gives a fault: may it reclaim and compact directly, and does it
-/// wake kswapd (and with it kcompactd).
+/// What vma_thp_gfp_mask gives a fault: may it reclaim and compact directly
+/// (__GFP_DIRECT_RECLAIM), does it wake kswapd (and with it kcompactd; __GFP_KSWAPD_RECLAIM),
+/// and does it give up after the first compaction (__GFP_NORETRY).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct ThpGfp {
     direct: bool,
     kswapd: bool,
+    noretry: bool,
 }
 
 fn vma_thp_gfp_mask(defrag: ThpDefrag, madvised: bool) -> ThpGfp {
     match defrag {
-        // GFP_TRANSHUGE (| __GFP_NORETRY unless madvised: one pass either way here).
+        // GFP_TRANSHUGE | __GFP_NORETRY unless madvised.
         ThpDefrag::Always => ThpGfp {
             direct: true,
             kswapd: false,
+            noretry: !madvised,
         },
+        // GFP_TRANSHUGE_LIGHT | __GFP_KSWAPD_RECLAIM.
         ThpDefrag::Defer => ThpGfp {
             direct: false,
             kswapd: true,
+            noretry: false,
         },
         ThpDefrag::DeferMadvise => ThpGfp {
             direct: madvised,
             kswapd: !madvised,
+            noretry: false,
         },
+        // GFP_TRANSHUGE_LIGHT | __GFP_DIRECT_RECLAIM if madvised.
         ThpDefrag::Madvise => ThpGfp {
             direct: madvised,
             kswapd: false,
+            noretry: false,
         },
         ThpDefrag::Never => ThpGfp {
             direct: false,
             kswapd: false,
+            noretry: false,
         },
     }
 }
@@ -406,17 +415,32 @@ impl Mm {
         Ok(true)
     }
 
-    /// __alloc_pages for the THP: the low watermark fast path, then the slow path of a costly
-    /// order: wake kswapd if the gfp says so, the min watermark, and with direct reclaim
-    /// allowed, async direct compaction, one direct reclaim pass and async compaction again
-    /// (a costly order without __GFP_RETRY_MAYFAIL stops there). The count (nr_free) pays
-    /// for the block.
+    /// The THP's allocation as vma_alloc_folio makes it for a local mempolicy
+    /// (alloc_pages_mpol, 6.12): first __alloc_pages with __GFP_THISNODE | __GFP_NORETRY
+    /// ("don't reclaim unnecessarily, just compact"), then, if the gfp allows direct reclaim,
+    /// __alloc_pages again with the gfp as it is. The count (nr_free) pays for the block.
     fn alloc_thp(&mut self, ctx: &mut Ctx, madvised: bool) -> Option<u32> {
+        let gfp = vma_thp_gfp_mask(self.phys.as_ref()?.defrag, madvised);
+        if let Some(pfn) = self.thp_alloc_pages(ctx, gfp, true) {
+            return Some(pfn);
+        }
+        if !gfp.direct {
+            return None;
+        }
+        self.thp_alloc_pages(ctx, gfp, false)
+    }
+
+    /// __alloc_pages for the THP (an order above PAGE_ALLOC_COSTLY_ORDER): the low watermark
+    /// fast path, then __alloc_pages_slowpath: wake kswapd if the gfp says so, the min
+    /// watermark; with direct reclaim allowed, async direct compaction (INIT_COMPACT_PRIORITY);
+    /// with __GFP_NORETRY a skipped or deferred compaction ends it, and so does __GFP_THISNODE
+    /// (`thisnode`: the first attempt), and the later compaction stays async; then the min
+    /// watermark again, one direct reclaim (try_to_free_pages with sc.order = 9) and the
+    /// allocation after it, and direct compaction at DEF_COMPACT_PRIORITY (sync-light) or
+    /// async; a costly order without __GFP_RETRY_MAYFAIL stops there (no retry loop).
+    fn thp_alloc_pages(&mut self, ctx: &mut Ctx, gfp: ThpGfp, thisnode: bool) -> Option<u32> {
         const NR: u64 = 1 << HPAGE_PMD_ORDER;
-        let nr_free = self.nr_free;
-        let ph = self.phys.as_mut()?;
-        ph.sync(nr_free);
-        let gfp = vma_thp_gfp_mask(ph.defrag, madvised);
+        let noretry = gfp.noretry || thisnode;
         // The count pays for the block, and the block counts as resident pages' from now on
         // (so a sync before its pages are marked resident does not count it twice).
         let take = |mm: &mut Mm, pfn: u32| {
@@ -424,81 +448,108 @@ impl Mm {
             mm.phys.as_mut().expect("eligible").mapped += NR;
             Some(pfn)
         };
-        if ph
-            .zone
-            .watermark_ok(HPAGE_PMD_ORDER, ph.zone.wmark.low, false)
-        {
-            let pfn = ph.zone.rmqueue(HPAGE_PMD_ORDER, MigrateType::Movable)?;
+        if let Some(pfn) = self.thp_get_page(Wmark::Low) {
             return take(self, pfn);
         }
         if gfp.kswapd {
             // wakeup_kswapd for order 9: kcompactd follows kswapd's run, or runs now if
             // the node is balanced at order 0 (kswapd has nothing to reclaim).
-            ph.kcompactd_max_order = HPAGE_PMD_ORDER;
+            self.phys.as_mut()?.kcompactd_max_order = HPAGE_PMD_ORDER;
             if self.node_balanced() {
                 self.wakeup_kcompactd();
             } else {
                 self.wakeup_kswapd(ctx.now);
             }
         }
-        let ph = self.phys.as_mut()?;
-        if ph
-            .zone
-            .watermark_ok(HPAGE_PMD_ORDER, ph.zone.wmark.min, false)
-        {
-            let pfn = ph.zone.rmqueue(HPAGE_PMD_ORDER, MigrateType::Movable)?;
+        if let Some(pfn) = self.thp_get_page(Wmark::Min) {
             return take(self, pfn);
         }
         if !gfp.direct || ctx.memalloc {
             return None;
         }
         let (start, memstall) = (ctx.now, self.psi_memstall_enter(ctx));
-        let mut got = self.thp_direct_compact(ctx);
-        if got.is_none() {
-            self.thp_direct_reclaim(ctx);
-            got = self.thp_direct_compact(ctx);
-        }
+        let got = 'slow: {
+            let (page, result) = self.direct_compact(
+                ctx,
+                HPAGE_PMD_ORDER,
+                MigrateType::Movable,
+                CompactPriority::Async,
+            );
+            if page.is_some() {
+                break 'slow page;
+            }
+            let mut prio = CompactPriority::SyncLight;
+            if noretry {
+                if matches!(result, CompactResult::Skipped | CompactResult::Deferred) || thisnode {
+                    break 'slow None;
+                }
+                prio = CompactPriority::Async;
+            }
+            if let Some(pfn) = self.thp_get_page(Wmark::Min) {
+                break 'slow Some(pfn);
+            }
+            // __alloc_pages_direct_reclaim: __perform_reclaim, then the allocation.
+            self.try_to_free_pages_order(ctx, HPAGE_PMD_ORDER);
+            self.phys_sync();
+            if let Some(pfn) = self.thp_get_page(Wmark::Min) {
+                break 'slow Some(pfn);
+            }
+            self.direct_compact(ctx, HPAGE_PMD_ORDER, MigrateType::Movable, prio)
+                .0
+        };
         self.psi_memstall_leave(ctx, memstall);
         self.latency(ctx, Kind::AllocStall, ctx.now - start);
-        let pfn = got?;
-        take(self, pfn)
+        take(self, got?)
     }
 
-    /// __alloc_pages_direct_reclaim for the huge page: try_to_free_pages passes (each
-    /// SWAP_CLUSTER_MAX, as sc.nr_to_reclaim is for any order) until compaction_ready, or
-    /// while should_continue_reclaim holds (do_try_to_free_pages and shrink_node's loop with
-    /// sc.order = 9). Bounded at 4 × compact_gap worth of passes, which the kernel does not
-    /// need (its loop ends when reclaim stops progressing).
-    fn thp_direct_reclaim(&mut self, ctx: &mut Ctx) {
-        let max_rounds = 4 * (2u64 << HPAGE_PMD_ORDER) / super::SWAP_CLUSTER_MAX;
-        for _ in 0..max_rounds {
-            let got = self.try_to_free_pages(ctx);
-            self.phys_sync();
-            let inactive = self.lru_size_tree(0, super::page::list::INACTIVE_ANON)
-                + self.lru_size_tree(0, super::page::list::INACTIVE_FILE);
-            let Some(ph) = &self.phys else { return };
-            if compaction::compaction_ready(&ph.zone, &ph.compact, HPAGE_PMD_ORDER)
-                || !compaction::should_continue_reclaim(
-                    &ph.zone,
-                    &ph.compact,
-                    HPAGE_PMD_ORDER,
-                    super::vmscan::DEF_PRIORITY,
-                    got,
-                    inactive,
-                )
-            {
-                return;
-            }
+    /// get_page_from_freelist for the THP at `mark`: an order-9 MOVABLE block if the zone
+    /// passes the order-9 watermark check.
+    fn thp_get_page(&mut self, mark: Wmark) -> Option<u32> {
+        let nr_free = self.nr_free;
+        let ph = self.phys.as_mut()?;
+        ph.sync(nr_free);
+        if !ph
+            .zone
+            .watermark_ok(HPAGE_PMD_ORDER, ph.zone.wmark.get(mark), false)
+        {
+            return None;
         }
+        ph.zone.rmqueue(HPAGE_PMD_ORDER, MigrateType::Movable)
     }
 
-    /// __alloc_pages_direct_compact at INIT_COMPACT_PRIORITY (async) for a THP.
-    fn thp_direct_compact(&mut self, ctx: &mut Ctx) -> Option<u32> {
-        self.direct_compact(
-            ctx,
-            PAGEBLOCK_ORDER,
-            MigrateType::Movable,
-            CompactPriority::Async,
+    /// compaction_ready for direct reclaim of `order` (shrink_zones; false without a zone).
+    pub(super) fn compaction_ready(&mut self, order: u8) -> bool {
+        self.phys_sync();
+        let Some(ph) = self.phys.as_deref_mut() else {
+            return false;
+        };
+        compaction::compaction_ready(&ph.zone, &mut ph.compact, order)
+    }
+
+    /// should_continue_reclaim for direct reclaim of `order` after a shrink_node pass that
+    /// reclaimed `nr_reclaimed`: the node's inactive lists (anon only with swap, as
+    /// can_reclaim_anon_pages) against compact_gap.
+    pub(super) fn should_continue_reclaim(
+        &mut self,
+        order: u8,
+        priority: i32,
+        nr_reclaimed: u64,
+    ) -> bool {
+        self.phys_sync();
+        let mut inactive = self.lru_size_tree(0, super::page::list::INACTIVE_FILE);
+        if self.mem_cgroup_get_nr_swap_pages(0) > 0 {
+            inactive += self.lru_size_tree(0, super::page::list::INACTIVE_ANON);
+        }
+        let Some(ph) = self.phys.as_deref_mut() else {
+            return false;
+        };
+        compaction::should_continue_reclaim(
+            &ph.zone,
+            &mut ph.compact,
+            order,
+            priority,
+            nr_reclaimed,
+            inactive,
         )
     }
 
@@ -511,9 +562,11 @@ impl Mm {
         order: u8,
         mt: MigrateType,
         prio: CompactPriority,
-    ) -> Option<u32> {
+    ) -> (Option<u32>, CompactResult) {
         let nr_free = self.nr_free;
-        let ph = self.phys.as_mut()?;
+        let Some(ph) = self.phys.as_mut() else {
+            return (None, CompactResult::Skipped);
+        };
         ph.sync(nr_free);
         let Phys {
             zone,
@@ -522,7 +575,7 @@ impl Mm {
             pfn_of,
             ..
         } = &mut **ph;
-        let (page, _, work) = compaction::alloc_pages_direct_compact(
+        let (page, result, work) = compaction::alloc_pages_direct_compact(
             zone,
             compact,
             ev,
@@ -535,7 +588,7 @@ impl Mm {
             },
         );
         ctx.cpu(work.migrated * self.costs.migrate_page_ns);
-        page
+        (page, result)
     }
 
     /// wakeup_kcompactd + kcompactd_do_work, when an order is pending and
@@ -551,7 +604,7 @@ impl Mm {
         let nr_free = self.nr_free;
         ph.sync(nr_free);
         if ph.zone.watermark_ok(order, ph.zone.wmark.min, false)
-            || !compaction::compaction_suitable(&ph.zone, &ph.compact, order)
+            || !compaction::compaction_suitable(&ph.zone, &mut ph.compact, order)
         {
             return;
         }
@@ -567,10 +620,58 @@ impl Mm {
         });
     }
 
+    /// The first kcompactd timeout (HPAGE_FRAG_CHECK_INTERVAL_MSEC after the start) when
+    /// proactive compaction can run: a zone exists and vm.compaction_proactiveness is not 0.
+    pub(crate) fn kcompactd_first_timeout(&self) -> Option<crate::sim::Time> {
+        (self.phys.is_some() && self.knobs.vm.compaction_proactiveness > 0)
+            .then_some(compaction::HPAGE_FRAG_CHECK_INTERVAL_MSEC * crate::sim::NSEC_PER_MSEC)
+    }
+
+    /// kcompactd's timeout (6.12 kcompactd: wait_event_freezable_timeout expired with no work
+    /// requested): proactive compaction if the node's fragmentation score calls for it
+    /// (compaction::kcompactd_proactive), and the next timeout: HPAGE_FRAG_CHECK_INTERVAL_MSEC,
+    /// 1 << COMPACT_MAX_DEFER_SHIFT times that after a run that did not lower the score.
+    /// Simplified: a wakeup for work (wakeup_kcompactd, run at once here) does not restart
+    /// the timeout; kcompactd's CPU time is not charged (a thread of its own, as there).
+    pub(crate) fn kcompactd_timer(&mut self, now: crate::sim::Time) -> Option<crate::sim::Time> {
+        let proactiveness = self.knobs.vm.compaction_proactiveness;
+        let kswapd_running = self.kswapd.running;
+        let nr_free = self.nr_free;
+        let ph = self.phys.as_deref_mut()?;
+        ph.sync(nr_free);
+        let Phys {
+            zone,
+            compact,
+            ev,
+            pfn_of,
+            ..
+        } = ph;
+        let ran = compaction::kcompactd_proactive(
+            zone,
+            compact,
+            ev,
+            proactiveness,
+            kswapd_running,
+            &mut |owner, _, new| {
+                pfn_of[owner as usize] = new;
+            },
+        );
+        let interval = compaction::HPAGE_FRAG_CHECK_INTERVAL_MSEC * crate::sim::NSEC_PER_MSEC;
+        let wait = if ran == Some(false) {
+            interval << compaction::COMPACT_MAX_DEFER_SHIFT
+        } else {
+            interval
+        };
+        Some(crate::sim::later(now, wait))
+    }
+
     /// /proc/buddyinfo, /proc/vmstat's compaction and THP counters, when the zone exists.
     pub(crate) fn export_phys(&self, out: &mut Vec<(String, u64)>) {
         let Some(ph) = &self.phys else { return };
         ph.ev.export("vmstat.", out);
+        if self.trace.as_ref().is_some_and(|t| t.compaction) {
+            ph.compact.trace.export(&crate::page_alloc::ZONE_NAMES, out);
+        }
         ph.thp.export("vmstat.", out);
         if let Some(k) = &ph.kev {
             k.export_tagged("vmstat", "vmstat.", out);

@@ -23,6 +23,7 @@ use super::{Actor, Ctx, Mm, MAX_RECLAIM_RETRIES, SWAP_CLUSTER_MAX};
 use crate::config::VmSysctls;
 use crate::latency::Kind;
 use crate::mm::page_io::Writeout;
+use crate::page_alloc::PAGE_ALLOC_COSTLY_ORDER;
 use crate::policy::{KswapdFileWriteback, WritebackThrottle};
 use crate::sim::EventKind;
 use crate::stats::trace::{prio, Shrinker};
@@ -81,6 +82,9 @@ pub struct ScanControl {
     pub memcg_full_walk: bool,
     /// sc->proactive_swappiness: memory.reclaim's `swappiness=` argument (sc_swappiness).
     pub proactive_swappiness: Option<u64>,
+    /// sc.order: the allocation order direct reclaim works for (0 but for a THP fault: its
+    /// reclaim/compaction stops, compaction_ready and should_continue_reclaim in mm/phys.rs).
+    pub order: u8,
 }
 
 /// struct reclaim_stat of shrink_folio_list, summed into sc->nr over a shrink_node pass.
@@ -138,6 +142,7 @@ impl ScanControl {
             memcg_low_skipped: false,
             memcg_full_walk: false,
             proactive_swappiness: None,
+            order: 0,
         }
     }
 
@@ -1029,7 +1034,13 @@ impl Mm {
 
     /// Direct reclaim from the page allocator (try_to_free_pages).
     pub fn try_to_free_pages(&mut self, ctx: &mut Ctx) -> u64 {
+        self.try_to_free_pages_order(ctx, 0)
+    }
+
+    /// try_to_free_pages for an allocation of `order` (sc.order; one ALLOCSTALL as for any).
+    pub fn try_to_free_pages_order(&mut self, ctx: &mut Ctx, order: u8) -> u64 {
         let mut sc = ScanControl::new(Reclaimer::Direct, 0, SWAP_CLUSTER_MAX);
+        sc.order = order;
         let saved = (ctx.memalloc, std::mem::take(&mut self.lru_gen.in_fault));
         ctx.memalloc = true;
         let r = self.do_try_to_free_pages(ctx, &mut sc);
@@ -1088,6 +1099,7 @@ impl Mm {
     /// counts allocstall again for direct reclaim, as the kernel's `retry:` label does.
     fn do_try_to_free_pages(&mut self, ctx: &mut Ctx, sc: &mut ScanControl) -> u64 {
         self.complete_io_until(ctx.now);
+        let mut compaction_ready = false;
         loop {
             if sc.kind == Reclaimer::Direct {
                 self.vm.allocstall_movable += 1;
@@ -1095,7 +1107,26 @@ impl Mm {
             sc.priority = DEF_PRIORITY;
             loop {
                 sc.nr_scanned = 0;
-                self.shrink_node(ctx, sc);
+                // shrink_zones: a costly order skips the node once compaction_ready (and
+                // do_try_to_free_pages stops); shrink_node repeats while
+                // should_continue_reclaim (mm/phys.rs, the zone's compaction state).
+                if sc.order > PAGE_ALLOC_COSTLY_ORDER && self.compaction_ready(sc.order) {
+                    compaction_ready = true;
+                    break;
+                }
+                loop {
+                    let before = sc.nr_reclaimed;
+                    self.shrink_node(ctx, sc);
+                    if sc.order == 0
+                        || !self.should_continue_reclaim(
+                            sc.order,
+                            sc.priority,
+                            sc.nr_reclaimed - before,
+                        )
+                    {
+                        break;
+                    }
+                }
                 if sc.nr_reclaimed >= sc.nr_to_reclaim {
                     break;
                 }
@@ -1113,6 +1144,10 @@ impl Mm {
             }
             if sc.nr_reclaimed > 0 {
                 return sc.nr_reclaimed;
+            }
+            // Aborted reclaim to try compaction: no retry (and no OOM).
+            if compaction_ready {
+                return 1;
             }
             // 6.11+: the shared partial walks may have shown this call too few memcgs (other
             // reclaimers moved the cursor); before declaring failure, all priorities again

@@ -37,6 +37,8 @@ pub enum EventKind {
     Flusher(u16),
     /// The zswap shrink worker runs one step.
     ZswapWorker,
+    /// kcompactd's periodic wakeup (proactive compaction; mm/phys.rs kcompactd_timer).
+    Kcompactd,
     /// Process `0` runs for up to one quantum.
     Process(u32),
 }
@@ -46,7 +48,7 @@ impl EventKind {
     fn priority(self) -> u8 {
         match self {
             EventKind::DeviceDone(_) => 0,
-            EventKind::Kswapd | EventKind::Flusher(_) => 1,
+            EventKind::Kswapd | EventKind::Flusher(_) | EventKind::Kcompactd => 1,
             EventKind::ZswapWorker => 2,
             EventKind::Process(_) => 3,
         }

@@ -108,7 +108,110 @@ impl Shrinker {
 }
 
 /// The trace groups `--trace` accepts, each naming the events it turns on.
-pub const GROUPS: [&str; 3] = ["vmscan", "shrinker", "zswap"];
+pub const GROUPS: [&str; 4] = ["vmscan", "shrinker", "zswap", "compaction"];
+
+/// compaction's tracepoints (include/trace/events/compaction.h, 6.12) that the model fires,
+/// keyed as the guest's hist triggers split them (python/reclaimlab/vm/trace.py).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum CompactTp {
+    /// try_to_compact_pages: (order, enum compact_priority).
+    TryToCompactPages,
+    /// compaction_suitable, every call: (zone, order, enum compact_result).
+    Suitable,
+    /// compact_zone's end, for a compaction that ran: (sync, enum compact_result).
+    End,
+    /// compaction_deferred when it defers: (zone, order).
+    Deferred,
+    /// defer_compaction: (zone, order).
+    DeferCompaction,
+    /// kcompactd_do_work: (order).
+    KcompactdWake,
+}
+
+/// enum compact_result as COMPACTION_STATUS (include/trace/events/mmflags.h) prints it,
+/// indexed by the enum's value (include/linux/compaction.h).
+pub const COMPACT_RESULT_NAMES: [&str; 9] = [
+    "not_suitable_zone",
+    "skipped",
+    "deferred",
+    "no_suitable_page",
+    "continue",
+    "complete",
+    "partial_skipped",
+    "contended",
+    "success",
+];
+
+/// The compaction tracepoint counts (always counted when a zone exists: a few map updates per
+/// compaction decision; exported only with the `compaction` trace group).
+#[derive(Clone, Debug, Default)]
+pub struct CompactTrace {
+    /// (event, three key values as the event uses them) -> hits.
+    hits: std::collections::BTreeMap<(CompactTp, u8, u8, u8), u64>,
+    /// mm_compaction_isolate_migratepages / _freepages: calls, nr_scanned, nr_taken.
+    pub isolate_migrate: [u64; 3],
+    pub isolate_free: [u64; 3],
+    /// mm_compaction_migratepages: calls, nr_migrated, nr_failed.
+    pub migratepages: [u64; 3],
+}
+
+impl CompactTrace {
+    pub fn hit(&mut self, tp: CompactTp, a: u8, b: u8, c: u8) {
+        *self.hits.entry((tp, a, b, c)).or_insert(0) += 1;
+    }
+
+    /// `zone_names[i]`: the name of zone index i (its enum zone_type name).
+    pub fn export(&self, zone_names: &[&str], out: &mut Vec<(String, u64)>) {
+        let zone = |i: u8| zone_names.get(i as usize).copied().unwrap_or("?");
+        let res = |r: u8| COMPACT_RESULT_NAMES[r as usize];
+        for (&(tp, a, b, c), &n) in &self.hits {
+            let key = match tp {
+                CompactTp::TryToCompactPages => {
+                    format!("mm_compaction_try_to_compact_pages.order.{a}.prio.{b}")
+                }
+                CompactTp::Suitable => format!(
+                    "mm_compaction_suitable.zone.{}.order.{b}.ret.{}",
+                    zone(a),
+                    res(c)
+                ),
+                CompactTp::End => format!(
+                    "mm_compaction_end.{}.status.{}",
+                    if a == 1 { "sync" } else { "async" },
+                    res(b)
+                ),
+                CompactTp::Deferred => {
+                    format!("mm_compaction_deferred.zone.{}.order.{b}", zone(a))
+                }
+                CompactTp::DeferCompaction => {
+                    format!("mm_compaction_defer_compaction.zone.{}.order.{b}", zone(a))
+                }
+                CompactTp::KcompactdWake => format!("mm_compaction_kcompactd_wake.order.{a}"),
+            };
+            out.push((format!("trace.{key}.calls"), n));
+        }
+        for (ev, v, names) in [
+            (
+                "mm_compaction_isolate_migratepages",
+                &self.isolate_migrate,
+                ["calls", "nr_scanned", "nr_taken"],
+            ),
+            (
+                "mm_compaction_isolate_freepages",
+                &self.isolate_free,
+                ["calls", "nr_scanned", "nr_taken"],
+            ),
+            (
+                "mm_compaction_migratepages",
+                &self.migratepages,
+                ["calls", "nr_migrated", "nr_failed"],
+            ),
+        ] {
+            for (name, x) in names.iter().zip(v.iter()) {
+                out.push((format!("trace.{ev}.{name}"), *x));
+            }
+        }
+    }
+}
 
 /// The tracepoint counts of one run (see the module doc).
 #[derive(Clone, Debug, Default)]
@@ -119,6 +222,9 @@ pub struct Trace {
     pub shrinker: bool,
     /// zswap: the zswap shrinker's slab events (zswap has no tracepoints of its own in 6.12).
     pub zswap: bool,
+    /// compaction: the compaction events ([`CompactTrace`], counted by the zone's
+    /// compaction state and exported by `Mm::export_phys`).
+    pub compaction: bool,
     pub inactive: [LruShrinkInactive; NR_PRIORITIES],
     pub active: [LruShrinkActive; NR_PRIORITIES],
     pub slab_start: [[ShrinkSlabStart; NR_PRIORITIES]; 2],
@@ -144,6 +250,7 @@ impl Trace {
                 "vmscan" => t.vmscan = true,
                 "shrinker" => t.shrinker = true,
                 "zswap" => t.zswap = true,
+                "compaction" => t.compaction = true,
                 other => {
                     return Err(crate::ConfigError::invalid(
                         "trace",

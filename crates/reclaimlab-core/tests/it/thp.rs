@@ -68,15 +68,14 @@ fn bad_thp_knob_is_named() {
 }
 
 /// Memory full of "a" (global reclaim swaps it out page by page, leaving order-0 holes
-/// everywhere), then the THP region: huge pages need direct compaction, some fall back.
+/// everywhere), then the THP region. Each THP fault's direct reclaim (sc.order = 9) stops
+/// after a pass that frees nothing (the pages it wrote out are still under writeback):
+/// compaction stays unsuitable (below the low watermark + compact_gap) and is skipped, and the
+/// faults fall back, as the 6.12 guest's do (docs/model/compaction.md).
 #[test]
-fn fragmented_memory_compacts_for_thp_and_pages_are_conserved() {
+fn thp_faults_under_swap_writeback_fall_back() {
     let mut v = thp_scenario(15_000, 4096);
-    // calculate_min_free_kbytes' value for 64 MiB: khugepaged's (3200 kB here, the 5% cap)
-    // makes reclaim free enough that an order-9 block is already free when compaction starts
-    // (compact_stall and compact_success, nothing scanned); this test is about migration.
     v["kernel"]["vm"]["min_free_kbytes"] = json!(1024);
-    // Random writes over "a" first, to scatter what reclaim frees, then fill "t".
     let phases = json!([
         {"name": "fill0", "phase": {"kind": "fill", "region": 0}},
         {"name": "scatter", "phase": {"kind": "random", "regions": [0], "dist": {"kind": "uniform"},
@@ -84,6 +83,57 @@ fn fragmented_memory_compacts_for_thp_and_pages_are_conserved() {
         {"name": "fill1", "phase": {"kind": "fill", "region": 1}},
     ]);
     v["processes"][0]["phases"] = phases;
+    v["trace"] = json!(["compaction"]);
+    let mut s = build(&v);
+    s.set_check_interval(97);
+    let r = s.run_to_end();
+    s.check_conservation().unwrap();
+    let alloc = counter(&r, "vmstat.thp_fault_alloc");
+    let fallback = counter(&r, "vmstat.thp_fault_fallback");
+    assert_eq!(
+        alloc + fallback,
+        8,
+        "one THP attempt per 2 MiB of the region"
+    );
+    assert!(fallback > 0);
+    assert_eq!(counter(&r, "vmstat.compact_stall"), 0);
+    assert!(
+        counter(
+            &r,
+            "trace.mm_compaction_suitable.zone.Normal.order.9.ret.skipped.calls"
+        ) > 0
+    );
+    // Each fallback made two async attempts (the __GFP_THISNODE one and the full one) and a
+    // sync-light one after its direct reclaim, all skipped.
+    assert_eq!(
+        counter(
+            &r,
+            "trace.mm_compaction_try_to_compact_pages.order.9.prio.1.calls"
+        ),
+        fallback
+    );
+}
+
+/// Two processes fill their regions side by side on one CPU (their pages interleave in the
+/// zone, one process_quantum_ns each); "q" exits; then "p" writes its THP region: free memory
+/// is plentiful but in pieces, so the huge pages need direct compaction, which migrates p's
+/// pages (their records follow them: conservation is checked every 97 events).
+#[test]
+fn fragmented_memory_compacts_for_thp_and_pages_are_conserved() {
+    let mut v = thp_scenario(7000, 4096);
+    v["machine"]["cpus"] = json!(1);
+    let mut q = v["processes"][0].clone();
+    q["name"] = json!("q");
+    q["regions"] = json!([v["processes"][0]["regions"][0].clone()]);
+    q["phases"] = json!([
+        {"name": "fill0", "phase": {"kind": "fill", "region": 0}},
+        {"name": "exit", "phase": {"kind": "exit"}},
+    ]);
+    v["processes"][0]["phases"] = json!([
+        {"name": "fill0", "phase": {"kind": "fill", "region": 0}},
+        {"name": "fill1", "phase": {"kind": "fill", "region": 1}, "after": {"process": 1, "phase": 1}},
+    ]);
+    v["processes"].as_array_mut().unwrap().push(q);
     let mut s = build(&v);
     s.set_check_interval(97);
     let r = s.run_to_end();
@@ -113,19 +163,58 @@ fn fragmented_memory_compacts_for_thp_and_pages_are_conserved() {
     // Same seed, same result.
     let r2 = build(&v).run_to_end();
     assert_eq!(r.counters, r2.counters);
-    // defrag = defer: no direct compaction; the faults wake kswapd, and kcompactd after it
-    // if compaction is suitable then, which it never is here: kswapd reclaims for order 0
-    // only (no sc.order), so free memory stays below low + compact_gap (docs/model/compaction.md).
+    // defrag = defer: no direct compaction; a fault that finds no free order-9 block wakes
+    // kswapd, and with the node balanced kcompactd at once (kcompactd_do_work, run to
+    // completion here), which compacts for the order.
     v["kernel"]["transparent_hugepage"] = json!({"enabled": "madvise", "defrag": "defer"});
     let mut s = build(&v);
     s.set_check_interval(97);
     let r = s.run_to_end();
     s.check_conservation().unwrap();
     assert_eq!(counter(&r, "vmstat.compact_stall"), 0);
-    assert_eq!(counter(&r, "vmstat.compact_daemon_wake"), 0);
-    assert!(counter(&r, "vmstat.thp_fault_fallback") > 0);
+    assert!(counter(&r, "vmstat.compact_daemon_wake") > 0);
+    assert!(counter(&r, "vmstat.compact_daemon_migrate_scanned") > 0);
     assert_eq!(
         counter(&r, "vmstat.thp_fault_alloc") + counter(&r, "vmstat.thp_fault_fallback"),
         8
     );
+}
+
+/// Proactive compaction (vm.compaction_proactiveness): the fills leave no free order-9 block,
+/// so after "q" exits the node's fragmentation score is near 100, above the high mark (90 at
+/// the default 20); kcompactd's 500 ms timeout compacts the zone down to the low mark (80)
+/// while "p" sleeps, counted under compact_daemon_* (no compact_daemon_wake), and p's THP
+/// faults need fewer direct compactions. With the knob at 0 nothing compacts before them.
+#[test]
+fn proactive_compaction_runs_on_kcompactd_timeout() {
+    let mut v = thp_scenario(8000, 4096);
+    v["machine"]["cpus"] = json!(1);
+    let mut q = v["processes"][0].clone();
+    q["name"] = json!("q");
+    q["regions"] = json!([v["processes"][0]["regions"][0].clone()]);
+    q["phases"] = json!([
+        {"name": "fill0", "phase": {"kind": "fill", "region": 0}},
+        {"name": "exit", "phase": {"kind": "exit"}},
+    ]);
+    // p fills, waits for q's exit, then sleeps 2 s (four kcompactd timeouts) and fills t.
+    v["processes"][0]["phases"] = json!([
+        {"name": "fill0", "phase": {"kind": "fill", "region": 0}},
+        {"name": "sleep", "phase": {"kind": "sleep", "duration_ns": 2_000_000_000u64}, "after": {"process": 1, "phase": 1}},
+        {"name": "fill1", "phase": {"kind": "fill", "region": 1}},
+    ]);
+    v["processes"].as_array_mut().unwrap().push(q);
+    let mut s = build(&v);
+    s.set_check_interval(97);
+    let r = s.run_to_end();
+    s.check_conservation().unwrap();
+    assert!(counter(&r, "vmstat.compact_daemon_migrate_scanned") > 0);
+    assert!(counter(&r, "vmstat.pgmigrate_success") > 0);
+    assert_eq!(counter(&r, "vmstat.compact_daemon_wake"), 0);
+    assert_eq!(counter(&r, "vmstat.thp_fault_alloc"), 8);
+    v["kernel"]["vm"]["compaction_proactiveness"] = json!(0);
+    let r0 = run(&v);
+    assert_eq!(counter(&r0, "vmstat.compact_daemon_migrate_scanned"), 0);
+    // Proactive compaction stops at the low mark, not at "no fragmentation": the faults
+    // still compact, but less.
+    assert!(counter(&r, "vmstat.compact_stall") < counter(&r0, "vmstat.compact_stall"));
 }
