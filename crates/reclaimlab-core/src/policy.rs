@@ -94,7 +94,9 @@ pub enum KswapdFileWriteback {
     /// last scan found only dirty file folios not queued for IO).
     PgdatDirty,
     /// 6.16+: the same test, but pageout has no ->writepage for file folios any more: it
-    /// activates them. Reclaim writes no file pages at all.
+    /// activates them. Reclaim writes no file pages at all. The same check in pageout
+    /// (`!shmem_mapping && !folio_test_anon` → PAGE_ACTIVATE) activates a dirty swap-cache
+    /// folio no fault has mapped (an unhit readahead folio loaded from zswap), mm/vmscan.rs.
     Never,
 }
 
