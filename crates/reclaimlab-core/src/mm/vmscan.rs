@@ -787,9 +787,8 @@ impl Mm {
             // has hit yet. It is activated, not stored again, every time it reaches the
             // inactive tail, so it stays in memory until a fault maps it (or it is freed with
             // its slot). Before 6.16 pageout called swap_writepage for every swap-cache folio.
-            if never_mapped_swapcache
-                && self.switches.kswapd_file_writeback == KswapdFileWriteback::Never
-            {
+            // Switch vmscan.pageout_anon_check (off in every preset for now, policy.rs).
+            if never_mapped_swapcache && self.switches.pageout_anon_check {
                 return self.activate_locked(i);
             }
             // pageout → swap_writeout.
