@@ -94,7 +94,8 @@ pub enum KswapdFileWriteback {
     /// last scan found only dirty file folios not queued for IO).
     PgdatDirty,
     /// 6.16+: the same test, but pageout has no ->writepage for file folios any more: it
-    /// activates them. Reclaim writes no file pages at all.
+    /// activates them. Reclaim writes no file pages at all. (The same check in pageout also
+    /// meets never-mapped swap-cache folios: switch `vmscan.pageout_anon_check`.)
     Never,
 }
 
@@ -139,6 +140,16 @@ pub struct Switches {
     /// writeback ends; off: it goes back to the inactive list unmarked.
     pub immediate_reclaim: bool,
     pub writeback_throttle: WritebackThrottle,
+    /// 6.16+ pageout's `if (!shmem_mapping(mapping) && !folio_test_anon(folio)) return
+    /// PAGE_ACTIVATE;` applied to swap-cache folios: a dirty one that no fault has mapped since
+    /// it was read in (an unhit readahead folio loaded from zswap) is activated instead of
+    /// written, and so stays in memory until a fault maps it (mm/vmscan.rs `Mm::shrink_folio`;
+    /// measured on this host's 6.18, docs/validation.md "Swap readahead with zswap"). The
+    /// check's file-folio half is `kswapd_file_writeback = Never`. Off in every preset for now,
+    /// 6.18's included: with it on, the model's v1 limit reclaim runs out of reclaimable pages
+    /// between its statistics flushes in three validation scenarios the kernel completes
+    /// (docs/model/switches.md).
+    pub pageout_anon_check: bool,
     /// memory.reclaim takes the `swappiness=N` argument (6.12+, Dan Schatzberg, "mm: add
     /// swappiness= arg to memory.reclaim"; read in 6.12.117's memory_reclaim). Before, a
     /// write with the argument fails with -EINVAL.
@@ -260,6 +271,7 @@ impl Switches {
             kswapd_file_writeback: KswapdFileWriteback::PgdatDirty,
             immediate_reclaim: true,
             writeback_throttle: WritebackThrottle::ReclaimThrottle,
+            pageout_anon_check: false,
             reclaim_swappiness: false,
             reclaim_stats_flush: false,
             incremental_cgroup_iteration: false,
@@ -385,6 +397,10 @@ impl Switches {
         m.insert("compaction.defer", Value::from(self.compaction_defer));
         m.insert("zram.zpool_api", Value::from(self.zram_zpool_api));
         m.insert(
+            "vmscan.pageout_anon_check",
+            Value::from(self.pageout_anon_check),
+        );
+        m.insert(
             "slub.nowait_high_order",
             Value::from(self.slub_nowait_high_order),
         );
@@ -429,6 +445,7 @@ impl Switches {
                 "filemap.large_folios_xfs" => s.large_folios_xfs = boolean()?,
                 "compaction.defer" => s.compaction_defer = boolean()?,
                 "zram.zpool_api" => s.zram_zpool_api = boolean()?,
+                "vmscan.pageout_anon_check" => s.pageout_anon_check = boolean()?,
                 "slub.nowait_high_order" => s.slub_nowait_high_order = boolean()?,
                 "zswap.zpools" => {
                     s.zpools = match v.as_u64() {

@@ -133,7 +133,7 @@ impl Mm {
         ctx.cpu(self.costs.page_alloc_zero_ns);
         let p = &mut self.pages[i as usize];
         p.clear(pg::ZERO_PFN);
-        p.set(pg::RESIDENT | pg::MAPPED | pg::YOUNG | pg::DIRTY);
+        p.set(pg::RESIDENT | pg::MAPPED | pg::YOUNG | pg::DIRTY | pg::ANON);
         self.resident_add(i);
         // folio_add_lru_vma: a VM_LOCKED region's new folio is mlocked (mm/mlock.rs).
         if self.regions[self.pages[i as usize].region as usize].mlock {
@@ -226,7 +226,9 @@ impl Mm {
     /// Map a swap-cache folio into the faulting PTE; free its swap slot if should_try_to_free_swap.
     fn map_swapped_in(&mut self, i: u32, write: bool) {
         let p = &mut self.pages[i as usize];
-        p.set(pg::MAPPED | pg::YOUNG);
+        // A folio read into the swap cache becomes anon at its first mapping
+        // (folio_add_new_anon_rmap in do_swap_page's `!folio_test_anon` case).
+        p.set(pg::MAPPED | pg::YOUNG | pg::ANON);
         if write {
             p.set(pg::DIRTY);
         }
@@ -356,6 +358,8 @@ impl Mm {
         } else {
             self.costs.swapin_page_ns
         });
+        // A new folio: not anon until a fault maps it (pg::ANON).
+        self.pages[j as usize].clear(pg::ANON);
         self.pages[j as usize].set(pg::RESIDENT | pg::SWAPCACHE);
         self.memcgs[m as usize].swapcached += 1;
         self.resident_add(j);

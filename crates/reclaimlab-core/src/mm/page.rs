@@ -62,6 +62,12 @@ pub mod pg {
     /// PG_mlocked: a page of an mlock()ed (VM_LOCKED) region (mm/mlock.rs). Such a folio is
     /// not evictable (vmscan.rs folio_evictable) and sits on the unevictable list.
     pub const MLOCKED: u32 = 1 << 23;
+    /// folio_test_anon: the folio has been mapped into an anonymous VMA since it was allocated
+    /// (folio->mapping holds the anon_vma from the first folio_add_new_anon_rmap until the folio
+    /// is freed). A folio that swap-in readahead or zswap writeback brings into the swap cache is
+    /// not anon until a fault maps it; 6.16+ pageout activates such a folio when it is dirty
+    /// (mm/vmscan.rs, `Mm::shrink_folio`).
+    pub const ANON: u32 = 1 << 24;
 }
 
 /// Which list a page's links are on.

@@ -407,7 +407,7 @@ impl Mm {
         ph.thp.thp_fault_alloc += 1;
         for j in base..base + PTRS_PER_PTE {
             let p = &mut self.pages[j as usize];
-            p.set(pg::RESIDENT | pg::MAPPED | pg::YOUNG | pg::DIRTY);
+            p.set(pg::RESIDENT | pg::MAPPED | pg::YOUNG | pg::DIRTY | pg::ANON);
             self.nr_resident += 1;
             self.lru_add(j);
             self.analytic_sync(j);

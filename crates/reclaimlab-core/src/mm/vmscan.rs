@@ -736,6 +736,12 @@ impl Mm {
             References::Keep => return Fate::Keep,
             References::Reclaim { .. } => {}
         }
+        // A swap-cache folio no fault has mapped since it was read in (a readahead folio not
+        // hit yet, zswap writeback's folio): !folio_test_anon, and its mapping is the swap
+        // space, not a shmem mapping. Taken before shmem_pageout_prepare moves a tmpfs folio
+        // from its shmem mapping into the swap cache.
+        let never_mapped_swapcache =
+            self.pages[i as usize].flags & (pg::SWAPCACHE | pg::ANON) == pg::SWAPCACHE;
 
         // A tmpfs folio in its mapping: dropped if clean, else moved to the swap cache by
         // shmem_writepage on its way to swap_writepage (mm/shmem.rs).
@@ -778,6 +784,17 @@ impl Mm {
         if self.pages[i as usize].has(pg::DIRTY) {
             if !sc.may_writepage {
                 return Fate::Keep;
+            }
+            // 6.16+ pageout (6.18 mm/vmscan.c: `if (!shmem_mapping(mapping) &&
+            // !folio_test_anon(folio)) return PAGE_ACTIVATE;`, the check that stops reclaim
+            // from writing file folios) also meets a dirty swap-cache folio that was never
+            // mapped: a readahead folio loaded from zswap (zswap_load dirties it) that no fault
+            // has hit yet. It is activated, not stored again, every time it reaches the
+            // inactive tail, so it stays in memory until a fault maps it (or it is freed with
+            // its slot). Before 6.16 pageout called swap_writepage for every swap-cache folio.
+            // Switch vmscan.pageout_anon_check (off in every preset for now, policy.rs).
+            if never_mapped_swapcache && self.switches.pageout_anon_check {
+                return self.activate_locked(i);
             }
             // pageout → swap_writeout.
             let p = &mut self.pages[i as usize];
@@ -1021,7 +1038,8 @@ impl Mm {
                 | pg::YOUNG
                 | pg::RECLAIM
                 | pg::READAHEAD
-                | pg::MAPPED,
+                | pg::MAPPED
+                | pg::ANON,
         );
         self.analytic_sync(i);
         // ≤6.4: a folio reclaimed clean after a non-exclusive zswap load: its entry is the copy.

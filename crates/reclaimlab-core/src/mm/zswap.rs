@@ -355,6 +355,8 @@ impl Mm {
         self.zswap_entry_free(i);
         self.vm.zswpwb += 1;
         self.memcgs[m as usize].events.zswpwb += 1;
+        // A new folio, never mapped: not anon (pg::ANON).
+        self.pages[i as usize].clear(pg::ANON);
         self.pages[i as usize].set(pg::RESIDENT | pg::SWAPCACHE);
         self.memcgs[m as usize].swapcached += 1;
         self.resident_add(i);

@@ -173,3 +173,42 @@ fn readahead_pages_cost_swap_ra_page_ns_and_faulting_pages_swapin_page_ns() {
         t2 - t0
     );
 }
+
+#[test]
+fn a_readahead_folio_loaded_from_zswap_stays_until_a_fault_maps_it_with_pageout_anon_check() {
+    // 6.16+ pageout activates a dirty folio that is neither anon nor shmem (switch
+    // vmscan.pageout_anon_check, off in the presets for now); a readahead folio
+    // loaded from zswap is dirty (exclusive load) and not anon until a fault maps it, so reclaim
+    // activates it instead of storing it again. Every readahead folio not hit yet is then still
+    // in memory at the end: the memcg's unmapped pages (usage − rss − page tables, v1) are
+    // exactly swap_ra − swap_ra_hit, as the kernel's (docs/validation.md, "Swap readahead with
+    // zswap"). Without the check (6.12's pageout calls swap_writepage for every swap-cache
+    // folio) some are stored again, and fewer stay.
+    let mut v = scenario(&[("a", 4096, "text")], 6_000, 3072, true, false);
+    v["kernel"]["switches"] = json!({"vmscan.pageout_anon_check": true});
+    let unmapped_and_unhit = |v: &serde_json::Value| {
+        let r = run(v);
+        // The memcg's charge beyond its mapped pages: swap-cache folios no PTE maps, and the
+        // page tables (charged to the memcg too).
+        let unmapped = (counter(&r, "memcg[/t].memory.usage_in_bytes")
+            - counter(&r, "memcg[/t].memory.stat.rss"))
+            / 4096
+            - counter(&r, "vmstat.nr_page_table_pages");
+        let unhit = counter(&r, "vmstat.swap_ra") - counter(&r, "vmstat.swap_ra_hit");
+        assert!(
+            r.phases.iter().all(|p| p.outcome == "completed"),
+            "a phase did not complete"
+        );
+        (unmapped, unhit, counter(&r, "vmstat.pgactivate"))
+    };
+    let (unmapped, unhit, activated) = unmapped_and_unhit(&v);
+    assert!(unhit > 0, "no readahead folio left unhit");
+    assert_eq!(unmapped, unhit, "unhit readahead folios were freed");
+    assert!(activated > 0);
+    v["kernel"]["switches"] = json!({});
+    let (unmapped, unhit, _) = unmapped_and_unhit(&v);
+    assert!(
+        unhit > 0 && unmapped < unhit,
+        "without the check: {unmapped} unmapped, {unhit} unhit"
+    );
+}
