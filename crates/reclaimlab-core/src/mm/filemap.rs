@@ -40,7 +40,7 @@
 //! readahead_gfp_mask adds __GFP_NORETRY) and a readahead page that cannot be had ends the
 //! window; files are laid out contiguously on their device, one after another.
 
-use super::journal::{InodeJournal, Jbd2};
+use super::journal::{Ext4Geometry, InodeJournal, Jbd2};
 use super::page::{list, pg, Page, PAGE_SIZE};
 use super::page_writeback::{InodeWb, Wb};
 use super::{Ctx, Mm, Oom};
@@ -148,12 +148,15 @@ impl Filesystem {
                     ),
                 ));
             }
+            let geom = f
+                .image_bytes
+                .map_or_else(Ext4Geometry::default, Ext4Geometry::mke2fs);
             out.push(Filesystem {
                 name: f.name.clone(),
                 fstype,
                 bdev: BlockDevice::new(device),
                 wb: Wb::default(),
-                journal: Jbd2::default(),
+                journal: Jbd2::new(geom),
             });
         }
         Ok(out)
@@ -674,6 +677,7 @@ impl Mm {
     pub(crate) fn remove_file_folio_for_reclaim(&mut self, i: u32) {
         let m = self.pages[i as usize].memcg;
         let order = self.pages[i as usize].folio_order;
+        self.free_buffers(i);
         self.workingset_eviction(i);
         let p = &mut self.pages[i as usize];
         p.clear(

@@ -62,6 +62,9 @@ pub mod pg {
     /// PG_mlocked: a page of an mlock()ed (VM_LOCKED) region (mm/mlock.rs). Such a folio is
     /// not evictable (vmscan.rs folio_evictable) and sits on the unevictable list.
     pub const MLOCKED: u32 = 1 << 23;
+    /// PG_private of a page cache folio: buffer heads attached (an ext4 folio written through
+    /// write_begin), charged to its memcg (mm/objcg.rs).
+    pub const PRIVATE: u32 = 1 << 24;
 }
 
 /// Which list a page's links are on.
