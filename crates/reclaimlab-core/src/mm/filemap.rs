@@ -231,7 +231,7 @@ impl Mm {
         !self.fs.is_empty() || !self.tmpfs.is_empty()
     }
 
-    fn file_of(&self, i: u32) -> (usize, u64) {
+    pub(super) fn file_of(&self, i: u32) -> (usize, u64) {
         let region = self.pages[i as usize].region as usize;
         (region, (i - self.regions[region].base) as u64)
     }
