@@ -26,10 +26,12 @@
 //! `Page::folio_order`); the folio groups the work the kernel does once per folio: the page
 //! cache insertion (`pagecache_add_ns`), the memcg charge and its v1 `pgpgin` event, the
 //! reclaim of a clean folio (`reclaim_page_ns`, shared by its pages) and its v1 `pgpgout`
-//! event (counted at the folio's first page). What this simplifies: the kernel isolates,
-//! references and frees a large folio whole (one LRU entry; a referenced page keeps all its
-//! pages), the model its pages one at a time: they sit next to each other on the inactive
-//! list and are reclaimed together in the common case, but a scan may stop within a folio.
+//! event (counted at the folio's first page). Reclaim isolates a large folio whole, as
+//! isolate_lru_folios does (shrink_inactive_list takes the folio's other pages on the same
+//! list with the tail page and counts them all toward its batch: a 32-page reclaim call
+//! frees a 128-page folio at once). What this simplifies: the kernel's folio is one LRU entry
+//! whose references are checked once (a referenced page keeps all its pages); the model
+//! checks each page, so a folio one of whose pages was activated alone splits.
 //! mmap read-around and write(2) make order-0 folios (6.18's do_sync_mmap_readahead sets
 //! ra->order 0; a 4 KiB write gets an order-0 folio from filemap_get_order). The window trim
 //! and the ramp follow 6.18 also where an older preset enables xfs's large folios.

@@ -19,10 +19,14 @@
 //! per CPU, switched by whichever objcg charges or frees on that CPU), like the page stock
 //! (mm/memcg.rs); frees are immediate (the inode's and dentry's are RCU-delayed in the kernel,
 //! and run on whatever CPU the callback runs); the root memcg charges nothing (it has no
-//! objcg); MEMCG_KMEM and the slab statistics are not exported; the xarray nodes of the
-//! file's mapping (radix_tree_node, charged as its page cache grows, XA_FLAGS_ACCOUNT) and a
-//! named file's objects (made before the run, where the model does not know) are not
-//! modelled.
+//! objcg); MEMCG_KMEM and the slab statistics are not exported; a tmpfile's xarray nodes
+//! (radix_tree_node, charged as its page cache grows, XA_FLAGS_ACCOUNT) and the objects of a
+//! named file made before the run (where the model does not know) are not modelled.
+//!
+//! A file made during the run by a create_files phase (open(O_CREAT)) charges its dentry,
+//! inode and its mapping's xarray nodes (`create_file`), and an ext4 page written through
+//! write_begin its buffer heads (`create_empty_buffers`, freed with the page by
+//! `free_buffers`) → docs/model/memcg.md#kernel-memory-of-new-files-a-create-loop.
 
 use super::filemap::FsType;
 use super::page::pg;
