@@ -21,6 +21,7 @@ from reclaimlab import native, trace
 from reclaimlab.cachedir import cache_dir
 from reclaimlab.devices import ZRAM_DEVICE, DeviceModel
 from reclaimlab.errors import ScenarioError
+from reclaimlab.fsimage import image_bytes
 from reclaimlab.profile import Profile, active_profile, device_presets, effective_costs
 from reclaimlab.scenario import (
     CgroupClosePhase,
@@ -78,6 +79,11 @@ def lower(scenario: Scenario, profile: Profile | None = _ACTIVE) -> dict[str, An
         "costs": effective_costs(scenario.costs, prof),
         "max_time_ns": scenario.max_time,
     }
+    for i, fs in enumerate(out["machine"].get("filesystems", [])):
+        if "device" in fs:
+            # The image the lab makes it on (fsimage.py): an ext4's mke2fs layout and journal
+            # size follow from it (mm/journal.rs).
+            fs["image_bytes"] = image_bytes(out, i)
     if scenario.trace:
         # Only when asked for: a run without tracing lowers (and caches) as before.
         out["trace"] = sorted(set(scenario.trace))

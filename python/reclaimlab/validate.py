@@ -390,11 +390,15 @@ def _workload_config(config: dict[str, Any]) -> dict[str, Any]:
     machine = out.get("machine")
     if isinstance(machine, dict):
         # The kernel ran on the real devices: the models of swap devices and of the block
-        # devices under filesystems are the simulator's own.
+        # devices under filesystems are the simulator's own. A filesystem's `image_bytes` is
+        # the lab's image size rule applied to the files (fsimage.py), so it follows from the
+        # workload compared here; recordings lowered before the key existed lack it.
         machine = dict(machine)
         for key in ("swap", "filesystems"):
             if isinstance(machine.get(key), list):
-                machine[key] = [{k: v for k, v in d.items() if k != "device"} if isinstance(d, dict) else d for d in machine[key]]
+                machine[key] = [
+                    {k: v for k, v in d.items() if k not in ("device", "image_bytes")} if isinstance(d, dict) else d for d in machine[key]
+                ]
         # host_memcgs describes the host for the simulator; the lab sets nothing from it (the
         # kernel walked the host's real memcgs).
         machine.pop("host_memcgs", None)

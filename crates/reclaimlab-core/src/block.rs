@@ -177,6 +177,17 @@ impl BlockDevice {
         Some(self.pipe_free)
     }
 
+    /// blkdev_issue_flush: an empty REQ_OP_WRITE | REQ_PREFLUSH bio. On a device with a
+    /// volatile cache its request is the flush (as [`BlockDevice::issue_flush`]) and, once the
+    /// flush machinery hands it back (blk_flush_restore_request), is accounted as a write of
+    /// no sectors: one `write_ios` and one `flush_ios` (a traced ext4 checkpoint on the lab's
+    /// loop device: docs/model/time.md#flushes-and-the-journal). None without a cache.
+    pub fn blkdev_issue_flush(&mut self, now: Time) -> Option<Time> {
+        let done = self.issue_flush(now)?;
+        self.stat.write_ios += 1;
+        Some(done)
+    }
+
     /// Time and count one request of `n` pages made of `bios` bios; its completion.
     fn serve(&mut self, now: Time, dir: Dir, n: u64, bios: u64) -> Time {
         debug_assert!(n > 0);

@@ -118,6 +118,12 @@ pub struct Filesystem {
     /// tmpfs only: the size= mount option (bytes); None: the kernel's default, half of RAM.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub size_bytes: Option<u64>,
+    /// A block-device filesystem: the size of the image the lab makes it on (the lowering
+    /// sets it with the lab's rule), from which an ext4 has mke2fs's layout and journal size
+    /// (mm/journal.rs Ext4Geometry::mke2fs). None: mke2fs's default layout and a journal that
+    /// never fills.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub image_bytes: Option<u64>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]

@@ -675,11 +675,16 @@ impl Scheduler {
                         mm.filemap_read(&mut ctx, page).map(|()| true)
                     } else if buffered_write {
                         let written = proc.accesses * PAGE_SIZE;
-                        if create_files && a.page == 0 {
-                            // open(O_CREAT) of the phase's next file: ext4_create.
-                            mm.ext4_create(region);
-                        }
-                        let r = mm.generic_perform_write(&mut ctx, page).map(|()| true);
+                        // open(O_CREAT) of the phase's next file: its dentry, inode and
+                        // mapping's nodes (mm/objcg.rs), then ext4_create.
+                        let created = if create_files && a.page == 0 {
+                            mm.create_file(&mut ctx, region)
+                        } else {
+                            Ok(())
+                        };
+                        let r = created
+                            .and_then(|()| mm.generic_perform_write(&mut ctx, page))
+                            .map(|()| true);
                         let last_of_file = a.page + 1 == mm.regions[region].pages as u64;
                         if r.is_ok()
                             && (fsync_bytes

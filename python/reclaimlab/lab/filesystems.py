@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from reclaimlab.fsimage import MIB, MIN_IMAGE_BYTES, file_bytes, image_bytes
 from reclaimlab.lab import host
 from reclaimlab.lab.errors import LabError
 from reclaimlab.lab.journal import Journal
@@ -44,29 +45,8 @@ __all__ = [
     "set_up",
 ]
 
-PAGE = 4096
-MIB = 1 << 20
 #: Filesystem types made on a loop device (the others, tmpfs, are mounted without one).
 DISK_TYPES = ("ext4", "xfs", "btrfs")
-#: The smallest image each mkfs accepts without complaint (mkfs.xfs refuses filesystems under
-#: 300 MiB since xfsprogs 5.19; mkfs.btrfs wants 114 MiB for its default profile).
-MIN_IMAGE_BYTES = {"ext4": 64 * MIB, "xfs": 320 * MIB, "btrfs": 128 * MIB, "tmpfs": 4 * MIB}
-#: Room for metadata and the journal beyond the files themselves.
-METADATA_FRACTION = 0.25
-
-
-def file_bytes(config: dict[str, Any], index: int) -> int:
-    """Bytes of every file of every process on filesystem ``index``."""
-    return sum(int(r["pages"]) * PAGE for p in config["processes"] for r in p["regions"] if r.get("file") == index)
-
-
-def image_bytes(config: dict[str, Any], index: int) -> int:
-    """The image (or tmpfs) size for filesystem ``index``: its files plus a quarter for
-    metadata and 64 MiB, at least the type's minimum, rounded up to MiB."""
-    fstype = config["machine"]["filesystems"][index]["fstype"]
-    want = int(file_bytes(config, index) * (1 + METADATA_FRACTION)) + 64 * MIB
-    want = max(want, MIN_IMAGE_BYTES.get(fstype, 64 * MIB))
-    return -(-want // MIB) * MIB
 
 
 def mkfs_argv(fstype: str, device: str) -> list[str]:

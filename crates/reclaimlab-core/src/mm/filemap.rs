@@ -26,10 +26,12 @@
 //! `Page::folio_order`); the folio groups the work the kernel does once per folio: the page
 //! cache insertion (`pagecache_add_ns`), the memcg charge and its v1 `pgpgin` event, the
 //! reclaim of a clean folio (`reclaim_file_folio_ns`, shared by its pages) and its v1 `pgpgout`
-//! event (counted at the folio's first page). What this simplifies: the kernel isolates,
-//! references and frees a large folio whole (one LRU entry; a referenced page keeps all its
-//! pages), the model its pages one at a time: they sit next to each other on the inactive
-//! list and are reclaimed together in the common case, but a scan may stop within a folio.
+//! event (counted at the folio's first page). Reclaim isolates a large folio whole, as
+//! isolate_lru_folios does (shrink_inactive_list takes the folio's other pages on the same
+//! list with the tail page and counts them all toward its batch: a 32-page reclaim call
+//! frees a 128-page folio at once). What this simplifies: the kernel's folio is one LRU entry
+//! whose references are checked once (a referenced page keeps all its pages); the model
+//! checks each page, so a folio one of whose pages was activated alone splits.
 //! mmap read-around and write(2) make order-0 folios (6.18's do_sync_mmap_readahead sets
 //! ra->order 0; a 4 KiB write gets an order-0 folio from filemap_get_order). The window trim
 //! and the ramp follow 6.18 also where an older preset enables xfs's large folios.
@@ -40,7 +42,7 @@
 //! readahead_gfp_mask adds __GFP_NORETRY) and a readahead page that cannot be had ends the
 //! window; files are laid out contiguously on their device, one after another.
 
-use super::journal::{InodeJournal, Jbd2};
+use super::journal::{Ext4Geometry, InodeJournal, Jbd2};
 use super::page::{list, pg, Page, PAGE_SIZE};
 use super::page_writeback::{InodeWb, Wb};
 use super::{Ctx, Mm, Oom};
@@ -148,12 +150,15 @@ impl Filesystem {
                     ),
                 ));
             }
+            let geom = f
+                .image_bytes
+                .map_or_else(Ext4Geometry::default, Ext4Geometry::mke2fs);
             out.push(Filesystem {
                 name: f.name.clone(),
                 fstype,
                 bdev: BlockDevice::new(device),
                 wb: Wb::default(),
-                journal: Jbd2::default(),
+                journal: Jbd2::new(geom),
             });
         }
         Ok(out)
@@ -228,7 +233,7 @@ impl Mm {
         !self.fs.is_empty() || !self.tmpfs.is_empty()
     }
 
-    fn file_of(&self, i: u32) -> (usize, u64) {
+    pub(super) fn file_of(&self, i: u32) -> (usize, u64) {
         let region = self.pages[i as usize].region as usize;
         (region, (i - self.regions[region].base) as u64)
     }
@@ -674,6 +679,7 @@ impl Mm {
     pub(crate) fn remove_file_folio_for_reclaim(&mut self, i: u32) {
         let m = self.pages[i as usize].memcg;
         let order = self.pages[i as usize].folio_order;
+        self.free_buffers(i);
         self.workingset_eviction(i);
         let p = &mut self.pages[i as usize];
         p.clear(

@@ -19,12 +19,17 @@
 //! per CPU, switched by whichever objcg charges or frees on that CPU), like the page stock
 //! (mm/memcg.rs); frees are immediate (the inode's and dentry's are RCU-delayed in the kernel,
 //! and run on whatever CPU the callback runs); the root memcg charges nothing (it has no
-//! objcg); MEMCG_KMEM and the slab statistics are not exported; the xarray nodes of the
-//! file's mapping (radix_tree_node, charged as its page cache grows, XA_FLAGS_ACCOUNT) and a
-//! named file's objects (made before the run, where the model does not know) are not
-//! modelled.
+//! objcg); MEMCG_KMEM and the slab statistics are not exported; a tmpfile's xarray nodes
+//! (radix_tree_node, charged as its page cache grows, XA_FLAGS_ACCOUNT) and the objects of a
+//! named file made before the run (where the model does not know) are not modelled.
+//!
+//! A file made during the run by a create_files phase (open(O_CREAT)) charges its dentry,
+//! inode and its mapping's xarray nodes (`create_file`), and an ext4 page written through
+//! write_begin its buffer heads (`create_empty_buffers`, freed with the page by
+//! `free_buffers`) → docs/model/memcg.md#kernel-memory-of-new-files-a-create-loop.
 
 use super::filemap::FsType;
+use super::page::pg;
 use super::{Ctx, Mm, Oom, PAGE_SIZE};
 
 /// obj_full_size's extra: sizeof(struct obj_cgroup *) on a 64-bit kernel.
@@ -53,6 +58,47 @@ impl FsType {
 /// dentry, inode (obj_full_size each).
 pub(crate) fn tmpfile_objects(fs: FsType) -> [u64; 3] {
     [FILP_SIZE, DENTRY_SIZE, fs.inode_cache_size()].map(|s| s + OBJCG_POINTER_SIZE)
+}
+
+/// s->size of buffer_head and radix_tree_node (the xarray's nodes), read from this lab
+/// host's /proc/slabinfo on 2026-11-25 (6.18.44; same source as FILP_SIZE). A page cache
+/// folio's buffer heads come from folio_alloc_buffers with __GFP_ACCOUNT, charged to the
+/// folio's memcg; a mapping's xarray nodes from radix_tree_node_cachep (SLAB_ACCOUNT) with
+/// the mapping's XA_FLAGS_ACCOUNT.
+const BUFFER_HEAD_SIZE: u64 = 104;
+const RADIX_TREE_NODE_SIZE: u64 = 584;
+/// XA_CHUNK_SIZE: slots of an xarray node (XA_CHUNK_SHIFT 6).
+const XA_CHUNK_SLOTS: u64 = 64;
+
+/// The xarray nodes of a mapping holding indices 0..`pages`: none for a single entry (kept
+/// in xa_head), else one per 64 slots on each level up to a single root node.
+fn xa_nodes(pages: u64) -> u64 {
+    if pages <= 1 {
+        return 0;
+    }
+    let mut level = pages.div_ceil(XA_CHUNK_SLOTS);
+    let mut total = level;
+    while level > 1 {
+        level = level.div_ceil(XA_CHUNK_SLOTS);
+        total += level;
+    }
+    total
+}
+
+/// The kernel objects of a file of `pages` pages made by open(O_CREAT) on a filesystem of
+/// type `fs` and written whole, in allocation order (obj_full_size each): its dentry
+/// (d_alloc at lookup), its inode (alloc_inode), and the xarray nodes its page cache fills
+/// (charged here at once; the kernel charges each as the first page of its range arrives).
+/// They stay after close: the dentry and inode stay cached, the nodes hold the pages' shadow
+/// entries once the pages are reclaimed.
+pub(crate) fn created_file_object(fs: FsType, pages: u64, k: u64) -> Option<u64> {
+    let size = match k {
+        0 => DENTRY_SIZE,
+        1 => fs.inode_cache_size(),
+        k if k < 2 + xa_nodes(pages) => RADIX_TREE_NODE_SIZE,
+        _ => return None,
+    };
+    Some(size + OBJCG_POINTER_SIZE)
 }
 
 impl Mm {
@@ -127,6 +173,81 @@ impl Mm {
         Ok(())
     }
 
+    /// open(O_CREAT) of create_files file region `r`: its objects not charged yet (a charge
+    /// that OOMs leaves the rest for the retry), then its inode in the journal (ext4_create,
+    /// mm/journal.rs).
+    pub(crate) fn create_file(&mut self, ctx: &mut Ctx, r: usize) -> Result<(), Oom> {
+        let Some(f) = &self.regions[r].file else {
+            return Ok(());
+        };
+        let fstype = self.fs[f.fs as usize].fstype;
+        let (m, pages) = (self.regions[r].memcg, self.regions[r].pages as u64);
+        if m != 0 {
+            while let Some(size) =
+                created_file_object(fstype, pages, u64::from(self.regions[r].cobjs))
+            {
+                self.obj_cgroup_charge(ctx, m, size)?;
+                self.regions[r].cobjs += 1;
+            }
+        }
+        if !self.regions[r]
+            .file
+            .as_ref()
+            .is_some_and(|f| f.journal.created)
+        {
+            self.ext4_create(ctx, r);
+        }
+        Ok(())
+    }
+
+    /// Buffer heads per page of page `i`'s filesystem: ext4's, one per block (xfs and btrfs
+    /// keep none: iomap's per-folio state is not charged, btrfs has its own).
+    fn buffers_per_page(&self, i: u32) -> Option<u64> {
+        let f = self.regions[self.pages[i as usize].region as usize]
+            .file
+            .as_ref()?;
+        let fs = &self.fs[f.fs as usize];
+        (fs.fstype == FsType::Ext4).then(|| fs.journal.geom.blocks_per_page())
+    }
+
+    /// folio_create_empty_buffers from a write(2)'s write_begin (ext4_block_write_begin) on a
+    /// folio without buffers (PG_private): one buffer head per block, each charged to the
+    /// folio's memcg.
+    pub(crate) fn create_empty_buffers(&mut self, ctx: &mut Ctx, i: u32) -> Result<(), Oom> {
+        let p = &self.pages[i as usize];
+        if p.has(pg::PRIVATE) {
+            return Ok(());
+        }
+        let Some(n) = self.buffers_per_page(i) else {
+            return Ok(());
+        };
+        let m = p.memcg;
+        if m != 0 {
+            for _ in 0..n {
+                self.obj_cgroup_charge(ctx, m, BUFFER_HEAD_SIZE + OBJCG_POINTER_SIZE)?;
+            }
+        }
+        self.pages[i as usize].set(pg::PRIVATE);
+        Ok(())
+    }
+
+    /// try_to_free_buffers as the folio leaves the page cache (filemap_release_folio before
+    /// __remove_mapping): its buffer heads are freed and uncharged.
+    pub(crate) fn free_buffers(&mut self, i: u32) {
+        let p = &mut self.pages[i as usize];
+        if !p.has(pg::PRIVATE) {
+            return;
+        }
+        p.clear(pg::PRIVATE);
+        let m = p.memcg;
+        let n = self.buffers_per_page(i).unwrap_or(0);
+        if m != 0 {
+            for _ in 0..n {
+                self.obj_cgroup_uncharge(m, BUFFER_HEAD_SIZE + OBJCG_POINTER_SIZE);
+            }
+        }
+    }
+
     /// The last close of a tmpfile at exit (__fput): its charged objects are freed.
     pub(crate) fn free_tmpfile_objects(&mut self, r: usize) {
         let n = std::mem::take(&mut self.regions[r].kobjs) as usize;
@@ -168,6 +289,20 @@ fn refill_obj_stock_bytes(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_created_files_objects_are_its_dentry_inode_and_xarray_nodes() {
+        // One page: the entry sits in xa_head, no node; 32 pages: one node; 65: two leaves
+        // and a root; 4096: 64 leaves and a root.
+        assert_eq!(
+            [1, 32, 64, 65, 4096, 4097].map(xa_nodes),
+            [0, 1, 1, 3, 65, 68]
+        );
+        let sizes: Vec<u64> = (0..)
+            .map_while(|k| created_file_object(FsType::Ext4, 32, k))
+            .collect();
+        assert_eq!(sizes, [200, 1136, 592]);
+    }
 
     #[test]
     fn refill_obj_stock_gives_pages_back_only_above_a_page() {

@@ -68,6 +68,9 @@ pub mod pg {
     /// not anon until a fault maps it; 6.16+ pageout activates such a folio when it is dirty
     /// (mm/vmscan.rs, `Mm::shrink_folio`).
     pub const ANON: u32 = 1 << 24;
+    /// PG_private of a page cache folio: buffer heads attached (an ext4 folio written through
+    /// write_begin), charged to its memcg (mm/objcg.rs).
+    pub const PRIVATE: u32 = 1 << 25;
 }
 
 /// Which list a page's links are on.

@@ -274,11 +274,13 @@ impl Mm {
         let region = self.pages[i as usize].region as usize;
         // file_update_time (__generic_file_write_iter, before the copy): the new mtime dirties
         // the inode in the journal (mm/journal.rs).
-        self.ext4_dirty_inode(region);
+        self.ext4_dirty_inode(ctx, region);
         if !self.pages[i as usize].has(pg::RESIDENT) {
             self.filemap_add_folio(ctx, i)?;
             ctx.cpu(self.costs.write_begin_folio_ns);
         }
+        // write_begin attaches the folio's buffer heads (mm/objcg.rs).
+        self.create_empty_buffers(ctx, i)?;
         self.folio_wait_locked(ctx, region, i);
         ctx.cpu(self.costs.write_page_ns);
         let newly = self.file_folio_mark_dirty(ctx.now, i);
@@ -295,7 +297,7 @@ impl Mm {
     pub(crate) fn fault_dirty_shared_page(&mut self, ctx: &mut Ctx, i: u32) {
         let region = self.pages[i as usize].region as usize;
         // fault_dirty_shared_page's file_update_time (mm/journal.rs).
-        self.ext4_dirty_inode(region);
+        self.ext4_dirty_inode(ctx, region);
         let newly = self.file_folio_mark_dirty(ctx.now, i);
         if newly {
             ctx.cpu(self.costs.folio_account_dirtied_ns);

@@ -45,6 +45,9 @@ pub struct RegionInfo {
     pub tmpfile: bool,
     /// A tmpfile's kernel objects charged so far (mm/objcg.rs tmpfile_objects, in order).
     pub kobjs: u8,
+    /// A file made by a create_files phase: its kernel objects charged so far
+    /// (mm/objcg.rs created_file_objects, in order).
+    pub cobjs: u32,
 }
 
 /// Per content variant of a region: compressed length and same-filled facts.
@@ -204,6 +207,7 @@ pub(crate) fn from_config(
                 mlock: r.mlock,
                 tmpfile: r.tmpfile,
                 kobjs: 0,
+                cobjs: 0,
             });
             let page = match (&regions[idx as usize].file, shmem) {
                 (Some(_), _) => Page::new_file(idx, memcg),

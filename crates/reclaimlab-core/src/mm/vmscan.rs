@@ -565,13 +565,18 @@ impl Mm {
         self.lru_add_drain(ctx);
         let file = which == list::INACTIVE_FILE;
         let mut taken = Vec::with_capacity(n as usize);
-        for _ in 0..n {
+        // isolate_lru_folios: folios from the tail until their pages reach the batch (a large
+        // folio is taken whole and counts its nr_pages, even past the batch).
+        while (taken.len() as u64) < n {
             let Some(i) = self.memcgs[m as usize].lru[which as usize - 1].pop_tail(&mut self.pages)
             else {
                 break;
             };
             self.pages[i as usize].set(pg::ISOLATED);
             taken.push(i);
+            if file {
+                self.isolate_folio_siblings(i, which, &mut taken);
+            }
         }
         let nr_scanned = taken.len() as u64;
         if nr_scanned == 0 {
@@ -665,6 +670,28 @@ impl Mm {
         sc.nr.taken += nr_scanned;
         self.trace_lru_shrink_inactive(sc.priority, nr_scanned, nr_reclaimed);
         nr_reclaimed
+    }
+
+    /// The other pages of page `i`'s large page cache folio that are on list `which` with it:
+    /// isolated with it, as the kernel isolates and reclaims the folio as one (the model's
+    /// LRU holds pages; a folio's pages are added together and stay adjacent unless one of
+    /// them was activated or rotated alone, which the model allows and the kernel does not:
+    /// those stay where they are).
+    fn isolate_folio_siblings(&mut self, i: u32, which: u8, taken: &mut Vec<u32>) {
+        let order = self.pages[i as usize].folio_order;
+        if order == 0 {
+            return;
+        }
+        let (_, index) = self.file_of(i);
+        let first = i - (index & ((1u64 << order) - 1)) as u32;
+        for j in first..first + (1u32 << order) {
+            let p = &self.pages[j as usize];
+            if j != i && p.list == which && p.folio_order == order && !p.has(pg::ISOLATED) {
+                self.lru_del(j);
+                self.pages[j as usize].set(pg::ISOLATED);
+                taken.push(j);
+            }
+        }
     }
 
     /// The mm_vmscan_lru_shrink_inactive tracepoint (shrink_inactive_list, evict_folios).

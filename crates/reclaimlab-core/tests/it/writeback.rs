@@ -289,3 +289,84 @@ fn fsync_of_an_existing_file_logs_its_inode() {
     assert_eq!(counter(&r, "block[data].stat.flush_ios"), 2 * 2);
     assert_eq!(counter(&r, "vmstat.pgpgout"), (2000 + 2 * 3) * 4);
 }
+
+#[test]
+fn a_create_loop_that_fills_the_journal_checkpoints_and_moves_its_tail() {
+    // 600 new files of 32 pages on a 100 MiB ext4 image (1 KiB blocks, 4 inodes an inode
+    // table block, a 4096-block journal): each commit logs 8-9 blocks, so after ~340 commits
+    // less than a quarter of the log is free and every create waits for space. Then the
+    // oldest checkpoint list is the transaction whose inode completed an inode table block
+    // (one in four; the others' blocks were all logged again): one block written home, then
+    // a flush and the journal superblock with REQ_FUA (an empty PREFLUSH write and a flush,
+    // the superblock write and its post-flush) — as a traced kernel run did
+    // (docs/model/time.md#flushes-and-the-journal).
+    let n = 600;
+    let mut v = scenario(&[("heap", 16, "text")], 1, 100_000, false, false);
+    v["machine"]["memory_bytes"] = json!(512 * MIB);
+    add_file(&mut v, "ext4", 200_000_000, 32, &[]);
+    let regs = v["processes"][0]["regions"].as_array_mut().unwrap();
+    let file = regs[1].clone();
+    for k in 1..n {
+        let mut f = file.clone();
+        f["name"] = json!(format!("f{k}"));
+        regs.push(f);
+    }
+    v["processes"][0]["phases"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!({"name": "create",
+        "phase": {"kind": "create_files", "regions": (1..=n).collect::<Vec<_>>(), "fsync": true}}));
+    let no_size = run(&with_flush(v.clone()));
+    v["machine"]["filesystems"][0]["image_bytes"] = json!(100 * MIB);
+    let r = run(&with_flush(v));
+    // Without a known size the journal never fills: 3 requests and 2 flushes a file.
+    assert_eq!(counter(&no_size, "block[data].stat.write_ios"), 3 * n);
+    assert_eq!(counter(&no_size, "block[data].stat.flush_ios"), 2 * n);
+    let tail_updates = (counter(&r, "block[data].stat.flush_ios") - 2 * n) / 2;
+    assert_eq!(
+        counter(&r, "block[data].stat.flush_ios"),
+        2 * n + 2 * tail_updates
+    );
+    let home_writes = counter(&r, "block[data].stat.write_ios") - 3 * n - 2 * tail_updates;
+    // One home write and one tail update per wait, each freeing about four transactions
+    // (8-9 blocks each) of the ~260 commits past the threshold.
+    assert!(
+        (55..=85).contains(&tail_updates),
+        "{tail_updates} tail updates"
+    );
+    assert_eq!(home_writes, tail_updates);
+}
+
+#[test]
+fn new_files_charge_their_inode_dentry_mapping_and_buffer_heads() {
+    // 200 files of 32 pages created in a v1 memcg of 2048 pages (8 MiB) on a small ext4
+    // (1 KiB blocks: 4 buffer heads a page): the limit holds the page cache and the kernel
+    // memory of the files, 1928 bytes a file (dentry 200, ext4 inode 1136, one xarray node
+    // 592) and 448 a cached page (4 buffer heads of 112).
+    let n = 200u64;
+    let mut v = scenario(&[("heap", 1, "text")], 1, 2048, false, false);
+    add_file(&mut v, "ext4", 200_000_000, 32, &[]);
+    v["machine"]["filesystems"][0]["image_bytes"] = json!(100 * MIB);
+    let regs = v["processes"][0]["regions"].as_array_mut().unwrap();
+    let file = regs[1].clone();
+    for k in 1..n {
+        let mut f = file.clone();
+        f["name"] = json!(format!("f{k}"));
+        regs.push(f);
+    }
+    v["processes"][0]["phases"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!({"name": "create",
+        "phase": {"kind": "create_files", "regions": (1..=n).collect::<Vec<_>>(), "fsync": true}}));
+    let r = run(&v);
+    let cache = counter(&r, "memcg[/t].memory.stat.cache");
+    let usage = counter(&r, "memcg[/t].memory.usage_in_bytes");
+    let kmem = n * 1928 + cache / 4096 * 448;
+    // usage = cache + the heap's page + kernel memory, whole pages (the obj stock's rest).
+    let other = usage - cache - 4096;
+    assert!(
+        other >= kmem && other < kmem + 2 * 4096,
+        "usage {usage} cache {cache}: {other} bytes beyond, kernel objects {kmem}"
+    );
+}
