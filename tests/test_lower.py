@@ -246,13 +246,22 @@ def test_cgroup_v1() -> None:
     assert groups["/u"]["limit_bytes"] is None
 
 
-def test_stats_flush_interval() -> None:
-    # 1 s by default (the lab's sampling of memory.stat flushes the stats every second)
-    assert lower(load(MINIMAL))["cgroups"]["stats_flush_ns"] == 1_000_000_000
-    text = MINIMAL.replace("[[processes]]", '[cgroups]\nstats_flush_interval = "0s"\n[[processes]]', 1)
-    assert lower(load(text))["cgroups"]["stats_flush_ns"] == 0
-    with pytest.raises(ScenarioError, match=r"cgroups\.stats_flush_interval"):
-        load(MINIMAL.replace("[[processes]]", '[cgroups]\nstats_flush_interval = "often"\n[[processes]]', 1))
+def test_stats_flush() -> None:
+    # The lab's memory.stat reads (default: every second, its sampler's default) and the
+    # kernel's flusher's phase; "0s": no reader.
+    assert lower(load(MINIMAL))["cgroups"]["stats_flush"] == {"dwork_phase_ns": 0, "read_ns": 1_000_000_000}
+    text = MINIMAL.replace("[[processes]]", '[cgroups]\nmemory_stat_interval = "0s"\nstats_flusher_phase = "1.5s"\n[[processes]]', 1)
+    assert lower(load(text))["cgroups"]["stats_flush"] == {"dwork_phase_ns": 1_500_000_000, "read_ns": None}
+    with pytest.raises(ScenarioError, match=r"cgroups\.memory_stat_interval"):
+        load(MINIMAL.replace("[[processes]]", '[cgroups]\nmemory_stat_interval = "often"\n[[processes]]', 1))
+
+
+@pytest.mark.native
+def test_stats_flusher_phase_below_flush_time() -> None:
+    import reclaimlab
+
+    with pytest.raises(ScenarioError, match=r"cgroups\.stats_flusher_phase"):
+        reclaimlab.run(MINIMAL.replace("[[processes]]", '[cgroups]\nstats_flusher_phase = "2s"\n[[processes]]', 1))
 
 
 def test_swap_priorities_and_zram() -> None:

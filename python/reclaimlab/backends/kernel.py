@@ -11,7 +11,8 @@
    tracefs and its events (``lab.tracing``);
 4. start one runner per process (journaled; each writes its files before it is ready); with
    filesystems, sync and drop the page cache; move each runner into its cgroup once it is ready,
-   snapshot the counters, start the trace reader, say ``go``, sample every ``sample_interval_s``;
+   snapshot the counters, start the trace reader, say ``go``, sample every ``sample_interval_s`` (default: the scenario's
+   ``cgroups.memory_stat_interval``);
 5. when every runner has finished its phases (memory still held): the "after" snapshot;
    tell the runners to exit;
 6. always (success, error, SIGINT/SIGTERM, timeout): kill our runners, restore every journaled
@@ -50,11 +51,23 @@ from reclaimlab.result import scenario_provenance
 from reclaimlab.scenario import Scenario
 from reclaimlab.vm import trace as vmtrace
 
-__all__ = ["DEFAULT_SAMPLE_INTERVAL_S", "default_timeout", "run"]
+__all__ = ["default_timeout", "run", "sampling"]
 
-DEFAULT_SAMPLE_INTERVAL_S = 1.0
 #: The timeout when none is given: 10x the scenario's timed phases, at least this.
 MIN_DEFAULT_TIMEOUT_S = 600.0
+
+
+def sampling(scenario: Scenario, interval_s: float | None) -> tuple[Scenario, float | None]:
+    """The lab's sampler reads memory.stat, and every read flushes the memcg statistics, so the
+    simulator models the sampler as a reader at the scenario's ``cgroups.memory_stat_interval``
+    (docs/model/memcg.md). Without ``interval_s`` the lab samples at that interval (None: not
+    during the run); with it, the scenario is given that interval, so that the run's config
+    says what the lab did."""
+    if interval_s is None:
+        ns = scenario.cgroups.memory_stat_interval
+        return scenario, (ns / 1e9 if ns else None)
+    cgroups = scenario.cgroups.model_copy(update={"memory_stat_interval": round(interval_s * 1e9)})
+    return scenario.model_copy(update={"cgroups": cgroups}), interval_s
 
 
 def default_timeout(config: dict[str, Any]) -> float:
@@ -154,7 +167,7 @@ def run(
     progress: bool = False,
     label: str | None = None,
     timeout_s: float | None = None,
-    sample_interval_s: float = DEFAULT_SAMPLE_INTERVAL_S,
+    sample_interval_s: float | None = None,
     build: bool = False,
     on_note: Callable[[str], None] | None = _stderr,
     lock_wait_s: float | None = None,
@@ -166,6 +179,7 @@ def run(
     ``lock_wait_s``: how long to wait for the lab lock (default ``$RECLAIMLAB_LAB_WAIT_S``).
     """
     note = on_note or (lambda _m: None)
+    scenario, sample_interval_s = sampling(scenario, sample_interval_s)
     profile = active_profile()
     config = lower(scenario, profile)
     p = probing.probe()
@@ -235,7 +249,9 @@ def run(
                 cgroup_procs,
             )
             lab.before_restore(runners.close)
-            result = _drive(scenario, config, applied, runners, keys, timeout, sample_interval_s, trace)
+            # No reads during the run: the sampler's first tick would come after the deadline.
+            interval = sample_interval_s if sample_interval_s is not None else timeout
+            result = _drive(scenario, config, applied, runners, keys, timeout, interval, trace)
 
     result.provenance = _provenance(scenario, profile, p, cmd, applied, key_source)
     return result
