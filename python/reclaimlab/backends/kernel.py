@@ -257,6 +257,22 @@ def run(
     return result
 
 
+def _schedstat(runners: RunnerSet) -> dict[str, int]:
+    """Each live runner's /proc/PID/schedstat: ns on a CPU and ns runnable but waiting for one,
+    as series keys ``runner[<process>].schedstat.cpu_ns`` / ``.run_delay_ns`` (totals). A runner
+    reports its wait per phase when the phase ends; one the OOM killer ends reports nothing, so
+    the series keeps its wait up to the last sample (tools/oom_race.py reads it)."""
+    out: dict[str, int] = {}
+    for r in runners.runners:
+        try:
+            fields = Path(f"/proc/{r.pid}/schedstat").read_text(encoding="ascii").split()
+            out[f"runner[{r.name}].schedstat.cpu_ns"] = int(fields[0])
+            out[f"runner[{r.name}].schedstat.run_delay_ns"] = int(fields[1])
+        except (OSError, ValueError, IndexError):
+            continue  # exited, killed, or no schedstat
+    return out
+
+
 def _drive(
     scenario: Scenario,
     config: dict[str, Any],
@@ -286,7 +302,7 @@ def _drive(
         _move(r, applied.cgroup_dirs[groups[proc["cgroup"]]["path"]], applied.cgroup_root.parent, applied.cgroup_version)
 
     probe_before = speed.probe_ns()
-    before = snapshot(src)
+    before = snapshot(src) | _schedstat(runners)
     if "pressure.memory.some.total" not in before:
         print(
             "reclaimlab: this kernel reports no memory PSI (no readable /proc/pressure/memory: CONFIG_PSI off or psi=0); "
@@ -296,7 +312,9 @@ def _drive(
     wanted = set(keys) | {k for k in before if k.startswith("zram")}
     # Every field of the loop devices' stats in the series (sectors written over time); in
     # counters only those the simulator has.
-    series = Series(keys=sorted(k for k in wanted | {k for k in before if k.startswith("block[")} if k in before), interval_s=interval)
+    series = Series(
+        keys=sorted(k for k in wanted | {k for k in before if k.startswith(("block[", "runner["))} if k in before), interval_s=interval
+    )
     if trace is not None:
         # Counted from here to the "after" snapshot, the window the other counters cover.
         trace.start([r.pid for r in runners.runners])
@@ -305,10 +323,10 @@ def _drive(
     runners.go()
 
     def tick() -> None:
-        series.add(time.monotonic() - t0, before, snapshot(src))
+        series.add(time.monotonic() - t0, before, snapshot(src) | _schedstat(runners))
 
     runners.run(t0 + timeout, tick, interval)
-    after = snapshot(src)
+    after = snapshot(src) | _schedstat(runners)
     traced, dropped = trace.stop() if trace is not None else ({}, 0)
     elapsed = time.monotonic() - t0
     series.add(elapsed, before, after)
