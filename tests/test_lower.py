@@ -351,3 +351,16 @@ def test_phase_names_and_region_indices() -> None:
         {"name": "sequential2", "phase": {"kind": "sequential", "regions": [0], "passes": 1, "write_percent": 50, "rw": True}},
         {"name": "nap", "phase": {"kind": "sleep", "duration_ns": 5_000_000}},
     ]
+
+
+def test_lab_samples_at_the_scenarios_memory_stat_interval() -> None:
+    # The lab's sampler is the reader the simulator models: without --sample-interval it
+    # samples at the scenario's interval, and an explicit one is written into the scenario.
+    from reclaimlab.backends.kernel import sampling
+
+    s = load(MINIMAL)
+    assert sampling(s, None) == (s, 1.0)
+    s2, interval = sampling(s, 2.5)
+    assert interval == 2.5 and lower(s2)["cgroups"]["stats_flush"]["read_ns"] == 2_500_000_000
+    quiet = load(MINIMAL.replace("[[processes]]", '[cgroups]\nmemory_stat_interval = "0s"\n[[processes]]', 1))
+    assert sampling(quiet, None) == (quiet, None)
