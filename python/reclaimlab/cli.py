@@ -373,8 +373,8 @@ def run(
             loaded = reclaimlab.load(scenario, _with_mglru(set_, mglru, trace))
             with _lab_errors():
                 options = _vm_options(vm_kernel, vm_memory)
-                interval = sample_interval if sample_interval is not None else vm.DEFAULT_SAMPLE_INTERVAL_S
-                result = vm.run(loaded, timeout_s=timeout, sample_interval_s=interval, build=build_runner, **options)
+                every = sample_interval if sample_interval is not None else vm.DEFAULT_SAMPLE_INTERVAL_S
+                result = vm.run(loaded, timeout_s=timeout, sample_interval_s=every, build=build_runner, **options)
         elif seeds > 1:
             from reclaimlab.compare import CompareResult, Config
 

@@ -119,6 +119,8 @@ pub struct Memcg {
     /// memcg->vmstats->stats_updates: statistic updates in this memcg's subtree since its
     /// statistics were last flushed (mm/memcg_stats.rs).
     pub stats_updates: u64,
+    /// Updates in this memcg not yet added to `stats_updates` here and in the ancestors.
+    pub stats_updates_own: u64,
 }
 
 impl Memcg {
@@ -156,6 +158,7 @@ impl Memcg {
             flushed_workingset_activate: 0,
             flushed_workingset_activate_file: 0,
             stats_updates: 0,
+            stats_updates_own: 0,
             file_events: MemcgFileEvents::default(),
             refaults_snapshot_file: 0,
             lru: [

@@ -14,8 +14,8 @@
 //! 2. on every read of `memory.stat` (memory_stat_show on v2, memcg1_stat_format on v1) and
 //!    `memory.numa_stat`: `mem_cgroup_flush_stats(memcg)`, the read memcg's subtree, only when
 //!    that memcg has more than MEMCG_CHARGE_BATCH × num_online_cpus() statistic updates
-//!    pending (`memcg_vmstats_needs_flush`; 6.8+: per memcg, counted in it and in every
-//!    ancestor, reset in each memcg a flush covers);
+//!    pending (`memcg_vmstats_needs_flush`; in 6.12 and 6.18 per memcg, counted in it and in
+//!    every ancestor, reset in each memcg a flush covers; 6.1: one global count, whole tree);
 //! 3. from reclaim (prepare_scan_control) and refault (workingset_test_recent):
 //!    `mem_cgroup_flush_stats_ratelimited`, only when the periodic flusher is a whole period
 //!    late (now after flush_last_time + 2 × FLUSH_TIME), then as 2.;
@@ -45,7 +45,7 @@ use super::memcg::MEMCG_CHARGE_BATCH;
 use super::Mm;
 use crate::config::StatsFlush;
 
-/// FLUSH_TIME (mm/memcontrol.c, 5.15 to 6.18): the periodic flusher's period, 2 × HZ.
+/// FLUSH_TIME (mm/memcontrol.c; 6.1, 6.12, 6.18): the periodic flusher's period, 2 × HZ.
 pub const FLUSH_TIME_NS: u64 = 2_000_000_000;
 
 /// The flush schedule and its state.
@@ -127,18 +127,27 @@ impl Mm {
         }
     }
 
-    /// memcg_rstat_updated: `n` statistic updates in memcg `m`, counted in it and in every
-    /// ancestor (the kernel walks the per-CPU parents). Called for LRU list additions and
-    /// removals (see the module comment).
+    /// memcg_rstat_updated: `n` statistic updates in memcg `m`. The kernel counts them in `m`
+    /// and in every ancestor at once; here they wait in `m`'s own count until the next flush
+    /// decision adds them up the tree (`rstat_propagate`): the same counts whenever they are
+    /// read, one addition per LRU operation.
     pub fn memcg_rstat_updated(&mut self, m: u16, n: u64) {
-        if self.stats.live() {
-            return;
-        }
-        let mut c = Some(m);
-        while let Some(i) = c {
-            let mc = &mut self.memcgs[i as usize];
-            mc.stats_updates += n;
-            c = mc.parent;
+        self.memcgs[m as usize].stats_updates_own += n;
+    }
+
+    /// The own counts of every memcg added to it and its ancestors (see memcg_rstat_updated).
+    fn rstat_propagate(&mut self) {
+        for m in 0..self.memcgs.len() {
+            let n = std::mem::take(&mut self.memcgs[m].stats_updates_own);
+            if n == 0 {
+                continue;
+            }
+            let mut c = Some(m as u16);
+            while let Some(i) = c {
+                let mc = &mut self.memcgs[i as usize];
+                mc.stats_updates += n;
+                c = mc.parent;
+            }
         }
     }
 
@@ -173,6 +182,7 @@ impl Mm {
         if self.stats.live() {
             return;
         }
+        self.rstat_propagate();
         if self.memcgs[m as usize].stats_updates > self.stats.threshold {
             self.do_flush_stats(m);
         }
@@ -201,6 +211,8 @@ impl Mm {
     }
 
     fn do_flush_stats(&mut self, m: u16) {
+        // The counts the flush resets must hold every update so far (the ancestors' keep them).
+        self.rstat_propagate();
         for c in m..self.memcgs[m as usize].subtree_end {
             self.flush_memcg_stats_one(c);
         }
