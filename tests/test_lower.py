@@ -247,13 +247,22 @@ def test_cgroup_v1() -> None:
     assert groups["/u"]["limit_bytes"] is None
 
 
-def test_stats_flush_interval() -> None:
-    # 1 s by default (the lab's sampling of memory.stat flushes the stats every second)
-    assert lower(load(MINIMAL))["cgroups"]["stats_flush_ns"] == 1_000_000_000
-    text = MINIMAL.replace("[[processes]]", '[cgroups]\nstats_flush_interval = "0s"\n[[processes]]', 1)
-    assert lower(load(text))["cgroups"]["stats_flush_ns"] == 0
-    with pytest.raises(ScenarioError, match=r"cgroups\.stats_flush_interval"):
-        load(MINIMAL.replace("[[processes]]", '[cgroups]\nstats_flush_interval = "often"\n[[processes]]', 1))
+def test_stats_flush() -> None:
+    # The lab's memory.stat reads (default: every second, its sampler's default) and the
+    # kernel's flusher's phase; "0s": no reader.
+    assert lower(load(MINIMAL))["cgroups"]["stats_flush"] == {"dwork_phase_ns": 0, "read_ns": 1_000_000_000}
+    text = MINIMAL.replace("[[processes]]", '[cgroups]\nmemory_stat_interval = "0s"\nstats_flusher_phase = "1.5s"\n[[processes]]', 1)
+    assert lower(load(text))["cgroups"]["stats_flush"] == {"dwork_phase_ns": 1_500_000_000, "read_ns": None}
+    with pytest.raises(ScenarioError, match=r"cgroups\.memory_stat_interval"):
+        load(MINIMAL.replace("[[processes]]", '[cgroups]\nmemory_stat_interval = "often"\n[[processes]]', 1))
+
+
+@pytest.mark.native
+def test_stats_flusher_phase_below_flush_time() -> None:
+    import reclaimlab
+
+    with pytest.raises(ScenarioError, match=r"cgroups\.stats_flusher_phase"):
+        reclaimlab.run(MINIMAL.replace("[[processes]]", '[cgroups]\nstats_flusher_phase = "2s"\n[[processes]]', 1))
 
 
 def test_swap_priorities_and_zram() -> None:
@@ -343,3 +352,16 @@ def test_phase_names_and_region_indices() -> None:
         {"name": "sequential2", "phase": {"kind": "sequential", "regions": [0], "passes": 1, "write_percent": 50, "rw": True}},
         {"name": "nap", "phase": {"kind": "sleep", "duration_ns": 5_000_000}},
     ]
+
+
+def test_lab_samples_at_the_scenarios_memory_stat_interval() -> None:
+    # The lab's sampler is the reader the simulator models: without --sample-interval it
+    # samples at the scenario's interval, and an explicit one is written into the scenario.
+    from reclaimlab.backends.kernel import sampling
+
+    s = load(MINIMAL)
+    assert sampling(s, None) == (s, 1.0)
+    s2, interval = sampling(s, 2.5)
+    assert interval == 2.5 and lower(s2)["cgroups"]["stats_flush"]["read_ns"] == 2_500_000_000
+    quiet = load(MINIMAL.replace("[[processes]]", '[cgroups]\nmemory_stat_interval = "0s"\n[[processes]]', 1))
+    assert sampling(quiet, None) == (quiet, None)

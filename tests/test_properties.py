@@ -92,7 +92,8 @@ KEYS = [
     "costs.process_quantum_ns",
     "kernel.zswap.max_pool_percent",
     'kernel.switches."zswap.writeback_pause_ms"',
-    "cgroups.stats_flush_interval",
+    "cgroups.memory_stat_interval",
+    "cgroups.stats_flusher_phase",
 ]
 VALUES = st.one_of(
     st.integers(min_value=-1, max_value=2**66),

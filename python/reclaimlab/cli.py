@@ -216,8 +216,13 @@ TimeoutOption = Annotated[
     ),
 ]
 SampleOption = Annotated[
-    float,
-    typer.Option("--sample-interval", metavar="SECONDS", help="Kernel backend: sample the counters this often (the result's series)."),
+    float | None,
+    typer.Option(
+        "--sample-interval",
+        metavar="SECONDS",
+        help="Kernel backend: sample the counters this often (the result's series; each read of memory.stat flushes the memcg "
+        "statistics). Default: the scenario's cgroups.memory_stat_interval, which this sets (also for the simulator in validate).",
+    ),
 ]
 BuildRunnerOption = Annotated[
     bool,
@@ -315,7 +320,7 @@ def _lab_errors() -> Iterator[None]:
         _fail("reclaimlab: interrupted", 128 + 2)
 
 
-def _kernel_run(scenario: reclaimlab.Scenario, timeout: float | None, sample_interval: float, build_runner: bool) -> RunResult:
+def _kernel_run(scenario: reclaimlab.Scenario, timeout: float | None, sample_interval: float | None, build_runner: bool) -> RunResult:
     from reclaimlab.backends import kernel
 
     with _lab_errors():
@@ -334,7 +339,7 @@ def run(
         typer.Option("--backend", "-b", help="sim: the simulator; kernel: this host's real kernel (root); vm: a QEMU guest (make vmlab)."),
     ] = Backend.sim,
     timeout: TimeoutOption = None,
-    sample_interval: SampleOption = 1.0,
+    sample_interval: SampleOption = None,
     build_runner: BuildRunnerOption = True,
     vm_kernel: VmKernelOption = None,
     mglru: VmMglruOption = None,
@@ -368,7 +373,8 @@ def run(
             loaded = reclaimlab.load(scenario, _with_mglru(set_, mglru, trace))
             with _lab_errors():
                 options = _vm_options(vm_kernel, vm_memory)
-                result = vm.run(loaded, timeout_s=timeout, sample_interval_s=sample_interval, build=build_runner, **options)
+                every = sample_interval if sample_interval is not None else vm.DEFAULT_SAMPLE_INTERVAL_S
+                result = vm.run(loaded, timeout_s=timeout, sample_interval_s=every, build=build_runner, **options)
         elif seeds > 1:
             from reclaimlab.compare import CompareResult, Config
 
@@ -828,7 +834,7 @@ def validate(
         ),
     ] = 0,
     timeout: TimeoutOption = None,
-    sample_interval: SampleOption = 1.0,
+    sample_interval: SampleOption = None,
     build_runner: BuildRunnerOption = True,
     kernel_results: Annotated[
         Path | None,
@@ -853,10 +859,15 @@ def validate(
     from reclaimlab.validate import validate as run_validate
 
     comparing = compare_ or bool(vary)
-    kernel_options: dict[str, Any] = {"timeout_s": timeout, "sample_interval_s": sample_interval, "build": build_runner}
+    kernel_options: dict[str, Any] = {"timeout_s": timeout, "build": build_runner}
     result: ValidateResult | RankingResult
     with _input_errors():
         loaded = reclaimlab.load(scenario, _with_mglru(set_, mglru, trace))
+        if sample_interval is not None and backend is LabBackend.kernel:
+            from reclaimlab.backends.kernel import sampling
+
+            # Both sides: the lab samples at it, the simulator models those reads.
+            loaded, _ = sampling(loaded, sample_interval)
         if kernel_results is not None:
             try:
                 previous: ValidateResult | RankingResult = (RankingResult if comparing else ValidateResult).load(kernel_results)
@@ -879,6 +890,7 @@ def validate(
 
                 run_kernel = vm.run
                 kernel_options.update(_vm_options(vm_kernel, vm_memory))
+                kernel_options["sample_interval_s"] = sample_interval if sample_interval is not None else vm.DEFAULT_SAMPLE_INTERVAL_S
             with _lab_errors():
                 if comparing:
                     result = validate_compare(

@@ -122,8 +122,11 @@ def scenario_key(scenario: Scenario, lowered: str) -> tuple[Path, str]:
                     files = _CGROUP_V1_FILES if scenario.cgroups.cgroup_version == 1 else _CGROUP_V2_FILES
                     path = (*path, files.get(rest[2], rest[2]))
                 return path, f"cgroup {cg!r}"
-        if rest and rest[0] == "stats_flush_ns":
-            return ("cgroups", "stats_flush_interval"), ""
+        if len(rest) >= 2 and rest[0] == "stats_flush":
+            return (
+                "cgroups",
+                {"read_ns": "memory_stat_interval", "dwork_phase_ns": "stats_flusher_phase"}.get(str(rest[1]), str(rest[1])),
+            ), ""
         if rest and rest[0] == "version":
             return ("cgroups", "cgroup_version"), ""
         return ("cgroups",), ""

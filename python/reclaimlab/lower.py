@@ -184,7 +184,10 @@ def _cgroups(c: Cgroups) -> dict[str, Any]:
                     g[cf.lowered] = value
         index[path] = len(groups)
         groups.append(g)
-    out: dict[str, Any] = {"version": c.cgroup_version, "groups": groups, "stats_flush_ns": c.stats_flush_interval}
+    # memcg statistics flushes (docs/model/memcg.md): the kernel's periodic flusher and the
+    # lab's memory.stat reads.
+    flush = {"dwork_phase_ns": c.stats_flusher_phase, "read_ns": c.memory_stat_interval or None}
+    out: dict[str, Any] = {"version": c.cgroup_version, "groups": groups, "stats_flush": flush}
     if c.memory_recursiveprot:
         # Only when on: configs lowered before the option existed stay as they were.
         out["memory_recursiveprot"] = True

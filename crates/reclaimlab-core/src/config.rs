@@ -210,16 +210,32 @@ impl DeviceModel {
     }
 }
 
+/// The flushes of memcg statistics (mm/memcg_stats.rs): the kernel's periodic flusher and the
+/// readers of memory.stat.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StatsFlush {
+    /// When flush_memcg_stats_dwork first runs after time 0, ns (below FLUSH_TIME, 2 s); it
+    /// runs every FLUSH_TIME from then on. None: no periodic flusher (not a kernel
+    /// configuration: for tests of the mechanism).
+    pub dwork_phase_ns: Option<u64>,
+    /// A reader (the lab's sampler) reads memory.stat of every cgroup, in pre-order, at time 0
+    /// and every this many ns after. None or 0: nobody reads it during the run.
+    #[serde(default)]
+    pub read_ns: Option<u64>,
+}
+
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Cgroups {
     pub version: u8,
     /// Pre-order list; index 0 is always the root cgroup ("/"), parents precede children.
     pub groups: Vec<Cgroup>,
-    /// Interval of memcg stats flushes, which the LRU balance and refault decisions read
-    /// (Mm::lru_size_stat). None or 0: those decisions read live sizes.
+    /// When memcg statistics are flushed (mm/memcg_stats.rs); the LRU balance and refault
+    /// decisions read the flushed sizes (Mm::lru_size_stat). None: they read live sizes (no
+    /// rstat at all; for tests of the mechanism).
     #[serde(default)]
-    pub stats_flush_ns: Option<u64>,
+    pub stats_flush: Option<StatsFlush>,
     /// The cgroup2 mount option memory_recursiveprot (v2): unclaimed memory.min/low of a
     /// parent is shared among its children by usage (effective_protection). Off by default,
     /// as a plain `mount -t cgroup2`; systemd mounts with it on.

@@ -23,8 +23,8 @@ pub const MAX_LATENCY_NS: u64 = 1_000_000_000_000;
 /// `max_time`, and the virtual time at which every run stops (phases still running end with
 /// outcome "time_limit"): 10^6 s, the same as the longest phase.
 pub const TIME_HORIZON_NS: u64 = MAX_DURATION_NS;
-/// `cgroups.stats_flush_interval`: 10^6 s.
-pub const MAX_STATS_FLUSH_NS: u64 = MAX_DURATION_NS;
+/// `cgroups.memory_stat_interval` (the memory.stat reader's interval): 10^6 s.
+pub const MAX_STATS_READ_NS: u64 = MAX_DURATION_NS;
 /// `zswap.writeback_pause_ms` (Funaki's patch 6): 10^9 ms = 10^6 s.
 pub const MAX_PAUSE_MS: u64 = 1_000_000_000;
 /// Cgroups in all, root included: the page record's memcg index is a u16.
@@ -98,10 +98,10 @@ pub const LIMITS: &[Limit] = &[
         why: "a sequential phase",
     },
     Limit {
-        key: "cgroups.stats_flush_ns",
-        max: MAX_STATS_FLUSH_NS,
+        key: "cgroups.stats_flush.read_ns",
+        max: MAX_STATS_READ_NS,
         unit: "ns",
-        why: "a flush interval (10^6 s)",
+        why: "a memory.stat read interval (10^6 s)",
     },
     Limit {
         key: "kernel.switches.zswap.writeback_pause_ms",
@@ -186,8 +186,15 @@ pub fn check(cfg: &SimConfig) -> Result<()> {
     if let Some(t) = cfg.max_time_ns {
         at_most("max_time_ns", t, TIME_HORIZON_NS, "ns")?;
     }
-    if let Some(f) = cfg.cgroups.stats_flush_ns {
-        at_most("cgroups.stats_flush_ns", f, MAX_STATS_FLUSH_NS, "ns")?;
+    if let Some(f) = &cfg.cgroups.stats_flush {
+        if let Some(r) = f.read_ns {
+            at_most("cgroups.stats_flush.read_ns", r, MAX_STATS_READ_NS, "ns")?;
+        }
+        if let Some(p) = f.dwork_phase_ns {
+            // The flusher's first run comes within one FLUSH_TIME of any instant.
+            let max = crate::mm::memcg_stats::FLUSH_TIME_NS - 1;
+            at_most("cgroups.stats_flush.dwork_phase_ns", p, max, "ns")?;
+        }
     }
     if let Some(v) = cfg
         .kernel

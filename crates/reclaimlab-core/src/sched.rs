@@ -1063,7 +1063,12 @@ impl Scheduler {
                 key: Some(key),
             } => {
                 // memory.stat and memory.events as the run's end counters show them (the
-                // same export, read now).
+                // same export, read now). memory_stat_show flushes first
+                // (mem_cgroup_flush_stats: when enough updates are pending); a read of a
+                // memory.stat key between flushes still shows the live value (the export).
+                if *file == CgroupCounter::MemoryStat {
+                    mm.mem_cgroup_flush_stats(m);
+                }
                 let want = format!(
                     "memcg[{}].{}.{key}",
                     mm.memcgs[m as usize].path,

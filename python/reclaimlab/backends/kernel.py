@@ -11,7 +11,8 @@
    tracefs and its events (``lab.tracing``);
 4. start one runner per process (journaled; each writes its files before it is ready); with
    filesystems, sync and drop the page cache; move each runner into its cgroup once it is ready,
-   snapshot the counters, start the trace reader, say ``go``, sample every ``sample_interval_s``;
+   snapshot the counters, start the trace reader, say ``go``, sample every ``sample_interval_s`` (default: the scenario's
+   ``cgroups.memory_stat_interval``);
 5. when every runner has finished its phases (memory still held): the "after" snapshot;
    tell the runners to exit;
 6. always (success, error, SIGINT/SIGTERM, timeout): kill our runners, restore every journaled
@@ -50,11 +51,23 @@ from reclaimlab.result import scenario_provenance
 from reclaimlab.scenario import Scenario
 from reclaimlab.vm import trace as vmtrace
 
-__all__ = ["DEFAULT_SAMPLE_INTERVAL_S", "default_timeout", "run"]
+__all__ = ["default_timeout", "run", "sampling"]
 
-DEFAULT_SAMPLE_INTERVAL_S = 1.0
 #: The timeout when none is given: 10x the scenario's timed phases, at least this.
 MIN_DEFAULT_TIMEOUT_S = 600.0
+
+
+def sampling(scenario: Scenario, interval_s: float | None) -> tuple[Scenario, float | None]:
+    """The lab's sampler reads memory.stat, and every read flushes the memcg statistics, so the
+    simulator models the sampler as a reader at the scenario's ``cgroups.memory_stat_interval``
+    (docs/model/memcg.md). Without ``interval_s`` the lab samples at that interval (None: not
+    during the run); with it, the scenario is given that interval, so that the run's config
+    says what the lab did."""
+    if interval_s is None:
+        ns = scenario.cgroups.memory_stat_interval
+        return scenario, (ns / 1e9 if ns else None)
+    cgroups = scenario.cgroups.model_copy(update={"memory_stat_interval": round(interval_s * 1e9)})
+    return scenario.model_copy(update={"cgroups": cgroups}), interval_s
 
 
 def default_timeout(config: dict[str, Any]) -> float:
@@ -154,7 +167,7 @@ def run(
     progress: bool = False,
     label: str | None = None,
     timeout_s: float | None = None,
-    sample_interval_s: float = DEFAULT_SAMPLE_INTERVAL_S,
+    sample_interval_s: float | None = None,
     build: bool = False,
     on_note: Callable[[str], None] | None = _stderr,
     lock_wait_s: float | None = None,
@@ -166,6 +179,7 @@ def run(
     ``lock_wait_s``: how long to wait for the lab lock (default ``$RECLAIMLAB_LAB_WAIT_S``).
     """
     note = on_note or (lambda _m: None)
+    scenario, sample_interval_s = sampling(scenario, sample_interval_s)
     profile = active_profile()
     config = lower(scenario, profile)
     p = probing.probe()
@@ -235,10 +249,28 @@ def run(
                 cgroup_procs,
             )
             lab.before_restore(runners.close)
-            result = _drive(scenario, config, applied, runners, keys, timeout, sample_interval_s, trace)
+            # No reads during the run: the sampler's first tick would come after the deadline.
+            interval = sample_interval_s if sample_interval_s is not None else timeout
+            result = _drive(scenario, config, applied, runners, keys, timeout, interval, trace)
 
     result.provenance = _provenance(scenario, profile, p, cmd, applied, key_source)
     return result
+
+
+def _schedstat(runners: RunnerSet) -> dict[str, int]:
+    """Each live runner's /proc/PID/schedstat: ns on a CPU and ns runnable but waiting for one,
+    as series keys ``runner[<process>].schedstat.cpu_ns`` / ``.run_delay_ns`` (totals). A runner
+    reports its wait per phase when the phase ends; one the OOM killer ends reports nothing, so
+    the series keeps its wait up to the last sample (tools/oom_race.py reads it)."""
+    out: dict[str, int] = {}
+    for r in runners.runners:
+        try:
+            fields = Path(f"/proc/{r.pid}/schedstat").read_text(encoding="ascii").split()
+            out[f"runner[{r.name}].schedstat.cpu_ns"] = int(fields[0])
+            out[f"runner[{r.name}].schedstat.run_delay_ns"] = int(fields[1])
+        except (OSError, ValueError, IndexError):
+            continue  # exited, killed, or no schedstat
+    return out
 
 
 def _drive(
@@ -270,7 +302,7 @@ def _drive(
         _move(r, applied.cgroup_dirs[groups[proc["cgroup"]]["path"]], applied.cgroup_root.parent, applied.cgroup_version)
 
     probe_before = speed.probe_ns()
-    before = snapshot(src)
+    before = snapshot(src) | _schedstat(runners)
     if "pressure.memory.some.total" not in before:
         print(
             "reclaimlab: this kernel reports no memory PSI (no readable /proc/pressure/memory: CONFIG_PSI off or psi=0); "
@@ -280,7 +312,9 @@ def _drive(
     wanted = set(keys) | {k for k in before if k.startswith("zram")}
     # Every field of the loop devices' stats in the series (sectors written over time); in
     # counters only those the simulator has.
-    series = Series(keys=sorted(k for k in wanted | {k for k in before if k.startswith("block[")} if k in before), interval_s=interval)
+    series = Series(
+        keys=sorted(k for k in wanted | {k for k in before if k.startswith(("block[", "runner["))} if k in before), interval_s=interval
+    )
     if trace is not None:
         # Counted from here to the "after" snapshot, the window the other counters cover.
         trace.start([r.pid for r in runners.runners])
@@ -289,10 +323,10 @@ def _drive(
     runners.go()
 
     def tick() -> None:
-        series.add(time.monotonic() - t0, before, snapshot(src))
+        series.add(time.monotonic() - t0, before, snapshot(src) | _schedstat(runners))
 
     runners.run(t0 + timeout, tick, interval)
-    after = snapshot(src)
+    after = snapshot(src) | _schedstat(runners)
     traced, dropped = trace.stop() if trace is not None else ({}, 0)
     elapsed = time.monotonic() - t0
     series.add(elapsed, before, after)

@@ -273,10 +273,15 @@ def _cgroup_version(v: int) -> int:
 class Cgroups(StrictModel):
     cgroup_version: Annotated[int, AfterValidator(_cgroup_version)] = 1
     groups: dict[str, CgroupFiles] = Field(default_factory=dict)
-    #: How often memcg statistics are flushed (docs/model/memcg.md, "Statistics flushes"): the
-    #: kernel's flusher every 2 s, plus every read of memory.stat; the lab reads it every 1 s.
-    #: The LRU balance and refault activation decide on the flushed sizes. "0s": live sizes.
-    stats_flush_interval: Duration = 1_000_000_000
+    #: How often a reader reads memory.stat of every cgroup of the scenario, from the
+    #: workload's start: the lab's sampler (the kernel backend samples at this interval). Each
+    #: read flushes the cgroup's statistics when enough updates are pending; the LRU balance and
+    #: refault activation decide on the flushed sizes (docs/model/memcg.md, "Statistics
+    #: flushes"). "0s": nobody reads during the run.
+    memory_stat_interval: Duration = 1_000_000_000
+    #: When the kernel's own periodic flusher (flush_memcg_stats_dwork, every 2 s since boot)
+    #: first runs after the workload's start, below 2 s. Unknown on a real host.
+    stats_flusher_phase: Duration = 0
     #: The cgroup2 mount option memory_recursiveprot (v2; docs/model/memcg.md, "Protection"):
     #: a parent's memory.min/low not claimed by its children is shared among them by usage.
     #: Off as in a plain `mount -t cgroup2`; systemd mounts with it on.

@@ -116,6 +116,11 @@ pub struct Memcg {
     pub lru_batched: [u64; 4],
     pub flushed_workingset_activate: u64,
     pub flushed_workingset_activate_file: u64,
+    /// memcg->vmstats->stats_updates: statistic updates in this memcg's subtree since its
+    /// statistics were last flushed (mm/memcg_stats.rs).
+    pub stats_updates: u64,
+    /// Updates in this memcg not yet added to `stats_updates` here and in the ancestors.
+    pub stats_updates_own: u64,
 }
 
 impl Memcg {
@@ -152,6 +157,8 @@ impl Memcg {
             lru_batched: [0; 4],
             flushed_workingset_activate: 0,
             flushed_workingset_activate_file: 0,
+            stats_updates: 0,
+            stats_updates_own: 0,
             file_events: MemcgFileEvents::default(),
             refaults_snapshot_file: 0,
             lru: [
@@ -289,99 +296,19 @@ impl Mm {
     }
 
     /// WORKINGSET_ACTIVATE_ANON summed over the subtree, now.
-    fn workingset_activate_tree(&self, m: u16) -> u64 {
+    pub(super) fn workingset_activate_tree(&self, m: u16) -> u64 {
         let end = self.memcgs[m as usize].subtree_end;
         (m..end)
             .map(|c| self.memcgs[c as usize].events.workingset_activate_anon)
             .sum()
     }
 
-    /// lruvec_page_state(lruvec, NR_LRU_BASE + which) (mm/memcontrol.c, 6.18): the memcg's
-    /// hierarchical LRU size *as of the last rstat flush*, not now. The kernel keeps per-CPU
-    /// deltas and folds them into lruvec_stats->state only when the stats are flushed; the
-    /// decisions that read it (inactive_is_low, workingset_test_recent, lru_note_cost) see
-    /// sizes up to a flush interval old. With `stats_flush_ns` 0 the live sizes are used.
-    /// Folios still in an lru_add batch are in neither (the statistics count a folio when
-    /// lruvec_add_folio puts it on its list).
-    pub fn lru_size_stat(&self, m: u16, which: u8) -> u64 {
-        if self.stats_flush_ns == 0 {
-            self.lru_size_tree_added(m, which)
-        } else {
-            self.memcgs[m as usize].flushed_lru[which as usize - 1]
-        }
-    }
-
     /// WORKINGSET_ACTIVATE_FILE summed over the subtree, now.
-    fn workingset_activate_file_tree(&self, m: u16) -> u64 {
+    pub(super) fn workingset_activate_file_tree(&self, m: u16) -> u64 {
         let end = self.memcgs[m as usize].subtree_end;
         (m..end)
             .map(|c| self.memcgs[c as usize].file_events.workingset_activate_file)
             .sum()
-    }
-
-    /// lruvec_page_state(lruvec, WORKINGSET_ACTIVATE_FILE), as of the last flush.
-    pub fn workingset_activate_file_stat(&self, m: u16) -> u64 {
-        if self.stats_flush_ns == 0 {
-            self.workingset_activate_file_tree(m)
-        } else {
-            self.memcgs[m as usize].flushed_workingset_activate_file
-        }
-    }
-
-    /// lruvec_page_state(lruvec, WORKINGSET_ACTIVATE_ANON), as of the last flush (see above).
-    pub fn workingset_activate_stat(&self, m: u16) -> u64 {
-        if self.stats_flush_ns == 0 {
-            self.workingset_activate_tree(m)
-        } else {
-            self.memcgs[m as usize].flushed_workingset_activate
-        }
-    }
-
-    /// The stats flushes due by `t`: every `stats_flush_ns` from time 0. Models the kernel's
-    /// flush_memcg_stats_dwork (every FLUSH_TIME = 2 s) together with whoever reads
-    /// memory.stat (memory_stat_show flushes when enough updates are pending; the lab samples
-    /// every second). Called before each event: the state at the flush time is the state
-    /// left by the last event before it. Simplified: one period from time 0, not the
-    /// flusher's own phase plus the readers'; the "enough updates pending" test is taken
-    /// as always true (it is while reclaim runs).
-    pub fn flush_memcg_stats_until(&mut self, t: u64) {
-        if self.stats_flush_ns == 0 || t < self.next_stats_flush {
-            return;
-        }
-        for m in 0..self.memcgs.len() as u16 {
-            self.flush_memcg_stats_one(m);
-        }
-        self.next_stats_flush = (t / self.stats_flush_ns + 1) * self.stats_flush_ns;
-    }
-
-    /// do_flush_stats(memcg) → cgroup_rstat_flush: the statistics of `m` and its descendants
-    /// are brought up to date now (the periodic flush keeps its schedule). 6.12 does this in
-    /// obj_cgroup_may_zswap, for every memcg with a memory.zswap.max it checks, and when
-    /// memory.zswap.current is read (zswap_current_read → mem_cgroup_flush_stats, taken as
-    /// having enough updates pending, as for memory.stat reads).
-    pub fn flush_memcg_subtree(&mut self, m: u16) {
-        if self.stats_flush_ns == 0 {
-            return;
-        }
-        for c in m..self.memcgs[m as usize].subtree_end {
-            self.flush_memcg_stats_one(c);
-        }
-    }
-
-    /// The subtree's folios on list `which`, without those an lru_add batch still holds.
-    fn lru_size_tree_added(&self, m: u16, which: u8) -> u64 {
-        self.lru_size_tree(m, which)
-            .saturating_sub(self.lru_batched_tree(m, which))
-    }
-
-    fn flush_memcg_stats_one(&mut self, m: u16) {
-        let lru = [1u8, 2, 3, 4].map(|l| self.lru_size_tree_added(m, l));
-        let activate = self.workingset_activate_tree(m);
-        let activate_file = self.workingset_activate_file_tree(m);
-        let mc = &mut self.memcgs[m as usize];
-        mc.flushed_lru = lru;
-        mc.flushed_workingset_activate = activate;
-        mc.flushed_workingset_activate_file = activate_file;
     }
 
     pub fn zswap_tree(&self, m: u16) -> (u64, u64) {

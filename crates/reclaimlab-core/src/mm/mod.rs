@@ -11,6 +11,7 @@ pub mod lru_add;
 pub mod lru_gen;
 pub mod memcg;
 pub mod memcg_peak;
+pub mod memcg_stats;
 pub mod memory;
 pub mod mlock;
 pub mod objcg;
@@ -118,9 +119,8 @@ pub struct Mm {
     pub(crate) reserved: u64,
     /// NR_PAGETABLE: page table pages (PTE level) of the simulated processes.
     pub(crate) nr_page_table_pages: u64,
-    /// Interval of memcg stats flushes (0: decisions read live LRU sizes); the next one due.
-    pub(crate) stats_flush_ns: u64,
-    pub(crate) next_stats_flush: u64,
+    /// When memcg statistics are flushed, and the flushes' state (mm/memcg_stats.rs).
+    pub(crate) stats: memcg_stats::StatsFlushState,
     /// Objects scanned by the zswap and zsmalloc shrinkers: our share of slabs_scanned.
     pub(crate) shrinker_objects_scanned: u64,
     /// Reclaim swap-outs that went to a device while the zswap pool held (older) entries.
@@ -282,8 +282,10 @@ impl Mm {
             nr_resident: 0,
             reserved: 0,
             nr_page_table_pages: 0,
-            stats_flush_ns: cfg.cgroups.stats_flush_ns.unwrap_or(0),
-            next_stats_flush: 0,
+            stats: memcg_stats::StatsFlushState::new(
+                cfg.cgroups.stats_flush.clone(),
+                cfg.machine.cpus,
+            ),
             shrinker_objects_scanned: 0,
             lru_inversion_swapouts: 0,
             plug: Default::default(),
@@ -395,6 +397,7 @@ impl Mm {
         let which = p.lru_list();
         let mc = p.memcg as usize;
         self.memcgs[mc].lru[which as usize - 1].push_head(&mut self.pages, i);
+        self.memcg_rstat_updated(mc as u16, 1);
     }
 
     /// lruvec_add_folio_tail: at the tail, for reclaim next (folio_rotate_reclaimable).
@@ -409,6 +412,7 @@ impl Mm {
         let which = p.lru_list();
         let mc = p.memcg as usize;
         self.memcgs[mc].lru[which as usize - 1].push_tail(&mut self.pages, i);
+        self.memcg_rstat_updated(mc as u16, 1);
     }
 
     pub fn lru_del(&mut self, i: u32) {
@@ -427,6 +431,7 @@ impl Mm {
         );
         let mc = p.memcg as usize;
         self.memcgs[mc].lru[which as usize - 1].remove(&mut self.pages, i);
+        self.memcg_rstat_updated(mc as u16, 1);
     }
 
     /// Wake kswapd (wakeup_kswapd): not if it is running, the node is balanced, or it is

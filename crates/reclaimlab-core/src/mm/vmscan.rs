@@ -521,6 +521,9 @@ impl Mm {
             taken.push(i);
         }
         let nr_taken = taken.len() as u64;
+        // Taken off the active list and (below) put on the inactive one: update_lru_sizes
+        // and move_folios_to_lru, one statistic update each.
+        self.memcg_rstat_updated(m, 2 * nr_taken);
         if !sc.cgroup_reclaim() {
             self.vm.pgrefill += nr_taken;
         }
@@ -579,6 +582,8 @@ impl Mm {
             }
         }
         let nr_scanned = taken.len() as u64;
+        // isolate_lru_folios' update_lru_sizes: one statistic update per folio taken off.
+        self.memcg_rstat_updated(m, nr_scanned);
         if nr_scanned == 0 {
             return 0;
         }
@@ -1232,9 +1237,12 @@ impl Mm {
         }
         if self.switches.reclaim_stats_flush {
             // 6.1 shrink_node: mem_cgroup_flush_stats() "so that we read accurate per-memcg
-            // lruvec stats for heuristics" (the whole tree, taken as having enough updates
-            // pending under reclaim); later kernels rate-limit it (see the switch).
-            self.flush_memcg_subtree(0);
+            // lruvec stats for heuristics" (the whole tree, when enough updates are pending:
+            // 6.1's threshold is global, the root's count here).
+            self.mem_cgroup_flush_stats(0);
+        } else {
+            // 6.12/6.18 prepare_scan_control: mem_cgroup_flush_stats_ratelimited of the target.
+            self.mem_cgroup_flush_stats_ratelimited(sc.target);
         }
         self.prepare_scan_control(sc);
         let start = sc.target;

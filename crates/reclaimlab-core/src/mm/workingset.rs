@@ -35,6 +35,9 @@ impl Mm {
             (p.memcg, p.shadow, p.has(pg::WORKINGSET), p.has(pg::FILE))
         };
         self.count_workingset_refault(m, file);
+        // workingset_test_recent(flush = true): mem_cgroup_flush_stats_ratelimited of the
+        // eviction memcg (6.12, 6.18; 6.1's mem_cgroup_flush_stats_delayed has the same test).
+        self.mem_cgroup_flush_stats_ratelimited(m);
         let now = self.memcgs[m as usize].nonresident_age as u32;
         let distance = now.wrapping_sub(shadow) as u64;
         // workingset_test_recent: the workingset is active_file, plus inactive_file for an
