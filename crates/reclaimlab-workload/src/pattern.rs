@@ -999,8 +999,9 @@ impl AccessGen {
 
     /// For the simulator's analytic mode (docs/model/analytic.md): a random phase whose pages
     /// are uniform within one or two index ranges (uniform, hot/cold), described as
-    /// [`RandomStrata`]; None for every other phase (Zipf, other kinds, a phase that has
-    /// ended). `rw` phases are answered too: the caller decides.
+    /// [`RandomStrata`], and a Zipf phase (one stratum over every index, with its `zipf`
+    /// exponent: the caller weighs the pages itself); None for every other phase (other
+    /// kinds, a phase that has ended). `rw` phases are answered too: the caller decides.
     pub fn random_strata(&self) -> Option<RandomStrata<'_>> {
         let State::Random {
             map,
@@ -1027,7 +1028,7 @@ impl AccessGen {
                 };
                 [(0, *hot, p), (*hot, total, 100 - p)]
             }
-            Picker::Zipf(_) => return None,
+            Picker::Zipf(_) => [(0, total, 100), (total, total, 0)],
         };
         Some(RandomStrata {
             regions: &map.regions,
@@ -1040,6 +1041,10 @@ impl AccessGen {
                 WriteMode::Percent(p) => p,
             },
             strata,
+            zipf: match pick {
+                Picker::Zipf(z) => Some(z.theta),
+                _ => None,
+            },
         })
     }
 
@@ -1075,6 +1080,10 @@ pub struct RandomStrata<'a> {
     /// the regions' concatenation, each index equally likely. The ranges are disjoint, cover
     /// `0..total`, and their percents sum to 100; a range may be empty (then its percent is 0).
     pub strata: [(u64, u64, u64); 2],
+    /// A Zipf phase's exponent: index `i` of the concatenation is drawn with probability
+    /// `(i + 1)^-theta / Σ_{j=1..total} j^-theta` (exactly what the rejection-inversion
+    /// sampler draws); `strata` is then the one range over every index.
+    pub zipf: Option<f64>,
 }
 
 impl Iterator for AccessGen {
