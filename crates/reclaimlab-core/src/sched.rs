@@ -691,62 +691,88 @@ impl Scheduler {
                 let a = if let Some(rng) = proc.analytic.as_mut().filter(|_| drawn) {
                     // Analytic: the non-events up to the next event in one step.
                     let gen = proc.gen.as_mut().expect("a phase is running");
-                    let Some(u) = gen.random_strata().filter(|u| u.remaining != Some(0)) else {
-                        phase_done = true;
-                        break;
-                    };
                     let limit = quantum_end.min(duration_end);
-                    let rw = gen.rw();
-                    let Some(skip) = mm.analytic_skip(&mut ctx, &u, &proc.regions, limit, rng, rw)
-                    else {
-                        // Not drawable in bulk (accesses that cost no time): stepped.
-                        proc.analytic = None;
-                        continue;
-                    };
-                    let window = analytic_window(u.total);
-                    proc.drawn.0 += skip.hits + u64::from(skip.event.is_some());
-                    proc.drawn.1 += u64::from(skip.event.is_some());
-                    let dense = skip.dense
-                        || (proc.drawn.0 >= window
-                            && (proc.drawn.1 as f64) >= mm.analytic_dense() * proc.drawn.0 as f64);
-                    if proc.drawn.0 >= window {
-                        proc.drawn = (0, 0);
-                    }
-                    if dense && !skip.dense {
-                        let ris: Vec<usize> = u
-                            .regions
-                            .iter()
-                            .map(|&r| proc.regions[r as usize] as usize)
-                            .collect();
-                        mm.analytic_suspend(&ris);
-                    }
-                    if dense {
-                        // Stepped, with the exact mode's look-ahead, window by window.
-                        proc.stepping = Some(Stepping {
-                            left: window,
-                            window,
-                            faults: proc.minflt + proc.majflt,
-                        });
-                        proc.lookahead = true;
-                        if !skip.dense {
-                            // This draw's accesses are made; the event, if any, runs below.
+                    if let Some((r, page, pages, wp)) = gen.sequential_at() {
+                        // A sequential pass: the resident pages up to the next event at once.
+                        let ri = proc.regions[r as usize] as usize;
+                        let (from, to) = (page as u32, pages as u32);
+                        let rw = gen.rw();
+                        let skip = mm.analytic_seq(&mut ctx, (r, ri), from, to, wp, rw, limit, rng);
+                        let Some(skip) = skip else {
+                            // Not drawable in bulk (accesses that cost no time): stepped.
+                            proc.analytic = None;
+                            continue;
+                        };
+                        gen.skip_sequential(skip.hits);
+                        proc.accesses += skip.hits;
+                        let Some((region, page, write)) = skip.event else {
+                            continue;
+                        };
+                        gen.skip_sequential(1);
+                        reclaimlab_workload::Access {
+                            region,
+                            page,
+                            write,
+                        }
+                    } else {
+                        let Some(u) = gen.random_strata().filter(|u| u.remaining != Some(0)) else {
+                            phase_done = true;
+                            break;
+                        };
+                        let rw = gen.rw();
+                        let Some(skip) =
+                            mm.analytic_skip(&mut ctx, &u, &proc.regions, limit, rng, rw)
+                        else {
+                            // Not drawable in bulk (accesses that cost no time): stepped.
+                            proc.analytic = None;
+                            continue;
+                        };
+                        let window = analytic_window(u.total);
+                        proc.drawn.0 += skip.hits + u64::from(skip.event.is_some());
+                        proc.drawn.1 += u64::from(skip.event.is_some());
+                        let dense = skip.dense
+                            || (proc.drawn.0 >= window
+                                && (proc.drawn.1 as f64)
+                                    >= mm.analytic_dense() * proc.drawn.0 as f64);
+                        if proc.drawn.0 >= window {
+                            proc.drawn = (0, 0);
+                        }
+                        if dense && !skip.dense {
+                            let ris: Vec<usize> = u
+                                .regions
+                                .iter()
+                                .map(|&r| proc.regions[r as usize] as usize)
+                                .collect();
+                            mm.analytic_suspend(&ris);
+                        }
+                        if dense {
+                            // Stepped, with the exact mode's look-ahead, window by window.
+                            proc.stepping = Some(Stepping {
+                                left: window,
+                                window,
+                                faults: proc.minflt + proc.majflt,
+                            });
+                            proc.lookahead = true;
+                            if !skip.dense {
+                                // This draw's accesses are made; the event, if any, runs below.
+                                gen.skip(skip.hits + u64::from(skip.event.is_some()));
+                                proc.accesses += skip.hits;
+                            }
+                            if skip.event.is_none() {
+                                continue;
+                            }
+                        } else {
                             gen.skip(skip.hits + u64::from(skip.event.is_some()));
                             proc.accesses += skip.hits;
                         }
-                        if skip.event.is_none() {
+                        let Some((region, page, write)) = skip.event else {
                             continue;
+                        };
+                        reclaimlab_workload::Access {
+                            region,
+                            page,
+                            write,
                         }
-                    } else {
-                        gen.skip(skip.hits + u64::from(skip.event.is_some()));
-                        proc.accesses += skip.hits;
-                    }
-                    let Some((region, page, write)) = skip.event else {
-                        continue;
-                    };
-                    reclaimlab_workload::Access {
-                        region,
-                        page,
-                        write,
                     }
                 } else {
                     if let Some(st) = proc.stepping.as_mut() {
@@ -1022,13 +1048,13 @@ impl Scheduler {
         proc.accesses = 0;
         proc.minflt = 0;
         proc.majflt = 0;
-        // Analytic mode covers random phases (uniform, hot/cold, Zipf; `rw` or not) over
-        // anonymous regions (docs/model/analytic.md); every other phase is stepped as in exact
-        // mode.
+        // Analytic mode covers random phases (uniform, hot/cold, Zipf) and sequential passes,
+        // `rw` or not, over anonymous regions (docs/model/analytic.md); every other phase is
+        // stepped as in exact mode.
         proc.stepping = None;
         proc.drawn = (0, 0);
         proc.analytic = match (&mm.analytic, &proc.phases[proc.phase].1) {
-            (Some(a), Phase::Random { regions, .. })
+            (Some(a), Phase::Random { regions, .. } | Phase::Sequential { regions, .. })
                 if regions
                     .iter()
                     .all(|&r| a.tracks(proc.regions[r as usize] as usize)) =>

@@ -1048,6 +1048,55 @@ impl AccessGen {
         })
     }
 
+    /// For the simulator's analytic mode: where a sequential pass (a `Sequential` phase) is,
+    /// as (region, next page, the region's pages, store percent); None for every other phase
+    /// and once it has ended. The accesses up to the region's end are pages `page..pages` of
+    /// `region`, in order.
+    pub fn sequential_at(&self) -> Option<(u32, u64, u64, u64)> {
+        let State::Sequential {
+            regions, at, page, ..
+        } = &self.state
+        else {
+            return None;
+        };
+        let (region, pages) = regions[*at];
+        let w = match self.write {
+            WriteMode::Never => 0,
+            WriteMode::Always => 100,
+            WriteMode::Percent(p) => p,
+        };
+        Some((region, *page, pages, w))
+    }
+
+    /// Count the next `n` accesses of a sequential pass as made without drawing them (the
+    /// analytic mode); `n` must not go past the current region's end.
+    pub fn skip_sequential(&mut self, n: u64) {
+        if let State::Sequential {
+            regions,
+            passes_left,
+            at,
+            page,
+        } = &mut self.state
+        {
+            let pages = regions[*at].1;
+            debug_assert!(*page + n <= pages, "skipping past the region's end");
+            *page += n;
+            if *page >= pages {
+                // As `next` does at a region's last page.
+                *page = 0;
+                *at += 1;
+                if *at == regions.len() {
+                    *at = 0;
+                    *passes_left -= 1;
+                    if *passes_left == 0 {
+                        self.state = State::Done;
+                    }
+                }
+            }
+            self.done += n;
+        }
+    }
+
     /// Count `n` accesses as made without drawing them (the analytic mode draws them its own
     /// way). A phase with a `count` ends once its count is used up; `n` must not exceed it.
     pub fn skip(&mut self, n: u64) {

@@ -1029,6 +1029,102 @@ impl Mm {
         unreachable!("the class counts sum over the regions")
     }
 
+    /// A sequential pass's accesses from page `off` of region `ri` (Mm::regions index; `r` its
+    /// index among the process's regions), up to the next event, the region's end `end`, or
+    /// the first access that would start at or after `limit`: every page passed is touched, so
+    /// its young bit is set at once (exactly as stepping would; the zero page's loads set
+    /// nothing), and the time is their cost. The events: the next unmapped page, and a store
+    /// (probability `write_percent` each, drawn as a geometric count over the clean and zero
+    /// pages ahead) to a clean or zero page. With `rw`, a store to a dirty page costs two
+    /// accesses (their number among the pages passed is binomial, and at most half the
+    /// accesses that fit are passed at once). None if the region is not tracked or accesses
+    /// cost no time.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn analytic_seq(
+        &mut self,
+        ctx: &mut Ctx,
+        (r, ri): (u32, usize),
+        off: u32,
+        end: u32,
+        write_percent: u64,
+        rw: bool,
+        limit: Time,
+        rng: &mut SplitMix64,
+    ) -> Option<Skip> {
+        let cost = (u128::from(self.costs.access_ns) * u128::from(ctx.slowdown) / 1024) as u64;
+        let a = self.analytic.as_mut()?;
+        if cost == 0 {
+            return None;
+        }
+        let base = self.regions[ri].base;
+        let acc = a.regions[ri].as_mut()?;
+        if !acc.live {
+            let n = acc.pages() as usize;
+            acc.rebuild(
+                self.pages[base as usize..base as usize + n]
+                    .iter()
+                    .map(|p| p.flags),
+            );
+        }
+        let w = write_percent as f64 / 100.0;
+        // The next unmapped page, and the clean or zero page that takes the first store.
+        let mut stop = next_member(&acc.unmapped.words, off, end).unwrap_or(end);
+        let mut event_on_unmapped = stop < end;
+        if write_percent > 0 {
+            let skips = if write_percent >= 100 {
+                0
+            } else {
+                let x = 1.0 - rng.unit_f64();
+                let g = (x.ln() / (-w).ln_1p()).floor();
+                if g >= 4.0e9 {
+                    u64::MAX
+                } else {
+                    g as u64
+                }
+            };
+            if let Some(p) = nth_member(&acc.clean.words, &acc.zero.words, off, stop, skips) {
+                stop = p;
+                event_on_unmapped = false;
+            }
+        }
+        // What fits before `limit` (rw: half of it, whatever the stores).
+        let fit = if ctx.now >= limit {
+            0
+        } else {
+            (limit - ctx.now).div_ceil(cost)
+        };
+        let fit = if rw && w > 0.0 { fit.div_ceil(2) } else { fit };
+        let run_end = u64::from(stop).min(u64::from(off) + fit) as u32;
+        let mut dirty = 0u64;
+        for page in &mut self.pages[(base + off) as usize..(base + run_end) as usize] {
+            match class_of(page.flags) {
+                Class::Dirty => {
+                    dirty += 1;
+                    page.flags |= pg::YOUNG;
+                }
+                Class::Clean => page.flags |= pg::YOUNG,
+                Class::Zero | Class::Unmapped => {}
+            }
+        }
+        let hits = u64::from(run_end - off);
+        let stores = if rw { binomial(rng, dirty, w) } else { 0 };
+        a.accesses += hits;
+        ctx.now = later(ctx.now, (hits + stores).saturating_mul(cost));
+        let event = (run_end == stop && stop < end && ctx.now < limit).then(|| {
+            let write = if event_on_unmapped {
+                rng.below(100) < write_percent
+            } else {
+                true
+            };
+            (r, u64::from(stop), write)
+        });
+        Some(Skip {
+            hits,
+            event,
+            dense: false,
+        })
+    }
+
     /// Stop tracking regions `ris` (Mm::regions indices) while a phase with dense events
     /// steps over them: every pending young bit is settled now (a bit set early reads the same
     /// as one set when it is first looked at: only readers clear it, and they settle first),
@@ -1106,6 +1202,48 @@ impl Mm {
             }
         }
         Ok(())
+    }
+}
+
+/// The first member of a bitmap in `a..b`.
+fn next_member(words: &[u64], a: u32, b: u32) -> Option<u32> {
+    let mut w = (a / 64) as usize;
+    let mut bits = words.get(w)? & (u64::MAX << (a % 64));
+    loop {
+        if bits != 0 {
+            let i = w as u32 * 64 + bits.trailing_zeros();
+            return (i < b).then_some(i);
+        }
+        w += 1;
+        if w as u32 * 64 >= b {
+            return None;
+        }
+        bits = words[w];
+    }
+}
+
+/// The member after `skip` others of the union of two bitmaps in `a..b`.
+fn nth_member(x: &[u64], y: &[u64], a: u32, b: u32, mut skip: u64) -> Option<u32> {
+    if a >= b {
+        return None;
+    }
+    let mut w = (a / 64) as usize;
+    let mut bits = (x[w] | y[w]) & (u64::MAX << (a % 64));
+    loop {
+        let n = u64::from(bits.count_ones());
+        if skip < n {
+            for _ in 0..skip {
+                bits &= bits - 1;
+            }
+            let i = w as u32 * 64 + bits.trailing_zeros();
+            return (i < b).then_some(i);
+        }
+        skip -= n;
+        w += 1;
+        if w as u32 * 64 >= b {
+            return None;
+        }
+        bits = x[w] | y[w];
     }
 }
 

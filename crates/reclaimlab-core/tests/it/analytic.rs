@@ -358,3 +358,65 @@ fn rw_fully_resident_phase_is_the_exact_run_in_distribution() {
     );
     assert!(da != de, "the stores' count is drawn, not stepped");
 }
+
+/// `v` with its measured phase replaced by `passes` sequential passes over region 0.
+fn sequential(mut v: Value, passes: u32, write_percent: u8) -> Value {
+    let last = v["processes"][0]["phases"].as_array().unwrap().len() - 1;
+    v["processes"][0]["phases"][last]["phase"] = json!({"kind": "sequential", "regions": [0],
+        "passes": passes, "write_percent": write_percent});
+    v
+}
+
+#[test]
+fn sequential_resident_pass_is_the_exact_run() {
+    // Every page passed is resident and dirty: no event, the passes go by in runs, their
+    // young bits set as the stepped passes set them: the same run to the nanosecond.
+    let v = sequential(
+        scenario(&[("a", 3000, "text")], 1, 1 << 20, false, false),
+        4,
+        30,
+    );
+    let (e, a) = (run(&v), run(&analytic(v)));
+    assert_eq!(measure(&e).accesses, 12_000);
+    assert_eq!(measure(&a).accesses, 12_000);
+    assert_eq!(measure(&e).end_ns, measure(&a).end_ns);
+    assert_eq!(e.counters, a.counters);
+    assert_eq!(a.stats.analytic_accesses, Some(12_000));
+}
+
+#[test]
+fn classes_follow_every_event_sequential_rw() {
+    let v = rw(sequential(
+        scenario(
+            &[("a", 3000, "text"), ("b", 1000, "text")],
+            1,
+            3800,
+            true,
+            false,
+        ),
+        6,
+        20,
+    ));
+    conserved_every_event(&analytic(v));
+}
+
+#[test]
+fn agrees_with_exact_sequential_zswap() {
+    // Passes over 3000 of 4000 filled pages in a 3800-page memcg, 20 % stores: the pages
+    // pushed out by the fill and the stores to pages read back (clean) are the events.
+    let v = sequential(
+        scenario(
+            &[("a", 3000, "text"), ("b", 1000, "text")],
+            1,
+            3800,
+            true,
+            false,
+        ),
+        20,
+        20,
+    );
+    let mut figs = FIGURES.to_vec();
+    figs.push("vmstat.zswpin");
+    figs.push("vmstat.zswpout");
+    agree(&v, 8, &figs);
+}
