@@ -362,6 +362,8 @@ fn child(name: &str) {
         "run_cpu_s": (c2 - c1) as f64 / 1e9,
         "peak_rss": kb_field("/proc/self/status", "VmHWM:"),
         "sim_s": r.stats.sim_time_ns as f64 / 1e9,
+        // Analytic mode: the accesses drawn in bulk (or passed over in runs), not stepped.
+        "analytic_accesses": r.stats.analytic_accesses,
         // Where the pages are at the end: swapped out (zswap entries hold a swap slot too), and
         // of those in the zswap pool.
         "swapped_pages": (counter("meminfo.SwapTotal") - counter("meminfo.SwapFree")) / 4,
@@ -467,6 +469,12 @@ fn main() {
             "  at the end: {} pages swapped out, {} of them in the zswap pool",
             last["swapped_pages"], last["zswapped_pages"]
         );
+        if let Some(n) = last["analytic_accesses"].as_u64() {
+            println!(
+                "  analytic mode: {:.1} % of the accesses drawn in bulk (not stepped)",
+                n as f64 * 100.0 / last["accesses"].as_f64().unwrap().max(1.0)
+            );
+        }
         println!(
             "  {n} runs  pages {pages:.0}  accesses/s {} M  page events/s {} M  peak RSS {} B/page  build {} s  run {} s CPU ({} s wall)  simulated {:.2} s\n",
             fmt(per("accesses"), 1e6, 2),

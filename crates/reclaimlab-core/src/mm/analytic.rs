@@ -220,8 +220,9 @@ struct ZipfW {
 }
 
 /// Terms of -ln(1 - x) = x + x²/2 + x³/3 + … kept for a Zipf page outside the head: with
-/// x = π/W ≤ (1/64)/(3/4) (π ≤ 1/64, a non-event probability W of at least 3/4: DENSE_NOW),
-/// the rest is below x⁴/(4(1-x)), a relative error under 2.4e-6 of the page's hazard.
+/// x = π/W ≤ (1/64)/(15/16) (π ≤ 1/64, a non-event probability W of at least 15/16:
+/// DENSE_NOW), the rest is below x⁴/(4(1-x)), a relative error under 1.2e-6 of the page's
+/// hazard (tests that draw every phase, Simulation::set_analytic_dense, may exceed it).
 const ZTERMS: usize = 3;
 
 /// Pages with an access probability above this get their own exact hazard (at most 64 of
@@ -402,7 +403,9 @@ impl RegionAcc {
                 clean: 0.0,
             }],
             snap: vec![0.0; pages as usize],
-            live: true,
+            // Counted from the flags at the first draw over it (rebuild): a fill before that
+            // pays nothing for the bookkeeping.
+            live: false,
             zw: None,
             layers: Vec::new(),
         }
@@ -637,8 +640,8 @@ pub(crate) struct Skip {
 /// accesses; a draw whose event probability is DENSE_NOW or more steps at once.
 pub(crate) const DENSE: f64 = 1.0 / 32.0;
 
-/// See DENSE. Also what bounds the Zipf series (ZTERMS): every draw has W >= 3/4.
-pub(crate) const DENSE_NOW: f64 = 1.0 / 4.0;
+/// See DENSE. Also what bounds the Zipf series (ZTERMS): every draw has W >= 15/16.
+pub(crate) const DENSE_NOW: f64 = 1.0 / 16.0;
 
 impl Mm {
     /// The rate of events from which a drawn phase steps (DENSE; 1.0 in tests: never).
