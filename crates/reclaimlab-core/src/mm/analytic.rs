@@ -192,6 +192,8 @@ pub(crate) struct RegionAcc {
     zero: PageSet,
     segs: Vec<Seg>,
     snap: Vec<f64>,
+    /// The region's pages.
+    n: u32,
     /// Bookkeeping on (classes counted, hazards pending); off while a phase with dense events
     /// steps its accesses ([`Mm::analytic_suspend`]): nothing is tracked, nothing pending.
     live: bool,
@@ -394,17 +396,18 @@ fn bits_weight(mut bits: u64, q: &[u64]) -> u64 {
 impl RegionAcc {
     fn new(pages: u32) -> RegionAcc {
         RegionAcc {
-            unmapped: PageSet::new(pages, true),
-            clean: PageSet::new(pages, false),
-            zero: PageSet::new(pages, false),
+            unmapped: PageSet::new(0, false),
+            clean: PageSet::new(0, false),
+            zero: PageSet::new(0, false),
             segs: vec![Seg {
                 start: 0,
                 dirty: 0.0,
                 clean: 0.0,
             }],
-            snap: vec![0.0; pages as usize],
-            // Counted from the flags at the first draw over it (rebuild): a fill before that
-            // pays nothing for the bookkeeping.
+            snap: Vec::new(),
+            n: pages,
+            // Counted from the flags at the first draw over it (rebuild), its tables made
+            // then: a fill before that, or a phase that only steps, pays nothing for them.
             live: false,
             zw: None,
             layers: Vec::new(),
@@ -434,7 +437,8 @@ impl RegionAcc {
             dirty: 0.0,
             clean: 0.0,
         }];
-        self.snap.iter_mut().for_each(|h| *h = 0.0);
+        self.snap.clear();
+        self.snap.resize(n as usize, 0.0);
         self.zw = None;
         self.layers.clear();
         self.live = true;
@@ -480,7 +484,7 @@ impl RegionAcc {
     /// A segment boundary at `off` (a copy of the segment it falls in: same hazards, so no
     /// page's pending touches change).
     fn split(&mut self, off: u32) {
-        if off == 0 || off as usize >= self.snap.len() {
+        if off == 0 || off >= self.n {
             return;
         }
         let k = self.segs.partition_point(|s| s.start <= off);
@@ -502,7 +506,7 @@ impl RegionAcc {
     }
 
     fn pages(&self) -> u32 {
-        self.snap.len() as u32
+        self.n
     }
 }
 
@@ -518,6 +522,9 @@ pub struct Analytic {
     pieces: Vec<Piece>,
     /// Zipf normalisations computed so far: (theta's bits, pages, 1 / Σ_{j=1..pages} j^-theta).
     norms: Vec<(u64, u64, f64)>,
+    /// Tracked regions whose bookkeeping is on (RegionAcc::live): with none, the hooks return
+    /// at once, as in exact mode.
+    live: u32,
     /// From what rate of events a phase steps (DENSE; tests set 1.0 to draw every phase in
     /// bulk, DENSE_NOW too: Simulation::set_analytic_dense).
     pub(crate) dense: f64,
@@ -606,6 +613,7 @@ impl Analytic {
             accesses: 0,
             pieces: Vec::new(),
             norms: Vec::new(),
+            live: 0,
             dense: DENSE,
         }
     }
@@ -656,7 +664,7 @@ impl Mm {
     /// if the page stays mapped; an unmapped page's young bit no longer matters.
     #[inline]
     pub(crate) fn analytic_sync(&mut self, i: u32) {
-        if self.analytic.is_some() {
+        if self.analytic.as_ref().is_some_and(|a| a.live > 0) {
             self.analytic_sync_slow(i);
         }
     }
@@ -698,7 +706,7 @@ impl Mm {
     /// page's last look touched it (probability 1 - exp(-Δ hazard)). A no-op in exact mode.
     #[inline]
     pub(crate) fn analytic_young(&mut self, i: u32) {
-        if self.analytic.is_some() {
+        if self.analytic.as_ref().is_some_and(|a| a.live > 0) {
             self.analytic_young_slow(i);
         }
     }
@@ -707,7 +715,7 @@ impl Mm {
     /// in bulk so far are dropped with it, so no draw is needed, only the page's new start.
     #[inline]
     pub(crate) fn analytic_clear_young(&mut self, i: u32) {
-        if self.analytic.is_some() {
+        if self.analytic.as_ref().is_some_and(|a| a.live > 0) {
             self.analytic_sync_slow(i);
             let p = self.pages[i as usize];
             let base = self.regions[p.region as usize].base;
@@ -775,6 +783,7 @@ impl Mm {
                 let base = self.regions[ri].base as usize;
                 let n = acc.pages() as usize;
                 acc.rebuild(self.pages[base..base + n].iter().map(|p| p.flags));
+                a.live += 1;
             }
         }
         let Analytic {
@@ -1068,7 +1077,9 @@ impl Mm {
                     .iter()
                     .map(|p| p.flags),
             );
+            a.live += 1;
         }
+        let acc = a.regions[ri].as_mut().expect("tracked");
         let w = write_percent as f64 / 100.0;
         // The next unmapped page, and the clean or zero page that takes the first store.
         let mut stop = next_member(&acc.unmapped.words, off, end).unwrap_or(end);
@@ -1155,6 +1166,7 @@ impl Mm {
             r.live = false;
             r.zw = None;
             r.layers.clear();
+            a.live -= 1;
         }
     }
 
