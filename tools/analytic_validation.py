@@ -63,7 +63,8 @@ def inside(rows: list[dict[str, Any]]) -> tuple[int, int]:
 
 def summary(out: Path) -> str:
     lines = [
-        "| scenario | counters: median \\|rel. error\\| exact | analytic | phases: exact | analytic | in spread exact | analytic | accesses drawn in bulk |",
+        "| scenario | counters: median \\|rel. error\\| exact | analytic | phases: exact | analytic "
+        "| in spread exact | analytic | accesses drawn in bulk |",
         "|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
     every: dict[str, list[float]] = {m: [] for m in MODES}
