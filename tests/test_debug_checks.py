@@ -55,11 +55,12 @@ def test_bundled_scenario_runs_clean_under_debug_checks(simulate: Path, path: Pa
         assert "events" in r.stdout.splitlines()[-1]
 
 
-#: Bundled scenarios with a random phase: what analytic mode (engine.accesses) can draw in bulk.
-RANDOM_SCENARIOS = [p for p in SCENARIOS if 'kind = "random"' in p.read_text(encoding="utf-8")]
+#: Bundled scenarios with a random phase or a sequential pass: what analytic mode
+#: (engine.accesses) draws in bulk or passes over in runs.
+ANALYTIC_SCENARIOS = [p for p in SCENARIOS if any(f'kind = "{k}"' in p.read_text(encoding="utf-8") for k in ("random", "sequential"))]
 
 
-@pytest.mark.parametrize("path", RANDOM_SCENARIOS, ids=lambda p: str(p.relative_to(ROOT / "scenarios")))
+@pytest.mark.parametrize("path", ANALYTIC_SCENARIOS, ids=lambda p: str(p.relative_to(ROOT / "scenarios")))
 def test_bundled_scenario_runs_clean_in_analytic_mode(simulate: Path, path: Path, tmp_path: Path) -> None:
     """The same checks with engine.accesses = "analytic" (docs/model/analytic.md): the
     conservation check includes that every tracked page is counted in its class."""

@@ -1,8 +1,9 @@
 """Analytic mode (engine.accesses) against exact mode on the validation suite: both re-simulate
 every stored kernel run (results/validation/*.json, as `make validation-report` does) and this
 prints, per scenario (and configuration), the median |relative error| of the counters that are
-non-zero on either side, how many metrics fall in the kernel runs' spread, and the share of
-accesses analytic mode drew in bulk (docs/model/analytic.md).
+non-zero on either side and of the phase figures (times, rates), how many metrics fall in the
+kernel runs' spread, and the share of accesses analytic mode drew in bulk
+(docs/model/analytic.md).
 
     python tools/analytic_validation.py OUTDIR     # OUTDIR/exact/*.json, OUTDIR/analytic/*.json
 """
@@ -43,11 +44,12 @@ def parts(d: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
     return [(c["name"], c["validate"]) for c in d["configs"]]
 
 
-def errors(rows: list[dict[str, Any]]) -> list[float]:
+def errors(rows: list[dict[str, Any]], phase: bool = False) -> list[float]:
+    """|relative error| of the counters (or, with `phase`, of the phase figures: times, rates)."""
     return [
         abs(r["rel_error"])
         for r in rows
-        if r.get("source") != "phase"
+        if (r.get("source") == "phase") == phase
         and r.get("rel_error") is not None
         and not math.isinf(r["rel_error"])
         and (r["sim"] or r["kernel"]["median"])
@@ -61,10 +63,12 @@ def inside(rows: list[dict[str, Any]]) -> tuple[int, int]:
 
 def summary(out: Path) -> str:
     lines = [
-        "| scenario | median \\|rel. error\\| exact | analytic | in spread exact | analytic | accesses drawn in bulk |",
-        "|---|---:|---:|---:|---:|---:|",
+        "| scenario | counters: median \\|rel. error\\| exact | analytic | phases: exact | analytic "
+        "| in spread exact | analytic | accesses drawn in bulk |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
     every: dict[str, list[float]] = {m: [] for m in MODES}
+    every_phase: dict[str, list[float]] = {m: [] for m in MODES}
     spread = {m: [0, 0] for m in MODES}
     for f in sorted((out / "exact").glob("*.json")):
         both = [parts(json.loads((out / m / f.name).read_text())) for m in MODES]
@@ -75,6 +79,10 @@ def summary(out: Path) -> str:
                 every[m] += errs
                 cells.append(f"{statistics.median(errs) * 100:.1f}%")
             for m, d in zip(MODES, (de, da), strict=True):
+                errs = errors(d["rows"], phase=True)
+                every_phase[m] += errs
+                cells.append(f"{statistics.median(errs) * 100:.1f}%" if errs else "-")
+            for m, d in zip(MODES, (de, da), strict=True):
                 k, n = inside(d["rows"])
                 spread[m][0] += k
                 spread[m][1] += n
@@ -84,7 +92,11 @@ def summary(out: Path) -> str:
             total = sum(p.get("accesses", 0) for p in sim.get("phases", []))
             cells.append(f"{bulk * 100 / max(total, 1):.0f}%")
             lines.append(f"| {f.stem}{f' [{name}]' if name else ''} | " + " | ".join(cells) + " |")
-    cells = [f"{statistics.median(every[m]) * 100:.1f}%" for m in MODES] + [f"{spread[m][0]}/{spread[m][1]}" for m in MODES]
+    cells = (
+        [f"{statistics.median(every[m]) * 100:.1f}%" for m in MODES]
+        + [f"{statistics.median(every_phase[m]) * 100:.1f}%" for m in MODES]
+        + [f"{spread[m][0]}/{spread[m][1]}" for m in MODES]
+    )
     lines.append("| **all** | " + " | ".join(cells) + " | |")
     return "\n".join(lines) + "\n"
 

@@ -8,6 +8,9 @@ interleaved run by run (a busy machine slows both alike); times are in-process: 
 Simulation::new + run, libCacheSim's reader open + process_trace, in CPU seconds (a busy machine
 inflates wall time by whatever else runs). Figures, not a test.
 
+Each reclaimlab case runs in exact mode and in analytic mode (engine.accesses = "analytic",
+docs/model/analytic.md).
+
 usage: python peer_libcachesim.py THROUGHPUT_BENCH_BINARY [REPS]
 """
 
@@ -52,20 +55,21 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="reclaimlab-peer-") as d:
         trace = str(Path(d) / "zipf.oracleGeneral")
         subprocess.run([bench, "--export-zipf", trace], check=True)
-        times: dict[str, list[float]] = {"libCacheSim LRU": [], "peer-swap": [], "peer-zswap": []}
+        cases = ("peer-swap", "peer-zswap", "peer-swap-analytic", "peer-zswap-analytic")
+        times: dict[str, list[float]] = {"libCacheSim LRU": [], **{c: [] for c in cases}}
         miss: dict[str, float] = {}
         for _ in range(reps):
             r = run([sys.executable, __file__, "--lcs", trace])
             times["libCacheSim LRU"].append(r["cpu_s"])
             miss["libCacheSim LRU"] = r["miss_ratio"]
-            for case in ("peer-swap", "peer-zswap"):
+            for case in cases:
                 r = run([bench, "--child", case])
                 times[case].append(r["build_cpu_s"] + r["run_cpu_s"])
     lru = times["libCacheSim LRU"]
     base = statistics.median(lru)
     print(f"peer: 20 M Zipf(0.99) reads, 1 M objects, 100 K fit; {reps} interleaved runs each, median [min-max] CPU seconds")
     print(f"  libCacheSim LRU (miss ratio {miss['libCacheSim LRU']:.3f}): {base:.2f} [{min(lru):.2f}-{max(lru):.2f}] s")
-    for case in ("peer-swap", "peer-zswap"):
+    for case in cases:
         t = times[case]
         med = statistics.median(t)
         print(f"  reclaimlab {case}: {med:.2f} [{min(t):.2f}-{max(t):.2f}] s = {med / base:.2f}x libCacheSim's time")

@@ -183,6 +183,42 @@ fn export_zipf(path: &str) {
     out.flush().unwrap();
 }
 
+/// Issue 17's operator scenario, JVM-like: a 16 GiB host (4 CPUs, zswap, an 8 GiB swap file)
+/// running a 12 GiB heap (filled, then 60 s of Zipf(0.99) accesses with 20 % read-modify-write
+/// stores) beside 5 GiB of sidecars (filled, then 60 s of uniform reads): 17 GiB on 16 GiB, so
+/// reclaim moves the heap's cold tail out.
+fn jvm16() -> SimConfig {
+    let swap = json!([{"name": "swapfile", "kind": "file", "size_bytes": 8 * GIB, "priority": -2,
+        "comp_algorithm": null, "device": ssd()}]);
+    let serve = |dist: Value, write_percent: u8, rw: bool| {
+        json!({"name": "serve", "phase": {"kind": "random",
+        "regions": [0], "dist": dist, "count": null, "duration_ns": 60_000_000_000u64,
+        "write_percent": write_percent, "rw": rw}})
+    };
+    let proc = |name: &str, pages: u64, serve: Value| {
+        json!({"name": name, "cgroup": 1,
+        "regions": [{"name": "heap", "pages": pages, "content": "text", "variants": 256}],
+        "phases": [{"name": "fill", "phase": {"kind": "fill", "region": 0}}, serve]})
+    };
+    serde_json::from_value(json!({
+        "seed": 3,
+        "machine": {"memory_bytes": 16 * GIB, "cpus": 4, "swap": swap},
+        "kernel": {"version": "6.18",
+            "zswap": {"enabled": true, "compressor": "lzo", "max_pool_percent": 20,
+                      "accept_threshold_percent": 90, "shrinker_enabled": false},
+            "vm": {"swappiness": 60, "page_cluster": 3, "min_free_kbytes": null, "watermark_scale_factor": 10}},
+        "cgroups": {"version": 1, "groups": [
+            {"path": "/", "parent": null, "limit_bytes": null, "high_bytes": null, "swappiness": null, "zswap_max_bytes": null, "zswap_writeback": true},
+            {"path": "/bench", "parent": 0, "limit_bytes": null, "high_bytes": null, "swappiness": null,
+             "zswap_max_bytes": null, "zswap_writeback": true}]},
+        "processes": [
+            proc("jvm", 12 * GIB / 4096, serve(json!({"kind": "zipf", "theta": 0.99}), 20, true)),
+            proc("sidecars", 5 * GIB / 4096, serve(json!({"kind": "uniform"}), 0, false)),
+        ],
+    }))
+    .unwrap()
+}
+
 /// (name, description, config).
 /// The config with the multi-gen LRU on.
 fn mglru(mut cfg: SimConfig) -> SimConfig {
@@ -190,8 +226,8 @@ fn mglru(mut cfg: SimConfig) -> SimConfig {
     cfg
 }
 
-/// The config with engine.accesses = "analytic" (resident hits of uniform and hot/cold random phases drawn
-/// in bulk; docs/model/analytic.md).
+/// The config with engine.accesses = "analytic" (resident hits of random phases drawn in bulk;
+/// docs/model/analytic.md).
 fn analytic(mut cfg: SimConfig) -> SimConfig {
     cfg.engine.accesses = reclaimlab_core::config::Accesses::Analytic;
     cfg
@@ -258,6 +294,13 @@ fn case(name: &str) -> (&'static str, SimConfig) {
         }
         "peer-swap" => ("issue 17's Zipf trace: 20 M reads, 1 M pages, 100 K in memory, swap file", peer(false)),
         "peer-zswap" => ("the same with zswap", peer(true)),
+        "peer-swap-analytic" => ("peer-swap in analytic mode", analytic(peer(false))),
+        "peer-zswap-analytic" => ("peer-zswap in analytic mode", analytic(peer(true))),
+        "jvm16" => (
+            "issue 17's JVM-like host: 16 GiB, a 12 GiB heap (60 s of Zipf(0.99), 20 % read-modify-write stores) beside 5 GiB of sidecars (60 s of uniform reads), zswap and an 8 GiB swap file",
+            jvm16(),
+        ),
+        "jvm16-analytic" => ("jvm16 in analytic mode (engine.accesses)", analytic(jvm16())),
         "file-stream" => (
             "2 GiB written then read through a 256 MiB v1 memcg on a 4 GiB machine (dirty pages, the flusher, reclaim's writeback policy)",
             file_config(4 * GIB, 524_288, 65_536),
@@ -277,7 +320,9 @@ fn case(name: &str) -> (&'static str, SimConfig) {
     }
 }
 
-const CASES: [&str; 14] = [
+/// The default cases. Not among them: jvm16 in exact mode (minutes of CPU: run it by name)
+/// and the peer cases (benches/peer_libcachesim.py runs them).
+const CASES: [&str; 15] = [
     "resident",
     "resident-8GiB",
     "resident-8GiB-analytic",
@@ -292,6 +337,7 @@ const CASES: [&str; 14] = [
     "tmpfs-zswap",
     "64GiB-reclaim",
     "1TiB-reclaim",
+    "jvm16-analytic",
 ];
 
 /// One run of a case, in this (child) process: one JSON line on stdout.
@@ -316,6 +362,8 @@ fn child(name: &str) {
         "run_cpu_s": (c2 - c1) as f64 / 1e9,
         "peak_rss": kb_field("/proc/self/status", "VmHWM:"),
         "sim_s": r.stats.sim_time_ns as f64 / 1e9,
+        // Analytic mode: the accesses drawn in bulk (or passed over in runs), not stepped.
+        "analytic_accesses": r.stats.analytic_accesses,
         // Where the pages are at the end: swapped out (zswap entries hold a swap slot too), and
         // of those in the zswap pool.
         "swapped_pages": (counter("meminfo.SwapTotal") - counter("meminfo.SwapFree")) / 4,
@@ -421,6 +469,12 @@ fn main() {
             "  at the end: {} pages swapped out, {} of them in the zswap pool",
             last["swapped_pages"], last["zswapped_pages"]
         );
+        if let Some(n) = last["analytic_accesses"].as_u64() {
+            println!(
+                "  analytic mode: {:.1} % of the accesses drawn in bulk (not stepped)",
+                n as f64 * 100.0 / last["accesses"].as_f64().unwrap().max(1.0)
+            );
+        }
         println!(
             "  {n} runs  pages {pages:.0}  accesses/s {} M  page events/s {} M  peak RSS {} B/page  build {} s  run {} s CPU ({} s wall)  simulated {:.2} s\n",
             fmt(per("accesses"), 1e6, 2),

@@ -110,6 +110,16 @@ impl Simulation {
         self.check_every = every;
     }
 
+    /// Analytic mode: from what event probability a random phase steps its accesses instead
+    /// of drawing them (mm/analytic.rs DENSE). For tests that exercise the draws under heavy
+    /// pressure (1.0: never step); a no-op in exact mode.
+    #[doc(hidden)]
+    pub fn set_analytic_dense(&mut self, p: f64) {
+        if let Some(a) = self.mm.analytic.as_mut() {
+            a.dense = p;
+        }
+    }
+
     pub fn finished(&self) -> bool {
         self.finished
     }

@@ -53,6 +53,11 @@ pub(crate) struct Proc {
     /// The current phase's non-event accesses are drawn in bulk (engine.accesses =
     /// "analytic", mm/analytic.rs): the stream of its draws. None: stepped one by one.
     pub(crate) analytic: Option<reclaimlab_workload::SplitMix64>,
+    /// An analytic phase whose events are dense (mm/analytic.rs DENSE) steps its accesses
+    /// instead, window by window, until a window's faults say they are sparse again.
+    pub(crate) stepping: Option<Stepping>,
+    /// A drawn analytic phase's current window: (accesses, events) so far.
+    pub(crate) drawn: (u64, u64),
     pub(crate) phase_start: Time,
     pub(crate) accesses: u64,
     /// Faults of the current phase as getrusage counts them (`min_flt`, `maj_flt`).
@@ -104,6 +109,28 @@ const OOM_SCORE_ADJ_MAX: i16 = 1000;
 /// PAGE_COUNTER_MAX (include/linux/page_counter.h, 64-bit): "max" as the page counter holds it.
 const PAGE_COUNTER_MAX: u64 = (i64::MAX as u64) / PAGE_SIZE;
 
+/// When an analytic phase steps (its events are dense, mm/analytic.rs DENSE) and when it draws:
+/// over windows of the phase's accesses (its pages, at least 2^16), a drawn phase whose events
+/// were 1/DENSE of a window's accesses or more steps from then on (as it does at once when one
+/// draw's event probability is DENSE_NOW or more); a stepping phase whose window saw fewer
+/// faults than 1 in [`RESUME`] accesses draws again. A deterministic rule on the run's own
+/// counts; the gap between the two rates keeps it from switching at every window, and a
+/// window of at least the phase's pages pays for settling and counting the classes anew.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Stepping {
+    left: u64,
+    window: u64,
+    faults: u64,
+}
+
+/// See [`Stepping`].
+const RESUME: u64 = 48;
+
+/// The window of [`Stepping`] for a phase over `pages` pages.
+fn analytic_window(pages: u64) -> u64 {
+    pages.max(1 << 16)
+}
+
 impl Proc {
     /// The next access of the current phase (None: the phase has no more), drawing up to
     /// [`LOOKAHEAD`] ahead and prefetching each drawn access's page record.
@@ -111,7 +138,9 @@ impl Proc {
     fn next_access(&mut self, mm: &Mm) -> Option<Access> {
         let gen = self.gen.as_mut()?;
         if !self.lookahead {
-            return gen.next();
+            // What an analytic phase drew ahead while it stepped comes first (sched.rs
+            // Stepping); empty otherwise.
+            return self.ahead.pop_front().or_else(|| gen.next());
         }
         while self.ahead.len() <= LOOKAHEAD {
             let Some(a) = gen.next() else { break };
@@ -268,6 +297,8 @@ impl Proc {
                 ahead: VecDeque::with_capacity(LOOKAHEAD + 1),
                 lookahead: false,
                 analytic: None,
+                stepping: None,
+                drawn: (0, 0),
                 phase_start: 0,
                 accesses: 0,
                 minflt: 0,
@@ -626,31 +657,111 @@ impl Scheduler {
                     break;
                 }
                 let proc = &mut self.procs[pi];
-                let a = if let Some(rng) = proc.analytic.as_mut() {
+                let drawn = proc.stepping.is_none() && proc.ahead.is_empty();
+                let a = if let Some(rng) = proc.analytic.as_mut().filter(|_| drawn) {
                     // Analytic: the non-events up to the next event in one step.
                     let gen = proc.gen.as_mut().expect("a phase is running");
-                    let Some(u) = gen.random_strata().filter(|u| u.remaining != Some(0)) else {
-                        phase_done = true;
-                        break;
-                    };
                     let limit = quantum_end.min(duration_end);
-                    let Some(skip) = mm.analytic_skip(&mut ctx, &u, &proc.regions, limit, rng)
-                    else {
-                        // Not drawable in bulk (accesses that cost no time): stepped.
-                        proc.analytic = None;
-                        continue;
-                    };
-                    gen.skip(skip.hits + u64::from(skip.event.is_some()));
-                    proc.accesses += skip.hits;
-                    let Some((region, page, write)) = skip.event else {
-                        continue;
-                    };
-                    reclaimlab_workload::Access {
-                        region,
-                        page,
-                        write,
+                    if let Some((r, page, pages, wp)) = gen.sequential_at() {
+                        // A sequential pass: the resident pages up to the next event at once.
+                        let ri = proc.regions[r as usize] as usize;
+                        let (from, to) = (page as u32, pages as u32);
+                        let rw = gen.rw();
+                        let skip = mm.analytic_seq(&mut ctx, (r, ri), from, to, wp, rw, limit, rng);
+                        let Some(skip) = skip else {
+                            // Not drawable in bulk (accesses that cost no time): stepped.
+                            proc.analytic = None;
+                            continue;
+                        };
+                        gen.skip_sequential(skip.hits);
+                        proc.accesses += skip.hits;
+                        let Some((region, page, write)) = skip.event else {
+                            continue;
+                        };
+                        gen.skip_sequential(1);
+                        reclaimlab_workload::Access {
+                            region,
+                            page,
+                            write,
+                        }
+                    } else {
+                        let Some(u) = gen.random_strata().filter(|u| u.remaining != Some(0)) else {
+                            phase_done = true;
+                            break;
+                        };
+                        let rw = gen.rw();
+                        let Some(skip) =
+                            mm.analytic_skip(&mut ctx, &u, &proc.regions, limit, rng, rw)
+                        else {
+                            // Not drawable in bulk (accesses that cost no time): stepped.
+                            proc.analytic = None;
+                            continue;
+                        };
+                        let window = analytic_window(u.total);
+                        proc.drawn.0 += skip.hits + u64::from(skip.event.is_some());
+                        proc.drawn.1 += u64::from(skip.event.is_some());
+                        let dense = skip.dense
+                            || (proc.drawn.0 >= window
+                                && (proc.drawn.1 as f64)
+                                    >= mm.analytic_dense() * proc.drawn.0 as f64);
+                        if proc.drawn.0 >= window {
+                            proc.drawn = (0, 0);
+                        }
+                        if dense && !skip.dense {
+                            let ris: Vec<usize> = u
+                                .regions
+                                .iter()
+                                .map(|&r| proc.regions[r as usize] as usize)
+                                .collect();
+                            mm.analytic_suspend(&ris);
+                        }
+                        if dense {
+                            // Stepped, with the exact mode's look-ahead, window by window.
+                            proc.stepping = Some(Stepping {
+                                left: window,
+                                window,
+                                faults: proc.minflt + proc.majflt,
+                            });
+                            proc.lookahead = true;
+                            if !skip.dense {
+                                // This draw's accesses are made; the event, if any, runs below.
+                                gen.skip(skip.hits + u64::from(skip.event.is_some()));
+                                proc.accesses += skip.hits;
+                            }
+                            if skip.event.is_none() {
+                                continue;
+                            }
+                        } else {
+                            gen.skip(skip.hits + u64::from(skip.event.is_some()));
+                            proc.accesses += skip.hits;
+                        }
+                        let Some((region, page, write)) = skip.event else {
+                            continue;
+                        };
+                        reclaimlab_workload::Access {
+                            region,
+                            page,
+                            write,
+                        }
                     }
                 } else {
+                    if let Some(st) = proc.stepping.as_mut() {
+                        if st.left == 0 {
+                            let faults = proc.minflt + proc.majflt;
+                            if (faults - st.faults) * RESUME < st.window {
+                                // Sparse again: draw in bulk once the look-ahead is used up.
+                                proc.stepping = None;
+                                proc.lookahead = false;
+                                proc.drawn = (0, 0);
+                            } else {
+                                st.left = st.window;
+                                st.faults = faults;
+                            }
+                        }
+                        if let Some(st) = proc.stepping.as_mut() {
+                            st.left -= 1;
+                        }
+                    }
                     let Some(a) = proc.next_access(mm) else {
                         phase_done = true;
                         break;
@@ -912,21 +1023,16 @@ impl Scheduler {
         proc.accesses = 0;
         proc.minflt = 0;
         proc.majflt = 0;
-        // Analytic mode covers uniform and hot/cold random phases over anonymous regions without `rw`
-        // (docs/model/analytic.md); every other phase is stepped as in exact mode.
+        // Analytic mode covers random phases (uniform, hot/cold, Zipf) and sequential passes,
+        // `rw` or not, over anonymous regions (docs/model/analytic.md); every other phase is
+        // stepped as in exact mode.
+        proc.stepping = None;
+        proc.drawn = (0, 0);
         proc.analytic = match (&mm.analytic, &proc.phases[proc.phase].1) {
-            (
-                Some(a),
-                Phase::Random {
-                    regions,
-                    dist:
-                        reclaimlab_workload::Dist::Uniform | reclaimlab_workload::Dist::HotCold { .. },
-                    rw: false,
-                    ..
-                },
-            ) if regions
-                .iter()
-                .all(|&r| a.tracks(proc.regions[r as usize] as usize)) =>
+            (Some(a), Phase::Random { regions, .. } | Phase::Sequential { regions, .. })
+                if regions
+                    .iter()
+                    .all(|&r| a.tracks(proc.regions[r as usize] as usize)) =>
             {
                 Some(crate::mm::analytic::phase_rng(
                     mm.seed,

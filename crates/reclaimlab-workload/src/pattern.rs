@@ -1055,8 +1055,9 @@ impl AccessGen {
 
     /// For the simulator's analytic mode (docs/model/analytic.md): a random phase whose pages
     /// are uniform within one or two index ranges (uniform, hot/cold), described as
-    /// [`RandomStrata`]; None for every other phase (Zipf, other kinds, a phase that has
-    /// ended). `rw` phases are answered too: the caller decides.
+    /// [`RandomStrata`], and a Zipf phase (one stratum over every index, with its `zipf`
+    /// exponent: the caller weighs the pages itself); None for every other phase (other
+    /// kinds, a phase that has ended). `rw` phases are answered too: the caller decides.
     pub fn random_strata(&self) -> Option<RandomStrata<'_>> {
         let State::Random {
             map,
@@ -1083,7 +1084,7 @@ impl AccessGen {
                 };
                 [(0, *hot, p), (*hot, total, 100 - p)]
             }
-            Picker::Zipf(_) => return None,
+            Picker::Zipf(_) => [(0, total, 100), (total, total, 0)],
         };
         Some(RandomStrata {
             regions: &map.regions,
@@ -1096,7 +1097,60 @@ impl AccessGen {
                 WriteMode::Percent(p) => p,
             },
             strata,
+            zipf: match pick {
+                Picker::Zipf(z) => Some(z.theta),
+                _ => None,
+            },
         })
+    }
+
+    /// For the simulator's analytic mode: where a sequential pass (a `Sequential` phase) is,
+    /// as (region, next page, the region's pages, store percent); None for every other phase
+    /// and once it has ended. The accesses up to the region's end are pages `page..pages` of
+    /// `region`, in order.
+    pub fn sequential_at(&self) -> Option<(u32, u64, u64, u64)> {
+        let State::Sequential {
+            regions, at, page, ..
+        } = &self.state
+        else {
+            return None;
+        };
+        let (region, pages) = regions[*at];
+        let w = match self.write {
+            WriteMode::Never => 0,
+            WriteMode::Always => 100,
+            WriteMode::Percent(p) => p,
+        };
+        Some((region, *page, pages, w))
+    }
+
+    /// Count the next `n` accesses of a sequential pass as made without drawing them (the
+    /// analytic mode); `n` must not go past the current region's end.
+    pub fn skip_sequential(&mut self, n: u64) {
+        if let State::Sequential {
+            regions,
+            passes_left,
+            at,
+            page,
+        } = &mut self.state
+        {
+            let pages = regions[*at].1;
+            debug_assert!(*page + n <= pages, "skipping past the region's end");
+            *page += n;
+            if *page >= pages {
+                // As `next` does at a region's last page.
+                *page = 0;
+                *at += 1;
+                if *at == regions.len() {
+                    *at = 0;
+                    *passes_left -= 1;
+                    if *passes_left == 0 {
+                        self.state = State::Done;
+                    }
+                }
+            }
+            self.done += n;
+        }
     }
 
     /// Count `n` accesses as made without drawing them (the analytic mode draws them its own
@@ -1131,6 +1185,10 @@ pub struct RandomStrata<'a> {
     /// the regions' concatenation, each index equally likely. The ranges are disjoint, cover
     /// `0..total`, and their percents sum to 100; a range may be empty (then its percent is 0).
     pub strata: [(u64, u64, u64); 2],
+    /// A Zipf phase's exponent: index `i` of the concatenation is drawn with probability
+    /// `(i + 1)^-theta / Σ_{j=1..total} j^-theta` (exactly what the rejection-inversion
+    /// sampler draws); `strata` is then the one range over every index.
+    pub zipf: Option<f64>,
 }
 
 impl Iterator for AccessGen {

@@ -84,6 +84,19 @@ impl PageSet {
         }
     }
 
+    fn from_words(words: Vec<u64>) -> PageSet {
+        let len = words.iter().map(|w| u64::from(w.count_ones())).sum();
+        let mut tree: Vec<u32> = words.iter().map(|w| w.count_ones()).collect();
+        let nw = tree.len();
+        for i in 1..=nw {
+            let j = i + (i & i.wrapping_neg());
+            if j <= nw {
+                tree[j - 1] += tree[i - 1];
+            }
+        }
+        PageSet { words, tree, len }
+    }
+
     #[inline]
     fn contains(&self, i: u32) -> bool {
         self.words[(i / 64) as usize] & (1 << (i % 64)) != 0
@@ -179,21 +192,256 @@ pub(crate) struct RegionAcc {
     zero: PageSet,
     segs: Vec<Seg>,
     snap: Vec<f64>,
+    /// The region's pages.
+    n: u32,
+    /// Bookkeeping on (classes counted, hazards pending); off while a phase with dense events
+    /// steps its accesses ([`Mm::analytic_suspend`]): nothing is tracked, nothing pending.
+    live: bool,
+    /// The page weights of the Zipf phase that last drew over this region.
+    zw: Option<ZipfW>,
+    /// The young-bit hazards of Zipf phases (each page its own rate), one layer per
+    /// distinct (theta, position in the phase, phase size).
+    layers: Vec<ZLayer>,
+}
+
+/// Which Zipf ranks a region's pages have: (theta's bits, the region's first index in the
+/// phase's concatenation, the concatenation's size).
+type ZKey = (u64, u64, u64);
+
+/// A Zipf phase's page weights over one region, in integers so that sums stay exact:
+/// `q[off] = round(2^62 π)`, π the page's access probability; per 64-page word, the
+/// sums of `q` over its unmapped pages and over its clean and zero pages (Fenwick trees).
+struct ZipfW {
+    key: ZKey,
+    q: Vec<u64>,
+    un: Vec<u64>,
+    cz: Vec<u64>,
+    un_total: u64,
+    cz_total: u64,
+    q_total: u64,
+}
+
+/// Terms of -ln(1 - x) = x + x²/2 + x³/3 + … kept for a Zipf page outside the head: with
+/// x = π/W ≤ (1/64)/(15/16) (π ≤ 1/64, a non-event probability W of at least 15/16:
+/// DENSE_NOW), the rest is below x⁴/(4(1-x)), a relative error under 1.2e-6 of the page's
+/// hazard (tests that draw every phase, Simulation::set_analytic_dense, may exceed it).
+const ZTERMS: usize = 3;
+
+/// Pages with an access probability above this get their own exact hazard (at most 64 of
+/// them); the rest share the series' sums.
+const HEAD_PI: f64 = 1.0 / 64.0;
+
+/// The young-bit hazards of one Zipf phase's pages in a region: for the head pages (π >
+/// HEAD_PI), their own (dirty, clean) hazards; for the rest, Σ m·W^-k (dirty) and
+/// Σ m·((1-w)/W)^k (clean), k = 1..=ZTERMS, so that a page's hazard is Σ_k π^k/k · acc[k].
+struct ZLayer {
+    key: ZKey,
+    theta: f64,
+    inv_norm: f64,
+    head: Vec<[f64; 2]>,
+    acc: [[f64; ZTERMS]; 2],
+}
+
+impl ZLayer {
+    /// The access probability of the region's page `off`.
+    #[inline]
+    fn pi(&self, off: u32) -> f64 {
+        zipf_pi(self.key.1 + u64::from(off), self.theta, self.inv_norm)
+    }
+
+    fn hazard(&self, clean: bool, off: u32) -> f64 {
+        if let Some(h) = self.head.get(off as usize) {
+            return h[usize::from(clean)];
+        }
+        let x = self.pi(off);
+        let a = &self.acc[usize::from(clean)];
+        x * (a[0] + x * (a[1] / 2.0 + x * a[2] / 3.0))
+    }
+}
+
+/// Probability of index `i` (from 0) of a Zipf phase: (i + 1)^-theta / norm.
+#[inline]
+fn zipf_pi(i: u64, theta: f64, inv_norm: f64) -> f64 {
+    ((i + 1) as f64).powf(-theta) * inv_norm
+}
+
+/// Fenwick tree over `n` words, built from per-word values.
+fn fenwick(mut t: Vec<u64>) -> Vec<u64> {
+    let n = t.len();
+    for i in 1..=n {
+        let j = i + (i & i.wrapping_neg());
+        if j <= n {
+            t[j - 1] = t[j - 1].wrapping_add(t[i - 1]);
+        }
+    }
+    t
+}
+
+fn fenwick_add(t: &mut [u64], word: usize, delta: u64, up: bool) {
+    let mut i = word + 1;
+    while i <= t.len() {
+        t[i - 1] = if up {
+            t[i - 1].wrapping_add(delta)
+        } else {
+            t[i - 1].wrapping_sub(delta)
+        };
+        i += i & i.wrapping_neg();
+    }
+}
+
+/// The word holding weight `k` (prefix sums over words), and what is left of `k` in it.
+fn fenwick_select(t: &[u64], mut k: u64) -> (usize, u64) {
+    let n = t.len();
+    let mut pos = 0usize;
+    let mut step = if n == 0 { 0 } else { 1 << n.ilog2() };
+    while step > 0 {
+        let next = pos + step;
+        if next <= n && t[next - 1] <= k {
+            pos = next;
+            k -= t[next - 1];
+        }
+        step >>= 1;
+    }
+    (pos, k)
+}
+
+impl ZipfW {
+    fn build(key: ZKey, theta: f64, inv_norm: f64, acc: &RegionAcc) -> ZipfW {
+        let n = acc.pages();
+        let q: Vec<u64> = (0..n)
+            .map(|off| (zipf_pi(key.1 + u64::from(off), theta, inv_norm) * Q_SCALE).round() as u64)
+            .collect();
+        let nw = acc.unmapped.words.len();
+        let (mut un, mut cz) = (vec![0u64; nw], vec![0u64; nw]);
+        for w in 0..nw {
+            un[w] = bits_weight(acc.unmapped.words[w], &q[w * 64..]);
+            cz[w] = bits_weight(acc.clean.words[w] | acc.zero.words[w], &q[w * 64..]);
+        }
+        let (un_total, cz_total) = (un.iter().sum(), cz.iter().sum());
+        ZipfW {
+            key,
+            q_total: q.iter().sum(),
+            q,
+            un: fenwick(un),
+            cz: fenwick(cz),
+            un_total,
+            cz_total,
+        }
+    }
+
+    /// Page `off` leaves class `old` for `new`.
+    fn moved(&mut self, off: u32, old: Class, new: Class) {
+        let (q, w) = (self.q[off as usize], (off / 64) as usize);
+        match old {
+            Class::Unmapped => {
+                fenwick_add(&mut self.un, w, q, false);
+                self.un_total -= q;
+            }
+            Class::Clean | Class::Zero => {
+                fenwick_add(&mut self.cz, w, q, false);
+                self.cz_total -= q;
+            }
+            Class::Dirty => {}
+        }
+        match new {
+            Class::Unmapped => {
+                fenwick_add(&mut self.un, w, q, true);
+                self.un_total += q;
+            }
+            Class::Clean | Class::Zero => {
+                fenwick_add(&mut self.cz, w, q, true);
+                self.cz_total += q;
+            }
+            Class::Dirty => {}
+        }
+    }
+
+    /// The page holding weight `k` of the unmapped pages (`unmapped`) or of the clean and
+    /// zero ones.
+    fn select(&self, acc: &RegionAcc, unmapped: bool, k: u64) -> u32 {
+        let (w, mut rem) = fenwick_select(if unmapped { &self.un } else { &self.cz }, k);
+        let mut bits = if unmapped {
+            acc.unmapped.words[w]
+        } else {
+            acc.clean.words[w] | acc.zero.words[w]
+        };
+        while bits != 0 {
+            let b = bits.trailing_zeros();
+            let off = w as u32 * 64 + b;
+            let q = self.q[off as usize];
+            if rem < q {
+                return off;
+            }
+            rem -= q;
+            bits &= bits - 1;
+        }
+        unreachable!("the word's weight covers k")
+    }
+}
+
+/// Zipf weights are π scaled by 2^62: a page's probability is off by at most 2^-63 (rounding)
+/// and the sums of a region stay below 2^62 + its pages (no overflow).
+const Q_SCALE: f64 = (1u64 << 62) as f64;
+
+/// Σ q over the set bits of `bits` (q from the word's first page).
+fn bits_weight(mut bits: u64, q: &[u64]) -> u64 {
+    let mut s = 0;
+    while bits != 0 {
+        s += q[bits.trailing_zeros() as usize];
+        bits &= bits - 1;
+    }
+    s
 }
 
 impl RegionAcc {
     fn new(pages: u32) -> RegionAcc {
         RegionAcc {
-            unmapped: PageSet::new(pages, true),
-            clean: PageSet::new(pages, false),
-            zero: PageSet::new(pages, false),
+            unmapped: PageSet::new(0, false),
+            clean: PageSet::new(0, false),
+            zero: PageSet::new(0, false),
             segs: vec![Seg {
                 start: 0,
                 dirty: 0.0,
                 clean: 0.0,
             }],
-            snap: vec![0.0; pages as usize],
+            snap: Vec::new(),
+            n: pages,
+            // Counted from the flags at the first draw over it (rebuild), its tables made
+            // then: a fill before that, or a phase that only steps, pays nothing for them.
+            live: false,
+            zw: None,
+            layers: Vec::new(),
         }
+    }
+
+    /// Start over from the pages' flags (after a suspension): every class counted anew,
+    /// nothing pending.
+    fn rebuild(&mut self, flags: impl Iterator<Item = u32>) {
+        let n = self.pages();
+        let nw = (n as usize).div_ceil(64);
+        let (mut un, mut cl, mut ze) = (vec![0u64; nw], vec![0u64; nw], vec![0u64; nw]);
+        for (off, f) in flags.enumerate() {
+            let (w, b) = (off / 64, 1u64 << (off % 64));
+            match class_of(f) {
+                Class::Unmapped => un[w] |= b,
+                Class::Clean => cl[w] |= b,
+                Class::Zero => ze[w] |= b,
+                Class::Dirty => {}
+            }
+        }
+        self.unmapped = PageSet::from_words(un);
+        self.clean = PageSet::from_words(cl);
+        self.zero = PageSet::from_words(ze);
+        self.segs = vec![Seg {
+            start: 0,
+            dirty: 0.0,
+            clean: 0.0,
+        }];
+        self.snap.clear();
+        self.snap.resize(n as usize, 0.0);
+        self.zw = None;
+        self.layers.clear();
+        self.live = true;
     }
 
     /// The class page `off` is counted in.
@@ -220,18 +468,23 @@ impl RegionAcc {
 
     /// The hazard of page `off` in class `c`, if non-events can touch pages of that class.
     fn hazard(&self, c: Class, off: u32) -> Option<f64> {
-        let seg = || &self.segs[self.segs.partition_point(|s| s.start <= off) - 1];
-        match c {
-            Class::Dirty => Some(seg().dirty),
-            Class::Clean => Some(seg().clean),
-            Class::Unmapped | Class::Zero => None,
+        let seg = &self.segs[self.segs.partition_point(|s| s.start <= off) - 1];
+        let clean = match c {
+            Class::Dirty => false,
+            Class::Clean => true,
+            Class::Unmapped | Class::Zero => return None,
+        };
+        let mut h = if clean { seg.clean } else { seg.dirty };
+        for l in &self.layers {
+            h += l.hazard(clean, off);
         }
+        Some(h)
     }
 
     /// A segment boundary at `off` (a copy of the segment it falls in: same hazards, so no
     /// page's pending touches change).
     fn split(&mut self, off: u32) {
-        if off == 0 || off as usize >= self.snap.len() {
+        if off == 0 || off >= self.n {
             return;
         }
         let k = self.segs.partition_point(|s| s.start <= off);
@@ -253,7 +506,7 @@ impl RegionAcc {
     }
 
     fn pages(&self) -> u32 {
-        self.snap.len() as u32
+        self.n
     }
 }
 
@@ -267,6 +520,83 @@ pub struct Analytic {
     pub(crate) accesses: u64,
     /// The current draw's pieces (Mm::analytic_skip), kept to allocate nothing per draw.
     pieces: Vec<Piece>,
+    /// Zipf normalisations computed so far: (theta's bits, pages, 1 / Σ_{j=1..pages} j^-theta).
+    norms: Vec<(u64, u64, f64)>,
+    /// Tracked regions whose bookkeeping is on (RegionAcc::live): with none, the hooks return
+    /// at once, as in exact mode.
+    live: u32,
+    /// From what rate of events a phase steps (DENSE; tests set 1.0 to draw every phase in
+    /// bulk, DENSE_NOW too: Simulation::set_analytic_dense).
+    pub(crate) dense: f64,
+}
+
+/// 1 / Σ_{j=1..n} j^-theta, computed once per (theta, n).
+fn zipf_inv_norm(norms: &mut Vec<(u64, u64, f64)>, theta: f64, n: u64) -> f64 {
+    if let Some(&(_, _, v)) = norms
+        .iter()
+        .find(|&&(t, k, _)| t == theta.to_bits() && k == n)
+    {
+        return v;
+    }
+    // Smallest terms first: the sum is as exact as f64 allows.
+    let sum: f64 = (1..=n).rev().map(|j| (j as f64).powf(-theta)).sum();
+    norms.push((theta.to_bits(), n, 1.0 / sum));
+    1.0 / sum
+}
+
+/// A binomial(n, p) variate, exactly in distribution: Devroye's recursion on order
+/// statistics (Non-Uniform Random Variate Generation, 1986, X.4): the k-th smallest of n
+/// uniforms is Beta(k, n + 1 - k); the ones below it are uniform below it, the others above.
+/// O(log n) Beta draws, then at most 64 Bernoulli ones.
+fn binomial(rng: &mut SplitMix64, mut n: u64, mut p: f64) -> u64 {
+    let mut got = 0;
+    loop {
+        if p <= 0.0 || n == 0 {
+            return got;
+        }
+        if p >= 1.0 {
+            return got + n;
+        }
+        if n < 64 {
+            return got + (0..n).filter(|_| rng.unit_f64() < p).count() as u64;
+        }
+        let k = n.div_ceil(2);
+        let x = beta(rng, k as f64, (n + 1 - k) as f64);
+        if p < x {
+            n = k - 1;
+            p /= x;
+        } else {
+            got += k;
+            n -= k;
+            p = (p - x) / (1.0 - x);
+        }
+    }
+}
+
+/// Beta(a, b) for a, b >= 1: G_a / (G_a + G_b).
+fn beta(rng: &mut SplitMix64, a: f64, b: f64) -> f64 {
+    let x = gamma(rng, a);
+    x / (x + gamma(rng, b))
+}
+
+/// Gamma(a, 1) for a >= 1 (Marsaglia and Tsang, ACM TOMS 26(3), 2000), standard normals by
+/// the Box-Muller transform.
+fn gamma(rng: &mut SplitMix64, a: f64) -> f64 {
+    let d = a - 1.0 / 3.0;
+    let c = 1.0 / (9.0 * d).sqrt();
+    loop {
+        let (u1, u2) = (1.0 - rng.unit_f64(), rng.unit_f64());
+        let z = (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos();
+        let v = 1.0 + c * z;
+        if v <= 0.0 {
+            continue;
+        }
+        let v = v * v * v;
+        let u = 1.0 - rng.unit_f64();
+        if u.ln() < 0.5 * z * z + d - d * v + d * v.ln() {
+            return d * v;
+        }
+    }
 }
 
 /// One stratum's pages in one region: (stratum, phase region index, Mm region, local a..b).
@@ -282,6 +612,9 @@ impl Analytic {
             rng: rng::stream(seed, Stream::Sim, u64::MAX, 0),
             accesses: 0,
             pieces: Vec::new(),
+            norms: Vec::new(),
+            live: 0,
+            dense: DENSE,
         }
     }
 
@@ -302,9 +635,28 @@ pub(crate) fn phase_rng(seed: u64, process: u64, phase: u64) -> SplitMix64 {
 pub(crate) struct Skip {
     pub hits: u64,
     pub event: Option<(u32, u64, bool)>,
+    /// Nothing drawn: events are dense (probability DENSE_NOW or more), the phase's regions
+    /// are suspended and the caller steps the phase (sched.rs decides when to draw again).
+    pub dense: bool,
 }
 
+/// A phase whose accesses are events at this rate or more is not worth drawing: every event
+/// costs a draw, class counts, and the young-bit bookkeeping of reclaim, which costs more than
+/// stepping the 1/DENSE accesses between events. Measured (docs/model/analytic.md):
+/// swap-heavy-zswap's shape with 10 % of the reads faulting, analytic 1.5x exact's CPU time;
+/// 5 %, 1.3x; 2 %, the same. sched.rs (Stepping) applies it to a window of the phase's
+/// accesses; a draw whose event probability is DENSE_NOW or more steps at once.
+pub(crate) const DENSE: f64 = 1.0 / 32.0;
+
+/// See DENSE. Also what bounds the Zipf series (ZTERMS): every draw has W >= 15/16.
+pub(crate) const DENSE_NOW: f64 = 1.0 / 16.0;
+
 impl Mm {
+    /// The rate of events from which a drawn phase steps (DENSE; 1.0 in tests: never).
+    pub(crate) fn analytic_dense(&self) -> f64 {
+        self.analytic.as_ref().map_or(DENSE, |a| a.dense)
+    }
+
     /// Count page `i` in the class its flags say now; a no-op in exact mode, for untracked
     /// regions, and when nothing changed (so calling it twice is harmless). Every kernel path
     /// that maps or unmaps an anonymous page, or dirties a mapped one, calls it (debug builds
@@ -312,7 +664,7 @@ impl Mm {
     /// if the page stays mapped; an unmapped page's young bit no longer matters.
     #[inline]
     pub(crate) fn analytic_sync(&mut self, i: u32) {
-        if self.analytic.is_some() {
+        if self.analytic.as_ref().is_some_and(|a| a.live > 0) {
             self.analytic_sync_slow(i);
         }
     }
@@ -323,13 +675,16 @@ impl Mm {
         let Some(a) = self.analytic.as_mut() else {
             return;
         };
-        let Some(r) = a.regions[p.region as usize].as_mut() else {
+        let Some(r) = a.regions[p.region as usize].as_mut().filter(|r| r.live) else {
             return;
         };
         let off = i - base;
         let (old, new) = (r.recorded(off), class_of(p.flags));
         if old == new {
             return;
+        }
+        if let Some(z) = r.zw.as_mut() {
+            z.moved(off, old, new);
         }
         if let (Some(hz), Some(_)) = (r.hazard(old, off), r.hazard(new, off)) {
             if p.flags & pg::YOUNG == 0 && young_draw(&mut a.rng, hz - r.snap[off as usize]) {
@@ -351,7 +706,7 @@ impl Mm {
     /// page's last look touched it (probability 1 - exp(-Δ hazard)). A no-op in exact mode.
     #[inline]
     pub(crate) fn analytic_young(&mut self, i: u32) {
-        if self.analytic.is_some() {
+        if self.analytic.as_ref().is_some_and(|a| a.live > 0) {
             self.analytic_young_slow(i);
         }
     }
@@ -360,7 +715,7 @@ impl Mm {
     /// in bulk so far are dropped with it, so no draw is needed, only the page's new start.
     #[inline]
     pub(crate) fn analytic_clear_young(&mut self, i: u32) {
-        if self.analytic.is_some() {
+        if self.analytic.as_ref().is_some_and(|a| a.live > 0) {
             self.analytic_sync_slow(i);
             let p = self.pages[i as usize];
             let base = self.regions[p.region as usize].base;
@@ -368,6 +723,7 @@ impl Mm {
                 .analytic
                 .as_mut()
                 .and_then(|a| a.regions[p.region as usize].as_mut())
+                .filter(|r| r.live)
             {
                 let off = i - base;
                 if let Some(hz) = r.hazard(class_of(p.flags), off) {
@@ -384,7 +740,7 @@ impl Mm {
         let Some(a) = self.analytic.as_mut() else {
             return;
         };
-        let Some(r) = a.regions[p.region as usize].as_mut() else {
+        let Some(r) = a.regions[p.region as usize].as_mut().filter(|r| r.live) else {
             return;
         };
         let off = i - base;
@@ -401,7 +757,9 @@ impl Mm {
     /// up to the next event, no access starting at or after `limit`: the non-events' time is
     /// added to `ctx`, their young bits to the pages' hazards. None if the phase cannot be
     /// drawn in bulk (a region that is not tracked, or accesses that cost no time): the caller
-    /// steps it.
+    /// steps it. With `rw`, a store is a load then a store, each charged as one access
+    /// (AccessGen::rw). If an access is an event with probability DENSE_NOW or more, nothing
+    /// is drawn: the phase's regions are suspended ([`Skip::dense`]) and the caller steps.
     pub(crate) fn analytic_skip(
         &mut self,
         ctx: &mut Ctx,
@@ -409,64 +767,106 @@ impl Mm {
         proc_regions: &[u32],
         limit: Time,
         rng: &mut SplitMix64,
+        rw: bool,
     ) -> Option<Skip> {
         // What Ctx::cpu charges for one access (the slowdown is fixed for the slice).
         let cost = (u128::from(self.costs.access_ns) * u128::from(ctx.slowdown) / 1024) as u64;
+        let a = self.analytic.as_mut()?;
+        if cost == 0 {
+            return None;
+        }
+        // Regions left by a suspension are counted anew from their pages' flags.
+        for &r in u.regions {
+            let ri = proc_regions[r as usize] as usize;
+            let acc = a.regions[ri].as_mut()?;
+            if !acc.live {
+                let base = self.regions[ri].base as usize;
+                let n = acc.pages() as usize;
+                acc.rebuild(self.pages[base..base + n].iter().map(|p| p.flags));
+                a.live += 1;
+            }
+        }
         let Analytic {
             regions,
             pieces,
             accesses,
+            norms,
+            dense,
             ..
-        } = self.analytic.as_mut()?;
-        if cost == 0 {
-            return None;
-        }
+        } = a;
         pieces.clear();
-        // Each stratum's pieces: (stratum, phase region index, tracked region, local a..b),
-        // and per stratum: one page's access probability, its unmapped, clean + zero and
-        // dirty pages.
         let w = u.write_percent as f64 / 100.0;
+        // Per stratum: one page's access probability, the probabilities that an access lands
+        // on an unmapped, a clean or zero, and a dirty page of it. A Zipf phase has one
+        // stratum whose pages carry their own weights (ZipfW): its figures are sums of them.
         let mut strata = [(0.0f64, 0u64, 0u64, 0u64); 2];
-        for (s, &(lo, hi, percent)) in u.strata.iter().enumerate() {
-            let (mut un, mut cz, mut dirty) = (0u64, 0u64, 0u64);
-            if percent > 0 && hi > lo {
-                for (k, &r) in u.regions.iter().enumerate() {
-                    let start = u.starts[k];
-                    let ri = proc_regions[r as usize] as usize;
-                    let acc = regions[ri].as_ref()?;
-                    let n = acc.pages();
-                    let end = start + u64::from(n);
-                    if end <= lo || start >= hi {
-                        continue;
-                    }
-                    let (pa, pb) = ((lo.max(start) - start) as u32, (hi.min(end) - start) as u32);
-                    let (un_r, c_r, z_r) = (
-                        acc.unmapped.count(pa, pb, n),
-                        acc.clean.count(pa, pb, n),
-                        acc.zero.count(pa, pb, n),
-                    );
-                    un += un_r;
-                    cz += c_r + z_r;
-                    dirty += u64::from(pb - pa) - un_r - c_r - z_r;
-                    pieces.push((s, r, ri, pa, pb));
+        let mut mass = [(0.0f64, 0.0f64, 0.0f64); 2];
+        if let Some(theta) = u.zipf {
+            let inv_norm = zipf_inv_norm(norms, theta, u.total);
+            let (mut un, mut cz, mut q) = (0u64, 0u64, 0u64);
+            for (k, &r) in u.regions.iter().enumerate() {
+                let ri = proc_regions[r as usize] as usize;
+                let acc = regions[ri].as_mut().expect("checked above");
+                let key = (theta.to_bits(), u.starts[k], u.total);
+                if acc.zw.as_ref().is_none_or(|z| z.key != key) {
+                    acc.zw = Some(ZipfW::build(key, theta, inv_norm, acc));
                 }
+                let z = acc.zw.as_ref().expect("just built");
+                un += z.un_total;
+                cz += z.cz_total;
+                q += z.q_total;
+                pieces.push((0, r, ri, 0, acc.pages()));
             }
-            let per_page = if hi > lo {
-                percent as f64 / 100.0 / (hi - lo) as f64
-            } else {
-                0.0
-            };
-            strata[s] = (per_page, un, cz, dirty);
+            let qf = q as f64;
+            mass[0] = (un as f64 / qf, cz as f64 / qf, (q - un - cz) as f64 / qf);
+            strata[0] = (inv_norm, un, cz, 0);
+        } else {
+            for (s, &(lo, hi, percent)) in u.strata.iter().enumerate() {
+                let (mut un, mut cz, mut dirty) = (0u64, 0u64, 0u64);
+                if percent > 0 && hi > lo {
+                    for (k, &r) in u.regions.iter().enumerate() {
+                        let start = u.starts[k];
+                        let ri = proc_regions[r as usize] as usize;
+                        let acc = regions[ri].as_ref().expect("checked above");
+                        let n = acc.pages();
+                        let end = start + u64::from(n);
+                        if end <= lo || start >= hi {
+                            continue;
+                        }
+                        let (pa, pb) =
+                            ((lo.max(start) - start) as u32, (hi.min(end) - start) as u32);
+                        let (un_r, c_r, z_r) = (
+                            acc.unmapped.count(pa, pb, n),
+                            acc.clean.count(pa, pb, n),
+                            acc.zero.count(pa, pb, n),
+                        );
+                        un += un_r;
+                        cz += c_r + z_r;
+                        dirty += u64::from(pb - pa) - un_r - c_r - z_r;
+                        pieces.push((s, r, ri, pa, pb));
+                    }
+                }
+                let pp = if hi > lo {
+                    percent as f64 / 100.0 / (hi - lo) as f64
+                } else {
+                    0.0
+                };
+                strata[s] = (pp, un, cz, dirty);
+                mass[s] = (pp * un as f64, pp * cz as f64, pp * dirty as f64);
+            }
         }
         // A non-event: any access to a dirty page, a load of a clean or zero page.
-        let weight: f64 = strata
-            .iter()
-            .map(|&(pp, _, cz, d)| pp * (d as f64 + (1.0 - w) * cz as f64))
-            .sum();
-        let event_weight: f64 = strata
-            .iter()
-            .map(|&(pp, un, cz, _)| pp * (un as f64 + w * cz as f64))
-            .sum();
+        let weight: f64 = mass.iter().map(|&(_, cz, d)| d + (1.0 - w) * cz).sum();
+        let event_weight: f64 = mass.iter().map(|&(un, cz, _)| un + w * cz).sum();
+        if event_weight >= DENSE_NOW && *dense < 1.0 {
+            let ris: Vec<usize> = pieces.iter().map(|p| p.2).collect();
+            self.analytic_suspend(&ris);
+            return Some(Skip {
+                hits: 0,
+                event: None,
+                dense: true,
+            });
+        }
         // Non-events before the next event: geometric (failures before the first success).
         let k = if event_weight <= 0.0 {
             u64::MAX
@@ -481,43 +881,107 @@ impl Mm {
                 g as u64
             }
         };
-        // Accesses that start before `limit`, and what the phase's count leaves.
-        let fit = if ctx.now >= limit {
-            0
-        } else {
-            (limit - ctx.now).div_ceil(cost)
-        };
         let left = u.remaining.unwrap_or(u64::MAX);
-        let m = k.min(fit).min(left);
-        if m > 0 {
-            // Each non-event touches a given dirty page of a stratum with probability (its
-            // access probability) / weight, a given clean one (a load) with (1 - w) times
-            // that. Capped: past 64, a touch is certain.
-            for &(s, _, ri, pa, pb) in pieces.iter() {
-                let pp = strata[s].0;
-                let rate_dirty = (-(-pp / weight).ln_1p()).min(64.0);
-                let rate_clean = (-(-pp * (1.0 - w) / weight).ln_1p()).min(64.0);
-                let acc = regions[ri].as_mut().expect("checked above");
-                acc.split(pa);
-                acc.split(pb);
-                acc.add(pa, pb, m as f64 * rate_dirty, m as f64 * rate_clean);
+        let fit = |now: Time| {
+            if now >= limit {
+                0
+            } else {
+                (limit - now).div_ceil(cost)
             }
-            *accesses += m;
+        };
+        // Non-events made (each starting before `limit`), and whether the event's access
+        // starts before it too.
+        let (m, event_fits) = if rw && w > 0.0 {
+            // Stores among the non-events (stores to dirty pages) cost two accesses: their
+            // number is binomial. In chunks of at most half the accesses that fit, so that
+            // every access of a chunk starts before `limit` whatever its stores.
+            let dirty_store = (w * mass.iter().map(|m| m.2).sum::<f64>() / weight).min(1.0);
+            let mut m = 0u64;
+            let want = k.min(left);
+            loop {
+                let f = fit(ctx.now);
+                if m == want || f == 0 {
+                    break;
+                }
+                let n = (want - m).min(f.div_ceil(2));
+                let stores = binomial(rng, n, dirty_store);
+                m += n;
+                ctx.now = later(ctx.now, (n + stores).saturating_mul(cost));
+            }
+            (m, m == k && k < left && fit(ctx.now) > 0)
+        } else {
+            let f = fit(ctx.now);
+            let m = k.min(f).min(left);
             ctx.now = later(ctx.now, m.saturating_mul(cost));
+            (m, k < f && k < left)
+        };
+        if m > 0 {
+            *accesses += m;
+            let mf = m as f64;
+            if let Some(theta) = u.zipf {
+                // Each page its own rate: the head's exactly, the rest by the series' sums.
+                let inv_norm = strata[0].0;
+                let (xd, xc) = (1.0 / weight, (1.0 - w) / weight);
+                for (k, &(_, _, ri, _, _)) in pieces.iter().enumerate() {
+                    let acc = regions[ri].as_mut().expect("checked above");
+                    let key = (theta.to_bits(), u.starts[k], u.total);
+                    let li = match acc.layers.iter().position(|l| l.key == key) {
+                        Some(li) => li,
+                        None => {
+                            let n = u64::from(acc.pages());
+                            let head = (0..n.min(64))
+                                .take_while(|&o| zipf_pi(key.1 + o, theta, inv_norm) > HEAD_PI)
+                                .count();
+                            acc.layers.push(ZLayer {
+                                key,
+                                theta,
+                                inv_norm,
+                                head: vec![[0.0; 2]; head],
+                                acc: [[0.0; ZTERMS]; 2],
+                            });
+                            acc.layers.len() - 1
+                        }
+                    };
+                    let l = &mut acc.layers[li];
+                    for t in 0..ZTERMS {
+                        l.acc[0][t] += mf * xd.powi(t as i32 + 1);
+                        l.acc[1][t] += mf * xc.powi(t as i32 + 1);
+                    }
+                    for off in 0..l.head.len() {
+                        let pi = l.pi(off as u32);
+                        l.head[off][0] += mf * (-(-pi * xd).ln_1p()).min(64.0);
+                        l.head[off][1] += mf * (-(-pi * xc).ln_1p()).min(64.0);
+                    }
+                }
+            } else {
+                // Each non-event touches a given dirty page of a stratum with probability (its
+                // access probability) / weight, a given clean one (a load) with (1 - w) times
+                // that. Capped: past 64, a touch is certain.
+                for &(s, _, ri, pa, pb) in pieces.iter() {
+                    let pp = strata[s].0;
+                    let rate_dirty = (-(-pp / weight).ln_1p()).min(64.0);
+                    let rate_clean = (-(-pp * (1.0 - w) / weight).ln_1p()).min(64.0);
+                    let acc = regions[ri].as_mut().expect("checked above");
+                    acc.split(pa);
+                    acc.split(pb);
+                    acc.add(pa, pb, mf * rate_dirty, mf * rate_clean);
+                }
+            }
         }
-        if !(k < fit && k < left) {
+        if !event_fits {
             return Some(Skip {
                 hits: m,
                 event: None,
+                dense: false,
             });
         }
         // The event: a load or store of an unmapped page, or a store to a clean or zero page;
         // a stratum and class by their event weights, then a page of the class in the
-        // stratum, each equally likely.
+        // stratum (each equally likely, or by its Zipf weight).
         let mut x = rng.unit_f64() * event_weight;
         let mut chosen = None;
-        'pick: for (s, &(pp, un, cz, _)) in strata.iter().enumerate() {
-            for (on_unmapped, wgt) in [(true, pp * un as f64), (false, pp * w * cz as f64)] {
+        'pick: for (s, &(un, cz, _)) in mass.iter().enumerate() {
+            for (on_unmapped, wgt) in [(true, un), (false, w * cz)] {
                 if wgt <= 0.0 {
                     continue;
                 }
@@ -541,8 +1005,15 @@ impl Mm {
         };
         for &(_, r, ri, pa, pb) in pieces.iter().filter(|p| p.0 == s) {
             let acc = regions[ri].as_ref().expect("checked above");
-            let n = acc.pages();
-            let off = if on_unmapped {
+            let off = if let Some(z) = acc.zw.as_ref().filter(|_| u.zipf.is_some()) {
+                let here = if on_unmapped { z.un_total } else { z.cz_total };
+                if pick >= here {
+                    pick -= here;
+                    continue;
+                }
+                z.select(acc, on_unmapped, pick)
+            } else if on_unmapped {
+                let n = acc.pages();
                 let here = acc.unmapped.count(pa, pb, n);
                 if pick >= here {
                     pick -= here;
@@ -550,6 +1021,7 @@ impl Mm {
                 }
                 acc.unmapped.select(acc.unmapped.rank(pa) + pick)
             } else {
+                let n = acc.pages();
                 let (c, z) = (acc.clean.count(pa, pb, n), acc.zero.count(pa, pb, n));
                 if pick < c {
                     acc.clean.select(acc.clean.rank(pa) + pick)
@@ -563,9 +1035,139 @@ impl Mm {
             return Some(Skip {
                 hits: m,
                 event: Some((r, u64::from(off), write)),
+                dense: false,
             });
         }
         unreachable!("the class counts sum over the regions")
+    }
+
+    /// A sequential pass's accesses from page `off` of region `ri` (Mm::regions index; `r` its
+    /// index among the process's regions), up to the next event, the region's end `end`, or
+    /// the first access that would start at or after `limit`: every page passed is touched, so
+    /// its young bit is set at once (exactly as stepping would; the zero page's loads set
+    /// nothing), and the time is their cost. The events: the next unmapped page, and a store
+    /// (probability `write_percent` each, drawn as a geometric count over the clean and zero
+    /// pages ahead) to a clean or zero page. With `rw`, a store to a dirty page costs two
+    /// accesses (their number among the pages passed is binomial, and at most half the
+    /// accesses that fit are passed at once). None if the region is not tracked or accesses
+    /// cost no time.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn analytic_seq(
+        &mut self,
+        ctx: &mut Ctx,
+        (r, ri): (u32, usize),
+        off: u32,
+        end: u32,
+        write_percent: u64,
+        rw: bool,
+        limit: Time,
+        rng: &mut SplitMix64,
+    ) -> Option<Skip> {
+        let cost = (u128::from(self.costs.access_ns) * u128::from(ctx.slowdown) / 1024) as u64;
+        let a = self.analytic.as_mut()?;
+        if cost == 0 {
+            return None;
+        }
+        let base = self.regions[ri].base;
+        let acc = a.regions[ri].as_mut()?;
+        if !acc.live {
+            let n = acc.pages() as usize;
+            acc.rebuild(
+                self.pages[base as usize..base as usize + n]
+                    .iter()
+                    .map(|p| p.flags),
+            );
+            a.live += 1;
+        }
+        let acc = a.regions[ri].as_mut().expect("tracked");
+        let w = write_percent as f64 / 100.0;
+        // The next unmapped page, and the clean or zero page that takes the first store.
+        let mut stop = next_member(&acc.unmapped.words, off, end).unwrap_or(end);
+        let mut event_on_unmapped = stop < end;
+        if write_percent > 0 {
+            let skips = if write_percent >= 100 {
+                0
+            } else {
+                let x = 1.0 - rng.unit_f64();
+                let g = (x.ln() / (-w).ln_1p()).floor();
+                if g >= 4.0e9 {
+                    u64::MAX
+                } else {
+                    g as u64
+                }
+            };
+            if let Some(p) = nth_member(&acc.clean.words, &acc.zero.words, off, stop, skips) {
+                stop = p;
+                event_on_unmapped = false;
+            }
+        }
+        // What fits before `limit` (rw: half of it, whatever the stores).
+        let fit = if ctx.now >= limit {
+            0
+        } else {
+            (limit - ctx.now).div_ceil(cost)
+        };
+        let fit = if rw && w > 0.0 { fit.div_ceil(2) } else { fit };
+        let run_end = u64::from(stop).min(u64::from(off) + fit) as u32;
+        let mut dirty = 0u64;
+        for page in &mut self.pages[(base + off) as usize..(base + run_end) as usize] {
+            match class_of(page.flags) {
+                Class::Dirty => {
+                    dirty += 1;
+                    page.flags |= pg::YOUNG;
+                }
+                Class::Clean => page.flags |= pg::YOUNG,
+                Class::Zero | Class::Unmapped => {}
+            }
+        }
+        let hits = u64::from(run_end - off);
+        let stores = if rw { binomial(rng, dirty, w) } else { 0 };
+        a.accesses += hits;
+        ctx.now = later(ctx.now, (hits + stores).saturating_mul(cost));
+        let event = (run_end == stop && stop < end && ctx.now < limit).then(|| {
+            let write = if event_on_unmapped {
+                rng.below(100) < write_percent
+            } else {
+                true
+            };
+            (r, u64::from(stop), write)
+        });
+        Some(Skip {
+            hits,
+            event,
+            dense: false,
+        })
+    }
+
+    /// Stop tracking regions `ris` (Mm::regions indices) while a phase with dense events
+    /// steps over them: every pending young bit is settled now (a bit set early reads the same
+    /// as one set when it is first looked at: only readers clear it, and they settle first),
+    /// then nothing is counted until [`Mm::analytic_skip`] counts the classes anew.
+    pub(crate) fn analytic_suspend(&mut self, ris: &[usize]) {
+        let Some(a) = self.analytic.as_mut() else {
+            return;
+        };
+        for &ri in ris {
+            let Some(r) = a.regions[ri].as_mut().filter(|r| r.live) else {
+                continue;
+            };
+            let base = self.regions[ri].base;
+            for off in 0..r.pages() {
+                let page = &mut self.pages[(base + off) as usize];
+                if page.flags & pg::YOUNG != 0 {
+                    continue;
+                }
+                if let Some(hz) = r.hazard(r.recorded(off), off) {
+                    if young_draw(&mut a.rng, hz - r.snap[off as usize]) {
+                        page.set(pg::YOUNG);
+                    }
+                }
+            }
+            r.live = false;
+            r.zw = None;
+            r.layers.clear();
+            a.live -= 1;
+        }
     }
 
     /// Every tracked page is counted in the class its flags say (check_conservation).
@@ -574,8 +1176,33 @@ impl Mm {
             return Ok(());
         };
         for (ri, r) in a.regions.iter().enumerate() {
-            let Some(r) = r else { continue };
+            let Some(r) = r.as_ref().filter(|r| r.live) else {
+                continue;
+            };
             let base = self.regions[ri].base;
+            if let Some(z) = &r.zw {
+                // The Zipf weights' sums follow the classes.
+                let (mut un, mut cz) = (0u64, 0u64);
+                for off in 0..r.pages() {
+                    match r.recorded(off) {
+                        Class::Unmapped => un += z.q[off as usize],
+                        Class::Clean | Class::Zero => cz += z.q[off as usize],
+                        Class::Dirty => {}
+                    }
+                }
+                let (tu, tc) = (
+                    fenwick_select(&z.un, u64::MAX).1,
+                    fenwick_select(&z.cz, u64::MAX).1,
+                );
+                if (un, cz) != (z.un_total, z.cz_total)
+                    || (tu, tc) != (u64::MAX - un, u64::MAX - cz)
+                {
+                    return Err(format!(
+                        "analytic: region {ri}'s Zipf weights: unmapped {} (tree {}), clean+zero {} (tree {}), but the pages sum to {un}, {cz}",
+                        z.un_total, u64::MAX - tu, z.cz_total, u64::MAX - tc
+                    ));
+                }
+            }
             for off in 0..r.pages() {
                 let (rec, now) = (
                     r.recorded(off),
@@ -590,6 +1217,48 @@ impl Mm {
             }
         }
         Ok(())
+    }
+}
+
+/// The first member of a bitmap in `a..b`.
+fn next_member(words: &[u64], a: u32, b: u32) -> Option<u32> {
+    let mut w = (a / 64) as usize;
+    let mut bits = words.get(w)? & (u64::MAX << (a % 64));
+    loop {
+        if bits != 0 {
+            let i = w as u32 * 64 + bits.trailing_zeros();
+            return (i < b).then_some(i);
+        }
+        w += 1;
+        if w as u32 * 64 >= b {
+            return None;
+        }
+        bits = words[w];
+    }
+}
+
+/// The member after `skip` others of the union of two bitmaps in `a..b`.
+fn nth_member(x: &[u64], y: &[u64], a: u32, b: u32, mut skip: u64) -> Option<u32> {
+    if a >= b {
+        return None;
+    }
+    let mut w = (a / 64) as usize;
+    let mut bits = (x[w] | y[w]) & (u64::MAX << (a % 64));
+    loop {
+        let n = u64::from(bits.count_ones());
+        if skip < n {
+            for _ in 0..skip {
+                bits &= bits - 1;
+            }
+            let i = w as u32 * 64 + bits.trailing_zeros();
+            return (i < b).then_some(i);
+        }
+        skip -= n;
+        w += 1;
+        if w as u32 * 64 >= b {
+            return None;
+        }
+        bits = x[w] | y[w];
     }
 }
 

@@ -17,6 +17,28 @@ fn with_writes(mut v: Value, percent: u8) -> Value {
     v
 }
 
+/// Run `v` with every random phase drawn in bulk, however dense its events (the rule that
+/// steps dense phases off: Simulation::set_analytic_dense), so that the draws themselves are
+/// tested under heavy memcg pressure.
+fn run_drawn(v: &Value) -> reclaimlab_core::SimResult {
+    let mut s = build(v);
+    s.set_analytic_dense(1.0);
+    while !s.step(1 << 16) {}
+    s.result()
+}
+
+fn zipf(mut v: Value, theta: f64) -> Value {
+    let last = v["processes"][0]["phases"].as_array().unwrap().len() - 1;
+    v["processes"][0]["phases"][last]["phase"]["dist"] = json!({"kind": "zipf", "theta": theta});
+    v
+}
+
+fn rw(mut v: Value) -> Value {
+    let last = v["processes"][0]["phases"].as_array().unwrap().len() - 1;
+    v["processes"][0]["phases"][last]["phase"]["rw"] = json!(true);
+    v
+}
+
 fn measure(r: &reclaimlab_core::SimResult) -> &reclaimlab_core::PhaseRecord {
     r.phases.iter().find(|p| p.phase == "measure").unwrap()
 }
@@ -54,7 +76,16 @@ fn fully_resident_phase_is_the_exact_run() {
 }
 
 fn conserved_every_event(v: &Value) {
+    conserved(v, true);
+}
+
+/// The bookkeeping holds after every event; `drawn`: every phase drawn in bulk (run_drawn),
+/// else under the default rule (dense phases stepped, drawn again once sparse).
+fn conserved(v: &Value, drawn: bool) {
     let mut s = build(v);
+    if drawn {
+        s.set_analytic_dense(1.0);
+    }
     s.set_check_interval(1);
     while !s.step(1 << 14) {}
     let r = s.result();
@@ -109,7 +140,7 @@ fn agree(v: &Value, seeds: u64, figures: &[&str]) {
         let mut v = v.clone();
         v["seed"] = json!(seed);
         let e = run(&v);
-        let a = run(&analytic(v));
+        let a = run_drawn(&analytic(v));
         assert_eq!(measure(&e).accesses, measure(&a).accesses);
         assert!(a.stats.analytic_accesses.unwrap() > measure(&a).accesses / 2);
         for (k, f) in figures.iter().enumerate() {
@@ -210,4 +241,182 @@ fn agrees_with_exact_hot_cold_zswap() {
     figs.push("vmstat.zswpin");
     figs.push("vmstat.zswpout");
     agree(&hot_cold(v, 20, 80), 8, &figs);
+}
+
+#[test]
+fn classes_follow_every_event_zipf_two_regions() {
+    // Zipf over two regions (the second's ranks start after the first's), reads and writes:
+    // the weights' sums follow every class change (check_analytic).
+    let v = with_writes(
+        scenario(
+            &[("a", 2000, "text"), ("b", 1500, "text")],
+            60_000,
+            2600,
+            true,
+            false,
+        ),
+        30,
+    );
+    conserved_every_event(&analytic(zipf(v, 0.99)));
+}
+
+#[test]
+fn classes_follow_every_event_dense_then_sparse() {
+    // Under the default rule: the first draw finds the phase's hot pages swapped out (the fill
+    // pushed them out first) and steps; once the hot set is back in, a window's faults may be
+    // few enough to draw again (classes counted anew from the flags), and so on.
+    let v = with_writes(
+        scenario(&[("a", 4000, "text")], 400_000, 3000, true, false),
+        10,
+    );
+    conserved(&analytic(zipf(v, 1.2)), false);
+}
+
+#[test]
+fn dense_phase_is_stepped_as_exact() {
+    // 30 % of the pages are out after the fill: the first draw's event probability is over
+    // DENSE_NOW, so the phase steps, and no window is ever sparse again (one access in four
+    // faults): every access is stepped with the exact mode's own generator, so the run is
+    // exact mode's: the same counters, to the nanosecond.
+    let v = with_writes(
+        scenario(&[("a", 4000, "text")], 150_000, 2800, true, false),
+        20,
+    );
+    let (e, a) = (run(&v), run(&analytic(v)));
+    assert_eq!(a.stats.analytic_accesses, Some(0));
+    assert_eq!(measure(&e).end_ns, measure(&a).end_ns);
+    assert_eq!(e.counters, a.counters);
+}
+
+#[test]
+fn sparse_phase_is_drawn_in_bulk() {
+    // 4000 pages in a 3990-page memcg, reads: 1.6 % of them fault, under one in 32: drawn.
+    let v = scenario(&[("a", 4000, "text")], 150_000, 3990, true, false);
+    let a = run(&analytic(v));
+    assert!(a.stats.analytic_accesses.unwrap() > 100_000);
+}
+
+#[test]
+fn agrees_with_exact_zipf_zswap() {
+    // Zipf(0.99) over 4000 pages, 2400 in memory, 20 % stores: each page its own rate.
+    let v = with_writes(
+        scenario(&[("a", 4000, "text")], 150_000, 2400, true, false),
+        20,
+    );
+    let mut figs = FIGURES.to_vec();
+    figs.push("vmstat.zswpin");
+    figs.push("vmstat.zswpout");
+    agree(&zipf(v, 0.99), 8, &figs);
+}
+
+#[test]
+fn agrees_with_exact_zipf_steep_mglru() {
+    // theta 1.3: the head pages (probability above 1/64) get their own exact hazards.
+    let mut v = with_writes(
+        scenario(&[("a", 4000, "text")], 150_000, 1200, true, false),
+        20,
+    );
+    v["kernel"]["lru_gen"] = json!({"enabled": true});
+    let mut figs = FIGURES.to_vec();
+    figs.push("vmstat.zswpin");
+    agree(&zipf(v, 1.3), 8, &figs);
+}
+
+#[test]
+fn agrees_with_exact_rw_swapfile() {
+    // Read-modify-write stores (each a load, then a store: two accesses' time), 30 %.
+    let v = with_writes(
+        scenario(&[("a", 4000, "text")], 150_000, 3200, false, false),
+        30,
+    );
+    let mut figs = FIGURES.to_vec();
+    figs.push("vmstat.pswpin");
+    figs.push("vmstat.pswpout");
+    agree(&rw(v), 8, &figs);
+}
+
+#[test]
+fn rw_fully_resident_phase_is_the_exact_run_in_distribution() {
+    // No event after the fill: only the stores' count (binomial) is drawn, so the phase's
+    // time is (accesses + stores) x access_ns, stores ~ Binomial(accesses, 0.3): within 5
+    // standard deviations of exact mode's.
+    let v = rw(with_writes(
+        scenario(&[("a", 2048, "random")], 300_000, 1 << 20, false, false),
+        30,
+    ));
+    let (e, a) = (run(&v), run(&analytic(v)));
+    let (de, da) = (
+        (measure(&e).end_ns - measure(&e).start_ns) as f64,
+        (measure(&a).end_ns - measure(&a).start_ns) as f64,
+    );
+    let per = de / (300_000.0 * 1.3);
+    let sd = (300_000.0f64 * 0.3 * 0.7).sqrt() * per;
+    assert_eq!(a.stats.analytic_accesses, Some(300_000));
+    assert!(
+        (da - de).abs() < 5.0 * sd * std::f64::consts::SQRT_2,
+        "{da} vs {de} (sd {sd})"
+    );
+    assert!(da != de, "the stores' count is drawn, not stepped");
+}
+
+/// `v` with its measured phase replaced by `passes` sequential passes over region 0.
+fn sequential(mut v: Value, passes: u32, write_percent: u8) -> Value {
+    let last = v["processes"][0]["phases"].as_array().unwrap().len() - 1;
+    v["processes"][0]["phases"][last]["phase"] = json!({"kind": "sequential", "regions": [0],
+        "passes": passes, "write_percent": write_percent});
+    v
+}
+
+#[test]
+fn sequential_resident_pass_is_the_exact_run() {
+    // Every page passed is resident and dirty: no event, the passes go by in runs, their
+    // young bits set as the stepped passes set them: the same run to the nanosecond.
+    let v = sequential(
+        scenario(&[("a", 3000, "text")], 1, 1 << 20, false, false),
+        4,
+        30,
+    );
+    let (e, a) = (run(&v), run(&analytic(v)));
+    assert_eq!(measure(&e).accesses, 12_000);
+    assert_eq!(measure(&a).accesses, 12_000);
+    assert_eq!(measure(&e).end_ns, measure(&a).end_ns);
+    assert_eq!(e.counters, a.counters);
+    assert_eq!(a.stats.analytic_accesses, Some(12_000));
+}
+
+#[test]
+fn classes_follow_every_event_sequential_rw() {
+    let v = rw(sequential(
+        scenario(
+            &[("a", 3000, "text"), ("b", 1000, "text")],
+            1,
+            3800,
+            true,
+            false,
+        ),
+        6,
+        20,
+    ));
+    conserved_every_event(&analytic(v));
+}
+
+#[test]
+fn agrees_with_exact_sequential_zswap() {
+    // Passes over 3000 of 4000 filled pages in a 3800-page memcg, 20 % stores: the pages
+    // pushed out by the fill and the stores to pages read back (clean) are the events.
+    let v = sequential(
+        scenario(
+            &[("a", 3000, "text"), ("b", 1000, "text")],
+            1,
+            3800,
+            true,
+            false,
+        ),
+        20,
+        20,
+    );
+    let mut figs = FIGURES.to_vec();
+    figs.push("vmstat.zswpin");
+    figs.push("vmstat.zswpout");
+    agree(&v, 8, &figs);
 }
