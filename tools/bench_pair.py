@@ -41,6 +41,7 @@ def main() -> None:
     print(f"load average at start: {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
     for case in a.cases:
         ratios, cpu_old, cpu_new, bpp_old, bpp_new = [], [], [], [], []
+        events: tuple[float, float] = (0.0, 0.0)
         same = True
         for _ in range(a.reps):
             o, n = child(a.old, case), child(a.new, case)
@@ -51,11 +52,12 @@ def main() -> None:
             bpp_old.append(o["peak_rss"] / o["pages"])
             bpp_new.append(n["peak_rss"] / n["pages"])
             same &= o["page_events"] == n["page_events"] and o["sim_s"] == n["sim_s"]
+            events = (o["page_events"], n["page_events"])
         med = statistics.median(ratios)
         print(
             f"{case}: old/new {med:.2f}x [{min(ratios):.2f}-{max(ratios):.2f}]  CPU s old {statistics.median(cpu_old):.2f}"
             f" new {statistics.median(cpu_new):.2f}  B/page old {statistics.median(bpp_old):.1f} new {statistics.median(bpp_new):.1f}"
-            f"  {'same work' if same else 'DIFFERENT work (page events or simulated time differ)'}"
+            f"  {'same work' if same else f'DIFFERENT work (page events old {events[0]:.0f} new {events[1]:.0f}, or simulated time)'}"
         )
     print(f"load average at end: {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
 

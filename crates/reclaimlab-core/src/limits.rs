@@ -329,7 +329,7 @@ pub struct Estimate {
 
 /// The estimate of `cfg` (call [`check`] first: it assumes the bounds hold).
 pub fn estimate(cfg: &SimConfig) -> Estimate {
-    use crate::mm::page::Page;
+    use crate::mm::page::{Link, Page};
     use crate::zram::ZramSlot;
     let mut e = Estimate::default();
     let access_ns = Costs::with_overrides(&cfg.costs)
@@ -389,7 +389,11 @@ pub fn estimate(cfg: &SimConfig) -> Estimate {
     const CLUSTER_BYTES_PER_SLOT: u64 = 1;
     // One page-table flag per PTRS_PER_PTE (512) pages: at most one byte per page.
     const PAGE_TABLE_BYTES_PER_PAGE: u64 = 1;
-    let per_page = std::mem::size_of::<Page>() as u64 + HANDLE_BYTES + PAGE_TABLE_BYTES_PER_PAGE;
+    // The record and, beside it, its list links (mm/page.rs Pages).
+    let per_page = std::mem::size_of::<Page>() as u64
+        + std::mem::size_of::<Link>() as u64
+        + HANDLE_BYTES
+        + PAGE_TABLE_BYTES_PER_PAGE;
     let per_slot = std::mem::size_of::<u32>() as u64 + CLUSTER_BYTES_PER_SLOT;
     e.bytes = e
         .pages

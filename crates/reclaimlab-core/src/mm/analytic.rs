@@ -319,11 +319,12 @@ impl Mm {
 
     fn analytic_sync_slow(&mut self, i: u32) {
         let p = self.pages[i as usize];
-        let base = self.regions[p.region as usize].base;
+        let region = self.region_index(i);
+        let base = self.regions[region].base;
         let Some(a) = self.analytic.as_mut() else {
             return;
         };
-        let Some(r) = a.regions[p.region as usize].as_mut() else {
+        let Some(r) = a.regions[region].as_mut() else {
             return;
         };
         let off = i - base;
@@ -363,11 +364,12 @@ impl Mm {
         if self.analytic.is_some() {
             self.analytic_sync_slow(i);
             let p = self.pages[i as usize];
-            let base = self.regions[p.region as usize].base;
+            let region = self.region_index(i);
+            let base = self.regions[region].base;
             if let Some(r) = self
                 .analytic
                 .as_mut()
-                .and_then(|a| a.regions[p.region as usize].as_mut())
+                .and_then(|a| a.regions[region].as_mut())
             {
                 let off = i - base;
                 if let Some(hz) = r.hazard(class_of(p.flags), off) {
@@ -380,11 +382,12 @@ impl Mm {
     fn analytic_young_slow(&mut self, i: u32) {
         self.analytic_sync_slow(i);
         let p = self.pages[i as usize];
-        let base = self.regions[p.region as usize].base;
+        let region = self.region_index(i);
+        let base = self.regions[region].base;
         let Some(a) = self.analytic.as_mut() else {
             return;
         };
-        let Some(r) = a.regions[p.region as usize].as_mut() else {
+        let Some(r) = a.regions[region].as_mut() else {
             return;
         };
         let off = i - base;

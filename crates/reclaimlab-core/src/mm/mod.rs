@@ -311,8 +311,16 @@ impl Mm {
         Ok(mm)
     }
 
+    /// The index of the region holding page `page`: regions take consecutive page ranges
+    /// from 0, in order (mm/region.rs), so it is found from the page index alone, not kept in
+    /// every page record.
+    #[inline]
+    pub fn region_index(&self, page: u32) -> usize {
+        self.regions.partition_point(|r| r.base <= page) - 1
+    }
+
     pub fn region_of(&self, page: u32) -> &RegionInfo {
-        &self.regions[self.pages[page as usize].region as usize]
+        &self.regions[self.region_index(page)]
     }
 
     /// Content variant of a page (which of its region's distinct contents it holds).
@@ -413,7 +421,7 @@ impl Mm {
 
     pub fn lru_del(&mut self, i: u32) {
         let p = &self.pages[i as usize];
-        let which = p.list;
+        let which = p.list();
         if page::list::is_gen(which) {
             return self.lru_gen_del_folio(i);
         }

@@ -7,8 +7,8 @@
 //!
 //! The links live in an array of their own beside the records ([`Pages`]): reclaim walks an
 //! LRU from its tail, one dependent load per page, and over a large machine each of those loads
-//! misses the CPU caches. 8-byte links pack eight to a cache line where 36-byte records held
-//! under two, so the walk stays in the caches several times longer (and the record of each
+//! misses the CPU caches. 8-byte links pack eight to a cache line where records with the links in
+//! them (36 bytes) held under two, so the walk stays in the caches several times longer (and the record of each
 //! isolated page is fetched beside it, not on the walk's chain).
 
 /// Bytes per page (x86-64 base pages).
@@ -68,6 +68,14 @@ pub mod pg {
     /// PG_mlocked: a page of an mlock()ed (VM_LOCKED) region (mm/mlock.rs). Such a folio is
     /// not evictable (vmscan.rs folio_evictable) and sits on the unevictable list.
     pub const MLOCKED: u32 = 1 << 23;
+    /// Not flags: the list the page's links are on ([`super::list`], 0..=14), kept in the
+    /// flags word's spare bits so the record is 24 bytes ([`Page::list`]).
+    pub const LIST_PGOFF: u32 = 24;
+    pub const LIST_MASK: u32 = 0xf << LIST_PGOFF;
+    /// Not flags: the order of a file page's page cache folio (at most MAX_PAGECACHE_ORDER,
+    /// 9; [`Page::folio_order`]).
+    pub const FOLIO_ORDER_PGOFF: u32 = 28;
+    pub const FOLIO_ORDER_MASK: u32 = 0xf << FOLIO_ORDER_PGOFF;
 }
 
 /// Which list a page's links are on.
@@ -99,6 +107,8 @@ pub mod list {
     }
 }
 
+/// 24 bytes. The region is not kept: [`crate::mm::Mm::region_index`] finds it from the page
+/// index. The list id and the folio order live in the flags word's top byte.
 #[derive(Clone, Copy, Debug)]
 #[repr(C)]
 pub struct Page {
@@ -108,52 +118,70 @@ pub struct Page {
     pub shadow: u32,
     /// zsmalloc handle of the zswap entry.
     pub handle: u32,
+    /// [`pg`] flags in bits 0..24; the list id and the folio order above them.
     pub flags: u32,
-    /// zswap entry length in bytes (0: same-filled entry of ≤6.11).
-    pub zlen: u16,
-    pub memcg: u16,
-    /// Index into the simulation's region table.
-    pub region: u16,
-    pub list: u8,
-    /// Order of the page cache folio holding this file page (0: an order-0 folio, and every
-    /// page that is not a file page). The page, not the folio, stays the LRU unit: see
-    /// mm/filemap.rs for what the model groups by folio.
-    pub folio_order: u8,
     /// Virtual time (ms) at which the page's data last left memory for zswap or a swap
     /// device: the age behind the LRU-inversion metric.
     pub stamp: u32,
+    /// zswap entry length in bytes (0: same-filled entry of ≤6.11).
+    pub zlen: u16,
+    pub memcg: u16,
 }
 
 impl Page {
-    pub fn new(region: u16, memcg: u16) -> Page {
+    pub fn new(memcg: u16) -> Page {
         Page {
             slot: NONE,
             shadow: 0,
             handle: NONE,
             flags: 0,
+            stamp: 0,
             zlen: 0,
             memcg,
-            region,
-            list: list::NONE,
-            folio_order: 0,
-            stamp: 0,
         }
     }
 
     /// A page of a file region, not in the page cache yet.
-    pub fn new_file(region: u16, memcg: u16) -> Page {
+    pub fn new_file(memcg: u16) -> Page {
         Page {
             flags: pg::FILE,
-            ..Page::new(region, memcg)
+            ..Page::new(memcg)
         }
     }
 
     /// A page of a tmpfs file, not in memory yet (a hole).
-    pub fn new_shmem(region: u16, memcg: u16) -> Page {
+    pub fn new_shmem(memcg: u16) -> Page {
         Page {
             flags: pg::SHMEM,
-            ..Page::new(region, memcg)
+            ..Page::new(memcg)
         }
+    }
+
+    /// Which list the page's links are on ([`list`]; NONE: none).
+    #[inline]
+    pub fn list(&self) -> u8 {
+        ((self.flags & pg::LIST_MASK) >> pg::LIST_PGOFF) as u8
+    }
+
+    #[inline]
+    fn set_list(&mut self, id: u8) {
+        debug_assert!(u32::from(id) <= pg::LIST_MASK >> pg::LIST_PGOFF);
+        self.flags = (self.flags & !pg::LIST_MASK) | u32::from(id) << pg::LIST_PGOFF;
+    }
+
+    /// Order of the page cache folio holding this file page (0: an order-0 folio, and every
+    /// page that is not a file page). The page, not the folio, stays the LRU unit: see
+    /// mm/filemap.rs for what the model groups by folio.
+    #[inline]
+    pub fn folio_order(&self) -> u8 {
+        ((self.flags & pg::FOLIO_ORDER_MASK) >> pg::FOLIO_ORDER_PGOFF) as u8
+    }
+
+    #[inline]
+    pub fn set_folio_order(&mut self, order: u8) {
+        debug_assert!(u32::from(order) <= pg::FOLIO_ORDER_MASK >> pg::FOLIO_ORDER_PGOFF);
+        self.flags =
+            (self.flags & !pg::FOLIO_ORDER_MASK) | u32::from(order) << pg::FOLIO_ORDER_PGOFF;
     }
 
     /// The LRU list this resident page belongs on (folio_lru_list).
@@ -280,8 +308,13 @@ impl List {
 
     pub fn push_head(&mut self, pages: &mut Pages, i: u32) {
         let p = &mut pages.rec[i as usize];
-        debug_assert_eq!(p.list, list::NONE, "page {i} already on list {}", p.list);
-        p.list = self.id;
+        debug_assert_eq!(
+            p.list(),
+            list::NONE,
+            "page {i} already on list {}",
+            p.list()
+        );
+        p.set_list(self.id);
         pages.links[i as usize] = Link {
             prev: NONE,
             next: self.head,
@@ -297,8 +330,13 @@ impl List {
 
     pub fn push_tail(&mut self, pages: &mut Pages, i: u32) {
         let p = &mut pages.rec[i as usize];
-        debug_assert_eq!(p.list, list::NONE, "page {i} already on list {}", p.list);
-        p.list = self.id;
+        debug_assert_eq!(
+            p.list(),
+            list::NONE,
+            "page {i} already on list {}",
+            p.list()
+        );
+        p.set_list(self.id);
         pages.links[i as usize] = Link {
             prev: self.tail,
             next: NONE,
@@ -313,7 +351,7 @@ impl List {
     }
 
     pub fn remove(&mut self, pages: &mut Pages, i: u32) {
-        debug_assert_eq!(pages.rec[i as usize].list, self.id);
+        debug_assert_eq!(pages.rec[i as usize].list(), self.id);
         let Link { prev, next } = pages.links[i as usize];
         if prev != NONE {
             pages.links[prev as usize].next = next;
@@ -326,7 +364,7 @@ impl List {
             self.tail = prev;
         }
         pages.links[i as usize] = UNLINKED;
-        pages.rec[i as usize].list = list::NONE;
+        pages.rec[i as usize].set_list(list::NONE);
         self.len -= 1;
     }
 
@@ -346,13 +384,13 @@ mod tests {
 
     #[test]
     fn page_record_is_small() {
-        assert_eq!(std::mem::size_of::<Page>(), 28);
+        assert_eq!(std::mem::size_of::<Page>(), 24);
         assert_eq!(std::mem::size_of::<Link>(), 8);
     }
 
     #[test]
     fn list_order() {
-        let mut pages = Pages::new(vec![Page::new(0, 0); 4]);
+        let mut pages = Pages::new(vec![Page::new(0); 4]);
         let mut l = List::new(list::INACTIVE_ANON);
         l.push_head(&mut pages, 0);
         l.push_head(&mut pages, 1);

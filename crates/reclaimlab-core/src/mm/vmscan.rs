@@ -844,7 +844,7 @@ impl Mm {
                 stat.writeback += 1;
                 return Fate::Activate;
             }
-            let fs = self.regions[p.region as usize]
+            let fs = self.regions[self.region_index(i)]
                 .file
                 .as_ref()
                 .expect("a file region")
@@ -874,7 +874,7 @@ impl Mm {
             return self.file_pageout(ctx, i, sc, nr_pageout);
         }
         // A large folio's pages share its reclaim (mm/filemap.rs): 0 for order-0 folios.
-        ctx.cpu(self.costs.reclaim_page_ns >> self.pages[i as usize].folio_order);
+        ctx.cpu(self.costs.reclaim_page_ns >> self.pages[i as usize].folio_order());
         self.remove_file_folio_for_reclaim(i);
         Fate::Freed
     }
@@ -910,7 +910,7 @@ impl Mm {
         if self.switches.kswapd_file_writeback == KswapdFileWriteback::Never {
             return Fate::Activate;
         }
-        let fs = self.regions[self.pages[i as usize].region as usize]
+        let fs = self.regions[self.region_index(i)]
             .file
             .as_ref()
             .expect("a file region")
