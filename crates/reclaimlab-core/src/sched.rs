@@ -110,9 +110,9 @@ impl Proc {
             self.ahead.push_back(a);
         }
         let next = self.ahead.pop_front();
-        // Only while a quarter or more of the phase's accesses swapped in: reading the records
+        // Only while an eighth or more of the phase's accesses swapped in: reading the records
         // of accesses still to come costs the hits more than it saves the faults.
-        if self.majflt * 4 > self.accesses {
+        if self.majflt * 8 > self.accesses {
             if let Some(a) = self.ahead.get(LOOKAHEAD / 2) {
                 mm.prefetch_fault(page_of(a), false);
             }
