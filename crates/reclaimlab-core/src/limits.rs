@@ -29,7 +29,7 @@ pub const MAX_STATS_FLUSH_NS: u64 = MAX_DURATION_NS;
 pub const MAX_PAUSE_MS: u64 = 1_000_000_000;
 /// Cgroups in all, root included: the page record's memcg index is a u16.
 pub const MAX_CGROUPS: usize = u16::MAX as usize;
-/// Regions over all processes: the page record's region index is a u16.
+/// Regions over all processes: region indices are u16 (mm/region.rs).
 pub const MAX_REGIONS: usize = u16::MAX as usize;
 /// Processes: one event and one per-process state each; the scheduler scans them per event.
 pub const MAX_PROCESSES: usize = u16::MAX as usize;
@@ -119,7 +119,7 @@ pub const LIMITS: &[Limit] = &[
         key: "processes[].regions",
         max: MAX_REGIONS as u64,
         unit: "regions in all",
-        why: "the page record's region index is 16 bits",
+        why: "region indices are 16 bits",
     },
     Limit {
         key: "processes",
