@@ -726,8 +726,8 @@ impl Mm {
         }
         let r = self.region_index(i);
         self.pages[i as usize] = Page::new_file(p.memcg);
-        let base = self.regions[r as usize].base;
-        if let Some(f) = self.regions[r as usize].file.as_mut() {
+        let base = self.regions[r].base;
+        if let Some(f) = self.regions[r].file.as_mut() {
             if i == base {
                 // Once per file: a new inode's state (file_ra_state_init).
                 let (fs, dev_off) = (f.fs, f.dev_off);
