@@ -18,6 +18,9 @@ use serde_json::{json, Value};
 const MIB: u64 = 1 << 20;
 const GIB: u64 = 1 << 30;
 
+/// Issue 17's target: whole-process peak RSS per simulated page.
+const MAX_BYTES_PER_PAGE: u64 = 40;
+
 const PAGE_EVENTS: &str =
     "page events = accesses + pages scanned by reclaim (pgscan_anon) + pages swapped out \
 (pswpout, zswpout, swpout_zero) + pages swapped in (pswpin, zswpin, swpin_zero); accesses/s is the \
@@ -245,7 +248,7 @@ fn case(name: &str) -> (&'static str, SimConfig) {
     match name {
         "resident" => ("3 x 256 MiB filled, 20 M uniform reads, no limit", config(m(4 * GIB, None, true), anon(&["text", "text", "random"], pages), fill_then_random(3, 20_000_000), vec![])),
         "resident-8GiB" => (
-            "8 GiB filled, 20 M uniform reads, no limit: its 2 M page records (72 MiB) beyond the CPU caches",
+            "8 GiB filled, 20 M uniform reads, no limit: its 2 M page records and links (64 MiB) beyond the CPU caches",
             config(m(16 * GIB, None, true), anon(&["text"], 8 * GIB / 4096), fill_then_random(1, 20_000_000), vec![]),
         ),
         "resident-8GiB-analytic" => (
@@ -342,6 +345,8 @@ const CASES: [&str; 15] = [
 
 /// One run of a case, in this (child) process: one JSON line on stdout.
 fn child(name: &str) {
+    // What the process holds before the simulation exists (code, libc, the config).
+    let base_rss = kb_field("/proc/self/status", "VmRSS:");
     let (_, cfg) = case(name);
     let (t0, c0) = (Instant::now(), cpu_ns());
     let mut sim = Simulation::new(&cfg).unwrap();
@@ -361,6 +366,7 @@ fn child(name: &str) {
         "build_cpu_s": (c1 - c0) as f64 / 1e9,
         "run_cpu_s": (c2 - c1) as f64 / 1e9,
         "peak_rss": kb_field("/proc/self/status", "VmHWM:"),
+        "base_rss": base_rss,
         "sim_s": r.stats.sim_time_ns as f64 / 1e9,
         // Analytic mode: the accesses drawn in bulk (or passed over in runs), not stepped.
         "analytic_accesses": r.stats.analytic_accesses,
@@ -476,7 +482,7 @@ fn main() {
             );
         }
         println!(
-            "  {n} runs  pages {pages:.0}  accesses/s {} M  page events/s {} M  peak RSS {} B/page  build {} s  run {} s CPU ({} s wall)  simulated {:.2} s\n",
+            "  {n} runs  pages {pages:.0}  accesses/s {} M  page events/s {} M  peak RSS {} B/page  build {} s  run {} s CPU ({} s wall)  simulated {:.2} s",
             fmt(per("accesses"), 1e6, 2),
             fmt(per("page_events"), 1e6, 2),
             fmt(f("peak_rss").iter().map(|b| b / pages).collect(), 1.0, 1),
@@ -485,5 +491,33 @@ fn main() {
             fmt(f("run_s"), 1.0, 2),
             runs[0]["sim_s"].as_f64().unwrap(),
         );
+        // Issue 17's memory targets, each case said met or over.
+        let (bpp, _, _) = median_range(f("peak_rss").iter().map(|b| b / pages).collect());
+        println!(
+            "  target <= {MAX_BYTES_PER_PAGE} B/page whole-process: {}",
+            if bpp <= MAX_BYTES_PER_PAGE as f64 {
+                "met".to_string()
+            } else {
+                let (base, _, _) = median_range(f("base_rss"));
+                format!(
+                    "OVER ({bpp:.1}; of it {:.1} B/page is the {:.1} MiB the process held before building the simulation)",
+                    base / pages,
+                    base / MIB as f64
+                )
+            }
+        );
+        if name == "1TiB-reclaim" {
+            let (peak, _, _) = median_range(f("peak_rss"));
+            let verdict = if peak < (12 * GIB) as f64 {
+                "met"
+            } else {
+                "OVER"
+            };
+            println!(
+                "  target < 12 GiB peak RSS for a 1 TiB machine: {verdict} ({:.2} GiB)",
+                peak / GIB as f64
+            );
+        }
+        println!();
     }
 }

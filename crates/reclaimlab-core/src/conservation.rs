@@ -29,7 +29,7 @@ impl Mm {
                         p.flags
                     ));
                 }
-                let wb = &mm.regions[p.region as usize]
+                let wb = &mm.regions[mm.region_index(i as u32)]
                     .file
                     .as_ref()
                     .expect("file pages are in file regions")
@@ -101,8 +101,8 @@ impl Mm {
             }
             if p.has(pg::MLOCKED) {
                 mlocked += 1;
-                if !p.has(pg::RESIDENT) || p.list != list::UNEVICTABLE {
-                    return Err(format!("mlocked page {i} is not resident on the unevictable list (flags {:#x}, list {})", p.flags, p.list));
+                if !p.has(pg::RESIDENT) || p.list() != list::UNEVICTABLE {
+                    return Err(format!("mlocked page {i} is not resident on the unevictable list (flags {:#x}, list {})", p.flags, p.list()));
                 }
             }
             if p.has(pg::RESIDENT) {
@@ -110,7 +110,7 @@ impl Mm {
                 if p.has(pg::ZSWAP) {
                     stored += 1;
                 }
-                if p.list == list::UNEVICTABLE {
+                if p.list() == list::UNEVICTABLE {
                     if !p.has(pg::MLOCKED) {
                         return Err(format!(
                             "page {i} is on the unevictable list but not mlocked"
@@ -119,17 +119,17 @@ impl Mm {
                     unevictable[p.memcg as usize] += 1;
                     continue;
                 }
-                if list::is_gen(p.list) {
+                if list::is_gen(p.list()) {
                     // Checked by check_lru_gen (mm/lru_gen.rs).
                     continue;
                 }
-                if !(list::INACTIVE_ANON..=list::ACTIVE_FILE).contains(&p.list) {
-                    return Err(format!("resident page {i} is on list {}", p.list));
+                if !(list::INACTIVE_ANON..=list::ACTIVE_FILE).contains(&p.list()) {
+                    return Err(format!("resident page {i} is on list {}", p.list()));
                 }
-                if p.list != p.lru_list() {
+                if p.list() != p.lru_list() {
                     return Err(format!("page {i}: active flag and list disagree"));
                 }
-                lru_count[p.memcg as usize][p.list as usize - 1] += 1;
+                lru_count[p.memcg as usize][p.list() as usize - 1] += 1;
             } else {
                 if p.has(pg::MAPPED) && !p.has(pg::ZERO_PFN) {
                     return Err(format!("page {i} mapped but not resident"));
@@ -137,15 +137,15 @@ impl Mm {
                 if p.has(pg::ZSWAP) {
                     stored += 1;
                     if p.handle != NONE {
-                        if p.list != list::ZSWAP {
+                        if p.list() != list::ZSWAP {
                             return Err(format!("zswap page {i} is not on the zswap LRU"));
                         }
                         // The list that holds it: the root's with the global LRU (≤6.7), the
                         // page's memcg's otherwise.
                         zswap_lru[mm.zswap_lru_owner(i as u32) as usize] += 1;
                     }
-                } else if p.list != list::NONE {
-                    return Err(format!("non-resident page {i} is on list {}", p.list));
+                } else if p.list() != list::NONE {
+                    return Err(format!("non-resident page {i} is on list {}", p.list()));
                 }
             }
         }

@@ -18,6 +18,7 @@ pub mod limits;
 pub mod mm;
 pub mod page_alloc;
 pub mod policy;
+mod prefetch;
 pub mod psi;
 mod sched;
 pub mod sim;

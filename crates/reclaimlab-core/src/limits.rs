@@ -29,7 +29,7 @@ pub const MAX_STATS_READ_NS: u64 = MAX_DURATION_NS;
 pub const MAX_PAUSE_MS: u64 = 1_000_000_000;
 /// Cgroups in all, root included: the page record's memcg index is a u16.
 pub const MAX_CGROUPS: usize = u16::MAX as usize;
-/// Regions over all processes: the page record's region index is a u16.
+/// Regions over all processes: region indices are u16 (mm/region.rs).
 pub const MAX_REGIONS: usize = u16::MAX as usize;
 /// Processes: one event and one per-process state each; the scheduler scans them per event.
 pub const MAX_PROCESSES: usize = u16::MAX as usize;
@@ -119,7 +119,7 @@ pub const LIMITS: &[Limit] = &[
         key: "processes[].regions",
         max: MAX_REGIONS as u64,
         unit: "regions in all",
-        why: "the page record's region index is 16 bits",
+        why: "region indices are 16 bits",
     },
     Limit {
         key: "processes",
@@ -336,7 +336,7 @@ pub struct Estimate {
 
 /// The estimate of `cfg` (call [`check`] first: it assumes the bounds hold).
 pub fn estimate(cfg: &SimConfig) -> Estimate {
-    use crate::mm::page::Page;
+    use crate::mm::page::{Link, Page};
     use crate::zram::ZramSlot;
     let mut e = Estimate::default();
     let access_ns = Costs::with_overrides(&cfg.costs)
@@ -396,7 +396,11 @@ pub fn estimate(cfg: &SimConfig) -> Estimate {
     const CLUSTER_BYTES_PER_SLOT: u64 = 1;
     // One page-table flag per PTRS_PER_PTE (512) pages: at most one byte per page.
     const PAGE_TABLE_BYTES_PER_PAGE: u64 = 1;
-    let per_page = std::mem::size_of::<Page>() as u64 + HANDLE_BYTES + PAGE_TABLE_BYTES_PER_PAGE;
+    // The record and, beside it, its list links (mm/page.rs Pages).
+    let per_page = std::mem::size_of::<Page>() as u64
+        + std::mem::size_of::<Link>() as u64
+        + HANDLE_BYTES
+        + PAGE_TABLE_BYTES_PER_PAGE;
     let per_slot = std::mem::size_of::<u32>() as u64 + CLUSTER_BYTES_PER_SLOT;
     e.bytes = e
         .pages

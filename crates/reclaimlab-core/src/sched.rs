@@ -87,21 +87,6 @@ pub(crate) struct Proc {
 /// a function of its seed alone, so drawing ahead changes no result.
 const LOOKAHEAD: usize = 8;
 
-/// Start loading `r` into the cache (a hint: no effect on results).
-#[inline(always)]
-fn prefetch<T>(r: &T) {
-    // SAFETY: SSE is part of every x86_64 target, and a prefetch never faults nor changes
-    // memory, whatever the address.
-    #[cfg(target_arch = "x86_64")]
-    unsafe {
-        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(
-            std::ptr::from_ref(r).cast(),
-        );
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = r;
-}
-
 /// OOM_SCORE_ADJ_MIN and _MAX (include/uapi/linux/oom.h): a task at the minimum is never
 /// chosen or killed by the OOM killer.
 const OOM_SCORE_ADJ_MIN: i16 = -1000;
@@ -133,7 +118,10 @@ fn analytic_window(pages: u64) -> u64 {
 
 impl Proc {
     /// The next access of the current phase (None: the phase has no more), drawing up to
-    /// [`LOOKAHEAD`] ahead and prefetching each drawn access's page record.
+    /// [`LOOKAHEAD`] ahead and prefetching each drawn access's page record and links; then,
+    /// while accesses swap in often, what the fault touches beyond the record, in two
+    /// stages ([`Mm::prefetch_fault`]: the swap map and the zsmalloc handle once the record
+    /// has arrived, what the handle points to once it has).
     #[inline]
     fn next_access(&mut self, mm: &Mm) -> Option<Access> {
         let gen = self.gen.as_mut()?;
@@ -142,18 +130,26 @@ impl Proc {
             // Stepping); empty otherwise.
             return self.ahead.pop_front().or_else(|| gen.next());
         }
+        let regions = &self.regions;
+        let page_of =
+            |a: &Access| mm.regions[regions[a.region as usize] as usize].base + a.page as u32;
         while self.ahead.len() <= LOOKAHEAD {
             let Some(a) = gen.next() else { break };
-            let region = self.regions[a.region as usize] as usize;
-            if let Some(page) = mm
-                .pages
-                .get((mm.regions[region].base + a.page as u32) as usize)
-            {
-                prefetch(page);
-            }
+            mm.pages.prefetch(page_of(&a));
             self.ahead.push_back(a);
         }
-        self.ahead.pop_front()
+        let next = self.ahead.pop_front();
+        // Only while an eighth or more of the phase's accesses swapped in: reading the records
+        // of accesses still to come costs the hits more than it saves the faults.
+        if self.majflt * 8 > self.accesses {
+            if let Some(a) = self.ahead.get(LOOKAHEAD / 2) {
+                mm.prefetch_fault(page_of(a), false);
+            }
+            if let Some(a) = self.ahead.get(1) {
+                mm.prefetch_fault(page_of(a), true);
+            }
+        }
+        next
     }
 
     /// The processes of the lowered config, in order. Regions are numbered over all processes

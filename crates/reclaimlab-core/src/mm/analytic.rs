@@ -671,11 +671,12 @@ impl Mm {
 
     fn analytic_sync_slow(&mut self, i: u32) {
         let p = self.pages[i as usize];
-        let base = self.regions[p.region as usize].base;
+        let region = self.region_index(i);
+        let base = self.regions[region].base;
         let Some(a) = self.analytic.as_mut() else {
             return;
         };
-        let Some(r) = a.regions[p.region as usize].as_mut().filter(|r| r.live) else {
+        let Some(r) = a.regions[region].as_mut().filter(|r| r.live) else {
             return;
         };
         let off = i - base;
@@ -718,11 +719,12 @@ impl Mm {
         if self.analytic.as_ref().is_some_and(|a| a.live > 0) {
             self.analytic_sync_slow(i);
             let p = self.pages[i as usize];
-            let base = self.regions[p.region as usize].base;
+            let region = self.region_index(i);
+            let base = self.regions[region].base;
             if let Some(r) = self
                 .analytic
                 .as_mut()
-                .and_then(|a| a.regions[p.region as usize].as_mut())
+                .and_then(|a| a.regions[region].as_mut())
                 .filter(|r| r.live)
             {
                 let off = i - base;
@@ -736,11 +738,12 @@ impl Mm {
     fn analytic_young_slow(&mut self, i: u32) {
         self.analytic_sync_slow(i);
         let p = self.pages[i as usize];
-        let base = self.regions[p.region as usize].base;
+        let region = self.region_index(i);
+        let base = self.regions[region].base;
         let Some(a) = self.analytic.as_mut() else {
             return;
         };
-        let Some(r) = a.regions[p.region as usize].as_mut().filter(|r| r.live) else {
+        let Some(r) = a.regions[region].as_mut().filter(|r| r.live) else {
             return;
         };
         let off = i - base;

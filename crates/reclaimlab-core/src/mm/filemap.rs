@@ -234,7 +234,7 @@ impl Mm {
     }
 
     pub(super) fn file_of(&self, i: u32) -> (usize, u64) {
-        let region = self.pages[i as usize].region as usize;
+        let region = self.region_index(i);
         (region, (i - self.regions[region].base) as u64)
     }
 
@@ -432,7 +432,7 @@ impl Mm {
     /// lowest set bit of the largest window).
     fn page_cache_async_ra(&mut self, ctx: &mut Ctx, region: usize, index: u64, i: u32) {
         self.pages[i as usize].clear(pg::READAHEAD);
-        let folio_pages = 1u64 << self.pages[i as usize].folio_order;
+        let folio_pages = 1u64 << self.pages[i as usize].folio_order();
         let ra_pages = self.ra_pages(region);
         let st = self.file_state(region);
         let expected = (st.ra_start + st.ra_size - st.ra_async) & !(folio_pages - 1);
@@ -638,7 +638,7 @@ impl Mm {
         let p = &mut self.pages[i as usize];
         p.set(pg::RESIDENT);
         p.clear(pg::ACTIVE | pg::REFERENCED | pg::READAHEAD);
-        p.folio_order = order;
+        p.set_folio_order(order);
         self.resident_add(i);
         if self.pages[i as usize].has(pg::SHADOW) {
             self.workingset_refault(i);
@@ -678,7 +678,7 @@ impl Mm {
     /// event (memcg v1 `pgpgout`) is counted at its first page.
     pub(crate) fn remove_file_folio_for_reclaim(&mut self, i: u32) {
         let m = self.pages[i as usize].memcg;
-        let order = self.pages[i as usize].folio_order;
+        let order = self.pages[i as usize].folio_order();
         self.free_buffers(i);
         self.workingset_eviction(i);
         let p = &mut self.pages[i as usize];
@@ -691,7 +691,7 @@ impl Mm {
                 | pg::MAPPED
                 | pg::REFERENCED,
         );
-        p.folio_order = 0;
+        p.set_folio_order(0);
         self.resident_del(i);
         let (_, index) = self.file_of(i);
         if index & ((1u64 << order) - 1) == 0 {
@@ -718,22 +718,22 @@ impl Mm {
         );
         if p.has(pg::RESIDENT) {
             let m = p.memcg;
-            if p.list != list::NONE {
+            if p.list() != list::NONE {
                 self.lru_del(i);
             }
             self.resident_del(i);
             let (_, index) = self.file_of(i);
-            if index & ((1u64 << p.folio_order) - 1) == 0 {
+            if index & ((1u64 << p.folio_order()) - 1) == 0 {
                 self.uncharge(m);
             } else {
                 self.page_counter_uncharge(m, 1);
             }
             self.free_frame();
         }
-        let r = p.region;
-        self.pages[i as usize] = Page::new_file(r, p.memcg);
-        let base = self.regions[r as usize].base;
-        if let Some(f) = self.regions[r as usize].file.as_mut() {
+        let r = self.region_index(i);
+        self.pages[i as usize] = Page::new_file(p.memcg);
+        let base = self.regions[r].base;
+        if let Some(f) = self.regions[r].file.as_mut() {
             if i == base {
                 // Once per file: a new inode's state (file_ra_state_init).
                 let (fs, dev_off) = (f.fs, f.dev_off);

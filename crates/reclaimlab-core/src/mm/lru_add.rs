@@ -43,7 +43,7 @@ impl Mm {
         self.lru_add(i);
         let Actor::Process(p) = ctx.actor else { return };
         let page = &self.pages[i as usize];
-        let which = page.list;
+        let which = page.list();
         if self.lru_gen_enabled() || !(1..=4).contains(&which) {
             return;
         }

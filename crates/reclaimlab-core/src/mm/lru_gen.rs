@@ -294,7 +294,7 @@ impl Mm {
         let p = &mut self.pages[i as usize];
         let gen = folio_lru_gen(p).expect("a folio on an lrugen list has a generation");
         let ty = type_of(p);
-        let id = p.list - list::LRU_GEN;
+        let id = p.list() - list::LRU_GEN;
         p.clear(pg::LRU_GEN_MASK);
         let g = &mut self.memcgs[p.memcg as usize].lrugen;
         g.nr_pages[gen][ty] -= 1;
@@ -353,7 +353,7 @@ impl Mm {
 
     /// Move folio `i` (on list `from`) to generation `gen`'s list, at the head or the tail.
     fn move_folio(&mut self, m: u16, i: u32, ty: usize, gen: usize, tail: bool) {
-        let id = (self.pages[i as usize].list - list::LRU_GEN) as usize;
+        let id = (self.pages[i as usize].list() - list::LRU_GEN) as usize;
         let g = &mut self.memcgs[m as usize].lrugen;
         g.folios[id / 2][id % 2].remove(&mut self.pages, i);
         if tail {
@@ -406,7 +406,7 @@ impl Mm {
     /// and call folio_activate instead, which moves the folio to max_seq at once and counts
     /// pgactivate.
     fn lru_gen_look_around(&mut self, ctx: &mut Ctx, i: u32, walk: bool) {
-        let r = &self.regions[self.pages[i as usize].region as usize];
+        let r = &self.regions[self.region_index(i)];
         let (base, n) = (r.base, r.pages);
         let off = i - base;
         let table = off / PTRS_PER_PTE * PTRS_PER_PTE;
@@ -1164,11 +1164,11 @@ impl Mm {
         let mut by_flags = vec![[[0u64; 2]; MAX_NR_GENS as usize]; self.memcgs.len()];
         let mut by_list = vec![[[0u64; 2]; MAX_NR_GENS as usize]; self.memcgs.len()];
         for (i, p) in self.pages.iter().enumerate() {
-            if !list::is_gen(p.list) {
+            if !list::is_gen(p.list()) {
                 if p.has(pg::RESIDENT) && folio_lru_gen(p).is_some() {
                     return Err(format!(
                         "page {i} has a generation but is on list {}",
-                        p.list
+                        p.list()
                     ));
                 }
                 continue;
@@ -1179,7 +1179,7 @@ impl Mm {
             if p.has(pg::ACTIVE) {
                 return Err(format!("page {i}: PG_active on an lrugen list"));
             }
-            let id = (p.list - list::LRU_GEN) as usize;
+            let id = (p.list() - list::LRU_GEN) as usize;
             if id % 2 != type_of(p) {
                 return Err(format!("page {i} on the wrong type's list"));
             }

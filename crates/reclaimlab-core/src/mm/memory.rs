@@ -136,7 +136,7 @@ impl Mm {
         p.set(pg::RESIDENT | pg::MAPPED | pg::YOUNG | pg::DIRTY | pg::ANON);
         self.resident_add(i);
         // folio_add_lru_vma: a VM_LOCKED region's new folio is mlocked (mm/mlock.rs).
-        if self.regions[self.pages[i as usize].region as usize].mlock {
+        if self.regions[self.region_index(i)].mlock {
             self.mlock_new_folio(i);
         }
         self.folio_add_lru(ctx, i);
@@ -151,7 +151,7 @@ impl Mm {
     /// exit. Simplified: the PMD/PUD/P4D levels (one page per 1 GiB and up) are not modelled,
     /// nor is the kernel's own memory of the process (VMAs, task struct, stack).
     pub(crate) fn pte_alloc(&mut self, ctx: &mut Ctx, i: u32) -> Result<(), Oom> {
-        let region = self.pages[i as usize].region as usize;
+        let region = self.region_index(i);
         let chunk = ((i - self.regions[region].base) / super::PTRS_PER_PTE) as usize;
         if self.regions[region].page_tables[chunk] {
             return Ok(());
@@ -210,7 +210,8 @@ impl Mm {
         let vma_ra = self.swap_use_vma_readahead();
         if vma_ra {
             let base = self.region_of(i).base;
-            let r = &mut self.regions[self.pages[i as usize].region as usize];
+            let ri = self.region_index(i);
+            let r = &mut self.regions[ri];
             let (_, win, hits) = r.ra_info.unwrap_or((0, 0, 4));
             let hits = if readahead { (hits + 1).min(63) } else { hits };
             r.ra_info = Some(((i - base) as u64, win, hits));
@@ -427,7 +428,7 @@ impl Mm {
     /// swap_vma_readahead's window: pages of the faulting VMA around the fault whose PTEs hold
     /// swap entries.
     fn vma_ra_window(&mut self, i: u32) -> Vec<u32> {
-        let r = &self.regions[self.pages[i as usize].region as usize];
+        let r = &self.regions[self.region_index(i)];
         let (base, npages) = (r.base, r.pages as u64);
         let fpfn = (i - base) as u64;
         let max_win = 1u32 << self.knobs.vm.page_cluster.min(SWAP_RA_ORDER_CEILING);
@@ -436,7 +437,8 @@ impl Mm {
         }
         let (pfn, prev_win, hits) = r.ra_info.unwrap_or((0, 0, 4));
         let win = swapin_nr_pages(pfn, fpfn, hits, max_win, prev_win) as u64;
-        self.regions[self.pages[i as usize].region as usize].ra_info = Some((fpfn, win as u32, 0));
+        let ri = self.region_index(i);
+        self.regions[ri].ra_info = Some((fpfn, win as u32, 0));
         if win == 1 {
             return vec![i];
         }
@@ -533,7 +535,7 @@ impl Mm {
                     continue;
                 }
                 if p.has(pg::RESIDENT) {
-                    if p.list != super::page::list::NONE {
+                    if p.list() != super::page::list::NONE {
                         self.lru_del(i);
                     }
                     if p.has(pg::SWAPCACHE) {
@@ -545,7 +547,7 @@ impl Mm {
                 }
                 self.release_swap_entry(i);
                 let q = &mut self.pages[i as usize];
-                *q = super::page::Page::new(q.region, q.memcg);
+                *q = super::page::Page::new(q.memcg);
                 self.analytic_sync(i);
             }
         }

@@ -49,7 +49,7 @@ impl Mm {
     /// now evictable folio moves off LRU_UNEVICTABLE to its evictable list
     /// (unevictable_pgs_rescued). The caller frees it next.
     pub(crate) fn munlock_folio(&mut self, i: u32) {
-        debug_assert_eq!(self.pages[i as usize].list, list::UNEVICTABLE);
+        debug_assert_eq!(self.pages[i as usize].list(), list::UNEVICTABLE);
         self.lru_del(i);
         self.pages[i as usize].clear(pg::MLOCKED);
         self.nr_mlock -= 1;

@@ -67,7 +67,7 @@ pub struct Kswapd {
 }
 
 pub struct Mm {
-    pub(crate) pages: Vec<Page>,
+    pub(crate) pages: page::Pages,
     pub(crate) regions: Vec<RegionInfo>,
     pub(crate) memcgs: Vec<Memcg>,
     pub(crate) cgroup_v2: bool,
@@ -250,7 +250,7 @@ impl Mm {
         psi_tasks.push(vec![0]);
         let psi = crate::psi::Psi::new(nmemcg, cfg.machine.cpus as usize, psi_tasks);
         let mut mm = Mm {
-            pages,
+            pages: page::Pages::new(pages),
             regions,
             memory_recursiveprot: cfg.cgroups.memory_recursiveprot,
             memcg_protection: cgroup_v2 && memcgs.iter().any(|m| m.min > 0 || m.low > 0),
@@ -313,8 +313,16 @@ impl Mm {
         Ok(mm)
     }
 
+    /// The index of the region holding page `page`: regions take consecutive page ranges
+    /// from 0, in order (mm/region.rs), so it is found from the page index alone, not kept in
+    /// every page record.
+    #[inline]
+    pub fn region_index(&self, page: u32) -> usize {
+        self.regions.partition_point(|r| r.base <= page) - 1
+    }
+
     pub fn region_of(&self, page: u32) -> &RegionInfo {
-        &self.regions[self.pages[page as usize].region as usize]
+        &self.regions[self.region_index(page)]
     }
 
     /// Content variant of a page (which of its region's distinct contents it holds).
@@ -417,7 +425,7 @@ impl Mm {
 
     pub fn lru_del(&mut self, i: u32) {
         let p = &self.pages[i as usize];
-        let which = p.list;
+        let which = p.list();
         if page::list::is_gen(which) {
             return self.lru_gen_del_folio(i);
         }
@@ -436,6 +444,26 @@ impl Mm {
 
     /// Wake kswapd (wakeup_kswapd): not if it is running, the node is balanced, or it is
     /// hopeless (kswapd_failures ≥ MAX_RECLAIM_RETRIES).
+    /// A cache hint for an access to page `i` a few accesses from now (sched.rs's look-ahead,
+    /// after its record was prefetched): if it will swap in, start loading its swap slot's
+    /// map entry and cluster and its zswap entry's zsmalloc handle (`deep` false), or what the
+    /// handle points to (`deep` true, a few accesses later). Never changes a result.
+    #[inline]
+    pub(crate) fn prefetch_fault(&self, i: u32, deep: bool) {
+        let Some(p) = self.pages.get(i as usize) else {
+            return;
+        };
+        if p.flags & (page::pg::MAPPED | page::pg::RESIDENT) != 0 || p.slot == page::NONE {
+            return;
+        }
+        if !deep {
+            self.swap.prefetch(p.slot);
+        }
+        if p.flags & page::pg::ZSWAP != 0 && p.handle != page::NONE {
+            self.zswap.prefetch(i, p.handle, deep);
+        }
+    }
+
     pub fn wakeup_kswapd(&mut self, now: Time) {
         if self.kswapd.running
             || self.kswapd.failures >= MAX_RECLAIM_RETRIES

@@ -203,9 +203,7 @@ impl Mm {
     /// Buffer heads per page of page `i`'s filesystem: ext4's, one per block (xfs and btrfs
     /// keep none: iomap's per-folio state is not charged, btrfs has its own).
     fn buffers_per_page(&self, i: u32) -> Option<u64> {
-        let f = self.regions[self.pages[i as usize].region as usize]
-            .file
-            .as_ref()?;
+        let f = self.regions[self.region_index(i)].file.as_ref()?;
         let fs = &self.fs[f.fs as usize];
         (fs.fstype == FsType::Ext4).then(|| fs.journal.geom.blocks_per_page())
     }

@@ -2,8 +2,14 @@
 //!
 //! A page record carries both the virtual page (PTE state, swap entry) and, while resident,
 //! its folio (LRU flags). There is no fork and no sharing, so the mapping is 1:1. The same two
-//! link fields serve the memory LRU while the page is resident and the zswap LRU while its data
+//! links serve the memory LRU while the page is resident and the zswap LRU while its data
 //! sits in zswap: a page is never on both (kernel-model.md §2, §9.1).
+//!
+//! The links live in an array of their own beside the records ([`Pages`]): reclaim walks an
+//! LRU from its tail, one dependent load per page, and over a large machine each of those loads
+//! misses the CPU caches. 8-byte links pack eight to a cache line where records with the links in
+//! them (36 bytes) held under two, so the walk stays in the caches several times longer (and the record of each
+//! isolated page is fetched beside it, not on the walk's chain).
 
 /// Bytes per page (x86-64 base pages).
 pub const PAGE_SIZE: u64 = 4096;
@@ -71,6 +77,10 @@ pub mod pg {
     /// PG_private of a page cache folio: buffer heads attached (an ext4 folio written through
     /// write_begin), charged to its memcg (mm/objcg.rs).
     pub const PRIVATE: u32 = 1 << 25;
+    /// Not a flag: the list the page's links are on ([`super::list`], 0..=14), kept in the
+    /// flags word's spare bits so the record is 24 bytes ([`Page::list`]).
+    pub const LIST_PGOFF: u32 = 26;
+    pub const LIST_MASK: u32 = 0xf << LIST_PGOFF;
 }
 
 /// Which list a page's links are on.
@@ -102,65 +112,90 @@ pub mod list {
     }
 }
 
+/// 24 bytes. The region is not kept: [`crate::mm::Mm::region_index`] finds it from the page
+/// index. The list id lives in the flags word's top bits, a file page's folio order in `zlen`.
 #[derive(Clone, Copy, Debug)]
 #[repr(C)]
 pub struct Page {
-    pub prev: u32,
-    pub next: u32,
     /// Global swap slot id (see swap.rs), or NONE.
     pub slot: u32,
     /// Workingset shadow: the lruvec's nonresident_age at eviction (low 32 bits).
     pub shadow: u32,
     /// zsmalloc handle of the zswap entry.
     pub handle: u32,
+    /// [`pg`] flags in bits 0..26; the list id in bits 26..30.
     pub flags: u32,
-    /// zswap entry length in bytes (0: same-filled entry of ≤6.11).
-    pub zlen: u16,
-    pub memcg: u16,
-    /// Index into the simulation's region table.
-    pub region: u16,
-    pub list: u8,
-    /// Order of the page cache folio holding this file page (0: an order-0 folio, and every
-    /// page that is not a file page). The page, not the folio, stays the LRU unit: see
-    /// mm/filemap.rs for what the model groups by folio.
-    pub folio_order: u8,
     /// Virtual time (ms) at which the page's data last left memory for zswap or a swap
     /// device: the age behind the LRU-inversion metric.
     pub stamp: u32,
+    /// zswap entry length in bytes (0: same-filled entry of ≤6.11); for a file page, which
+    /// never has zswap data, the order of its page cache folio ([`Page::folio_order`]).
+    pub zlen: u16,
+    pub memcg: u16,
 }
 
 impl Page {
-    pub fn new(region: u16, memcg: u16) -> Page {
+    pub fn new(memcg: u16) -> Page {
         Page {
-            prev: NONE,
-            next: NONE,
             slot: NONE,
             shadow: 0,
             handle: NONE,
             flags: 0,
+            stamp: 0,
             zlen: 0,
             memcg,
-            region,
-            list: list::NONE,
-            folio_order: 0,
-            stamp: 0,
         }
     }
 
     /// A page of a file region, not in the page cache yet.
-    pub fn new_file(region: u16, memcg: u16) -> Page {
+    pub fn new_file(memcg: u16) -> Page {
         Page {
             flags: pg::FILE,
-            ..Page::new(region, memcg)
+            ..Page::new(memcg)
         }
     }
 
     /// A page of a tmpfs file, not in memory yet (a hole).
-    pub fn new_shmem(region: u16, memcg: u16) -> Page {
+    pub fn new_shmem(memcg: u16) -> Page {
         Page {
             flags: pg::SHMEM,
-            ..Page::new(region, memcg)
+            ..Page::new(memcg)
         }
+    }
+
+    /// Which list the page's links are on ([`list`]; NONE: none).
+    #[inline]
+    pub fn list(&self) -> u8 {
+        ((self.flags & pg::LIST_MASK) >> pg::LIST_PGOFF) as u8
+    }
+
+    #[inline]
+    fn set_list(&mut self, id: u8) {
+        debug_assert!(u32::from(id) <= pg::LIST_MASK >> pg::LIST_PGOFF);
+        self.flags = (self.flags & !pg::LIST_MASK) | u32::from(id) << pg::LIST_PGOFF;
+    }
+
+    /// Order of the page cache folio holding this file page (0: an order-0 folio, and every
+    /// page that is not a file page). The page, not the folio, stays the LRU unit: see
+    /// mm/filemap.rs for what the model groups by folio.
+    /// A file page never has zswap data, so the order lives in `zlen`, as the kernel's
+    /// struct page keeps unrelated fields in one union by the page's use.
+    #[inline]
+    pub fn folio_order(&self) -> u8 {
+        if self.has(pg::FILE) {
+            self.zlen as u8
+        } else {
+            0
+        }
+    }
+
+    #[inline]
+    pub fn set_folio_order(&mut self, order: u8) {
+        debug_assert!(
+            self.has(pg::FILE) && order <= 9,
+            "folio order {order} of a non-file page"
+        );
+        self.zlen = u16::from(order);
     }
 
     /// The LRU list this resident page belongs on (folio_lru_list).
@@ -188,7 +223,83 @@ impl Page {
     }
 }
 
-/// A doubly linked list threaded through `Page::prev/next`. Head = most recently added
+/// A page's place on a list: the previous and next page (NONE at the ends and off lists).
+#[derive(Clone, Copy, Debug)]
+#[repr(C)]
+pub struct Link {
+    pub prev: u32,
+    pub next: u32,
+}
+
+const UNLINKED: Link = Link {
+    prev: NONE,
+    next: NONE,
+};
+
+/// Every page record, indexed by page (it derefs to the slice of records), and the list links
+/// beside them, indexed the same way (see the file comment for why apart).
+#[derive(Clone, Debug)]
+pub struct Pages {
+    rec: Vec<Page>,
+    links: Vec<Link>,
+}
+
+impl Pages {
+    pub fn new(rec: Vec<Page>) -> Pages {
+        let links = vec![UNLINKED; rec.len()];
+        Pages { rec, links }
+    }
+
+    /// The page after `i` on its list, towards the tail (NONE: the tail, or off lists).
+    #[inline]
+    pub fn next(&self, i: u32) -> u32 {
+        self.links[i as usize].next
+    }
+
+    /// The page before `i` on its list, towards the head.
+    #[inline]
+    pub fn prev(&self, i: u32) -> u32 {
+        self.links[i as usize].prev
+    }
+}
+
+impl Pages {
+    /// Start loading page `i`'s record and links into the cache (a hint: no effect on
+    /// results; an index out of range is ignored). The links are wanted when the access
+    /// faults: a swap-in takes the page off the zswap LRU, a reclaim off its memory LRU.
+    #[inline(always)]
+    pub fn prefetch(&self, i: u32) {
+        if let (Some(r), Some(l)) = (self.rec.get(i as usize), self.links.get(i as usize)) {
+            crate::prefetch::prefetch(r);
+            crate::prefetch::prefetch(l);
+        }
+    }
+}
+
+impl std::ops::Deref for Pages {
+    type Target = [Page];
+    #[inline]
+    fn deref(&self) -> &[Page] {
+        &self.rec
+    }
+}
+
+impl std::ops::DerefMut for Pages {
+    #[inline]
+    fn deref_mut(&mut self) -> &mut [Page] {
+        &mut self.rec
+    }
+}
+
+impl<'a> IntoIterator for &'a Pages {
+    type Item = &'a Page;
+    type IntoIter = std::slice::Iter<'a, Page>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.rec.iter()
+    }
+}
+
+/// A doubly linked list threaded through the pages' links. Head = most recently added
 /// (list_add), tail = oldest (where reclaim isolates). The zswap LRU adds at the tail and walks
 /// from the head, as list_lru does; both use the same primitives.
 #[derive(Clone, Copy, Debug)]
@@ -209,14 +320,21 @@ impl List {
         }
     }
 
-    pub fn push_head(&mut self, pages: &mut [Page], i: u32) {
-        let p = &mut pages[i as usize];
-        debug_assert_eq!(p.list, list::NONE, "page {i} already on list {}", p.list);
-        p.list = self.id;
-        p.prev = NONE;
-        p.next = self.head;
+    pub fn push_head(&mut self, pages: &mut Pages, i: u32) {
+        let p = &mut pages.rec[i as usize];
+        debug_assert_eq!(
+            p.list(),
+            list::NONE,
+            "page {i} already on list {}",
+            p.list()
+        );
+        p.set_list(self.id);
+        pages.links[i as usize] = Link {
+            prev: NONE,
+            next: self.head,
+        };
         if self.head != NONE {
-            pages[self.head as usize].prev = i;
+            pages.links[self.head as usize].prev = i;
         } else {
             self.tail = i;
         }
@@ -224,14 +342,21 @@ impl List {
         self.len += 1;
     }
 
-    pub fn push_tail(&mut self, pages: &mut [Page], i: u32) {
-        let p = &mut pages[i as usize];
-        debug_assert_eq!(p.list, list::NONE, "page {i} already on list {}", p.list);
-        p.list = self.id;
-        p.next = NONE;
-        p.prev = self.tail;
+    pub fn push_tail(&mut self, pages: &mut Pages, i: u32) {
+        let p = &mut pages.rec[i as usize];
+        debug_assert_eq!(
+            p.list(),
+            list::NONE,
+            "page {i} already on list {}",
+            p.list()
+        );
+        p.set_list(self.id);
+        pages.links[i as usize] = Link {
+            prev: self.tail,
+            next: NONE,
+        };
         if self.tail != NONE {
-            pages[self.tail as usize].next = i;
+            pages.links[self.tail as usize].next = i;
         } else {
             self.head = i;
         }
@@ -239,30 +364,25 @@ impl List {
         self.len += 1;
     }
 
-    pub fn remove(&mut self, pages: &mut [Page], i: u32) {
-        let (prev, next) = {
-            let p = &pages[i as usize];
-            debug_assert_eq!(p.list, self.id);
-            (p.prev, p.next)
-        };
+    pub fn remove(&mut self, pages: &mut Pages, i: u32) {
+        debug_assert_eq!(pages.rec[i as usize].list(), self.id);
+        let Link { prev, next } = pages.links[i as usize];
         if prev != NONE {
-            pages[prev as usize].next = next;
+            pages.links[prev as usize].next = next;
         } else {
             self.head = next;
         }
         if next != NONE {
-            pages[next as usize].prev = prev;
+            pages.links[next as usize].prev = prev;
         } else {
             self.tail = prev;
         }
-        let p = &mut pages[i as usize];
-        p.prev = NONE;
-        p.next = NONE;
-        p.list = list::NONE;
+        pages.links[i as usize] = UNLINKED;
+        pages.rec[i as usize].set_list(list::NONE);
         self.len -= 1;
     }
 
-    pub fn pop_tail(&mut self, pages: &mut [Page]) -> Option<u32> {
+    pub fn pop_tail(&mut self, pages: &mut Pages) -> Option<u32> {
         let t = self.tail;
         if t == NONE {
             return None;
@@ -278,12 +398,13 @@ mod tests {
 
     #[test]
     fn page_record_is_small() {
-        assert_eq!(std::mem::size_of::<Page>(), 36);
+        assert_eq!(std::mem::size_of::<Page>(), 24);
+        assert_eq!(std::mem::size_of::<Link>(), 8);
     }
 
     #[test]
     fn list_order() {
-        let mut pages = vec![Page::new(0, 0); 4];
+        let mut pages = Pages::new(vec![Page::new(0); 4]);
         let mut l = List::new(list::INACTIVE_ANON);
         l.push_head(&mut pages, 0);
         l.push_head(&mut pages, 1);

@@ -196,7 +196,7 @@ impl Mm {
         }
         // folio_clear_reclaim clears PG_readahead too: one bit in the kernel.
         p.clear(pg::RECLAIM | pg::READAHEAD);
-        let on_lru = list::is_lru(p.list);
+        let on_lru = list::is_lru(p.list());
         if on_lru && !p.has(pg::DIRTY) {
             self.lru_del(i);
             self.pages[i as usize].clear(pg::ACTIVE);

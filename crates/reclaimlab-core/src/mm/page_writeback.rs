@@ -194,7 +194,7 @@ impl Mm {
             return false;
         }
         self.pages[i as usize].set(pg::DIRTY);
-        let region = self.pages[i as usize].region as usize;
+        let region = self.region_index(i);
         self.dirty.nr_file_dirty += 1;
         self.vm_file.nr_dirtied += 1;
         let inode = self.inode(region);
@@ -271,7 +271,7 @@ impl Mm {
     /// allocation's reservation, ext4_da_reserve_space) is charged as one it has; xfs and
     /// btrfs are charged ext4's figures.
     pub fn generic_perform_write(&mut self, ctx: &mut Ctx, i: u32) -> Result<(), Oom> {
-        let region = self.pages[i as usize].region as usize;
+        let region = self.region_index(i);
         // file_update_time (__generic_file_write_iter, before the copy): the new mtime dirties
         // the inode in the journal (mm/journal.rs).
         self.ext4_dirty_inode(ctx, region);
@@ -295,7 +295,7 @@ impl Mm {
     /// wp_page_shared on a PTE write-protected by folio_clear_dirty_for_io) →
     /// fault_dirty_shared_page: the folio is dirtied and the task ratelimited.
     pub(crate) fn fault_dirty_shared_page(&mut self, ctx: &mut Ctx, i: u32) {
-        let region = self.pages[i as usize].region as usize;
+        let region = self.region_index(i);
         // fault_dirty_shared_page's file_update_time (mm/journal.rs).
         self.ext4_dirty_inode(ctx, region);
         let newly = self.file_folio_mark_dirty(ctx.now, i);
@@ -384,7 +384,7 @@ impl Mm {
     /// (ext4_bio_write_folio, iomap: consecutive folios of one writepages call share a bio;
     /// `bio_submit_ns` once per bio).
     pub(crate) fn writeback_file_folio(&mut self, ctx: &mut Ctx, i: u32, bio_pages: usize) {
-        let region = self.pages[i as usize].region as usize;
+        let region = self.region_index(i);
         let (fs, dev_off, base) = {
             let r = &self.regions[region];
             let f = r.file.as_ref().expect("a file region");
@@ -566,7 +566,7 @@ impl Mm {
         if !self.pages[i as usize].has(pg::WRITEBACK) {
             return;
         }
-        let region = self.pages[i as usize].region as usize;
+        let region = self.region_index(i);
         self.dirty.nr_file_writeback -= 1;
         self.vm_file.nr_written += 1;
         self.inode(region).nr_writeback -= 1;

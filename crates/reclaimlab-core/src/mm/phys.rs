@@ -345,7 +345,7 @@ impl Mm {
     /// for its 2 MiB yet, which also means none of its pages was ever mapped).
     pub(crate) fn thp_fault_eligible(&self, i: u32) -> bool {
         let Some(ph) = &self.phys else { return false };
-        let r = &self.regions[self.pages[i as usize].region as usize];
+        let r = &self.regions[self.region_index(i)];
         if r.file.is_some() || r.shmem.is_some() {
             return false;
         }
@@ -369,7 +369,7 @@ impl Mm {
         ctx: &mut Ctx,
         i: u32,
     ) -> Result<bool, Oom> {
-        let region = self.pages[i as usize].region as usize;
+        let region = self.region_index(i);
         let r = &self.regions[region];
         let base = r.base + (i - r.base) / PTRS_PER_PTE * PTRS_PER_PTE;
         let m = r.memcg;

@@ -210,9 +210,9 @@ pub(crate) fn from_config(
                 cobjs: 0,
             });
             let page = match (&regions[idx as usize].file, shmem) {
-                (Some(_), _) => Page::new_file(idx, memcg),
-                (None, Some(_)) => Page::new_shmem(idx, memcg),
-                (None, None) => Page::new(idx, memcg),
+                (Some(_), _) => Page::new_file(memcg),
+                (None, Some(_)) => Page::new_shmem(memcg),
+                (None, None) => Page::new(memcg),
             };
             pages.extend(std::iter::repeat_n(page, r.pages as usize));
         }

@@ -121,7 +121,7 @@ impl Mm {
     /// read: shmem has no zero-page mapping), and the page is mapped. The PTE is writable
     /// either way (no dirty accounting, so no write notification): a store dirties the folio.
     pub(crate) fn shmem_fault(&mut self, ctx: &mut Ctx, i: u32, write: bool) -> Result<(), Oom> {
-        let region = self.pages[i as usize].region as usize;
+        let region = self.region_index(i);
         let index = (i - self.regions[region].base) as u64;
         self.pte_alloc(ctx, i)?;
         if !write {
@@ -223,7 +223,7 @@ impl Mm {
             ctx.cpu(self.costs.reclaim_page_ns);
             let m = self.pages[i as usize].memcg;
             let p = &mut self.pages[i as usize];
-            *p = super::page::Page::new_shmem(p.region, p.memcg);
+            *p = super::page::Page::new_shmem(p.memcg);
             self.resident_del(i);
             self.uncharge(m);
             self.free_frame();

@@ -431,6 +431,23 @@ impl Swap {
             .expect("slot below every device")
     }
 
+    /// A cache hint for a coming swap-in and free of `slot`: its reverse-map entry and its
+    /// cluster (count, list links, used bits) start loading.
+    #[inline]
+    pub fn prefetch(&self, slot: u32) {
+        if let Some(p) = self.slot_page.get(slot as usize) {
+            crate::prefetch::prefetch(p);
+        }
+        if let Some(d) = self.devs.iter().rev().find(|d| d.base <= slot) {
+            if let Some(c) = d
+                .clusters
+                .get(((slot - d.base) / SWAPFILE_CLUSTER) as usize)
+            {
+                crate::prefetch::prefetch(c);
+            }
+        }
+    }
+
     /// folio_alloc_swap for one page: highest-priority device with a free slot.
     pub fn alloc_slot(&mut self, page: u32) -> Option<u32> {
         for &i in &self.by_priority {

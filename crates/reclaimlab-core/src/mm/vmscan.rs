@@ -683,7 +683,7 @@ impl Mm {
     /// them was activated or rotated alone, which the model allows and the kernel does not:
     /// those stay where they are).
     fn isolate_folio_siblings(&mut self, i: u32, which: u8, taken: &mut Vec<u32>) {
-        let order = self.pages[i as usize].folio_order;
+        let order = self.pages[i as usize].folio_order();
         if order == 0 {
             return;
         }
@@ -691,7 +691,7 @@ impl Mm {
         let first = i - (index & ((1u64 << order) - 1)) as u32;
         for j in first..first + (1u32 << order) {
             let p = &self.pages[j as usize];
-            if j != i && p.list == which && p.folio_order == order && !p.has(pg::ISOLATED) {
+            if j != i && p.list() == which && p.folio_order() == order && !p.has(pg::ISOLATED) {
                 self.lru_del(j);
                 self.pages[j as usize].set(pg::ISOLATED);
                 taken.push(j);
@@ -898,7 +898,7 @@ impl Mm {
                 stat.writeback += 1;
                 return Fate::Activate;
             }
-            let fs = self.regions[p.region as usize]
+            let fs = self.regions[self.region_index(i)]
                 .file
                 .as_ref()
                 .expect("a file region")
@@ -929,7 +929,7 @@ impl Mm {
         }
         // A large folio's pages share its reclaim (mm/filemap.rs): each of its 2^order pages
         // is charged that share.
-        ctx.cpu(self.costs.reclaim_file_folio_ns >> self.pages[i as usize].folio_order);
+        ctx.cpu(self.costs.reclaim_file_folio_ns >> self.pages[i as usize].folio_order());
         self.remove_file_folio_for_reclaim(i);
         Fate::Freed
     }
@@ -965,7 +965,7 @@ impl Mm {
         if self.switches.kswapd_file_writeback == KswapdFileWriteback::Never {
             return Fate::Activate;
         }
-        let fs = self.regions[self.pages[i as usize].region as usize]
+        let fs = self.regions[self.region_index(i)]
             .file
             .as_ref()
             .expect("a file region")

@@ -225,7 +225,7 @@ impl Mm {
         let p = self.pages[i as usize];
         debug_assert!(p.has(pg::ZSWAP));
         let m = p.memcg;
-        if p.list == list::ZSWAP {
+        if p.list() == list::ZSWAP {
             let owner = self.zswap_lru_owner(i);
             self.memcgs[owner as usize]
                 .zswap_lru
@@ -244,7 +244,7 @@ impl Mm {
         let p = &mut self.pages[i as usize];
         // A folio on the memory LRU (≤6.4: its entry was kept at load) owns PG_referenced;
         // otherwise the bit was the entry's.
-        let on_lru = (list::INACTIVE_ANON..=list::ACTIVE_FILE).contains(&p.list);
+        let on_lru = (list::INACTIVE_ANON..=list::ACTIVE_FILE).contains(&p.list());
         p.clear(if on_lru {
             pg::ZSWAP
         } else {
@@ -291,7 +291,7 @@ impl Mm {
                 self.pages[i as usize].set(pg::DIRTY);
             }
             ZswapLoad::NonExclusive => {
-                if p.list == list::ZSWAP {
+                if p.list() == list::ZSWAP {
                     let owner = self.zswap_lru_owner(i);
                     self.memcgs[owner as usize]
                         .zswap_lru
@@ -307,7 +307,7 @@ impl Mm {
     /// again, goes back on the zswap LRU (at the tail: the model does not keep its old place).
     pub(crate) fn zswap_entry_unshadow(&mut self, i: u32) {
         let p = self.pages[i as usize];
-        if p.has(pg::ZSWAP) && p.handle != NONE && p.list == list::NONE {
+        if p.has(pg::ZSWAP) && p.handle != NONE && p.list() == list::NONE {
             let owner = self.zswap_lru_owner(i);
             self.memcgs[owner as usize]
                 .zswap_lru

@@ -25,6 +25,10 @@ pub trait Zpool: Send {
     fn malloc(&mut self, size: u32) -> Result<Handle, ZpoolError>;
     /// zs_free / zbud_free.
     fn free(&mut self, handle: Handle);
+    /// A cache hint for a coming `free(handle)` (the access loop's look-ahead, sched.rs):
+    /// `deep` false starts loading the handle's own entry, true (a few accesses later, the
+    /// entry cached by then) what it points to. Never changes a result; none by default.
+    fn prefetch(&self, _handle: Handle, _deep: bool) {}
     /// zs_get_total_pages: pages currently backing the pool.
     fn total_pages(&self) -> u64;
     /// The compaction shrinker's count: pages that compaction could free now.

@@ -670,6 +670,17 @@ impl Zpool for Zsmalloc {
         self.objects -= 1;
     }
 
+    fn prefetch(&self, handle: Handle, deep: bool) {
+        let Some(h) = self.handles.get(handle as usize) else {
+            return;
+        };
+        if !deep {
+            crate::prefetch::prefetch(h);
+        } else if let Some(z) = self.zspages.get(h.zspage() as usize) {
+            crate::prefetch::prefetch(z);
+        }
+    }
+
     fn total_pages(&self) -> u64 {
         self.pages_allocated
     }

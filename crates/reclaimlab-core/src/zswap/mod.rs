@@ -204,6 +204,14 @@ impl Zswap {
         }
     }
 
+    /// A cache hint for freeing page `i`'s entry `h` soon ([`Zpool::prefetch`]).
+    #[inline]
+    pub fn prefetch(&self, i: u32, h: u32, deep: bool) {
+        if let Some(pool) = self.pools.get(self.pool_of(i)) {
+            pool.prefetch(h, deep);
+        }
+    }
+
     /// zpool_malloc for page `i`'s entry, the pool's page growth taken from `nr_free`.
     pub fn pool_malloc(
         &mut self,
