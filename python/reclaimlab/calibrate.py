@@ -1450,49 +1450,71 @@ def _lowered_device(name: str, table: Mapping[str, Any]) -> dict[str, Any]:
     return _device(model)
 
 
+@dataclass
+class _AddOn:
+    """What a stage run on top of the existing profile at the output path starts from
+    (``--only-write``, ``--only-readahead``): the profile's text, its figures over the core's
+    defaults and its speed probe ``ref``; this host's kernel preset and cgroup version; the
+    speed probes taken around the runs (``between``), whose median over ``ref`` scales the
+    profile's figures to this run's moment (``factor``)."""
+
+    core: Any
+    out: Path
+    text: str
+    ref: float
+    base: dict[str, int]
+    version: str
+    cgv: int
+    probes: list[float]
+
+    @staticmethod
+    def start(args: Options, flag: str) -> _AddOn:
+        from reclaimlab import native
+        from reclaimlab.lab import probe as probing
+
+        core = native.core()
+        p = probing.probe()
+        if not p.root:
+            raise LabUnavailable(f"calibrate {flag} needs root for the lab runs")
+        out = args.out_path()
+        try:
+            text = out.read_text(encoding="utf-8")
+        except OSError as e:
+            raise LabError(f"{flag} adds to an existing profile: cannot read {out}: {e}") from e
+        profile = tomllib.loads(text)
+        ref = profile.get("measurements", {}).get("speed_probe_ns")
+        if not isinstance(ref, int | float) or ref <= 0:
+            raise LabError(f"{out}: measurements.speed_probe_ns: expected the profile's speed probe (ns), found {ref!r}")
+        defaults = {k: int(v) for k, v in core.default_costs().items()}
+        base = {**defaults, **{k: int(v) for k, v in profile.get("costs", {}).items()}}
+        version = kernel_preset(p.kernel_release, native.capabilities().known_versions())
+        return _AddOn(core, out, text, float(ref), base, version, 1 if p.cgroup_v1_memory else 2, [speed.probe_ns()])
+
+    def between(self) -> None:
+        self.probes.append(speed.probe_ns())
+
+    def factor(self) -> float:
+        return statistics.median(self.probes) / self.ref
+
+
 def calibrate_write(args: Options, note: _Note) -> tuple[str, dict[str, Any]]:
     """``--only-write``: stage 3c on top of the profile at the output path, as ``--only-readahead``
     does: its costs scaled to the CPU speed of this run's moment, the fitted figures scaled
     back to the profile's speed, the loop device the profile's (measure it right before with
     ``--only-loop-device``: its speed moves within minutes); the profile text with the figures
     and the stages' records added."""
-    from reclaimlab import native
-    from reclaimlab.lab import probe as probing
-
-    core = native.core()
-    p = probing.probe()
-    if not p.root:
-        raise LabUnavailable("calibrate --only-write needs root for the lab runs")
-    out = args.out_path()
-    try:
-        text = out.read_text(encoding="utf-8")
-    except OSError as e:
-        raise LabError(f"--only-write adds to an existing profile: cannot read {out}: {e}") from e
-    profile = tomllib.loads(text)
-    ref = profile.get("measurements", {}).get("speed_probe_ns")
-    if not isinstance(ref, int | float) or ref <= 0:
-        raise LabError(f"{out}: measurements.speed_probe_ns: expected the profile's speed probe (ns), found {ref!r}")
-    defaults = {k: int(v) for k, v in core.default_costs().items()}
-    base = {**defaults, **{k: int(v) for k, v in profile.get("costs", {}).items()}}
-    version = kernel_preset(p.kernel_release, native.capabilities().known_versions())
-    cgv = 1 if p.cgroup_v1_memory else 2
-    probes = [speed.probe_ns()]
-
-    def between() -> None:
-        probes.append(speed.probe_ns())
-
-    def factor() -> float:
-        return statistics.median(probes) / float(ref)
-
-    kept, records = write_stages(core, version, cgv, base, args.reps, note, args.wait, _lab_loop_device(out), between, speed_factor=factor)
+    a = _AddOn.start(args, "--only-write")
+    kept, records = write_stages(
+        a.core, a.version, a.cgv, a.base, args.reps, note, args.wait, _lab_loop_device(a.out), a.between, speed_factor=a.factor
+    )
     when = datetime.now(UTC).isoformat(timespec="seconds")
     for r in records.values():
-        r["speed_probe_ns"] = round(statistics.median(probes))
-        r["kernel_preset"] = version
-        r["cgroup_version"] = cgv
+        r["speed_probe_ns"] = round(statistics.median(a.probes))
+        r["kernel_preset"] = a.version
+        r["cgroup_version"] = a.cgv
         r["loadavg_end"] = _loadavg()
         r["date"] = when
-    new_text = text
+    new_text = a.text
     items = list(kept.items())
     for i, (k, v) in enumerate(items):
         last = i == len(items) - 1
@@ -2044,50 +2066,27 @@ def calibrate_readahead(args: Options, note: _Note) -> tuple[str, dict[str, Any]
     costs scaled to the CPU speed of this run's moment (the runs are fitted against the profile's
     other figures, measured at another speed) and the fitted figure scaled back to the
     profile's speed; the profile text with that figure and the stages' records added."""
-    from reclaimlab import native
-    from reclaimlab.lab import probe as probing
-
-    core = native.core()
-    p = probing.probe()
-    if not p.root:
-        raise LabUnavailable("calibrate --only-readahead needs root for the lab runs")
-    out = args.out_path()
-    try:
-        text = out.read_text(encoding="utf-8")
-    except OSError as e:
-        raise LabError(f"--only-readahead adds to an existing profile: cannot read {out}: {e}") from e
-    profile = tomllib.loads(text)
-    ref = profile.get("measurements", {}).get("speed_probe_ns")
-    if not isinstance(ref, int | float) or ref <= 0:
-        raise LabError(f"{out}: measurements.speed_probe_ns: expected the profile's speed probe (ns), found {ref!r}")
-    defaults = {k: int(v) for k, v in core.default_costs().items()}
-    base = {**defaults, **{k: int(v) for k, v in profile.get("costs", {}).items()}}
-    version = kernel_preset(p.kernel_release, native.capabilities().known_versions())
-    cgv = 1 if p.cgroup_v1_memory else 2
-    probes = [speed.probe_ns()]
-
-    def between() -> None:
-        probes.append(speed.probe_ns())
+    a = _AddOn.start(args, "--only-readahead")
 
     def scaled() -> dict[str, int]:
-        factor = statistics.median(probes) / float(ref)
-        return {k: (v if k == "process_quantum_ns" else max(0, round(v * factor))) for k, v in base.items()}
+        factor = a.factor()
+        return {k: (v if k == "process_quantum_ns" else max(0, round(v * factor))) for k, v in a.base.items()}
 
     g = f"memcg[/{PRESSURE_GROUP}].memory.stat."
     keys = [g + k for k in ("pgfault", "pgmajfault", "zswpin", "zswpout")] + ["vmstat.zswpin", "vmstat.zswpout"]
-    fitted, records = readahead_stages(core, version, cgv, scaled, args.reps, note, args.wait, keys, between)
-    factor = statistics.median(probes) / float(ref)
+    fitted, records = readahead_stages(a.core, a.version, a.cgv, scaled, args.reps, note, args.wait, keys, a.between)
+    factor = a.factor()
     kept = {k: round(v / factor) for k, v in fitted.items()}
     for r in records.values():
-        r["speed_probe_ns"] = round(statistics.median(probes))
+        r["speed_probe_ns"] = round(statistics.median(a.probes))
         r["speed_factor"] = round(factor, 4)
-        r["kernel_preset"] = version
-        r["cgroup_version"] = cgv
+        r["kernel_preset"] = a.version
+        r["cgroup_version"] = a.cgv
         r["loadavg_end"] = _loadavg()
     records["readahead"]["values_at_profile_speed"] = Inline(kept)
     records["readahead"]["date"] = datetime.now(UTC).isoformat(timespec="seconds")
     ((cost, value),) = kept.items()
-    new_text = add_to_profile(text, cost, value, COST_NOTES[cost], records, args.command_line())
+    new_text = add_to_profile(a.text, cost, value, COST_NOTES[cost], records, args.command_line())
     return new_text, {"kind": args.kind, "costs": kept, "devices": {}, "measurements": {"lab": records}}
 
 
