@@ -467,10 +467,9 @@ def test_write_stage_phases_tell_the_write_path_figures_apart(real_core: Any, cg
     assert rec["cgroups"]["groups"][1]["limit_bytes"] == 128 << 20
     _, sl, counters, _ = cal.sim_slopes(real_core, rec, costs, list(cal.WRITE_RECLAIM_PARAMS))
     # The write into frames freed from the read's large folios: a new folio per page (within
-    # 0.1%), and the
-    # reclaim of large folios, one share per page of each (whole large folios are reclaimed at
-    # once, so about one folio's figure per 32 pages); the stream: one order-0 folio reclaimed
-    # per page written, 60 times as much per page.
+    # 0.1%), and the reclaim of large folios, one share per page of each (whole large folios
+    # are reclaimed at once, so about one folio's figure per 32 pages); the stream: one order-0
+    # folio reclaimed per page written, 60 times as much per page.
     assert sl["p/write"]["write_begin_folio_ns"] == pytest.approx(per, rel=1e-3)
     assert sl["p/write"]["reclaim_file_folio_ns"] < per / 20
     assert sl["p/stream"]["write_begin_folio_ns"] == pytest.approx(2 * per, rel=0.05)
