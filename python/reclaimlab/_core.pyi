@@ -9,6 +9,7 @@ __all__ = [
     "check_content",
     "codec_timing",
     "codecs",
+    "compact_results",
     "compressed_len",
     "default_costs",
     "distinct_variants",
@@ -77,6 +78,9 @@ def preset_switches(version: str) -> dict[str, bool | int | float | str]:
 
 def presets() -> list[str]:
     """Kernel versions with a preset."""
+
+def compact_results() -> list[str]:
+    """enum compact_result's names, by value, as the compaction tracepoints print them."""
 
 def codecs() -> list[str]:
     """Codec names, as the kernel spells them (lzo, lzo-rle, lz4, zstd, deflate)."""

@@ -900,6 +900,21 @@ write_percent = 0
 """
 
 
+def _memcg_process_text(cgroup_version: int, limit: str) -> str:
+    """The end of every calibration scenario: the memcg ``PRESSURE_GROUP`` with its limit (v1
+    memory.limit_in_bytes, v2 memory.max) and the one process ``p`` in it, whose regions or
+    files and phases follow."""
+    limit_key = "memory.limit_in_bytes" if cgroup_version == 1 else "memory.max"
+    return f"""[cgroups]
+cgroup_version = {cgroup_version}
+[cgroups.groups.{PRESSURE_GROUP}]
+"{limit_key}" = "{limit}"
+[[processes]]
+name = "p"
+cgroup = "{PRESSURE_GROUP}"
+"""
+
+
 def _pressure_text(
     name: str,
     swap: str,
@@ -917,7 +932,6 @@ def _pressure_text(
     memory.limit_in_bytes, v2 memory.max) and one process whose text regions are filled in
     order (``fills``: phase, region, size; by default ``warm`` below the limit, then ``data``
     into swap or zswap)."""
-    limit_key = "memory.limit_in_bytes" if cgroup_version == 1 else "memory.max"
     regions = "".join(f'[[processes.regions]]\nname = "{r}"\nsize = "{size}"\ncontent = "text"\n' for _ph, r, size in fills)
     phases = "".join(f'[[processes.phases]]\nname = "{ph}"\nkind = "fill"\nregion = "{r}"\n' for ph, r, _size in fills)
     return f"""\
@@ -937,14 +951,7 @@ zswap.compressor = "{compressor}"
 zswap.max_pool_percent = 20
 zswap.accept_threshold_percent = 90
 zswap.shrinker_enabled = false
-[cgroups]
-cgroup_version = {cgroup_version}
-[cgroups.groups.{PRESSURE_GROUP}]
-"{limit_key}" = "48MiB"
-[[processes]]
-name = "p"
-cgroup = "{PRESSURE_GROUP}"
-{regions}{phases}"""
+{_memcg_process_text(cgroup_version, "48MiB")}{regions}{phases}"""
 
 
 def pressure_scenario(
@@ -1044,7 +1051,6 @@ def write_scenario(version: str, cgroup_version: int, which: str) -> str:
     frees ``a``'s and ``b``'s order-0 folios once the flusher, which reclaim wakes, has written
     them; dirty ones it meets go to immediate reclaim), as file-stream-write does at a larger
     scale."""
-    limit_key = "memory.limit_in_bytes" if cgroup_version == 1 else "memory.max"
     if which == "tmpfs":
         fs = '[[machine.filesystems]]\nname = "shm"\ntype = "tmpfs"\nsize = "256MiB"\n'
         files = [("a", "128MiB", 'filesystem = "shm"\n')]
@@ -1077,14 +1083,7 @@ cpus = "host"
 {fs}[kernel]
 version = "{version}"
 zswap.enabled = false
-[cgroups]
-cgroup_version = {cgroup_version}
-[cgroups.groups.{PRESSURE_GROUP}]
-"{limit_key}" = "{limit}"
-[[processes]]
-name = "p"
-cgroup = "{PRESSURE_GROUP}"
-{file_text}{phase_text}"""
+{_memcg_process_text(cgroup_version, limit)}{file_text}{phase_text}"""
 
 
 def _sim_run(core: Any, config: Mapping[str, Any], costs: Mapping[str, int]) -> tuple[dict[str, float], dict[str, int]]:

@@ -117,6 +117,13 @@ fn presets() -> Vec<&'static str> {
     PRESETS.to_vec()
 }
 
+/// enum compact_result's names as the compaction tracepoints print them (the core's one
+/// declaration; the VM lab's trace parser reads the guest's numbers through it).
+#[pyfunction]
+fn compact_results() -> Vec<&'static str> {
+    reclaimlab_core::stats::trace::COMPACT_RESULT_NAMES.to_vec()
+}
+
 /// Compressors the simulator knows, by kernel crypto name.
 #[pyfunction]
 fn codecs() -> Vec<String> {
@@ -370,6 +377,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(default_costs, m)?)?;
     m.add_function(wrap_pyfunction!(preset_switches, m)?)?;
     m.add_function(wrap_pyfunction!(presets, m)?)?;
+    m.add_function(wrap_pyfunction!(compact_results, m)?)?;
     m.add_function(wrap_pyfunction!(codecs, m)?)?;
     m.add_function(wrap_pyfunction!(version, m)?)?;
     m.add_function(wrap_pyfunction!(page_bytes, m)?)?;

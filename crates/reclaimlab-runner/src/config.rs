@@ -384,8 +384,11 @@ impl Plan {
         let mut filled = vec![false; self.regions.len()];
         let mut need = vec![false; self.regions.len()];
         for p in self.live_phases() {
-            match &p.phase {
-                Phase::Fill { region } => filled[*region as usize] = true,
+            let (regions, writes) = match &p.phase {
+                Phase::Fill { region } => {
+                    filled[*region as usize] = true;
+                    continue;
+                }
                 Phase::Sequential {
                     regions,
                     write_percent,
@@ -395,42 +398,25 @@ impl Plan {
                     regions,
                     write_percent,
                     ..
-                } => {
-                    if *write_percent > 0 {
-                        for &r in regions {
-                            if !filled[r as usize] {
-                                need[r as usize] = true;
-                            }
-                        }
-                    }
-                }
+                } => (regions, *write_percent > 0),
                 // A trace says per access whether it writes: any write may come first.
-                Phase::Trace { regions, trace, .. } => {
-                    if trace
+                Phase::Trace { regions, trace, .. } => (
+                    regions,
+                    trace
                         .words()
                         .iter()
-                        .any(|w| w & reclaimlab_workload::trace::WRITE_BIT != 0)
-                    {
-                        for &r in regions {
-                            if !filled[r as usize] {
-                                need[r as usize] = true;
-                            }
-                        }
+                        .any(|w| w & reclaimlab_workload::trace::WRITE_BIT != 0),
+                ),
+                // File phases and those that touch no memory store nothing in an anonymous
+                // region.
+                _ => continue,
+            };
+            if writes {
+                for &r in regions {
+                    if !filled[r as usize] {
+                        need[r as usize] = true;
                     }
                 }
-                Phase::Read { .. }
-                | Phase::Mmap { .. }
-                | Phase::Write { .. }
-                | Phase::CreateFiles { .. }
-                | Phase::Sleep { .. }
-                | Phase::Exit
-                | Phase::Reclaim { .. }
-                | Phase::CgroupWrite { .. }
-                | Phase::CgroupOpen { .. }
-                | Phase::CgroupRead { .. }
-                | Phase::CgroupClose { .. }
-                | Phase::ZramWrite { .. }
-                | Phase::KernelAlloc { .. } => {}
             }
         }
         need

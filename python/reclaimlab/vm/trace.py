@@ -170,18 +170,6 @@ def parse_hist(text: str) -> tuple[list[tuple[dict[str, str], dict[str, int]]], 
 
 #: enum zone_type on x86-64 (mmzone.h; the tracepoints' ``idx``), as the kernel names zones.
 ZONE_NAMES = ("DMA", "DMA32", "Normal", "Movable", "Device")
-#: enum compact_result (compaction.h, 6.12 order) as COMPACTION_STATUS prints it (mmflags.h).
-COMPACT_RESULTS = (
-    "not_suitable_zone",
-    "skipped",
-    "deferred",
-    "no_suitable_page",
-    "continue",
-    "complete",
-    "partial_skipped",
-    "contended",
-    "success",
-)
 
 
 def _key_part(name: str, value: str) -> str:
@@ -189,7 +177,10 @@ def _key_part(name: str, value: str) -> str:
     if name == "idx":
         return f"zone.{ZONE_NAMES[int(value)] if value.isdigit() and int(value) < len(ZONE_NAMES) else value}"
     if name in ("ret", "status"):
-        return f"{name}.{COMPACT_RESULTS[int(value)] if value.isdigit() and int(value) < len(COMPACT_RESULTS) else value}"
+        from reclaimlab import native
+
+        results = native.core().compact_results()
+        return f"{name}.{results[int(value)] if value.isdigit() and int(value) < len(results) else value}"
     if name == "sync":
         return "sync" if value in ("1", "sync") else "async"
     if name == "reason":

@@ -21,7 +21,7 @@
 
 use reclaimlab_workload::{rng, RandomStrata, SplitMix64, Stream};
 
-use super::page::pg;
+use super::page::{pg, Page};
 use super::{Ctx, Mm, RegionInfo};
 use crate::sim::{later, Time};
 
@@ -669,17 +669,25 @@ impl Mm {
         }
     }
 
-    fn analytic_sync_slow(&mut self, i: u32) {
-        let p = self.pages[i as usize];
+    /// Page `i`'s record, its region's index and its offset in the region: what every hook
+    /// looks up before it finds the region's tables.
+    fn analytic_at(&self, i: u32) -> (Page, usize, u32) {
         let region = self.region_index(i);
-        let base = self.regions[region].base;
+        (
+            self.pages[i as usize],
+            region,
+            i - self.regions[region].base,
+        )
+    }
+
+    fn analytic_sync_slow(&mut self, i: u32) {
+        let (p, region, off) = self.analytic_at(i);
         let Some(a) = self.analytic.as_mut() else {
             return;
         };
         let Some(r) = a.regions[region].as_mut().filter(|r| r.live) else {
             return;
         };
-        let off = i - base;
         let (old, new) = (r.recorded(off), class_of(p.flags));
         if old == new {
             return;
@@ -718,16 +726,13 @@ impl Mm {
     pub(crate) fn analytic_clear_young(&mut self, i: u32) {
         if self.analytic.as_ref().is_some_and(|a| a.live > 0) {
             self.analytic_sync_slow(i);
-            let p = self.pages[i as usize];
-            let region = self.region_index(i);
-            let base = self.regions[region].base;
+            let (p, region, off) = self.analytic_at(i);
             if let Some(r) = self
                 .analytic
                 .as_mut()
                 .and_then(|a| a.regions[region].as_mut())
                 .filter(|r| r.live)
             {
-                let off = i - base;
                 if let Some(hz) = r.hazard(class_of(p.flags), off) {
                     r.snap[off as usize] = hz;
                 }
@@ -737,16 +742,13 @@ impl Mm {
 
     fn analytic_young_slow(&mut self, i: u32) {
         self.analytic_sync_slow(i);
-        let p = self.pages[i as usize];
-        let region = self.region_index(i);
-        let base = self.regions[region].base;
+        let (p, region, off) = self.analytic_at(i);
         let Some(a) = self.analytic.as_mut() else {
             return;
         };
         let Some(r) = a.regions[region].as_mut().filter(|r| r.live) else {
             return;
         };
-        let off = i - base;
         let Some(hz) = r.hazard(class_of(p.flags), off) else {
             return;
         };

@@ -114,13 +114,10 @@ fn thp_faults_under_swap_writeback_fall_back() {
     );
 }
 
-/// Two processes fill their regions side by side on one CPU (their pages interleave in the
-/// zone, one process_quantum_ns each); "q" exits; then "p" writes its THP region: free memory
-/// is plentiful but in pieces, so the huge pages need direct compaction, which migrates p's
-/// pages (their records follow them: conservation is checked every 97 events).
-#[test]
-fn fragmented_memory_compacts_for_thp_and_pages_are_conserved() {
-    let mut v = thp_scenario(7000, 4096);
+/// One CPU and a second process "q" that fills a copy of "p"'s first region beside p's own
+/// fill and exits: their pages interleave in the zone (one process_quantum_ns each), so q's exit
+/// leaves free memory in pieces. p's phases wait for q's exit with `after` (process 1, phase 1).
+fn add_interleaved_filler(v: &mut serde_json::Value) {
     v["machine"]["cpus"] = json!(1);
     let mut q = v["processes"][0].clone();
     q["name"] = json!("q");
@@ -129,11 +126,21 @@ fn fragmented_memory_compacts_for_thp_and_pages_are_conserved() {
         {"name": "fill0", "phase": {"kind": "fill", "region": 0}},
         {"name": "exit", "phase": {"kind": "exit"}},
     ]);
+    v["processes"].as_array_mut().unwrap().push(q);
+}
+
+/// Two processes fill their regions side by side on one CPU (their pages interleave in the
+/// zone, one process_quantum_ns each); "q" exits; then "p" writes its THP region: free memory
+/// is plentiful but in pieces, so the huge pages need direct compaction, which migrates p's
+/// pages (their records follow them: conservation is checked every 97 events).
+#[test]
+fn fragmented_memory_compacts_for_thp_and_pages_are_conserved() {
+    let mut v = thp_scenario(7000, 4096);
     v["processes"][0]["phases"] = json!([
         {"name": "fill0", "phase": {"kind": "fill", "region": 0}},
         {"name": "fill1", "phase": {"kind": "fill", "region": 1}, "after": {"process": 1, "phase": 1}},
     ]);
-    v["processes"].as_array_mut().unwrap().push(q);
+    add_interleaved_filler(&mut v);
     let mut s = build(&v);
     s.set_check_interval(97);
     let r = s.run_to_end();
@@ -188,21 +195,13 @@ fn fragmented_memory_compacts_for_thp_and_pages_are_conserved() {
 #[test]
 fn proactive_compaction_runs_on_kcompactd_timeout() {
     let mut v = thp_scenario(8000, 4096);
-    v["machine"]["cpus"] = json!(1);
-    let mut q = v["processes"][0].clone();
-    q["name"] = json!("q");
-    q["regions"] = json!([v["processes"][0]["regions"][0].clone()]);
-    q["phases"] = json!([
-        {"name": "fill0", "phase": {"kind": "fill", "region": 0}},
-        {"name": "exit", "phase": {"kind": "exit"}},
-    ]);
     // p fills, waits for q's exit, then sleeps 2 s (four kcompactd timeouts) and fills t.
     v["processes"][0]["phases"] = json!([
         {"name": "fill0", "phase": {"kind": "fill", "region": 0}},
         {"name": "sleep", "phase": {"kind": "sleep", "duration_ns": 2_000_000_000u64}, "after": {"process": 1, "phase": 1}},
         {"name": "fill1", "phase": {"kind": "fill", "region": 1}},
     ]);
-    v["processes"].as_array_mut().unwrap().push(q);
+    add_interleaved_filler(&mut v);
     let mut s = build(&v);
     s.set_check_interval(97);
     let r = s.run_to_end();

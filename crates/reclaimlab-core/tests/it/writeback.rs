@@ -292,6 +292,23 @@ fn fsync_of_an_existing_file_logs_its_inode() {
     assert_eq!(counter(&r, "vmstat.pgpgout"), (2000 + 2 * 3) * 4);
 }
 
+/// fs_mark's loop on the scenario's file region 1: `n` new files like it (region 1 and `n - 1`
+/// copies), each created, written, fsynced and closed by one `create_files` phase.
+fn add_create_loop(v: &mut serde_json::Value, n: u64) {
+    let regs = v["processes"][0]["regions"].as_array_mut().unwrap();
+    let file = regs[1].clone();
+    for k in 1..n {
+        let mut f = file.clone();
+        f["name"] = json!(format!("f{k}"));
+        regs.push(f);
+    }
+    v["processes"][0]["phases"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!({"name": "create",
+        "phase": {"kind": "create_files", "regions": (1..=n).collect::<Vec<_>>(), "fsync": true}}));
+}
+
 #[test]
 fn a_create_loop_that_fills_the_journal_checkpoints_and_moves_its_tail() {
     // 600 new files of 32 pages on a 100 MiB ext4 image (1 KiB blocks, 4 inodes an inode
@@ -306,18 +323,7 @@ fn a_create_loop_that_fills_the_journal_checkpoints_and_moves_its_tail() {
     let mut v = scenario(&[("heap", 16, "text")], 1, 100_000, false, false);
     v["machine"]["memory_bytes"] = json!(512 * MIB);
     add_file(&mut v, "ext4", 200_000_000, 32, &[]);
-    let regs = v["processes"][0]["regions"].as_array_mut().unwrap();
-    let file = regs[1].clone();
-    for k in 1..n {
-        let mut f = file.clone();
-        f["name"] = json!(format!("f{k}"));
-        regs.push(f);
-    }
-    v["processes"][0]["phases"]
-        .as_array_mut()
-        .unwrap()
-        .push(json!({"name": "create",
-        "phase": {"kind": "create_files", "regions": (1..=n).collect::<Vec<_>>(), "fsync": true}}));
+    add_create_loop(&mut v, n);
     let no_size = run(&with_flush(v.clone()));
     v["machine"]["filesystems"][0]["image_bytes"] = json!(100 * MIB);
     let r = run(&with_flush(v));
@@ -349,18 +355,7 @@ fn new_files_charge_their_inode_dentry_mapping_and_buffer_heads() {
     let mut v = scenario(&[("heap", 1, "text")], 1, 2048, false, false);
     add_file(&mut v, "ext4", 200_000_000, 32, &[]);
     v["machine"]["filesystems"][0]["image_bytes"] = json!(100 * MIB);
-    let regs = v["processes"][0]["regions"].as_array_mut().unwrap();
-    let file = regs[1].clone();
-    for k in 1..n {
-        let mut f = file.clone();
-        f["name"] = json!(format!("f{k}"));
-        regs.push(f);
-    }
-    v["processes"][0]["phases"]
-        .as_array_mut()
-        .unwrap()
-        .push(json!({"name": "create",
-        "phase": {"kind": "create_files", "regions": (1..=n).collect::<Vec<_>>(), "fsync": true}}));
+    add_create_loop(&mut v, n);
     let r = run(&v);
     let cache = counter(&r, "memcg[/t].memory.stat.cache");
     let usage = counter(&r, "memcg[/t].memory.usage_in_bytes");
