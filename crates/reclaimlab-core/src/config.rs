@@ -98,9 +98,19 @@ pub struct Machine {
     /// the zswap shrink worker walks them too (crate::mm::zswap). 0: none (configs without it).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub host_memcgs: u32,
+    /// The order from which the machine's free memory is reported to a hypervisor
+    /// (`machine.page_reporting_order`: a VM whose virtio-balloon does free page reporting,
+    /// /sys/module/page_reporting/parameters/page_reporting_order; crate::page_alloc). 0: none
+    /// (bare metal, and configs without it).
+    #[serde(default, skip_serializing_if = "is_zero_u8")]
+    pub page_reporting_order: u8,
 }
 
 fn is_zero(n: &u32) -> bool {
+    *n == 0
+}
+
+fn is_zero_u8(n: &u8) -> bool {
     *n == 0
 }
 

@@ -60,6 +60,15 @@ costs! {
     fault_ns = 700,
     /// Allocating and zeroing a fresh anonymous page.
     page_alloc_zero_ns = 500,
+    /// The first touch of a 4 KiB frame whose backing the hypervisor dropped after the guest
+    /// reported it free (free page reporting, mm/page_reporting.c: PageReported blocks of
+    /// `machine.page_reporting_order` or more; crate::page_alloc): the VM exit, the host's
+    /// page fault and zeroing of a new host page, beyond what the guest's own fault costs.
+    /// Charged per page of a transparent huge page taken from a reported pageblock. Measured
+    /// by hand with tools/page_reporting_probe.c (docs/calibration.md, "3d. Free page
+    /// reporting"): a 128 MiB MADV_HUGEPAGE mapping touched page by page after a 10 s pause
+    /// (its blocks reported) against the same mapped again at once, 2026-11-25.
+    page_reported_touch_ns = 8_010,
     /// Swap-in bookkeeping: swap cache insert, memcg charge, rmap, LRU add (per page read).
     swapin_page_ns = 800,
     /// A readahead page of a swap-in window (swap_cluster_readahead / swap_vma_readahead ->

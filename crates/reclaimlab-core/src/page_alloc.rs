@@ -19,6 +19,22 @@
 //! (boost_watermark); a freed page always goes to the head of its list (no buddy_merge_likely
 //! tail placement). The state lives in per-pfn arrays (13 bytes a page), owned here; the
 //! pages' owners are opaque u32 ids, so this file knows nothing of Mm.
+//!
+//! Free page reporting (mm/page_reporting.c, 6.12.117 / 6.18; docs/calibration.md "3d"), when
+//! the machine declares it (`machine.page_reporting_order`): a VM's guest hands free blocks of
+//! page_reporting_order or more to the hypervisor (virtio-balloon), which drops their backing,
+//! so the guest's first touch of such a frame faults in the host. Tracked per pageblock: a
+//! pageblock is `reported` from the start while it lies in a free block of that order (a
+//! machine's long-free memory is reported: the host's steady state), and backed again once any
+//! allocation takes frames from it. Simplified: no reporting pass during a run (the kernel's
+//! page_reporting_process runs 2 s (PAGE_REPORTING_DELAY) after a free of such a block and
+//! reports a part of each free list per pass; measured here: 52% of a freed 256 MiB of THPs
+//! after 2 s, all after 10 s), so memory the scenario frees stays backed; the per-pass budget,
+//! the low-watermark check and the tail placement of reported blocks (page_reporting_drain →
+//! __putback_isolated_page, FPI_TO_TAIL) are not modelled. Only a huge page allocation pays
+//! for it ([`Zone::last_reported`], mm/phys.rs): order-0 allocations take the smallest free
+//! blocks first (__rmqueue_smallest), and on the measured host those are low-order blocks
+//! below page_reporting_order, never reported, which this one pristine zone does not hold.
 
 /// enum zone_type's names on x86-64 (the kernel's zone names, /proc/zoneinfo's).
 pub const ZONE_NAMES: [&str; 4] = ["DMA", "DMA32", "Normal", "Movable"];
@@ -145,6 +161,13 @@ pub struct Zone {
     /// NR_FREE_PAGES.
     free_pages: u64,
     pub wmark: Watermarks,
+    /// Free page reporting: per pageblock, whether its frames are reported (the hypervisor
+    /// dropped their backing; PageReported on the free block holding it). Empty when the
+    /// machine reports nothing.
+    reported: Vec<bool>,
+    /// Pages of the last allocation (`rmqueue`) that lay in reported pageblocks, for a caller
+    /// that charges their first touch (the THP fault).
+    pub last_reported: u64,
 }
 
 impl Zone {
@@ -163,6 +186,8 @@ impl Zone {
             block_mt: vec![MigrateType::Movable as u8; n.div_ceil(PAGEBLOCK_NR_PAGES as usize)],
             free_pages: 0,
             wmark,
+            reported: Vec::new(),
+            last_reported: 0,
         };
         let mut pfn = 0u32;
         while pfn < pages {
@@ -179,6 +204,70 @@ impl Zone {
 
     pub fn spanned(&self) -> u32 {
         self.spanned
+    }
+
+    /// Free page reporting of blocks of `order` or more (page_reporting_register, with the
+    /// hypervisor's steady state): every pageblock that lies in a free block of that order
+    /// now is reported. `order` is a pageblock order or more (the state is per pageblock).
+    pub fn enable_page_reporting(&mut self, order: u8) {
+        assert!(
+            (PAGEBLOCK_ORDER..=MAX_PAGE_ORDER).contains(&order),
+            "page_reporting_order {order} outside {PAGEBLOCK_ORDER}..={MAX_PAGE_ORDER}"
+        );
+        self.reported = vec![false; self.block_mt.len()];
+        let mut pfn = 0u32;
+        while pfn < self.spanned {
+            match self.state(pfn) {
+                PfnState::Free { order: o } => {
+                    if o >= order {
+                        for b in 0..1u32 << (o - PAGEBLOCK_ORDER) {
+                            self.reported[((pfn >> PAGEBLOCK_ORDER) + b) as usize] = true;
+                        }
+                    }
+                    pfn += 1 << o;
+                }
+                PfnState::Alloc { order: o, .. } => pfn += 1 << o,
+                PfnState::Tail => pfn += 1,
+            }
+        }
+    }
+
+    /// Pageblocks whose frames are reported (0 without free page reporting).
+    pub fn reported_pageblocks(&self) -> u64 {
+        self.reported.iter().filter(|&&r| r).count() as u64
+    }
+
+    /// The frames [pfn, pfn + 2^order) are taken: their pageblocks are backed from now on.
+    /// Returns how many of them were in reported pageblocks (for an order below pageblock
+    /// order, the whole pageblock is counted backed and nothing is returned: see the file
+    /// comment).
+    fn touch_reported(&mut self, pfn: u32, order: u8) -> u64 {
+        if self.reported.is_empty() {
+            return 0;
+        }
+        let first = (pfn >> PAGEBLOCK_ORDER) as usize;
+        let blocks = 1usize << order.saturating_sub(PAGEBLOCK_ORDER);
+        let mut n = 0;
+        for r in &mut self.reported[first..first + blocks] {
+            if std::mem::replace(r, false) && order >= PAGEBLOCK_ORDER {
+                n += PAGEBLOCK_NR_PAGES as u64;
+            }
+        }
+        n
+    }
+
+    /// A block that `rmqueue` handed out goes back unused to the hypervisor's side: its
+    /// pageblocks are reported again (an allocation undone before its frames were touched,
+    /// such as a THP whose memcg charge failed).
+    pub fn restore_reported(&mut self, pfn: u32, order: u8, reported_pages: u64) {
+        if reported_pages == 0 || self.reported.is_empty() {
+            return;
+        }
+        let first = (pfn >> PAGEBLOCK_ORDER) as usize;
+        let blocks = 1usize << order.saturating_sub(PAGEBLOCK_ORDER);
+        for r in &mut self.reported[first..first + blocks] {
+            *r = true;
+        }
     }
 
     /// NR_FREE_PAGES.
@@ -422,6 +511,7 @@ impl Zone {
             .or_else(|| self.rmqueue_steal(order, mt))?;
         self.mark_alloc(pfn, order, mt);
         self.free_pages -= 1 << order;
+        self.last_reported = self.touch_reported(pfn, order);
         Some(pfn)
     }
 
@@ -474,6 +564,8 @@ impl Zone {
         let mt = self.free_list_mt(pfn);
         self.del_from_free_list(pfn, order, mt);
         self.free_pages -= 1 << order;
+        // The migration copies into these frames (their first touch is not charged).
+        self.touch_reported(pfn, order);
         for p in pfn..pfn + (1 << order) {
             self.mark_alloc(p, 0, MigrateType::Movable);
         }
@@ -696,6 +788,32 @@ mod tests {
         }
         z.check().unwrap();
         assert_eq!(z.buddyinfo()[10], 4);
+    }
+
+    #[test]
+    fn reported_pageblocks_are_backed_once_taken() {
+        // 4096 pages: 4 order-10 blocks, 8 pageblocks, all reported at the start.
+        let mut z = zone(4096);
+        z.enable_page_reporting(9);
+        assert_eq!(z.reported_pageblocks(), 8);
+        let thp = z.rmqueue(9, MigrateType::Movable).unwrap();
+        assert_eq!(z.last_reported, 512);
+        // The order-0 page splits the other half of that order-10 block: its pageblock is
+        // counted backed, and an order-0 allocation reports nothing.
+        z.rmqueue(0, MigrateType::Movable).unwrap();
+        assert_eq!(z.last_reported, 0);
+        assert_eq!(z.reported_pageblocks(), 6);
+        // Freed and taken again within the run: no reporting pass, still backed.
+        z.free(thp);
+        let again = z.rmqueue(9, MigrateType::Movable).unwrap();
+        assert_eq!((again, z.last_reported), (thp, 0));
+        // An allocation undone before its first touch leaves it reported.
+        let next = z.rmqueue(9, MigrateType::Movable).unwrap();
+        assert_eq!(z.last_reported, 512);
+        z.restore_reported(next, 9, 512);
+        z.free(next);
+        assert_eq!(z.reported_pageblocks(), 6);
+        z.check().unwrap();
     }
 
     #[test]

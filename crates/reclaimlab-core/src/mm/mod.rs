@@ -309,7 +309,7 @@ impl Mm {
                 .iter()
                 .any(|np| matches!(np.phase, reclaimlab_workload::Phase::KernelAlloc { .. }))
         });
-        mm.phys = phys::Phys::from_config(&mm, kernel_alloc)?;
+        mm.phys = phys::Phys::from_config(&mm, kernel_alloc, cfg.machine.page_reporting_order)?;
         Ok(mm)
     }
 

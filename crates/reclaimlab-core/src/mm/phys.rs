@@ -174,10 +174,25 @@ pub struct Phys {
 impl Phys {
     /// The zone of a machine of `totalram` pages, if the config lets any region have THPs.
     /// `kernel_alloc`: some process has a kernel_alloc phase (the zone is needed then too).
+    /// `page_reporting_order`: the machine's free page reporting (0: none), see
+    /// crate::page_alloc.
     pub(crate) fn from_config(
         mm: &Mm,
         kernel_alloc: bool,
+        page_reporting_order: u8,
     ) -> Result<Option<Box<Phys>>, ConfigError> {
+        if page_reporting_order != 0
+            && !(crate::page_alloc::PAGEBLOCK_ORDER..=crate::page_alloc::MAX_PAGE_ORDER)
+                .contains(&page_reporting_order)
+        {
+            return Err(ConfigError::invalid(
+                "machine.page_reporting_order",
+                format!(
+                    "0 (no free page reporting) or 9..=10 (the model tracks reported memory per \
+                     pageblock of order 9); got {page_reporting_order}"
+                ),
+            ));
+        }
         let t = &mm.knobs.transparent_hugepage;
         let enabled = lookup(
             THP_ENABLED,
@@ -198,7 +213,10 @@ impl Phys {
             low: mm.wmark_low,
             high: mm.wmark_high,
         };
-        let zone = Zone::new(mm.totalram as u32, wmark);
+        let mut zone = Zone::new(mm.totalram as u32, wmark);
+        if page_reporting_order != 0 {
+            zone.enable_page_reporting(page_reporting_order);
+        }
         let compact = CompactState::new(
             &zone,
             mm.switches.compaction_defer,
@@ -376,6 +394,7 @@ impl Mm {
         // The page table first (the kernel allocates it after the folio; its failure frees
         // the folio): a failed THP leaves it for the order-0 fault that follows.
         self.pte_alloc(ctx, i)?;
+        self.phys.as_mut().expect("eligible").zone.last_reported = 0;
         let Some(pfn) = self.alloc_thp(ctx, self.regions[region].thp) else {
             self.phys.as_mut().expect("eligible").thp.thp_fault_fallback += 1;
             return Ok(false);
@@ -384,11 +403,16 @@ impl Mm {
         // need are the same), all or nothing. A failed charge took nothing back out of a folio
         // (no pgpgout); a committed one is one v1 charge event (memcg1_commit_charge counts
         // PGPGIN once per folio: a THP's pgpgin is 1, not 512).
+        // Free page reporting: pages of the block the hypervisor no longer backs (mm/page_alloc
+        // and crate::page_alloc: only a block taken off the free lists whole is counted).
+        let reported = self.phys.as_ref().expect("eligible").zone.last_reported;
         for k in 0..PTRS_PER_PTE {
             if self.try_charge(ctx, m).is_err() {
                 self.page_counter_uncharge(m, u64::from(k));
                 self.nr_free += 1 << HPAGE_PMD_ORDER;
                 let ph = self.phys.as_mut().expect("eligible");
+                // The kernel charges the folio before clearing it: its frames were not touched.
+                ph.zone.restore_reported(pfn, HPAGE_PMD_ORDER, reported);
                 ph.zone.free(pfn);
                 ph.mapped -= 1 << HPAGE_PMD_ORDER;
                 ph.sync(self.nr_free);
@@ -398,7 +422,11 @@ impl Mm {
             }
         }
         self.commit_charge(m);
-        ctx.cpu(self.costs.page_alloc_zero_ns * PTRS_PER_PTE as u64);
+        // folio_zero_user touches every page: each reported one faults in the hypervisor.
+        ctx.cpu(
+            self.costs.page_alloc_zero_ns * PTRS_PER_PTE as u64
+                + self.costs.page_reported_touch_ns * reported,
+        );
         let ph = self.phys.as_mut().expect("eligible");
         ph.zone.set_owner(pfn, base);
         for k in 0..PTRS_PER_PTE {

@@ -37,6 +37,42 @@ fn thp_region_faults_in_huge_pages_when_memory_is_free() {
     assert_eq!(free, counter(&r, "vmstat.nr_free_pages"));
 }
 
+/// Free page reporting (machine.page_reporting_order, crate::page_alloc): a THP taken from
+/// memory the machine has had free since its start (reported: the hypervisor dropped its
+/// backing) costs page_reported_touch_ns per page more, once; a THP in frames the scenario
+/// freed (backed) does not; order-0 pages never do.
+#[test]
+fn reported_memory_costs_a_thps_first_touch_once() {
+    let touch = 10_000u64;
+    let fill_ns = |order: u8, a_pages: u64, thp_pages: u64| {
+        let mut v = thp_scenario(a_pages, thp_pages);
+        v["machine"]["page_reporting_order"] = json!(order);
+        v["costs"]["page_reported_touch_ns"] = json!(touch);
+        let r = run(&v);
+        assert_eq!(counter(&r, "vmstat.thp_fault_alloc"), thp_pages / 512);
+        let ns = |name: &str| {
+            let p = r.phases.iter().find(|p| p.phase == name).expect("phase");
+            p.end_ns - p.start_ns
+        };
+        (ns("fill0"), ns("fill1"))
+    };
+    let (a_off, t_off) = fill_ns(0, 1000, 2048);
+    let (a_on, t_on) = fill_ns(9, 1000, 2048);
+    // 4 THPs from reported pageblocks: 2048 pages each paying the host's fault.
+    assert_eq!(t_on - t_off, 2048 * touch);
+    assert_eq!(a_on, a_off, "order-0 pages take no reported memory");
+    // Order 10: every pageblock of the pristine zone is in an order-10 free block, reported.
+    assert_eq!(fill_ns(10, 1000, 2048).1, t_on);
+    // Out of range: named.
+    let mut v = thp_scenario(1000, 2048);
+    v["machine"]["page_reporting_order"] = json!(5);
+    let cfg: reclaimlab_core::SimConfig = serde_json::from_value(v).unwrap();
+    let e = reclaimlab_core::Simulation::new(&cfg)
+        .err()
+        .expect("refused");
+    assert_eq!(e.path, "machine.page_reporting_order");
+}
+
 #[test]
 fn no_thp_region_no_zone() {
     // Without a THP region (enabled = madvise) the machine has no zone: nothing is exported.
