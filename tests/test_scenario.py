@@ -658,3 +658,24 @@ def test_host_memcgs_lowers_only_when_set() -> None:
     assert "host_memcgs" not in lower(load(MINIMAL), None)["machine"]
     s = load(MINIMAL.replace('memory = "256MiB"', 'memory = "256MiB"\nhost_memcgs = 12'))
     assert lower(s, None)["machine"]["host_memcgs"] == 12
+
+
+# --- page_reporting_order ------------------------------------------------------------------
+
+
+def test_page_reporting_order_reads_the_host_and_lowers_only_when_set(tmp_path: Path) -> None:
+    from reclaimlab.lower import lower
+    from reclaimlab.scenario.types import host_page_reporting_order
+
+    param = tmp_path / "page_reporting_order"
+    param.write_text("9\n")
+    assert host_page_reporting_order(str(param)) == 9
+    # Unset until a reporting device registers: -1 in an unsigned int.
+    param.write_text("4294967295\n")
+    assert host_page_reporting_order(str(param)) == 0
+    assert host_page_reporting_order(str(tmp_path / "absent")) == 0
+    assert "page_reporting_order" not in lower(load(MINIMAL), None)["machine"]
+    s = load(MINIMAL.replace('memory = "256MiB"', 'memory = "256MiB"\npage_reporting_order = 9'))
+    assert lower(s, None)["machine"]["page_reporting_order"] == 9
+    with pytest.raises(ScenarioError, match="page_reporting_order"):
+        load(MINIMAL.replace('memory = "256MiB"', 'memory = "256MiB"\npage_reporting_order = "guest"'))

@@ -72,6 +72,7 @@ from reclaimlab.lab.journal import Journal, state_dir
 from reclaimlab.lab.session import locked, session
 from reclaimlab.lower import lower
 from reclaimlab.profile import DEFAULT_PROFILE_KIND, PROFILE_SCHEMA_VERSION, PROFILES_DIR
+from reclaimlab.scenario.types import host_page_reporting_order
 
 __all__ = [
     "CLASSES",
@@ -154,6 +155,12 @@ WRITE_RECLAIM_PARAMS = ("write_begin_folio_ns", "reclaim_file_folio_ns")
 #: same write into frames reclaim just freed, docs/calibration.md 3c) and its fsynced pass
 #: (the loop device's time); the reclaim stage's read (readahead, the device).
 WRITE_UNFITTED = {"tmpfs": (), "ext4": ("p/write", "p/flush"), "reclaim": ("p/read",)}
+#: From THP fills on a VM whose balloon reports free memory (stage 3d): one into blocks that
+#: were reported (free for 10 s), one into the blocks the first just freed; the THP work both
+#: pay (page_alloc_zero_ns per page) is fitted alongside as a nuisance, so the kept figure is
+#: the difference, the hypervisor's fault per reported page.
+PAGE_REPORTING_PARAMS = ("page_reported_touch_ns",)
+PAGE_REPORTING_NUISANCE = ("page_alloc_zero_ns",)
 #: The cgroup of the pressure scenario.
 PRESSURE_GROUP = "calibrate"
 
@@ -1005,6 +1012,65 @@ def scan_scenario(version: str, cgroup_version: int, compressor: str = "lzo") ->
     return _pressure_text("calibrate-scan", swap, version, cgroup_version, cluster=0, seed=13, fills=fills)
 
 
+def page_reporting_scenario(version: str, cgroup_version: int) -> str:
+    """Free page reporting (``page_reported_touch_ns``, stage 3d): no memory limit, THPs in
+    ``thp = true`` regions (transparent_hugepage ``madvise``, the host's and the default).
+    Process ``a`` sleeps 10 s, in which the blocks earlier runs freed at their exit are
+    reported (on this host 52% within 2 s, all within 10 s), fills 128 MiB of THPs from reported
+    blocks (``fill-reported``) and exits; ``b`` starts when that fill has ended, sleeps 0.5 s
+    (``a``'s exit frees its blocks) and fills 128 MiB of THPs into the blocks just freed, not
+    reported yet (``fill-backed``). ``machine.page_reporting_order = "host"``."""
+    return f"""\
+schema_version = 1
+name = "calibrate-page-reporting"
+seed = 17
+[machine]
+memory = "host"
+cpus = "host"
+page_reporting_order = "host"
+[kernel]
+version = "{version}"
+transparent_hugepage.enabled = "madvise"
+transparent_hugepage.defrag = "madvise"
+[cgroups]
+cgroup_version = {cgroup_version}
+[[processes]]
+name = "a"
+[[processes.regions]]
+name = "huge"
+size = "128MiB"
+content = "text"
+thp = true
+[[processes.phases]]
+name = "settle"
+kind = "sleep"
+duration = "10s"
+[[processes.phases]]
+name = "fill-reported"
+kind = "fill"
+region = "huge"
+[[processes.phases]]
+name = "gone"
+kind = "exit"
+[[processes]]
+name = "b"
+after = "a:fill-reported"
+[[processes.regions]]
+name = "huge"
+size = "128MiB"
+content = "text"
+thp = true
+[[processes.phases]]
+name = "wait"
+kind = "sleep"
+duration = "500ms"
+[[processes.phases]]
+name = "fill-backed"
+kind = "fill"
+region = "huge"
+"""
+
+
 def readahead_scenario(version: str, cgroup_version: int, cluster: int) -> str:
     """The zswap scenario of ``pressure_scenario`` (text pages, lzo, 48 MiB limit, no writeback)
     with a sequential read-back of ``data`` instead of random reads: after the fill about 80 MiB
@@ -1531,6 +1597,7 @@ COST_NOTES = {
     "page_alloc_zero_ns": "lab: write faults of a fill (incl. the page copy)",
     "swapin_page_ns": "lab: zram run under a memcg limit (fit; without 1b: the zswap run)",
     "reclaim_page_ns": "lab: zram run under a memcg limit (fit; without 1b: the swap-file run)",
+    "page_reported_touch_ns": "lab: THP fill into reported blocks vs just-freed ones (fit)",
     "scan_page_ns": "lab: zram fills, first reclaim over referenced pages vs one scan per page freed (fit)",
     "swap_write_end_ns": "lab: swap-file run under a memcg limit (fit)",
     "zswap_entry_ns": "lab: zswap run under a memcg limit (fit)",
@@ -1769,6 +1836,24 @@ def calibrate(args: Options, note: _Note) -> tuple[str, dict[str, Any]]:
             recorded=rec("nopressure"),
         )
         costs.update(fit1.params)
+        rec_reporting: dict[str, Any] | None = None
+        if (args.lab_from is None and p.page_reporting_order) or (args.lab_from is not None and "page_reporting" in old):
+            # 3d: a VM whose balloon reports free memory: the first touch of a reported frame.
+            note("lab: THP fills into reported and into just-freed blocks (page_reported_touch_ns)")
+            fit_pr, rec_reporting = _lab_stage(
+                core,
+                page_reporting_scenario(version, cgv),
+                lambda: {**defaults, **costs},
+                PAGE_REPORTING_PARAMS + PAGE_REPORTING_NUISANCE,
+                args.reps,
+                note,
+                args.wait,
+                [],
+                after_run,
+                recorded=rec("page_reporting"),
+            )
+            costs.update({k: fit_pr.params[k] for k in PAGE_REPORTING_PARAMS})
+            rec_reporting["kept"] = list(PAGE_REPORTING_PARAMS)
         g = f"memcg[/{PRESSURE_GROUP}].memory.stat."
         keys = [g + k for k in ("pgfault", "pgmajfault", "zswpin", "zswpout", "pswpin", "pswpout", "pgscan", "pgsteal")]
         keys += [f"vmstat.{k}" for k in ("zswpin", "zswpout", "pswpin", "pswpout")]
@@ -1871,6 +1956,7 @@ def calibrate(args: Options, note: _Note) -> tuple[str, dict[str, Any]]:
             "cgroup_version": cgv,
             "text_codec_during_fit": Inline(text_codec),
             "nopressure": rec1,
+            **({"page_reporting": rec_reporting} if rec_reporting is not None else {}),
             **({"scan": rec_scan} if rec_scan is not None else {}),
             **({"swapfile": rec_swapfile} if rec_swapfile is not None else {}),
             **({"zram": rec_zram} if rec_zram is not None else {}),
@@ -2212,6 +2298,15 @@ def refit_lab(args: Options, note: _Note) -> tuple[str, dict[str, Any]]:
         return fit
 
     stage("nopressure", nopressure_scenario(version, cgv), NOPRESSURE_PARAMS, NOPRESSURE_PARAMS, costs)
+    if "page_reporting" in lab or host_page_reporting_order():
+        # 3d (a stage since 2026-11-25: run now when this host reports and the profile lacks it)
+        stage(
+            "page_reporting",
+            page_reporting_scenario(version, cgv),
+            PAGE_REPORTING_PARAMS + PAGE_REPORTING_NUISANCE,
+            PAGE_REPORTING_PARAMS,
+            costs,
+        )
     text_codec = {k: v for k, v in costs.items() if k.startswith("lzo_") and not k.startswith("lzo_rle")}
     if "zram" in lab:
         g = f"memcg[/{PRESSURE_GROUP}].memory.stat."

@@ -143,6 +143,8 @@ def _machine(m: Machine, presets: dict[str, DeviceModel]) -> dict[str, Any]:
     out: dict[str, Any] = {"memory_bytes": m.memory, "cpus": m.cpus, "swap": swaps}
     if m.host_memcgs:  # optional in config.rs: a machine without them lowers as before
         out["host_memcgs"] = m.host_memcgs
+    if m.page_reporting_order:  # optional in config.rs too
+        out["page_reporting_order"] = m.page_reporting_order
     # Optional in config.rs: a machine without filesystems lowers as before they existed.
     if m.filesystems:
         out["filesystems"] = [_filesystem(fs, presets) for fs in m.filesystems]

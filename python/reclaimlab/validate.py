@@ -401,9 +401,11 @@ def _workload_config(config: dict[str, Any]) -> dict[str, Any]:
                 machine[key] = [
                     {k: v for k, v in d.items() if k not in ("device", "image_bytes")} if isinstance(d, dict) else d for d in machine[key]
                 ]
-        # host_memcgs describes the host for the simulator; the lab sets nothing from it (the
-        # kernel walked the host's real memcgs).
+        # host_memcgs and page_reporting_order describe the host for the simulator; the lab
+        # sets nothing from them (the kernel walked the host's real memcgs, its balloon
+        # reported what it reported).
         machine.pop("host_memcgs", None)
+        machine.pop("page_reporting_order", None)
         out["machine"] = machine
     return out
 
@@ -451,19 +453,19 @@ def _host_memory(scenario: Scenario, want: dict[str, Any], got: dict[str, Any]) 
     return mk
 
 
-def _recorded_host_memcgs(scenario: Scenario, runs: Sequence[RunResult]) -> int | None:
-    """``machine.host_memcgs = "host"``: the other memcgs of the host the kernel runs ran on, as
-    their probe recorded them (provenance ``host.host_memcgs``; the median when the runs saw
-    different counts), so that re-validating on a host with other cgroups simulates the same
-    walk. None when the scenario states a number, or the runs predate the record (then "host"
-    is this host's count now)."""
+def _recorded_host_fact(scenario: Scenario, runs: Sequence[RunResult], key: str) -> int | None:
+    """``machine.<key> = "host"`` (``host_memcgs``, ``page_reporting_order``): the host the
+    kernel runs ran on, as their probe recorded it (provenance ``host.<key>``; the median when
+    the runs saw different values), so that re-validating on another host simulates the
+    same machine (e.g. the same zswap walk over the host's other memcgs). None when the
+    scenario states a number, or the runs predate the record (then "host" is this host now)."""
     source = getattr(scenario, "_source", None)
-    if source is None or source.document.get("machine", {}).get("host_memcgs") != "host":
+    if source is None or source.document.get("machine", {}).get(key) != "host":
         return None
     counts = []
     for r in runs:
         host = r.provenance.get("host")
-        n = host.get("host_memcgs") if isinstance(host, dict) else None
+        n = host.get(key) if isinstance(host, dict) else None
         if isinstance(n, int):
             counts.append(n)
     return int(statistics.median_low(counts)) if counts else None
@@ -517,10 +519,11 @@ def revalidate(
     from reclaimlab.overrides import Override
 
     speed_of = prev.kernel_runs if speed_runs is None else speed_runs
-    host_memcgs = _recorded_host_memcgs(scenario, prev.kernel_runs)
-    if host_memcgs is not None:
-        # host_memcgs = "host": the host the kernel ran on, not the one re-validating now
-        scenario = scenario.with_overrides([Override("machine.host_memcgs", host_memcgs, "the kernel runs' host (host_memcgs = 'host')")])
+    for key in ("host_memcgs", "page_reporting_order"):
+        recorded = _recorded_host_fact(scenario, prev.kernel_runs, key)
+        if recorded is not None:
+            # "host": the host the kernel ran on, not the one re-validating now
+            scenario = scenario.with_overrides([Override(f"machine.{key}", recorded, f"the kernel runs' host ({key} = 'host')")])
     sim_result = run_sim(at_speed(scenario, speed_of))
     want = _workload_config(sim_result.config)
     host_memory = _host_memory(scenario, want, _workload_config(prev.kernel_runs[0].config))

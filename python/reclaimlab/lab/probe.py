@@ -26,7 +26,7 @@ from reclaimlab.lab import filesystems, host, knobs, tracing
 from reclaimlab.lab.journal import state_dir
 from reclaimlab.native import Knob
 from reclaimlab.scenario import cgroup_files
-from reclaimlab.scenario.types import count_host_memcgs
+from reclaimlab.scenario.types import count_host_memcgs, host_page_reporting_order
 
 __all__ = ["ZRAM_ALLOCATOR", "Probe", "ZramDevice", "check", "notes", "parse_crypto", "probe"]
 
@@ -95,6 +95,9 @@ class Probe:
     #: Online memcgs besides the root and reclaimlab's (scenario key machine.host_memcgs: zswap's
     #: shrink worker walks them); None if the memory hierarchy cannot be read.
     host_memcgs: int | None = None
+    #: Free page reporting's order (scenario key machine.page_reporting_order; 0: none):
+    #: /sys/module/page_reporting/parameters/page_reporting_order.
+    page_reporting_order: int = 0
 
     @property
     def compressors(self) -> tuple[str, ...]:
@@ -129,6 +132,7 @@ class Probe:
             "cgroup": "v1" if self.cgroup_v1_memory else ("v2" if self.cgroup_v2_memory_enabled else None),
             "zram": self.zram_loaded or self.zram_loadable,
             "host_memcgs": self.host_memcgs,
+            "page_reporting_order": self.page_reporting_order,
         }
 
     def rows(self) -> list[tuple[str, str]]:
@@ -156,6 +160,10 @@ class Probe:
             ("cgroup v1 memory", self.cgroup_v1_memory or "no"),
             ("cgroup v2", (self.cgroup_v2 or "no") + (" (memory controller)" if self.cgroup_v2_memory else " (no memory controller)")),
             ("other memcgs", "unknown" if self.host_memcgs is None else f'{self.host_memcgs} (machine.host_memcgs = "host")'),
+            (
+                "free page reporting",
+                f'order {self.page_reporting_order} (machine.page_reporting_order = "host")' if self.page_reporting_order else "none",
+            ),
             ("active swap", ", ".join(self.swaps) or "none"),
             ("sysctls", ", ".join(f"{k}={v}" for k, v in self.sysctls.items())),
             ("tools", ", ".join(f"{k}={'yes' if v else 'MISSING'}" for k, v in self.tools.items())),
@@ -316,6 +324,7 @@ def probe() -> Probe:
         knob_files=knob_files,
         tracefs_supported="tracefs" in filesystems.split(),
         host_memcgs=_host_memcgs(),
+        page_reporting_order=host_page_reporting_order(),
     )
 
 

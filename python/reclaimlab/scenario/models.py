@@ -37,6 +37,7 @@ from reclaimlab.scenario.types import (
     check_schema_version,
     parse_cpus,
     parse_host_memcgs,
+    parse_page_reporting_order,
     parse_memory,
     positive,
 )
@@ -131,6 +132,11 @@ class Machine(StrictModel):
     #: The machine's other online memcgs, which zswap's shrink worker walks too
     #: (docs/scenario.md): a number, or "host" (counted on this machine now).
     host_memcgs: Annotated[IntRange(0, 65535), BeforeValidator(parse_host_memcgs, json_schema_input_type=int | Literal["host"])] = 0  # type: ignore[valid-type]
+    #: Free page reporting to a hypervisor from this order (0: none; docs/scenario.md): a
+    #: number, or "host" (this machine's page_reporting_order now).
+    page_reporting_order: Annotated[  # type: ignore[valid-type]
+        IntRange(0, 10), BeforeValidator(parse_page_reporting_order, json_schema_input_type=int | Literal["host"])
+    ] = 0
 
 
 # ---------------------------------------------------------------------------------------------

@@ -75,6 +75,31 @@ def count_host_memcgs(v1: str = CGROUP_V1_MEMORY, v2: str = CGROUP_V2) -> int:
     return n
 
 
+#: The order from which free page reporting hands free blocks to the hypervisor (a VM with a
+#: virtio-balloon that offers VIRTIO_BALLOON_F_REPORTING; mm/page_reporting.c).
+PAGE_REPORTING_ORDER = "/sys/module/page_reporting/parameters/page_reporting_order"
+
+
+def host_page_reporting_order(path: str = PAGE_REPORTING_ORDER) -> int:
+    """This machine's free page reporting order, 0 when it reports nothing: no such parameter
+    (no CONFIG_PAGE_REPORTING), or its unset value (-1, read as a huge unsigned number, until
+    a reporting device registers)."""
+    try:
+        with open(path, encoding="ascii") as f:
+            v = int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 0
+    return v if 0 < v <= 10 else 0
+
+
+def parse_page_reporting_order(v: Any) -> Any:
+    if v == "host":
+        return host_page_reporting_order()
+    if isinstance(v, str):
+        raise ValueError(f"expected an integer or 'host'; got {describe(v)}")
+    return v
+
+
 def parse_host_memcgs(v: Any) -> Any:
     if v == "host":
         return count_host_memcgs()
