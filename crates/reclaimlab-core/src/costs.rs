@@ -64,10 +64,12 @@ costs! {
     /// reported it free (free page reporting, mm/page_reporting.c: PageReported blocks of
     /// `machine.page_reporting_order` or more; crate::page_alloc): the VM exit, the host's
     /// page fault and zeroing of a new host page, beyond what the guest's own fault costs.
-    /// Charged per page of a transparent huge page taken from a reported pageblock. Measured
-    /// by hand with tools/page_reporting_probe.c (docs/calibration.md, "3d. Free page
-    /// reporting"): a 128 MiB MADV_HUGEPAGE mapping touched page by page after a 10 s pause
-    /// (its blocks reported) against the same mapped again at once, 2026-11-25.
+    /// Charged per page of a transparent huge page taken from a reported pageblock, beyond
+    /// `page_alloc_zero_ns`. `calibrate` measures it (docs/calibration.md, "3d. Free page
+    /// reporting": THP fills into blocks free for 30 s); this default is the hand measurement
+    /// with tools/page_reporting_probe.c there (a 128 MiB MADV_HUGEPAGE mapping touched page by
+    /// page after a 10 s pause, its blocks reported, against the same mapped again at once; 3
+    /// runs, 2026-11-25, median).
     page_reported_touch_ns = 8_010,
     /// Swap-in bookkeeping: swap cache insert, memcg charge, rmap, LRU add (per page read).
     swapin_page_ns = 800,

@@ -37,8 +37,8 @@ from reclaimlab.scenario.types import (
     check_schema_version,
     parse_cpus,
     parse_host_memcgs,
-    parse_page_reporting_order,
     parse_memory,
+    parse_page_reporting_order,
     positive,
 )
 
