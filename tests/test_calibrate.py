@@ -208,6 +208,7 @@ def test_bundled_default_profile_parses() -> None:
         "folio_account_dirtied_ns",
         "write_begin_folio_ns",
         "reclaim_file_folio_ns",
+        "page_reported_touch_ns",  # calibrate 3d (--refit-lab, 2026-11-25 04:01)
     }
     measured |= {
         f"{c}_{w}{k}_ns"
@@ -223,6 +224,7 @@ def test_bundled_default_profile_parses() -> None:
     assert loop.flush_ns and loop.max_sectors_kb and loop.read_ahead_kb  # measured since 2026-11-24 22:45
     assert {"codecs", "kernel_codecs", "reclaim_pass", "device", "loop_device", "lab", "host", "speed_probe_ns"} <= set(p.measurements)
     assert {"readahead", "readahead_pc0"} <= set(p.measurements["lab"])  # the runs swap_ra_page_ns was fitted on
+    assert "page_reporting" in p.measurements["lab"]  # the THP runs page_reported_touch_ns was fitted on
     assert "scan" in p.measurements["lab"]  # the runs scan_page_ns was fitted on
     assert set(cal.WRITE_STAGES) <= set(p.measurements["lab"])  # the runs of the write figures
     assert all("fs_device" in p.measurements["lab"][n] for n in ("write_ext4", "write_reclaim"))
@@ -494,6 +496,21 @@ def test_scan_scenario_has_a_first_reclaim_over_referenced_pages(real_core: Any,
     assert free["scan_page_ns"] == 0 and free["reclaim_page_ns"] == 0
     assert first["scan_page_ns"] > 8 * first["reclaim_page_ns"] > 0
     assert rest["scan_page_ns"] == pytest.approx(rest["reclaim_page_ns"], rel=0.02) and rest["reclaim_page_ns"] > 7000
+
+
+@pytest.mark.parametrize("cgv", [1, 2])
+def test_page_reporting_scenario_charges_the_first_touch_of_reported_thps(real_core: Any, cgv: int) -> None:
+    # Stage 3d: a's THP fill meets memory free since the start (reported), b's the blocks a
+    # just freed (backed): only the first pays page_reported_touch_ns, one per page.
+    sc = load(cal.page_reporting_scenario("6.18", cgv).replace('page_reporting_order = "host"', "page_reporting_order = 9"))
+    cfg = lower(sc, profile=None)
+    assert sc.name == "calibrate-page-reporting" and cfg["machine"]["page_reporting_order"] == 9
+    assert [[ph["name"] for ph in p["phases"]] for p in cfg["processes"]] == [["settle", "fill-reported", "gone"], ["wait", "fill-backed"]]
+    costs = {k: int(v) for k, v in real_core.default_costs().items()}
+    _, slopes, _, _ = cal.sim_slopes(real_core, cfg, costs, ["page_reported_touch_ns", "page_alloc_zero_ns"])
+    assert slopes["a/fill-reported"] == {"page_reported_touch_ns": 65536.0, "page_alloc_zero_ns": 65536.0}
+    assert slopes["b/fill-backed"] == {"page_reported_touch_ns": 0.0, "page_alloc_zero_ns": 65536.0}
+    assert cal.PAGE_REPORTING_UNFITTED == ("b/fill-backed",)
 
 
 def test_refit_lab_reproduces_the_profile_from_its_own_records(real_core: Any, tmp_path: Path) -> None:

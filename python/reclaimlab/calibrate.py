@@ -152,7 +152,8 @@ WRITE_EXT4_PARAMS = ("write_page_ns", "folio_account_dirtied_ns")
 WRITE_RECLAIM_PARAMS = ("write_begin_folio_ns", "reclaim_file_folio_ns")
 #: Phases of the write stages that are run and recorded but not fitted: ext4's first pass
 #: (new folios from memory no reclaim freed: on this VM up to twice the per-page time of the
-#: same write into frames reclaim just freed, docs/calibration.md 3c) and its fsynced pass
+#: same write into frames reclaim just freed, cause not found; not free page reporting,
+#: docs/calibration.md 3c, 3d) and its fsynced pass
 #: (the loop device's time); the reclaim stage's read (readahead, the device).
 WRITE_UNFITTED = {"tmpfs": (), "ext4": ("p/write", "p/flush"), "reclaim": ("p/read",)}
 #: From a THP fill on a VM whose balloon reports free memory (stage 3d), into blocks free for
