@@ -134,8 +134,9 @@ class Machine(StrictModel):
     host_memcgs: Annotated[IntRange(0, 65535), BeforeValidator(parse_host_memcgs, json_schema_input_type=int | Literal["host"])] = 0  # type: ignore[valid-type]
     #: Free page reporting to a hypervisor from this order (0: none; docs/scenario.md): a
     #: number, or "host" (this machine's page_reporting_order now).
-    page_reporting_order: Annotated[  # type: ignore[valid-type]
-        IntRange(0, 10), BeforeValidator(parse_page_reporting_order, json_schema_input_type=int | Literal["host"])
+    page_reporting_order: Annotated[
+        IntRange(0, 10),  # type: ignore[valid-type]
+        BeforeValidator(parse_page_reporting_order, json_schema_input_type=int | Literal["host"]),
     ] = 0
 
 
