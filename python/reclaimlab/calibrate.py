@@ -159,8 +159,8 @@ WRITE_UNFITTED = {"tmpfs": (), "ext4": ("p/write", "p/flush"), "reclaim": ("p/re
 #: From a THP fill on a VM whose balloon reports free memory (stage 3d), into blocks free for
 #: 30 s (reported): the first touch of a reported page beyond what the model charges a THP
 #: page already (page_alloc_zero_ns, the profile's). A fill into the blocks it just freed is run
-#: and recorded as the check of that base (not fitted: on this busy host another tenant's
-#: allocations took those blocks in one run of five, and its fill met reported memory).
+#: and recorded as the check of that base (not fitted: on this busy host it met reported
+#: memory in two runs of five, presumably another tenant's allocations having taken the blocks).
 PAGE_REPORTING_PARAMS = ("page_reported_touch_ns",)
 PAGE_REPORTING_UNFITTED = ("b/fill-backed",)
 #: The cgroup of the pressure scenario.
