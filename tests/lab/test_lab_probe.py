@@ -193,6 +193,17 @@ def test_notes_name_what_differs_but_does_not_block() -> None:
     stated = _config()
     stated["machine"]["host_memcgs"] = 12
     assert notes(stated, memcgs) == []
+    # Free page reporting matters to a scenario with THPs only.
+    reporting = replace(same, page_reporting_order=9)
+    assert notes(_config(), reporting) == []
+    thp = _config()
+    thp["processes"][0]["regions"][0]["thp"] = True
+    assert notes(thp, reporting) == [
+        "the scenario states page_reporting_order none (machine.page_reporting_order); this host's is 9: "
+        "the first touch of a THP in reported memory differs"
+    ]
+    thp["machine"]["page_reporting_order"] = 9
+    assert notes(thp, reporting) == []
     old = replace(same, kernel_release="6.12.7")
     assert notes(_config(), old) == [
         "the scenario's kernel preset is 6.18; this host runs 6.12.7: the simulator models the preset, the lab measures this kernel"

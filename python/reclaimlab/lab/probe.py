@@ -607,6 +607,13 @@ def notes(config: dict[str, Any], p: Probe) -> list[str]:
             f"the scenario states {host_memcgs} other memcgs (machine.host_memcgs); this host has {p.host_memcgs}: "
             "zswap's shrink worker walks the host's"
         )
+    order = m.get("page_reporting_order", 0)
+    if order != p.page_reporting_order and any(r.get("thp") for proc in config["processes"] for r in proc.get("regions", [])):
+        # Only a THP pays for reported memory in the model (calibration.md 3d).
+        out.append(
+            f"the scenario states page_reporting_order {order or 'none'} (machine.page_reporting_order); this host's is "
+            f"{p.page_reporting_order or 'none'}: the first touch of a THP in reported memory differs"
+        )
     if config["kernel"]["zswap"]["enabled"] and p.debugfs_mount is None and not p.debugfs_supported:
         out.append("this kernel has no debugfs: the zswap.* counters (debugfs) will be missing")
     if config["kernel"]["version"] and not p.kernel_release.startswith(config["kernel"]["version"] + "."):
