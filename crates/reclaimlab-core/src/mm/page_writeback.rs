@@ -402,7 +402,7 @@ impl Mm {
         if inode.dirty.is_empty() {
             inode.dirtied_when = None;
         }
-        self.vm.pgpgout += PAGE_SIZE / 1024;
+        self.vm.pgpgout += self.fs[fs].bdev.pgpg_kib(PAGE_SIZE);
         if bio_pages > 0 {
             ctx.cpu(self.costs.bio_submit_ns);
         }
