@@ -27,7 +27,10 @@
 //!
 //! Simplified: only devices whose model has `max_sectors_kb` plug and merge, and only those
 //! with `nr_requests` limit their tags; on the others a bio is issued when submitted, as
-//! before this model existed. No front merges (the model submits ascending slots), no
+//! before this model existed. No writeback throttling (block/blk-wbt.c: a device with
+//! `wbt_lat_usec` set, as the lab's loop devices have at 2000, lets buffered writeback keep
+//! only a few requests in flight, 4 to 16 at its default depth, scaled up to 3/4 of the
+//! queue while only writes are seen); here writeback keeps up to `nr_requests` in flight. No front merges (the model submits ascending slots), no
 //! max_segments limit apart from max_sectors, no merging into requests already issued (an I/O
 //! scheduler such as mq-deadline merges bios into requests it has not dispatched yet; here an
 //! issued request is with the device, which serves requests in FIFO order), no plug callbacks,
