@@ -43,9 +43,12 @@ def test_files_lower_as_regions_after_the_anonymous_ones() -> None:
     assert [(f["name"], f["fstype"]) for f in fs] == [("data", "xfs")]
     # Where the lab makes it unless the scenario says otherwise: a loop device over an image.
     assert fs[0]["backing"] == "loop"
-    assert lower(load(FILES.replace('device = "nvme"', 'device = "nvme"\nbacking = "device"')), profile=None)["machine"]["filesystems"][0][
-        "backing"
-    ] == "device"
+    assert (
+        lower(load(FILES.replace('device = "nvme"', 'device = "nvme"\nbacking = "device"')), profile=None)["machine"]["filesystems"][0][
+            "backing"
+        ]
+        == "device"
+    )
     regions = config["processes"][0]["regions"]
     assert [(r["name"], r.get("file")) for r in regions] == [("a", None), ("db", 0)]
     assert regions[1]["pages"] == 512

@@ -90,7 +90,7 @@ def check_filesystems(config: dict[str, Any], state: Path) -> list[tuple[tuple[s
                 (
                     ("machine", "filesystems", i, "backing"),
                     f"backing = {fs['backing']!r}: the lab makes every disk filesystem on a loop device over an image file "
-                    "and has no block device of its own to give one; use backing = \"loop\" (the default)",
+                    'and has no block device of its own to give one; use backing = "loop" (the default)',
                 )
             )
         where: tuple[str | int, ...] = ("machine", "filesystems", i, "type")
