@@ -184,7 +184,18 @@ def loop_dio(dev: str) -> bool | None:
 
 #: The loop device's settings that decide its request sizes and the kernel's choices
 #: (/sys/block/loopN/queue/*, loop/dio): recorded in each kernel run's provenance.
-QUEUE_FILES = ("read_ahead_kb", "max_sectors_kb", "rotational", "logical_block_size", "nr_requests", "scheduler")
+#: max_segments and wbt_lat_usec (writeback throttling) bound how much writeback it keeps in
+#: flight, which the model does not have yet (docs/validation.md, 2026-11-25).
+QUEUE_FILES = (
+    "read_ahead_kb",
+    "max_sectors_kb",
+    "max_segments",
+    "rotational",
+    "logical_block_size",
+    "nr_requests",
+    "scheduler",
+    "wbt_lat_usec",
+)
 
 
 def loop_queue(dev: str) -> dict[str, str]:
