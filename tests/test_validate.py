@@ -239,6 +239,19 @@ def test_revalidate_refuses_another_scenario_or_configuration(write: Callable[..
     resized.config = {"costs": {}, "machine": {**machine, "swap": [{**machine["swap"][0], "size_bytes": 3}]}}
     with pytest.raises(KernelResultsError, match="machine"):
         revalidate(s, prev, run_sim=lambda sc, **kw: resized)
+    # A filesystem's backing is what the lab built: runs recorded before the key existed were
+    # made on the lab's loop device; a simulator run on a filesystem of its own is another machine.
+    fs = {"name": "data", "fstype": "ext4", "device": {"read_latency_ns": 1}}
+    for run in prev["kernel_runs"]:
+        run["config"] = {"costs": {}, "machine": {**machine, "filesystems": [fs]}}
+    for backing, ok in (("loop", True), ("device", False)):
+        on = _result("sim", {"vmstat.pswpout": 1})
+        on.config = {"costs": {}, "machine": {**machine, "filesystems": [{**fs, "backing": backing}]}}
+        if ok:
+            assert revalidate(s, prev, run_sim=lambda sc, on=on, **kw: on).sim is on
+        else:
+            with pytest.raises(KernelResultsError, match="machine"):
+                revalidate(s, prev, run_sim=lambda sc, on=on, **kw: on)
 
 
 def test_cli_validate_kernel_results(write: Callable[..., Path], monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

@@ -156,6 +156,7 @@ def _filesystem(fs: Filesystem, presets: dict[str, DeviceModel]) -> dict[str, An
     out: dict[str, Any] = {"name": fs.name, "fstype": fs.type}
     if fs.device is not None:
         out["device"] = _device(fs.device.model(presets))
+        out["backing"] = fs.backing
     if fs.size is not None:
         out["size_bytes"] = fs.size
     return out

@@ -401,6 +401,12 @@ def _workload_config(config: dict[str, Any]) -> dict[str, Any]:
                 machine[key] = [
                     {k: v for k, v in d.items() if k not in ("device", "image_bytes")} if isinstance(d, dict) else d for d in machine[key]
                 ]
+        # A disk filesystem's `backing` is what the lab built, so it is compared; recordings
+        # lowered before the key existed lack it and were made where the lab has always made
+        # them, on a loop device (lab/filesystems.py).
+        for fs in machine.get("filesystems") or []:
+            if isinstance(fs, dict) and fs.get("fstype") != "tmpfs":
+                fs.setdefault("backing", "loop")
         # host_memcgs and page_reporting_order describe the host for the simulator; the lab
         # sets nothing from them (the kernel walked the host's real memcgs, its balloon
         # reported what it reported).

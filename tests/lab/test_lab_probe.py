@@ -238,6 +238,11 @@ def test_filesystem_images_are_sized_from_their_files_and_checked(tmp_path: Path
     assert "this kernel has no xfs" in xfs or "mkfs.xfs is not installed" in xfs
     assert ("machine", "filesystems", 0, "type") not in problems
     assert fs.check_filesystems({"machine": {}, "processes": []}, tmp_path) == []
+    # The lab builds disk filesystems on a loop device only (the scenario's `backing`).
+    assert not any(k[-1] == "backing" for k in problems)
+    config["machine"]["filesystems"][0]["backing"] = "device"
+    refused = dict(fs.check_filesystems(config, tmp_path))[("machine", "filesystems", 0, "backing")]
+    assert "loop device" in refused
 
 
 def test_cgroup_phases_are_refused_on_a_v1_host() -> None:

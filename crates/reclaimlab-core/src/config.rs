@@ -134,6 +134,24 @@ pub struct Filesystem {
     /// never fills.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub image_bytes: Option<u64>,
+    /// A block-device filesystem: what its block device is (the scenario's
+    /// `machine.filesystems[].backing`, which the lowering always gives; crate::block::Backing).
+    /// Left out (configs written before it existed): the filesystem is on the device itself.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub backing: Option<Backing>,
+}
+
+/// What a filesystem's block device is made of.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Backing {
+    /// The filesystem is on the device itself.
+    #[default]
+    Device,
+    /// A loop device with direct IO over an image file on another block device, as the lab
+    /// makes its filesystems (`losetup --direct-io=on`): every bio the loop device gets is
+    /// submitted again, by its worker, to the device under the image (drivers/block/loop.c).
+    Loop,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]

@@ -1,6 +1,8 @@
 """The scenario's filesystems on the real kernel: an image file, a loop device, mkfs, a mount.
 
-For each ``machine.filesystems[i]`` of a lowered scenario the lab makes (docs/lab.md):
+For each ``machine.filesystems[i]`` of a lowered scenario the lab makes (docs/lab.md; a disk
+filesystem's ``backing`` must be ``"loop"``, what this makes: ``check_filesystems`` refuses the
+others):
 
 1. an image file ``<state dir>/fs/<runid>-<i>.img``, created with ``O_EXCL`` and
    ``posix_fallocate`` to ``image_bytes()`` (the files that live on it, plus room for the
@@ -83,6 +85,14 @@ def check_filesystems(config: dict[str, Any], state: Path) -> list[tuple[tuple[s
     total = 0
     for i, fs in enumerate(fss):
         t = fs["fstype"]
+        if t in DISK_TYPES and fs.get("backing", "loop") != "loop":
+            out.append(
+                (
+                    ("machine", "filesystems", i, "backing"),
+                    f"backing = {fs['backing']!r}: the lab makes every disk filesystem on a loop device over an image file "
+                    'and has no block device of its own to give one; use backing = "loop" (the default)',
+                )
+            )
         where: tuple[str | int, ...] = ("machine", "filesystems", i, "type")
         if known and t not in known:
             out.append((where, f"{t!r}: this kernel has no {t} (not in /proc/filesystems; the lab loads no modules)"))
@@ -174,7 +184,18 @@ def loop_dio(dev: str) -> bool | None:
 
 #: The loop device's settings that decide its request sizes and the kernel's choices
 #: (/sys/block/loopN/queue/*, loop/dio): recorded in each kernel run's provenance.
-QUEUE_FILES = ("read_ahead_kb", "max_sectors_kb", "rotational", "logical_block_size", "nr_requests", "scheduler")
+#: max_segments and wbt_lat_usec (writeback throttling) bound how much writeback it keeps in
+#: flight, which the model does not have yet (docs/validation.md, 2026-11-25).
+QUEUE_FILES = (
+    "read_ahead_kb",
+    "max_sectors_kb",
+    "max_segments",
+    "rotational",
+    "logical_block_size",
+    "nr_requests",
+    "scheduler",
+    "wbt_lat_usec",
+)
 
 
 def loop_queue(dev: str) -> dict[str, str]:

@@ -132,6 +132,8 @@ def _check_machine(m: Machine, caps: native.Capabilities) -> list[Problem]:
                 p.append(
                     Problem(("machine", "filesystems", i, "device"), "a tmpfs has no block device; leave device out (size= limits it)")
                 )
+            if "backing" in fs.model_fields_set:
+                p.append(Problem(("machine", "filesystems", i, "backing"), "a tmpfs has no block device, so no backing; leave backing out"))
             continue
         if fs.size is not None:
             p.append(Problem(("machine", "filesystems", i, "size"), f"only a tmpfs has a size; a {fs.type} filesystem has its device's"))

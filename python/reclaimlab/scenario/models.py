@@ -120,6 +120,12 @@ class Filesystem(StrictModel):
     device: Annotated[Device, BeforeValidator(_device_shortcut, json_schema_input_type=str | Device)] | None = None
     #: tmpfs only: the size= mount option; unset, the kernel's default (half of RAM).
     size: PositiveSize | None = None
+    #: What ``device`` is (docs/scenario.md): "loop", a loop device with direct IO over an
+    #: image file on another block device, which is what the lab makes (lab/filesystems.py);
+    #: "device", the filesystem on the block device itself. Every bio to a loop device is
+    #: submitted again to the device under its image, and vmstat pgpgin/pgpgout count both.
+    #: Not for a tmpfs (checks.py), which has no device.
+    backing: Literal["loop", "device"] = "loop"
 
 
 class Machine(StrictModel):

@@ -156,7 +156,7 @@ impl Filesystem {
             out.push(Filesystem {
                 name: f.name.clone(),
                 fstype,
-                bdev: BlockDevice::new(device),
+                bdev: BlockDevice::new(device).with_backing(f.backing.unwrap_or_default()),
                 wb: Wb::default(),
                 journal: Jbd2::new(geom),
             });
@@ -551,7 +551,8 @@ impl Mm {
             if mark.is_some_and(|m| (x..x + nr).contains(&m)) {
                 self.pages[j as usize].set(pg::READAHEAD);
             }
-            self.vm.pgpgin += nr * PAGE_SIZE / 1024;
+            // submit_bio's PGPGIN (twice on a loop device: block.rs).
+            self.vm.pgpgin += self.fs[fs].bdev.pgpg_kib(nr * PAGE_SIZE);
             let first_bio_pages = if prev_end == Some(x) {
                 0
             } else {

@@ -450,7 +450,7 @@ impl Mm {
             left -= k;
         }
         // submit_bio counts every write bio's KiB (PGPGOUT), metadata included.
-        self.vm.pgpgout += n * bs / 1024;
+        self.vm.pgpgout += self.fs[fs].bdev.pgpg_kib(n * bs);
         done
     }
 
@@ -461,7 +461,7 @@ impl Mm {
         let bdev = &mut self.fs[fs].bdev;
         let write = bdev.issue_blocks(now, Dir::Write, 1, 1);
         let done = bdev.issue_flush(write).unwrap_or(write);
-        self.vm.pgpgout += bs / 1024;
+        self.vm.pgpgout += bdev.pgpg_kib(bs);
         done
     }
 
@@ -565,7 +565,7 @@ impl Mm {
             if run > 0 {
                 let pages = (run * bs).div_ceil(super::PAGE_SIZE);
                 *done = (*done).max(mm.fs[fs].bdev.issue_blocks(ctx.now, Dir::Write, pages, run));
-                mm.vm.pgpgout += run * bs / 1024;
+                mm.vm.pgpgout += mm.fs[fs].bdev.pgpg_kib(run * bs);
             }
         };
         for &b in &blocks {

@@ -27,6 +27,10 @@
 //! * The flusher writes one inode at a time, oldest dirtied_when first, MIN_WRITEBACK_PAGES
 //!   per chunk (writeback_chunk_size without bandwidth estimation), range-cyclic from the
 //!   inode's writeback_index; inodes are not moved between b_dirty/b_io/b_more_io lists.
+//!   A start_all request (reclaim's wakeup_flusher_threads) follows 6.18: dropped while one is
+//!   pending, sized when the flusher takes it, ended when its inodes are clean (`wb_workfn`);
+//!   get_nr_dirty_inodes counts the scenario's files only (a real machine's inodes in use
+//!   make the kernel's work larger).
 //! * A dirty page costs one page of data write at its file offset; the metadata that delayed
 //!   allocation dirties and the journal commit of an fsync are mm/journal.rs's.
 
@@ -50,8 +54,12 @@ pub struct Wb {
     pub scheduled: Option<Time>,
     /// The flusher thread's clock (it runs ahead of the queue while it submits).
     pub clock: Time,
-    /// wb_check_start_all: pages still to write for a wakeup_flusher_threads request.
-    pub start_all: u64,
+    /// WB_start_all: a wakeup_flusher_threads request is pending or being written; further
+    /// requests are dropped until wb_check_start_all has finished it (wb_start_writeback).
+    pub start_all_pending: bool,
+    /// The start_all work being written: (pages it still may write, its `dirtied_before`).
+    /// wb_check_start_all sizes it when the flusher runs, not when it is woken.
+    pub start_all: Option<(u64, Time)>,
     /// wb->last_old_flush.
     pub last_old_flush: Time,
 }
@@ -232,17 +240,30 @@ impl Mm {
         self.queue.push(at, EventKind::Flusher(fs as u16));
     }
 
-    /// wakeup_flusher_threads(reason): every flusher writes all pages dirty now
-    /// (wb_start_writeback → wb_check_start_all, nr_pages = get_nr_dirty_pages()).
+    /// wakeup_flusher_threads(reason) → wb_start_writeback for every flusher with dirty
+    /// inodes (wb_has_dirty_io): set WB_start_all and wake it, unless WB_start_all is set
+    /// already (a request pending or being written: this one is dropped, as the kernel drops
+    /// the high-frequency calls of reclaim). How much it writes is decided when it runs
+    /// (`wb_check_start_all`).
     pub fn wakeup_flusher_threads(&mut self, now: Time) {
         for fs in 0..self.fs.len() {
-            let dirty: u64 = self.fs_dirty_pages(fs);
-            if dirty == 0 {
+            if self.fs[fs].wb.start_all_pending || self.fs_dirty_pages(fs) == 0 {
                 continue;
             }
-            self.fs[fs].wb.start_all = dirty;
+            self.fs[fs].wb.start_all_pending = true;
             self.wb_wakeup(fs, now);
         }
+    }
+
+    /// get_nr_dirty_pages (fs/fs-writeback.c, 6.18): NR_FILE_DIRTY of the whole machine plus
+    /// get_nr_dirty_inodes, which is not a count of dirty inodes but of the inodes in use
+    /// (nr_inodes − nr_unused, "a wild approximation"). Simplified: the inodes in use are the
+    /// scenario's files on block-device filesystems; a real machine adds every inode it has
+    /// in use (25,285 on the lab's host on 2026-11-25, /proc/sys/fs/inode-nr), so the
+    /// kernel's start_all work there is larger.
+    fn get_nr_dirty_pages(&self) -> u64 {
+        let inodes = self.regions.iter().filter(|r| r.file.is_some()).count() as u64;
+        self.dirty.nr_file_dirty + inodes
     }
 
     fn fs_dirty_pages(&self, fs: usize) -> u64 {
@@ -402,7 +423,7 @@ impl Mm {
         if inode.dirty.is_empty() {
             inode.dirtied_when = None;
         }
-        self.vm.pgpgout += PAGE_SIZE / 1024;
+        self.vm.pgpgout += self.fs[fs].bdev.pgpg_kib(PAGE_SIZE);
         if bio_pages > 0 {
             ctx.cpu(self.costs.bio_submit_ns);
         }
@@ -487,34 +508,42 @@ impl Mm {
             .map(|(_, k)| k)
     }
 
-    /// wb_workfn → wb_do_writeback, one chunk per event: a start_all request
-    /// (wakeup_flusher_threads), else background writeback while over the background
-    /// threshold, else kupdate writeback of inodes dirtied more than dirty_expire_interval ago
-    /// (wb_check_old_data_flush, at most every dirty_writeback_interval). With work left the
+    /// wb_workfn → wb_do_writeback (fs/fs-writeback.c, 6.18), one chunk of MIN_WRITEBACK_PAGES
+    /// per event, its work in the kernel's order: a start_all request (wb_check_start_all),
+    /// else kupdate writeback of inodes dirtied more than dirty_expire_interval ago, at most
+    /// every dirty_writeback_interval (wb_check_old_data_flush), else background writeback
+    /// while over the background threshold (wb_check_background_flush). With work left the
     /// flusher runs again at its own clock; otherwise, with dirty pages left, after
     /// dirty_writeback_interval (wb_wakeup_delayed).
+    ///
+    /// start_all: when the flusher takes the request it sizes the work, get_nr_dirty_pages()
+    /// at that moment, and notes its start (wb_writeback's `dirtied_before`); it then writes
+    /// inodes dirtied before that start, oldest first, through pages dirtied meanwhile (the
+    /// dirty tag is live: a writer ahead of the flusher is followed), until it has written
+    /// that many pages or no such inode has dirty pages left (it caught up); then WB_start_all
+    /// is cleared and reclaim's next wakeup_flusher_threads starts another.
+    /// Simplified: writeback_chunk_size's chunk (half the estimated write bandwidth, at most
+    /// dirty_limit / DIRTY_SCOPE) is the event's MIN_WRITEBACK_PAGES; inodes take turns
+    /// oldest first instead of through b_io / b_more_io.
     pub fn wb_workfn(&mut self, ctx: &mut Ctx, fs: usize) {
         self.fs[fs].wb.scheduled = None;
         let mut written = 0;
         self.blk_start_plug();
-        if self.fs[fs].wb.start_all > 0 {
-            let nr = self.fs[fs].wb.start_all.min(MIN_WRITEBACK_PAGES);
-            if let Some(r) = self.oldest_dirty_inode(fs, None) {
-                written = self.writeback_inode(ctx, r, nr);
-            }
-            self.fs[fs].wb.start_all = if written == 0 {
-                0
-            } else {
-                self.fs[fs].wb.start_all - written.min(self.fs[fs].wb.start_all)
+        if self.fs[fs].wb.start_all_pending {
+            let (left, since) = match self.fs[fs].wb.start_all {
+                Some(work) => work,
+                None => (self.get_nr_dirty_pages(), ctx.now),
             };
-        }
-        if written == 0 {
-            let (bg, _) = self.dirty_limits();
-            if self.nr_dirty_domain() > bg {
-                if let Some(r) = self.oldest_dirty_inode(fs, None) {
-                    let over = self.nr_dirty_domain() - bg;
-                    written = self.writeback_inode(ctx, r, over.min(MIN_WRITEBACK_PAGES));
-                }
+            if let Some(r) = self.oldest_dirty_inode(fs, Some(since)) {
+                written = self.writeback_inode(ctx, r, left.min(MIN_WRITEBACK_PAGES));
+            }
+            let left = left - written.min(left);
+            if written == 0 || left == 0 {
+                // wb_check_start_all: the work is done; clear_bit(WB_start_all).
+                self.fs[fs].wb.start_all = None;
+                self.fs[fs].wb.start_all_pending = false;
+            } else {
+                self.fs[fs].wb.start_all = Some((left, since));
             }
         }
         if written == 0 {
@@ -527,6 +556,15 @@ impl Mm {
                 }
                 if written == 0 {
                     self.fs[fs].wb.last_old_flush = ctx.now;
+                }
+            }
+        }
+        if written == 0 {
+            let (bg, _) = self.dirty_limits();
+            if self.nr_dirty_domain() > bg {
+                if let Some(r) = self.oldest_dirty_inode(fs, None) {
+                    let over = self.nr_dirty_domain() - bg;
+                    written = self.writeback_inode(ctx, r, over.min(MIN_WRITEBACK_PAGES));
                 }
             }
         }
@@ -673,6 +711,74 @@ mod tests {
         assert_eq!(pos_ratio_1024(1000, 500, 1500), 2048);
         assert_eq!(pos_ratio_1024(1000, 1500, 1500), 0);
         assert_eq!(pos_ratio_1024(1000, 1250, 1500), 1024 - 128);
+    }
+
+    /// A machine of 512 MiB with one process in cgroup `/t` and a 1000-page file on ext4 (its
+    /// region 1); nothing has run.
+    fn file_machine() -> (crate::Simulation, usize) {
+        let dev = serde_json::json!({"rotational": false, "read_latency_ns": 100000,
+            "write_latency_ns": 100000, "read_bytes_per_s": 200_000_000u64,
+            "write_bytes_per_s": 200_000_000u64, "max_sectors_kb": 512});
+        let cfg = serde_json::json!({
+            "seed": 7,
+            "machine": {"memory_bytes": 512u64 << 20, "cpus": 2,
+                "filesystems": [{"name": "data", "fstype": "ext4", "device": dev}]},
+            "kernel": {"version": "6.18"},
+            "cgroups": {"version": 1, "groups": [
+                {"path": "/", "parent": null, "limit_bytes": null, "high_bytes": null, "swappiness": null, "zswap_max_bytes": null, "zswap_writeback": true},
+                {"path": "/t", "parent": 0, "limit_bytes": null, "high_bytes": null, "swappiness": null, "zswap_max_bytes": null, "zswap_writeback": true}]},
+            "processes": [{"name": "p", "cgroup": 1, "regions": [
+                {"name": "heap", "pages": 16, "content": "text", "variants": 64},
+                {"name": "f", "pages": 1000, "content": "text", "variants": 64, "file": 0}],
+                "phases": [{"name": "fill0", "phase": {"kind": "fill", "region": 0}}]}],
+        });
+        let cfg = crate::config_from_json(&cfg.to_string()).expect("valid config");
+        let sim = crate::Simulation::new(&cfg).expect("simulation builds");
+        let r = sim
+            .mm()
+            .regions
+            .iter()
+            .position(|r| r.file.is_some())
+            .expect("a file region");
+        (sim, r)
+    }
+
+    #[test]
+    fn start_all_is_sized_when_the_flusher_runs_and_ends_where_it_caught_up() {
+        let (mut sim, r) = file_machine();
+        let mm = sim.mm_mut();
+        let base = mm.regions[r].base;
+        let mut ctx = Ctx::new(0, crate::mm::Actor::Process(0), 1024);
+        let write = |mm: &mut Mm, ctx: &mut Ctx, pages: std::ops::Range<u32>| {
+            for k in pages {
+                mm.generic_perform_write(ctx, base + k).expect("no OOM");
+            }
+        };
+        write(mm, &mut ctx, 0..100);
+        mm.wakeup_flusher_threads(ctx.now);
+        assert!(mm.fs[0].wb.start_all_pending);
+        // Pages dirtied between the wakeup and the flusher's run are in its work
+        // (wb_check_start_all counts get_nr_dirty_pages() then, not at the wakeup).
+        write(mm, &mut ctx, 100..150);
+        let mut fl = Ctx::new(ctx.now, crate::mm::Actor::Flusher, 1024);
+        mm.wb_workfn(&mut fl, 0);
+        assert_eq!(
+            (mm.dirty.nr_file_dirty, mm.dirty.nr_file_writeback),
+            (0, 150)
+        );
+        // It wrote all the file had (150 pages, less than its 151: the one inode in use
+        // counts too) and the inode is clean. Pages dirtied from now on make the inode dirty
+        // after the work's start: not this work's (wb_writeback's dirtied_before). It ends, and
+        // reclaim's next wakeup starts another, which writes them.
+        let mut ctx = Ctx::new(fl.now + 1, crate::mm::Actor::Process(0), 1024);
+        write(mm, &mut ctx, 150..160);
+        let mut fl = Ctx::new(ctx.now, crate::mm::Actor::Flusher, 1024);
+        mm.wb_workfn(&mut fl, 0);
+        assert_eq!(mm.dirty.nr_file_dirty, 10);
+        assert!(!mm.fs[0].wb.start_all_pending && mm.fs[0].wb.start_all.is_none());
+        mm.wakeup_flusher_threads(fl.now);
+        mm.wb_workfn(&mut fl, 0);
+        assert_eq!(mm.dirty.nr_file_dirty, 0);
     }
 
     #[test]

@@ -367,3 +367,48 @@ fn new_files_charge_their_inode_dentry_mapping_and_buffer_heads() {
         "usage {usage} cache {cache}: {other} bytes beyond, kernel objects {kmem}"
     );
 }
+
+#[test]
+fn a_loop_device_counts_its_io_twice_in_pgpgin_and_pgpgout() {
+    // The fsync test's workload (2000 pages written, an fsync every 1000, each committing 3
+    // journal blocks) in a 1200-page memcg, then a read of the file, whose first pages reclaim
+    // evicted: on a loop device over an image file (the lab's filesystems) submit_bio counts
+    // every bio to the loop device and again its worker's direct IO bio to the device under
+    // the image; the loop device's own request counts and the time model do not change.
+    let phases = [
+        write(Some(1000 * 4096)),
+        json!({"kind": "read", "region": 1, "passes": 1}),
+    ];
+    let mut v = write_scenario(512, 2000, 1200, "ext4", &phases);
+    v["machine"]["filesystems"][0]["backing"] = json!("device");
+    let own = run(&v);
+    v["machine"]["filesystems"][0]["backing"] = json!("loop");
+    let looped = run(&v);
+    assert_eq!(counter(&own, "vmstat.pgpgout"), (2000 + 2 * 3) * 4);
+    assert!(counter(&own, "vmstat.pgpgin") >= 800 * 4);
+    assert_eq!(
+        counter(&looped, "vmstat.pgpgout"),
+        2 * counter(&own, "vmstat.pgpgout")
+    );
+    assert_eq!(
+        counter(&looped, "vmstat.pgpgin"),
+        2 * counter(&own, "vmstat.pgpgin")
+    );
+    for key in [
+        "block[data].stat.write_ios",
+        "block[data].stat.read_ios",
+        "vmstat.nr_written",
+    ] {
+        assert_eq!(counter(&looped, key), counter(&own, key), "{key}");
+    }
+    assert_eq!(phase_ns(&looped, "f0"), phase_ns(&own, "f0"));
+    // A config without the key (written before it existed): the filesystem on its device.
+    v["machine"]["filesystems"][0]
+        .as_object_mut()
+        .unwrap()
+        .remove("backing");
+    assert_eq!(
+        counter(&run(&v), "vmstat.pgpgout"),
+        counter(&own, "vmstat.pgpgout")
+    );
+}
