@@ -529,6 +529,7 @@ impl Mm {
         }
         self.memcgs[m as usize].events.pgrefill += nr_taken;
         ctx.cpu(nr_taken * self.costs.scan_page_ns);
+        self.analytic_prefetch(&taken);
         for i in taken {
             // Young bits drawn in bulk (mm/analytic.rs) go with the bit cleared here.
             self.analytic_clear_young(i);
@@ -612,6 +613,7 @@ impl Mm {
         let mut nr_pageout = 0;
         let mut nr_activate = 0;
         let mut stat = ReclaimStat::default();
+        self.analytic_prefetch(&taken);
         for &i in &taken {
             self.pages[i as usize].clear(pg::ISOLATED);
             let fate = if file {
