@@ -7,6 +7,7 @@ import shutil
 import subprocess
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -22,7 +23,7 @@ from .test_vm_unit import _config
 MIB = 1 << 20
 
 
-def _fs_config(*types: str) -> dict:
+def _fs_config(*types: str) -> dict[str, Any]:
     c = _config()
     c["machine"]["filesystems"] = [
         {"name": f"fs{i}", "fstype": t, **({"size_bytes": 16 * MIB} if t == "tmpfs" else {})} for i, t in enumerate(types)
@@ -159,7 +160,8 @@ def test_fs_modules_are_kept_apart_from_the_base_modules(tmp_path: Path) -> None
 
 def _newc_names(data: bytes) -> list[tuple[str, int]]:
     """(name, mode) of each entry of a newc archive (the header's fields are 8 hex digits)."""
-    out, at = [], 0
+    out: list[tuple[str, int]] = []
+    at = 0
     while True:
         assert data[at : at + 6] == b"070701"
         field = [int(data[at + 6 + 8 * k : at + 14 + 8 * k], 16) for k in range(13)]
