@@ -20,7 +20,8 @@
 //!   `domain_dirty_limits` for a memcg domain, and its freerun ceiling;
 //! * [`Mm::memcg_over_bg_thresh`]: `domain_over_bg_thresh` on the memcg domain (the second
 //!   half of `wb_over_bg_thresh`);
-//! * [`Mm::oldest_dirty_inode_of`]: the memcg wb's b_io order (its own inodes only).
+//! * [`Mm::oldest_dirty_inode_of`]: the memcg wb's b_io order (its own inodes only);
+//! * [`wb_max_pause_jiffies`]: the longest pause when the memcg domain throttles.
 //!
 //! Simplified (each says what the kernel does instead):
 //! * An inode's wb is the memcg of the process that owns the file region (the model's files
@@ -38,6 +39,7 @@
 
 use super::page::{list, PAGE_SIZE};
 use super::Mm;
+use crate::sim::HZ;
 
 /// A memcg dirty domain as balance_dirty_pages sees it (struct dirty_throttle_control, memcg
 /// fields), in pages.
@@ -105,6 +107,17 @@ pub fn memcg_dirty_limits(
     let thresh = (ratio * avail / PAGE_SIZE).min(u32::MAX as u64);
     let bg = bg_ratio * avail / PAGE_SIZE;
     (if bg >= thresh { thresh / 2 } else { bg }, thresh)
+}
+
+/// wb_max_pause: the longest balance_dirty_pages sleep, in jiffies, for a wb with `wb_dirty`
+/// dirty and writeback pages that writes `bw` pages a second: `wb_dirty / (1 + bw /
+/// roundup_pow_of_two(1 + HZ / 8)) + 1`, at most MAX_PAUSE (HZ / 5) — "if sleeping for too
+/// long, a small pool of dirty/writeback pages may go empty and disk go idle". The device's
+/// write bandwidth stands for the wb's estimated avg_write_bandwidth, as in
+/// page_writeback.rs. Used when the memcg domain throttles (its wb's pool is small).
+pub fn wb_max_pause_jiffies(wb_dirty: u64, bw: u64) -> u64 {
+    let t = wb_dirty / (1 + bw / (1 + HZ / 8).next_power_of_two()) + 1;
+    t.min(HZ / 5)
 }
 
 impl Mm {
@@ -181,6 +194,9 @@ impl Mm {
     /// The memcg wbs of filesystem `fs` (the distinct owners of its dirty inodes that have a
     /// memcg domain), in memcg order.
     pub(crate) fn cgwb_memcgs(&self, fs: usize) -> Vec<u16> {
+        if !self.cgroup_v2 {
+            return Vec::new();
+        }
         let mut out: Vec<u16> = self
             .regions
             .iter()
@@ -246,6 +262,15 @@ mod tests {
             memcg_dirty_limits(4096, 250_000, 10, 10, None, None),
             (409 / 2, 409)
         );
+    }
+
+    #[test]
+    fn max_pause_follows_the_wbs_pool_and_bandwidth() {
+        // 1 GB/s = 244140 pages/s: 1000 pages take 1000 / (1 + 244140 / 32) + 1 = 1 jiffy.
+        assert_eq!(wb_max_pause_jiffies(1000, 244_140), 1);
+        // 20 MB/s = 4882 pages/s: 50000 pages, 50000 / 153 + 1 = 327, capped at HZ / 5 = 50.
+        assert_eq!(wb_max_pause_jiffies(50_000, 4882), 50);
+        assert_eq!(wb_max_pause_jiffies(2000, 4882), 2000 / 153 + 1);
     }
 
     #[test]

@@ -353,17 +353,25 @@ impl Mm {
         let setpoint = (freerun + thresh) / 2;
         let g_pos = pos_ratio_1024(setpoint, dirty, thresh);
         // sdtc: the memcg domain when its pos_ratio is the lower.
-        let (pos, dirty, thresh) = match mdtc {
+        let (pos, dirty, thresh, by_memcg) = match mdtc {
             Some(d) => {
                 let m_setpoint = (d.freerun_ceiling() + d.thresh) / 2;
                 let m_pos = pos_ratio_1024(m_setpoint, d.dirty, d.thresh);
                 if m_pos < g_pos {
-                    (m_pos, d.dirty, d.thresh)
+                    (m_pos, d.dirty, d.thresh, true)
                 } else {
-                    (g_pos, dirty, thresh)
+                    (g_pos, dirty, thresh, false)
                 }
             }
-            None => (g_pos, dirty, thresh),
+            None => (g_pos, dirty, thresh, false),
+        };
+        // The memcg domain's pauses are the kernel's wb_max_pause for its wb (mm/cgwb.rs);
+        // the global domain keeps MAX_PAUSE.
+        let max_pause = if by_memcg {
+            let bw = self.fs[fs].bdev.model.write_bytes_per_s / PAGE_SIZE;
+            super::cgwb::wb_max_pause_jiffies(dirty, bw) * JIFFY_NS
+        } else {
+            MAX_PAUSE_NS
         };
         let until = if pos > 0 {
             let bw = self.fs[fs].bdev.model.write_bytes_per_s.max(PAGE_SIZE);
@@ -373,7 +381,7 @@ impl Mm {
             self.dirty.nr_dirtied_pause[p] = 32;
             later(
                 ctx.now,
-                (pages_dirtied * NSEC_PER_SEC / rate).min(MAX_PAUSE_NS),
+                (pages_dirtied * NSEC_PER_SEC / rate).min(max_pause),
             )
         } else {
             // At the limit: sleep until `dirty − thresh + 1` of the writes in flight complete
@@ -381,8 +389,13 @@ impl Mm {
             // dirtied looks again. The kernel loops inside balance_dirty_pages; returning
             // lets the flusher's events run while this task sleeps.
             let need = (dirty - thresh + 1) as usize;
+            if by_memcg {
+                // The memcg wb woken above submits before the writer looks at what is in
+                // flight (a small domain is written in one flusher chunk).
+                self.run_flushers_until(ctx.now);
+            }
             let inflight = &self.fs[fs].bdev.inflight;
-            let max = later(ctx.now, MAX_PAUSE_NS);
+            let max = later(ctx.now, max_pause);
             self.dirty.nr_dirtied_pause[p] = 1;
             inflight
                 .get(need - 1)
