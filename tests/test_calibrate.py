@@ -464,15 +464,21 @@ def test_write_stage_phases_tell_the_write_path_figures_apart(real_core: Any, cg
     assert sl["p/rewrite"] == {w: per, a: 0.0, b: 0.0}
     assert sl["p/redirty"] == {w: per, a: per, b: 0.0}
     assert cal.WRITE_EXT4_PARAMS == (w, a) and cal.WRITE_UNFITTED["ext4"] == ("p/write", "p/flush")
-    assert counters["vmstat.nr_written"] == 32768  # the fsync wrote b
+    # v1: the fsync wrote b, nothing else was written. v2: the 1 GiB memcg is a dirty domain
+    # of its own (cgroup writeback, mm/cgwb.rs), whose background threshold (a tenth of its
+    # file pages and headroom, about 26k pages) the 32768 dirty pages of a pass cross: its
+    # flusher writes a as well, as the kernel's would.
+    assert counters["vmstat.nr_written"] == (32768 if cgv == 1 else 65536)
     rec = lower(load(cal.write_scenario("6.18", cgv, "reclaim")), profile=None)
     assert rec["cgroups"]["groups"][1]["limit_bytes"] == 128 << 20
     _, sl, counters, _ = cal.sim_slopes(real_core, rec, costs, list(cal.WRITE_RECLAIM_PARAMS))
     # The write into frames freed from the read's large folios: a new folio per page (within
     # 0.1%), and the reclaim of large folios, one share per page of each (whole large folios
     # are reclaimed at once, so about one folio's figure per 32 pages); the stream: one order-0
-    # folio reclaimed per page written, 60 times as much per page.
-    assert sl["p/write"]["write_begin_folio_ns"] == pytest.approx(per, rel=1e-3)
+    # folio reclaimed per page written, 60 times as much per page. On v2 the 128 MiB memcg's
+    # own dirty domain (cgroup writeback, mm/cgwb.rs) throttles the writer: its sleeps absorb
+    # part of a CPU cost's change, so the slope is within 5% there, not 0.1%.
+    assert sl["p/write"]["write_begin_folio_ns"] == pytest.approx(per, rel=1e-3 if cgv == 1 else 0.05)
     assert sl["p/write"]["reclaim_file_folio_ns"] < per / 20
     assert sl["p/stream"]["write_begin_folio_ns"] == pytest.approx(2 * per, rel=0.05)
     assert sl["p/stream"]["reclaim_file_folio_ns"] == pytest.approx(2 * per, rel=0.05)

@@ -1107,7 +1107,9 @@ def write_scenario(version: str, cgroup_version: int, which: str) -> str:
 
     ``ext4``: two 128 MiB files on ext4 on the lab's loop device (written before the run and
     dropped from the page cache, as every lab file), in a 1 GiB memcg, far below the dirty
-    limits (no throttling, no flusher in the measured phases): ``write`` over ``a`` (a new folio
+    limits (no throttling, no flusher in the measured phases; on cgroup v2 the memcg's own
+    dirty domain starts background writeback of ``a`` within a pass, which costs the writer
+    nothing here): ``write`` over ``a`` (a new folio
     over an allocated block each: filemap_add_folio, ext4_da_write_begin's buffer head and
     block lookup, the copy, ext4_da_write_end, the clean folio's dirty accounting; recorded, not
     fitted), ``rewrite`` over ``a`` again (cached and dirty), ``flush`` writes ``b`` and fsyncs
@@ -1120,7 +1122,8 @@ def write_scenario(version: str, cgroup_version: int, which: str) -> str:
     folio's reclaim per up to 512 pages), ``stream`` writes a 256 MiB file ``b`` (reclaim now
     frees ``a``'s and ``b``'s order-0 folios once the flusher, which reclaim wakes, has written
     them; dirty ones it meets go to immediate reclaim), as file-stream-write does at a larger
-    scale."""
+    scale. On cgroup v2 the 128 MiB memcg is also a dirty domain of its own, which throttles
+    the writer in ``write`` and ``stream`` (as v2-file-stream-write in the VM lab)."""
     if which == "tmpfs":
         fs = '[[machine.filesystems]]\nname = "shm"\ntype = "tmpfs"\nsize = "256MiB"\n'
         files = [("a", "128MiB", 'filesystem = "shm"\n')]

@@ -372,7 +372,7 @@ class KernelResultsError(ValueError):
     """Stored kernel runs that do not belong to the scenario being validated."""
 
 
-def _workload_config(config: dict[str, Any]) -> dict[str, Any]:
+def _workload_config(config: dict[str, Any], legacy_backing: str = "loop") -> dict[str, Any]:
     """``config`` without what only the simulator uses: its time costs, its swap devices' and
     filesystems' device models (the kernel ran on the real devices) and its memcg stats flush
     interval (the kernel has its own flusher), the host's other memcgs (``host_memcgs``: the
@@ -402,11 +402,12 @@ def _workload_config(config: dict[str, Any]) -> dict[str, Any]:
                     {k: v for k, v in d.items() if k not in ("device", "image_bytes")} if isinstance(d, dict) else d for d in machine[key]
                 ]
         # A disk filesystem's `backing` is what the lab built, so it is compared; recordings
-        # lowered before the key existed lack it and were made where the lab has always made
-        # them, on a loop device (lab/filesystems.py).
+        # lowered before the key existed lack it and were made where each lab has always made
+        # them: `legacy_backing`, the host lab's loop device (lab/filesystems.py) or the VM
+        # lab's virtio disk (vm/plan.py).
         for fs in machine.get("filesystems") or []:
             if isinstance(fs, dict) and fs.get("fstype") != "tmpfs":
-                fs.setdefault("backing", "loop")
+                fs.setdefault("backing", legacy_backing)
         # host_memcgs and page_reporting_order describe the host for the simulator; the lab
         # sets nothing from them (the kernel walked the host's real memcgs, its balloon
         # reported what it reported).
@@ -539,7 +540,7 @@ def revalidate(
         sim_result = run_sim(at_speed(scenario, speed_of))
         want = _workload_config(sim_result.config)
     for i, k in enumerate(prev.kernel_runs, 1):
-        got = _workload_config(k.config)
+        got = _workload_config(k.config, "device" if k.backend == "vm" else "loop")
         if got != want:
             raise KernelResultsError(
                 f"kernel run {i} of {name!r} ran another configuration than the scenario gives now (differs in: {_differences(got, want)})"

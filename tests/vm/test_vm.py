@@ -20,6 +20,7 @@ from reclaimlab.vm.cache import VmUnavailable, installed_kernel, missing_tools
 
 REPO = Path(__file__).resolve().parents[2]
 TINY = Path(__file__).with_name("tiny-v2.toml")
+TINY_FS = Path(__file__).with_name("tiny-fs-v2.toml")
 
 
 def _vm_skip_reason() -> str | None:
@@ -109,14 +110,45 @@ def test_tiny_v2_scenario_in_the_guest() -> None:
     assert c["trace.mm_vmscan_memcg_reclaim_begin.calls"] > 0 and r.stats["trace_dropped"] == 0
 
 
+def test_file_scenario_in_the_guest() -> None:
+    """An ext4 image made on the host (a virtio disk) and a tmpfs in the guest: the file
+    counters come back under the host lab's keys. (That the image has no name is
+    test_vm_fs_unit's; the host's mounts and loop devices are not compared here: host lab runs
+    of others change them meanwhile.)"""
+    import reclaimlab
+    from reclaimlab.backends import vm
+
+    r = vm.run(reclaimlab.load(TINY_FS), build=False, timeout_s=200, on_note=None)
+    c = r.counters
+    fss = r.provenance["vm"]["filesystems"]
+    assert [(f["name"], f["backing"], f.get("device")) for f in fss] == [("data", "virtio-blk", "/dev/vda"), ("shm", "tmpfs", None)]
+    assert [(p["phase"], p["accesses"]) for p in r.phase_records] == [("write", 12288), ("read", 12288), ("shm", 2048)]
+    # 48 MiB written through a 24 MiB memory.max: at least half of it went to the disk (kB) ...
+    assert c["vmstat.pgpgout"] >= 24 << 10 and c["block[data].stat.write_ios"] > 0
+    # ... and read back after the caches were dropped (the run starts with nothing cached)
+    assert c["vmstat.pgpgin"] >= 24 << 10 and c["block[data].stat.read_ios"] > 0
+    assert c["memcg[/w].memory.stat.pgsteal"] > 0 and c["vmstat.nr_vmscan_write"] == 0
+    # the tmpfs file stays charged as shmem (no swap)
+    assert c["memcg[/w].memory.stat.shmem"] >= 8 << 20
+    for key in ("file", "file_dirty", "file_writeback", "file_mapped", "active_file", "inactive_file"):
+        assert f"memcg[/w].memory.stat.{key}" in c
+    for key in ("vmstat.nr_dirty", "vmstat.nr_writeback", "vmstat.nr_file_pages", "meminfo.Dirty", "meminfo.Cached"):
+        assert key in c
+
+
 def test_killed_driver_leaves_no_guest_and_no_files() -> None:
     before_tmp = _tmp_entries()
     code = (
         "import reclaimlab; from reclaimlab.backends import vm;"
         f"vm.run(reclaimlab.load({str(TINY)!r}, ['processes.0.phases.access.count=10000000']), build=False, timeout_s=150)"
     )
-    for how in (signal.SIGKILL, signal.SIGTERM):
-        driver = subprocess.Popen([sys.executable, "-c", code], cwd=REPO, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
+    # a file run too: its ext4 image is an unnamed file like the swap disk's
+    code_fs = (
+        "import reclaimlab; from reclaimlab.backends import vm;"
+        f"vm.run(reclaimlab.load({str(TINY_FS)!r}, ['processes.0.files.stream.size=1GiB']), build=False, timeout_s=150)"
+    )
+    for how, prog in ((signal.SIGKILL, code), (signal.SIGTERM, code), (signal.SIGKILL, code_fs)):
+        driver = subprocess.Popen([sys.executable, "-c", prog], cwd=REPO, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
         try:
             deadline = time.monotonic() + 60
             qemu: set[int] = set()

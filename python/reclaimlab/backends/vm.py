@@ -8,17 +8,22 @@
 2. the static runner (rebuilt with cargo when ``build``; a no-op when unchanged), the base
    initramfs (cached by its inputs' hash), the run's plan (vm.plan) appended to it;
 3. boot the guest (vm.qemu: RAM and CPUs from the scenario, one sparse unnamed disk image per
-   swap file); its init applies the plan, runs the runners with the host lab's protocol and
-   sends snapshots and the runners' output on the data channel (vm.channel);
+   swap file, one per ext4/xfs filesystem with the type's mkfs made on it here; the filesystem
+   modules ride in the run's archive); its init applies the plan (filesystems mounted at
+   /mnt/fs<i>), runs the runners with the host lab's protocol (files written before "ready",
+   then sync and drop_caches) and sends snapshots and the runners' output on the data channel
+   (vm.channel);
 4. always (success, error, SIGINT/SIGTERM, timeout): stop QEMU by its pid and close the images.
 
 The result has the host lab's counter keys (``record.snapshot`` reads the guest's files), plus
-every v2 ``memory.stat``/``memory.events`` key of the run's cgroups, plus with ``trace`` in the
+every v2 ``memory.stat``/``memory.events`` key of the run's cgroups, ``block[<fs>].stat.*`` of
+each filesystem's virtio disk (the host lab's keys for its loop devices), plus with ``trace`` in the
 scenario (``--trace``) the guest's tracepoint counts under the simulator's ``trace.*`` keys
 (vm.trace), every key the kernel reported. Its times are the guest's,
 under TCG: fault-heavy phases run 8-20x slower than on hardware; compare them only as ratios
 between configurations of one run (``validate --backend vm`` does), never with the simulator's.
-Nothing on the host changes: no swap, cgroup, mount, sysctl or loop device.
+Nothing on the host changes: no swap, cgroup, mount, sysctl or loop device, and no named file
+(the images are unnamed: vm.qemu).
 """
 
 from __future__ import annotations
@@ -28,7 +33,9 @@ import hashlib
 import json
 import os
 import re
+import shutil
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -38,8 +45,10 @@ from typing import Any
 from reclaimlab import trace
 from reclaimlab.backends.kernel import default_timeout
 from reclaimlab.errors import Problem, ScenarioError
+from reclaimlab.fsimage import MIB, file_bytes, image_bytes
 from reclaimlab.lab.apply import new_runid
 from reclaimlab.lab.errors import LabError, RunnerFailed
+from reclaimlab.lab.filesystems import mkfs_argv
 from reclaimlab.lab.record import Series, counters, sim_counter_keys
 from reclaimlab.lab.result import KernelRunResult, phase_record
 from reclaimlab.lower import lower
@@ -52,7 +61,7 @@ from reclaimlab.vm import trace as vmtrace
 from reclaimlab.vm.cache import KERNELS, InstalledKernel, VmUnavailable, cache_dir, installed_kernel
 from reclaimlab.vm.channel import Channel, keyed
 from reclaimlab.vm.drive import BOOT_TIMEOUT_S, check_host_memory, drive
-from reclaimlab.vm.plan import make_plan
+from reclaimlab.vm.plan import FS_MODULE_DIR, GUEST_FILE_WRITE_BYTES_PER_S, Plan, guest_backing, make_plan
 from reclaimlab.vm.qemu import GuestSpec, qemu_version
 
 __all__ = ["DEFAULT_GUEST_MEMORY", "DEFAULT_KERNEL", "DEFAULT_SAMPLE_INTERVAL_S", "run"]
@@ -125,8 +134,48 @@ def _check(scenario: Scenario, config: dict[str, Any], k: InstalledKernel) -> No
         name = opt.get(str(zsw["compressor"]))
         if name is not None and k.config.get(name, "n") == "n":
             problems.append(Problem(("kernel", "zswap", "compressor"), f"{k.name} does not build {zsw['compressor']} ({name})"))
+    fss = config["machine"].get("filesystems") or []
+    image_total = 0
+    for i, fs in enumerate(fss):
+        try:
+            backing = guest_backing(fs)
+        except ValueError as e:
+            problems.append(Problem(("machine", "filesystems", i, "type"), str(e)))
+            continue
+        if backing != "virtio-blk":
+            continue
+        if k.fs_modules is None:
+            raise VmUnavailable(f"the VM kernel {k.name} was installed without the filesystem modules: run `make vmlab` again")
+        tool = mkfs_argv(str(fs["fstype"]), "-")[0]
+        if shutil.which(tool) is None:
+            problems.append(
+                Problem(
+                    ("machine", "filesystems", i, "type"), f"{tool} is not installed on the host, which makes the image (`make lab-tools`)"
+                )
+            )
+        image_total += image_bytes(config, i)
+    if image_total:
+        # The images are sparse; at most their size gets written (tempfile's directory).
+        st = os.statvfs(tempfile.gettempdir())
+        free = st.f_bavail * st.f_frsize
+        if image_total > free // 2:
+            problems.append(
+                Problem(
+                    ("machine", "filesystems"),
+                    f"the filesystem images need up to {image_total // MIB} MiB; {tempfile.gettempdir()} has {free // MIB} MiB free "
+                    "(the VM lab uses at most half of it)",
+                )
+            )
     if problems:
         raise ScenarioError(scenario.file, problems)
+
+
+def _fs_modules(k: InstalledKernel, plan: Plan) -> dict[str, bytes]:
+    """The filesystem modules for the run's archive (/plan/fsmod/NN-name.ko, in load order),
+    when the plan mounts a disk filesystem."""
+    if not plan.fs_disks or not k.fs_modules:
+        return {}
+    return {f"{FS_MODULE_DIR}/{i:02d}-{m.name}": m.read_bytes() for i, m in enumerate(k.fs_modules)}
 
 
 def _sha256(path: Path) -> str:
@@ -179,7 +228,7 @@ def run(
         plan = make_plan(config, runid, sample_interval_s)
     except ValueError as e:
         raise ScenarioError.single(scenario.file, str(e)) from None
-    files = {"plan.sh": plan.script.encode(), **traces}
+    files = {"plan.sh": plan.script.encode(), **traces, **_fs_modules(k, plan)}
     guest_config = copy.deepcopy(config)
     trace.relocate(guest_config, "/plan")
     files["lowered.json"] = json.dumps(guest_config, sort_keys=True).encode()
@@ -190,13 +239,16 @@ def run(
         note(f"note: the guest gets {cpus} CPUs (this host's count), not the scenario's {config['machine']['cpus']}")
     check_host_memory(mem)
     keys, key_source = sim_counter_keys(config)
-    timeout = timeout_s if timeout_s is not None else default_timeout(config)
+    # The guest writes the scenario's files before "ready": allow for that too.
+    written = sum(file_bytes(config, i) for i in range(len(config["machine"].get("filesystems") or [])))
+    timeout = timeout_s if timeout_s is not None else default_timeout(config) + written / GUEST_FILE_WRITE_BYTES_PER_S
     spec = GuestSpec(
         vmlinux=k.vmlinux,
         initrd=base.read_bytes() + archive,
         memory_bytes=mem,
         cpus=cpus,
         disks=[size for _, size in plan.disks],
+        fs_images=[(d.size_bytes, d.fstype) for d in plan.fs_disks],
         timeout_s=timeout + BOOT_TIMEOUT_S,
     )
     d, ch = drive(
@@ -237,6 +289,11 @@ def run(
             "zswap_params": {key.removeprefix("zswap."): v for key, v in sorted(ch.info.items()) if key.startswith("zswap.")},
             "swaps": ch.info.get("swaps"),
             "initramfs": base.name,
+            "filesystems": [
+                {"name": fs["name"], "fstype": fs["fstype"], "backing": guest_backing(fs), "mount": d}
+                | next(({"device": x.device, "image_bytes": x.size_bytes} for x in plan.fs_disks if x.name == fs["name"]), {})
+                for fs, d in zip(config["machine"].get("filesystems") or [], plan.fs_dirs, strict=True)
+            ],
         },
         "runner": {"sha256": _sha256(runner)},
         "counter_keys_from": key_source,
@@ -246,7 +303,7 @@ def run(
     return result
 
 
-def _result(scenario: Scenario, config: dict[str, Any], plan: Any, ch: Channel, keys: set[str], interval: float) -> KernelRunResult:
+def _result(scenario: Scenario, config: dict[str, Any], plan: Plan, ch: Channel, keys: set[str], interval: float) -> KernelRunResult:
     version = int(config["cgroups"]["version"])
     snaps = {s.label: s for s in ch.snaps if s.label in ("before", "after")}
     if "before" not in snaps or "after" not in snaps:
@@ -254,7 +311,7 @@ def _result(scenario: Scenario, config: dict[str, Any], plan: Any, ch: Channel, 
     cg = plan.cgroup_dirs
 
     def key(s: Any) -> dict[str, int]:
-        return keyed(s, version, cg, plan.zram)
+        return keyed(s, version, cg, plan.zram, plan.block)
 
     before, after = key(snaps["before"]), key(snaps["after"])
     wanted = set(keys) | {k for k in after if k.startswith("zram")}
@@ -263,7 +320,9 @@ def _result(scenario: Scenario, config: dict[str, Any], plan: Any, ch: Channel, 
             k for k in after if k.startswith("memcg[") and (".memory.stat." in k or ".memory.events." in k or ".memory.swap.events." in k)
         }
     t0 = snaps["before"].uptime_cs
-    series = Series(keys=sorted(k for k in wanted if k in before), interval_s=interval)
+    # Every field of the filesystems' disk stats in the series, as the host lab's (in counters
+    # only those the simulator has).
+    series = Series(keys=sorted(k for k in wanted | {k for k in before if k.startswith("block[")} if k in before), interval_s=interval)
     series.add(0.0, before, before)
     for s in ch.snaps:
         if s.label == "sample":

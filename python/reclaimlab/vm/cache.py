@@ -7,6 +7,7 @@ The cache lives outside the repository: ``$RECLAIMLAB_VM_CACHE`` if set, else
     kernels/<name>/kernel.json                  the installed kernel of <name> (debian-6.12 ...)
     kernels/<name>/<release>/vmlinux            extracted from the .deb's vmlinuz (PVH boot)
     kernels/<name>/<release>/modules/*.ko       the modules the guest loads, decompressed
+    kernels/<name>/<release>/fsmodules/*.ko     the filesystems' modules (runs with ext4/xfs only)
     initramfs/<name>-<sha256>.cpio              base images, named by the hash of their inputs
     runner/reclaimlab-runner                    the statically linked runner they contain
 """
@@ -24,6 +25,8 @@ from reclaimlab.lab.errors import LabUnavailable
 
 __all__ = [
     "CACHE_ENV",
+    "FS_MODULES",
+    "GUEST_FS_TYPES",
     "KERNELS",
     "TOOLS",
     "InstalledKernel",
@@ -58,6 +61,17 @@ class KernelSpec:
 #: The modules every guest loads if they are modules (built-in ones are simply not found):
 #: the swap disk (virtio_blk), zram and the allocators and compressors a scenario can name.
 GUEST_MODULES = ("virtio_pci", "virtio_blk", "zsmalloc", "zram", "lz4", "lz4hc", "zstd", "deflate")
+
+#: The disk filesystem types a guest can mount (vm.plan): the scenario's image is made on the
+#: host and attached as a virtio disk. (btrfs is not offered: its module pulls in raid6 and
+#: xor, and no scenario needs it yet.)
+GUEST_FS_TYPES = ("ext4", "xfs")
+#: Their modules (Debian builds ext4 and xfs as modules), loaded only by a run that mounts one
+#: (they travel in the run's archive, not the base image, so runs without filesystems boot as
+#: before). crc32c_generic first: ext4, jbd2 and libcrc32c (xfs) ask the crypto API for
+#: "crc32c" by name, not through a modinfo dependency, and the guest has no modprobe to load
+#: it on demand.
+FS_MODULES = ("crc32c_generic", "ext4", "xfs")
 
 KERNELS: dict[str, KernelSpec] = {
     # bookworm-security carries the 6.12 backport (6.12.*+deb12); the generic flavour, not
@@ -109,6 +123,9 @@ class InstalledKernel:
     modules: tuple[Path, ...]
     #: Facts read from the package's config-<release> (CONFIG_ZSWAP ...), as ``{option: value}``.
     config: dict[str, str]
+    #: FS_MODULES with their dependencies not in ``modules``, in load order, decompressed;
+    #: None: installed before the VM lab had filesystems (``make vmlab`` adds them).
+    fs_modules: tuple[Path, ...] | None = None
 
     @property
     def memcg_v1(self) -> bool:
@@ -128,6 +145,7 @@ class InstalledKernel:
             "vmlinux": str(self.vmlinux),
             "modules": [str(m) for m in self.modules],
             "config": dict(sorted(self.config.items())),
+            **({} if self.fs_modules is None else {"fs_modules": [str(m) for m in self.fs_modules]}),
         }
 
     @classmethod
@@ -140,6 +158,7 @@ class InstalledKernel:
             vmlinux=Path(d["vmlinux"]),
             modules=tuple(Path(m) for m in d["modules"]),
             config={str(k): str(v) for k, v in d["config"].items()},
+            fs_modules=None if d.get("fs_modules") is None else tuple(Path(m) for m in d["fs_modules"]),
         )
 
 
@@ -158,7 +177,7 @@ def installed_kernel(name: str, root: Path | None = None) -> InstalledKernel:
         raise VmUnavailable(f"the VM kernel {name} is not installed (no {path}): run `make vmlab`") from None
     except (OSError, ValueError, KeyError) as e:
         raise VmUnavailable(f"{path} is unreadable ({e}): run `make vmlab` again") from None
-    missing = [p for p in (k.vmlinux, *k.modules) if not p.is_file()]
+    missing = [p for p in (k.vmlinux, *k.modules, *(k.fs_modules or ())) if not p.is_file()]
     if missing:
         raise VmUnavailable(f"the VM kernel {name} is incomplete ({missing[0]} is missing): run `make vmlab` again")
     return k

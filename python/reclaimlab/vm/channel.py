@@ -107,9 +107,16 @@ class Channel:
             self._out_lines = []
 
 
-def keyed(snap: Snap, cgroup_version: int, cgroups: dict[str, str], zram: list[tuple[str, int]]) -> dict[str, int]:
+def keyed(
+    snap: Snap,
+    cgroup_version: int,
+    cgroups: dict[str, str],
+    zram: list[tuple[str, int]],
+    block: list[tuple[str, str]] | None = None,
+) -> dict[str, int]:
     """The snapshot's counters under the host lab's keys (``record.snapshot`` on a copy of the
-    guest's files: /proc/vmstat, /proc/meminfo, the cgroups' files, zswap debugfs, zram mm_stat)."""
+    guest's files: /proc/vmstat, /proc/meminfo, the cgroups' files, zswap debugfs, zram mm_stat,
+    and ``block`` -- (key prefix, guest device) -- the filesystems' /sys/block/vdX/stat)."""
     with tempfile.TemporaryDirectory(prefix="reclaimlab-vmsnap-") as tmp:
         root = Path(tmp)
         for path, text in snap.files.items():
@@ -122,6 +129,7 @@ def keyed(snap: Snap, cgroup_version: int, cgroups: dict[str, str], zram: list[t
             cgroups={p: root / d.lstrip("/") for p, d in cgroups.items()},
             zswap_dir=zswap if zswap.is_dir() else None,
             zram=list(zram),
+            block=list(block or ()),
             root=root,
             zoneinfo=True,
         )

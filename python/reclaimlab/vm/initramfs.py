@@ -112,5 +112,9 @@ def base_image(kernel: InstalledKernel, runner: Path, cache: Path) -> Path:
 
 
 def run_archive(files: dict[str, bytes]) -> bytes:
-    """One run's archive: ``files`` (paths under /plan) after the base image."""
-    return newc([(f"plan/{name}", FILE, data) for name, data in sorted(files.items())])
+    """One run's archive: ``files`` (paths under /plan, "fsmod/01-ext4.ko" in a directory of
+    its own) after the base image; the directories come before their files (the kernel's
+    unpacker does not make missing parents)."""
+    dirs = sorted({str(parent) for name in files for parent in Path(name).parents if str(parent) != "."})
+    entries: list[Entry] = [(f"plan/{d}", DIR, b"") for d in dirs]
+    return newc([*entries, *((f"plan/{name}", FILE, data) for name, data in sorted(files.items()))])

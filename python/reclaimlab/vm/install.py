@@ -13,6 +13,9 @@ Steps (each skipped when its result is already in the cache):
      depend on, decompressed (Debian 6.12 ships .ko.xz; the guest's busybox insmod wants plain
      .ko) and ordered dependencies first. The .deb has no modules.dep, so the dependencies are
      read from each module's .modinfo section (``depends=``);
+   * the same for the filesystems' modules (cache.FS_MODULES, less those above), kept apart
+     (``fsmodules/``, kernel.json ``fs_modules``): only a run that mounts ext4 or xfs loads them.
+     A kernel installed before them gets them added in place (nothing else is touched);
    * config facts (CONFIG_ZSWAP, CONFIG_MEMCG_V1, ...) from /boot/config-<release>;
 3. the runner, statically linked (``cargo build --target x86_64-unknown-linux-gnu`` with
    ``+crt-static``; with an explicit --target, RUSTFLAGS do not reach build scripts, and the
@@ -24,6 +27,7 @@ Command line: ``reclaimlab lab vm-install [--kernel NAME ...]`` (``make vmlab``)
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import lzma
 import os
@@ -36,7 +40,7 @@ from pathlib import Path
 
 from reclaimlab.lab.runner import repo_root
 from reclaimlab.vm import initramfs
-from reclaimlab.vm.cache import KERNELS, InstalledKernel, KernelSpec, VmUnavailable, cache_dir, kernel_json, missing_tools
+from reclaimlab.vm.cache import FS_MODULES, KERNELS, InstalledKernel, KernelSpec, VmUnavailable, cache_dir, kernel_json, missing_tools
 
 __all__ = ["install", "install_kernel", "static_runner"]
 
@@ -182,6 +186,20 @@ def _config(path: Path) -> dict[str, str]:
     return facts
 
 
+def _fs_modules(moddir: Path, kdir: Path, base: tuple[Path, ...]) -> tuple[Path, ...]:
+    """Write FS_MODULES (with the dependencies ``base`` does not load) to ``kdir/fsmodules``."""
+    loaded = {m.name for m in base}
+    out_dir = kdir / "fsmodules"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    out = []
+    for name, data in resolve_modules(moddir, FS_MODULES):
+        if name in loaded:
+            continue
+        (out_dir / name).write_bytes(data)
+        out.append(out_dir / name)
+    return tuple(out)
+
+
 def install_kernel(spec: KernelSpec, cache: Path) -> InstalledKernel:
     package = newest_package(spec)
     debs = cache / "debs"
@@ -207,6 +225,13 @@ def install_kernel(spec: KernelSpec, cache: Path) -> InstalledKernel:
             try:
                 old = InstalledKernel.from_dict(json.loads(current.read_text(encoding="utf-8")))
                 if old.package == package and old.version == version and old.vmlinux.is_file():
+                    if old.fs_modules is None:
+                        # Installed before the VM lab had filesystems: add their modules only
+                        # (the base image's inputs stay as they are).
+                        fs = _fs_modules(Path(tmp, "lib", "modules", release), kdir, old.modules)
+                        old = dataclasses.replace(old, fs_modules=fs)
+                        current.write_text(json.dumps(old.to_dict(), indent=2) + "\n", encoding="utf-8")
+                        _say(f"{spec.name}: added the filesystem modules {', '.join(m.stem for m in fs) or 'none'}")
                     _say(f"{spec.name}: {package} {version} already installed")
                     return old
             except (OSError, ValueError, KeyError):
@@ -220,10 +245,11 @@ def install_kernel(spec: KernelSpec, cache: Path) -> InstalledKernel:
         for name, data in resolve_modules(Path(tmp, "lib", "modules", release), spec.modules):
             (kdir / "modules" / name).write_bytes(data)
             modules.append(kdir / "modules" / name)
+        fs_modules = _fs_modules(Path(tmp, "lib", "modules", release), kdir, tuple(modules))
         config = _config(Path(tmp, "boot", f"config-{release}"))
     if config.get("CONFIG_ZSWAP") != "y":
         raise VmUnavailable(f"{package}: CONFIG_ZSWAP is not set in its config; the VM lab needs zswap")
-    k = InstalledKernel(spec.name, package, version, release, kdir / "vmlinux", tuple(modules), config)
+    k = InstalledKernel(spec.name, package, version, release, kdir / "vmlinux", tuple(modules), config, fs_modules)
     current.write_text(json.dumps(k.to_dict(), indent=2) + "\n", encoding="utf-8")
     _say(f"{spec.name}: installed {package} {version}: modules {', '.join(m.stem for m in modules) or 'none'}")
     return k

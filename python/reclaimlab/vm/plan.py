@@ -12,13 +12,23 @@ has to be journaled or restored: the guest is thrown away.
    gets the disks in that order), zram devices are zram0, zram1 ... (the module was loaded
    with ``num_devices`` = their number); mkswap, swapon with the scenario's priority;
 5. sysfs knobs (zswap parameters), ``enabled`` last;
-6. MGLRU on or off.
+6. MGLRU on or off;
+7. the scenario's filesystems (``machine.filesystems``), each at ``/mnt/fs<i>``: an ext4 or
+   xfs is a virtio disk after the swap disks, its image made on the host by the type's mkfs
+   (``vm.qemu``: an unnamed file, as the swap disks), mounted here after the filesystem
+   modules the run's archive carries (/plan/fsmod) are loaded; a tmpfs is mounted with the
+   scenario's size. How a filesystem reaches the guest is ``guest_backing`` alone.
+
+With filesystems, each runner gets ``--fs-dir`` per filesystem and ``--cgroup-procs`` (it joins
+its cgroup before it writes its files, as in the host lab), and init syncs and drops the page
+cache once every runner is ready (``DROP_CACHES``), as the host lab does.
 
 With ``trace`` (``--trace``) it also defines ``plan_trace``, which mounts tracefs and installs
 the hist triggers of vm.trace; init.sh calls it just before "go" and sends TRACE_FILES after
 the last snapshot.
 
-It defines variables (NPROC, SAMPLE_CS, ZRAM_NUM, SNAP_FILES, TRACE_FILES, cg<i>, AFTER_<i>_<k>) and
+It defines variables (NPROC, SAMPLE_CS, ZRAM_NUM, SNAP_FILES, TRACE_FILES, FS_ARGS, DROP_CACHES,
+READY_POLLS, cg<i>, AFTER_<i>_<k>) and
 ``plan_apply``; the helpers it calls (setf, setp, waitdev, die) are init.sh's.
 """
 
@@ -28,15 +38,57 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Any
 
+from reclaimlab.fsimage import file_bytes, image_bytes
 from reclaimlab.lab import knobs
 from reclaimlab.scenario import cgroup_files
 from reclaimlab.vm import trace
+from reclaimlab.vm.cache import GUEST_FS_TYPES
 
-__all__ = ["CGROUP_ROOT", "MAX_PROCESSES", "Plan", "make_plan"]
+__all__ = ["CGROUP_ROOT", "FS_MODULE_DIR", "MAX_PROCESSES", "FsDisk", "Plan", "guest_backing", "make_plan"]
 
 CGROUP_ROOT = "/sys/fs/cgroup"
 #: init.sh gives runner i the file descriptor 3+i for its stdin; 9 is the data channel.
 MAX_PROCESSES = 6
+#: Where the run's archive puts the filesystem modules (under /plan), named NN-<module>.ko in
+#: load order (backends.vm).
+FS_MODULE_DIR = "fsmod"
+#: init.sh polls every 0.05 s for a runner's "ready": 60 s, plus the time to write its files.
+READY_POLLS = 1200
+#: How fast the guest is assumed to write and fsync the scenario's files before "ready" (TCG,
+#: a virtio disk backed by the host's page cache): a floor, for the ready timeout only.
+GUEST_FILE_WRITE_BYTES_PER_S = 10_000_000
+
+
+def guest_backing(fs: dict[str, Any]) -> str:
+    """How filesystem ``fs`` (a lowered ``machine.filesystems`` entry) reaches the guest:
+    ``"virtio-blk"`` (an image the host makes with the type's mkfs, attached as a virtio disk:
+    a plain block device, whose writeback is counted once, one pgpgout per bio, unlike the host
+    lab's loop device over a file) or ``"tmpfs"`` (mounted in the guest, no device). The one
+    place this is decided. A disk filesystem must declare ``backing = "device"``: the
+    simulator counts a ``"loop"`` filesystem's IO twice (block.rs), which a virtio disk does
+    not. ValueError (its message starting with the key) for a type the guest cannot mount or
+    another backing."""
+    t = str(fs["fstype"])
+    if t == "tmpfs":
+        return "tmpfs"
+    if t not in GUEST_FS_TYPES:
+        raise ValueError(f"type: the VM lab mounts {', '.join((*GUEST_FS_TYPES, 'tmpfs'))}, not {t!r} (filesystem {fs['name']!r})")
+    if fs.get("backing", "loop") != "device":
+        raise ValueError(
+            f"backing: the VM lab gives filesystem {fs['name']!r} a virtio disk of its own, "
+            f'not a loop device over an image file: set backing = "device" (got {fs.get("backing", "loop")!r})'
+        )
+    return "virtio-blk"
+
+
+@dataclass(frozen=True)
+class FsDisk:
+    """A scenario filesystem on a virtio disk: its image is made on the host (vm.qemu)."""
+
+    name: str  # the scenario's name
+    fstype: str
+    size_bytes: int
+    device: str  # /dev/vdX in the guest
 
 
 @dataclass
@@ -48,6 +100,12 @@ class Plan:
     disks: list[tuple[str, int]] = field(default_factory=list)
     #: zram swaps: (counter key prefix "zram<k>", guest device id)
     zram: list[tuple[str, int]] = field(default_factory=list)
+    #: disk filesystems, in disk order after the swap disks
+    fs_disks: list[FsDisk] = field(default_factory=list)
+    #: block stat sources: (counter key prefix "block[<fs name>]", guest device /dev/vdX)
+    block: list[tuple[str, str]] = field(default_factory=list)
+    #: the mount point of each filesystem, in ``machine.filesystems`` order (the runner's --fs-dir)
+    fs_dirs: list[str] = field(default_factory=list)
 
 
 def _q(v: object) -> str:
@@ -59,9 +117,13 @@ def make_plan(config: dict[str, Any], runid: str, sample_interval_s: float) -> P
     procs = config["processes"]
     if not 1 <= len(procs) <= MAX_PROCESSES:
         raise ValueError(f"the VM lab runs 1 to {MAX_PROCESSES} processes; the scenario has {len(procs)}")
-    if config["machine"].get("filesystems"):
-        # The guest has only its swap disks: no filesystem images are attached yet.
-        raise ValueError("the VM lab has no filesystems yet: scenarios with [[machine.filesystems]] run on the host lab")
+    fss = list(config["machine"].get("filesystems") or [])
+    backings = []
+    for i, fs in enumerate(fss):
+        try:
+            backings.append(guest_backing(fs))
+        except ValueError as e:
+            raise ValueError(f"machine.filesystems[{i}].{e}") from None
     version = int(config["cgroups"]["version"])
     groups = config["cgroups"]["groups"]
     lines = ["plan_apply() {"]
@@ -143,6 +205,26 @@ def make_plan(config: dict[str, Any], runid: str, sample_interval_s: float) -> P
         else:
             lines.append(f"    [ -e {f} ] || die {_q(f'this kernel has no {f} (the scenario sets {k.key} = {want})')}")
             lines.append(f"    setp {f} {_q(want)}")
+    if "virtio-blk" in backings:
+        # Debian builds ext4 and xfs as modules: the run's archive carries them (backends.vm).
+        lines.append(f'    for m in /plan/{FS_MODULE_DIR}/*.ko; do insmod $m || die "insmod $m failed"; done')
+        lines.append(f"    rm -rf /plan/{FS_MODULE_DIR}")
+    for i, (fs, backing) in enumerate(zip(fss, backings, strict=True)):
+        point = f"/mnt/fs{i}"
+        plan.fs_dirs.append(point)
+        lines.append(f"    mkdir -p {point}")
+        if backing == "virtio-blk":
+            dev = f"/dev/vd{chr(ord('a') + len(plan.disks) + len(plan.fs_disks))}"
+            plan.fs_disks.append(FsDisk(str(fs["name"]), str(fs["fstype"]), image_bytes(config, i), dev))
+            plan.block.append((f"block[{fs['name']}]", dev))
+            lines.append(f"    waitdev {dev}")
+            t = str(fs["fstype"])
+            lines.append(f"    mount -t {t} {dev} {point} || die {_q(f'cannot mount {dev} ({t}) on {point}')}")
+        else:
+            # The scenario's size= (the simulator's limit), else the kernel's default (half of
+            # RAM), as the host lab.
+            opts = "mode=0700" if fs.get("size_bytes") is None else f"size={int(fs['size_bytes'])},mode=0700"
+            lines.append(f"    mount -t tmpfs -o {opts} tmpfs {point} || die 'cannot mount tmpfs on {point}'")
     lines.append("    :")
     lines.append("}")
     trace_groups = list(config.get("trace") or ())
@@ -159,6 +241,7 @@ def make_plan(config: dict[str, Any], runid: str, sample_interval_s: float) -> P
         )
         snap_files += [f"{d}/{n}" for n in names]
     snap_files += [f"/sys/block/zram{zid}/mm_stat" for _, zid in plan.zram]
+    snap_files += [f"/sys/block/{d.device.removeprefix('/dev/')}/stat" for d in plan.fs_disks]
     # memory PSI, when the guest kernel has it enabled (record.snapshot skips it otherwise)
     snap_files.append("/proc/pressure/memory")
     # free blocks per order (the simulator's buddyinfo.* keys, when its zone exists)
@@ -172,6 +255,9 @@ def make_plan(config: dict[str, Any], runid: str, sample_interval_s: float) -> P
         f"ZRAM_NUM={len(plan.zram)}",
         f"SNAP_FILES={_q(' '.join(snap_files))}",
         f"TRACE_FILES={_q(' '.join(trace.hist_files(trace_groups)))}",
+        f"FS_ARGS={_q(' '.join(f'--fs-dir {d}' for d in plan.fs_dirs))}",
+        f"DROP_CACHES={1 if fss else 0}",
+        f"READY_POLLS={READY_POLLS + 20 * sum(file_bytes(config, i) for i in range(len(fss))) // GUEST_FILE_WRITE_BYTES_PER_S}",
     ]
     for i, proc in enumerate(procs):
         head.append(f"cg{i}={_q(plan.cgroup_dirs[groups[proc['cgroup']]['path']])}")

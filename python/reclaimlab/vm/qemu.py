@@ -10,9 +10,13 @@ Process chain (every link dies with the one before it):
   (``setpriv --pdeathsig``, set in QEMU's own process before exec);
 * on any failure and on SIGINT/SIGTERM the driver stops QEMU by its pid (``stop``).
 
-No file of the run has a name: the run's initrd, the swap disk images and the serial port
-outputs are O_TMPFILE files (unnamed, freed when the last descriptor closes) handed to QEMU as
-``/proc/self/fd/N``. A driver killed at any moment leaves nothing on disk.
+No file of the run has a name: the run's initrd, the swap disk images, the filesystem images
+and the serial port outputs are O_TMPFILE files (unnamed, freed when the last descriptor
+closes) handed to QEMU as ``/proc/self/fd/N``. A driver killed at any moment leaves nothing on
+disk, so there is nothing for ``lab restore`` to undo either. A filesystem image (``fs_image``)
+is sparse, and the host lab's mkfs (``lab.filesystems.mkfs_argv``: everything initialised now,
+no discard) writes its filesystem through ``/proc/self/fd/N`` of the mkfs process, which
+inherits the descriptor: no loop device, no mount on the host.
 """
 
 from __future__ import annotations
@@ -30,8 +34,9 @@ from pathlib import Path
 from typing import Any
 
 from reclaimlab.lab.errors import LabError
+from reclaimlab.lab.filesystems import mkfs_argv
 
-__all__ = ["Guest", "GuestSpec", "qemu_version", "tmpfile"]
+__all__ = ["Guest", "GuestSpec", "fs_image", "qemu_version", "tmpfile"]
 
 PR_SET_PDEATHSIG = 1
 QEMU = "qemu-system-x86_64"
@@ -56,6 +61,33 @@ def tmpfile(size: int = 0, data: bytes | None = None) -> int:
         if size:
             os.ftruncate(fd, size)  # sparse: only what the guest writes takes space
     except OSError:
+        os.close(fd)
+        raise
+    return fd
+
+
+#: How long one mkfs may take (a 320 MiB xfs takes about a second; ext4 writes its inode
+#: tables and journal now).
+MKFS_TIMEOUT_S = 300
+
+
+def fs_image(size: int, fstype: str) -> int:
+    """An unnamed sparse file of ``size`` bytes with a fresh ``fstype`` filesystem on it (the
+    host lab's mkfs options): a descriptor, never a name. LabError if mkfs fails."""
+    fd = tmpfile(size=size)
+    try:
+        argv = mkfs_argv(fstype, f"/proc/self/fd/{fd}")
+        if shutil.which(argv[0]) is None:
+            raise LabError(f"{argv[0]} is not installed on the host: the VM lab makes the {fstype} image here (`make lab-tools`)")
+        try:
+            r = subprocess.run(
+                argv, pass_fds=[fd], capture_output=True, text=True, timeout=MKFS_TIMEOUT_S, check=False, stdin=subprocess.DEVNULL
+            )
+        except subprocess.TimeoutExpired:
+            raise LabError(f"{argv[0]} of a {size >> 20} MiB image took more than {MKFS_TIMEOUT_S} s") from None
+        if r.returncode != 0:
+            raise LabError(f"`{' '.join(argv)}` failed (exit {r.returncode}): {(r.stderr or r.stdout).strip()[-600:]}")
+    except BaseException:
         os.close(fd)
         raise
     return fd
@@ -94,6 +126,8 @@ class GuestSpec:
     memory_bytes: int
     cpus: int
     disks: list[int] = field(default_factory=list)  # sizes in bytes, in /dev/vda, vdb ... order
+    #: filesystem images, attached after ``disks``: (size in bytes, type for mkfs)
+    fs_images: list[tuple[int, str]] = field(default_factory=list)
     timeout_s: float = 600.0
     cmdline_extra: str = ""
 
@@ -133,8 +167,8 @@ class Guest:
         ]  # fmt: skip
         for i, fd in enumerate(fd_disks):
             argv += [
-                "-drive", f"file=/proc/self/fd/{fd},format=raw,if=none,id=swap{i},cache=unsafe,aio=threads",
-                "-device", f"virtio-blk-pci,drive=swap{i}",
+                "-drive", f"file=/proc/self/fd/{fd},format=raw,if=none,id=disk{i},cache=unsafe,aio=threads",
+                "-device", f"virtio-blk-pci,drive=disk{i}",
             ]  # fmt: skip
         return argv
 
@@ -147,8 +181,15 @@ class Guest:
         self.console_fd = tmpfile()
         self.data_fd = tmpfile()
         self.err_fd = tmpfile()
-        disks = [tmpfile(size=size) for size in s.disks]
-        self.fds = [fd_initrd, self.console_fd, self.data_fd, self.err_fd, *disks]
+        self.fds = [fd_initrd, self.console_fd, self.data_fd, self.err_fd]
+        disks: list[int] = []
+        try:
+            for size in s.disks:
+                disks.append(tmpfile(size=size))
+            for size, fstype in s.fs_images:
+                disks.append(fs_image(size, fstype))
+        finally:
+            self.fds += disks  # closed by close() whatever happens (drive's finally)
         argv = [
             "timeout", "-s", "KILL", str(int(s.timeout_s + TIMEOUT_SLACK_S)),
             "setpriv", "--pdeathsig", "KILL",

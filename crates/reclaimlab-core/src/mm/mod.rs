@@ -4,6 +4,7 @@
 //! workingset.rs, swap.rs (slots, devices, swap cache, readahead) and zswap/.
 
 pub mod analytic;
+pub mod cgwb;
 pub mod filemap;
 pub mod journal;
 pub mod kalloc;

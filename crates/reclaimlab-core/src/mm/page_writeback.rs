@@ -18,10 +18,10 @@
 //!   estimated per-bdi write bandwidth and dirty_ratelimit is replaced by its fixed point: the
 //!   writer's rate is the device's write bandwidth times pos_ratio, the kernel's cubic
 //!   (pos_ratio = 1 + ((setpoint − dirty) / (limit − setpoint))³, clamped to [0, 2]) over the
-//!   global domain only; at or over the limit it sleeps until enough writeback completes to
-//!   get below it, at most MAX_PAUSE. No per-bdi (wb) domain, no memcg domain (cgroup
-//!   writeback on v2 is not modelled: every memcg's pages count in the global domain, as
-//!   v1 has it), no strictlimit, no dirty_ratelimit estimation.
+//!   global domain, and on cgroup v2 also over the writer's memcg domain (mm/cgwb.rs: the
+//!   lower pos_ratio of the two throttles, freerun only under both ceilings); at or over the
+//!   limit it sleeps until enough writeback completes to get below it, at most MAX_PAUSE.
+//!   No per-bdi (wb) share of a domain, no strictlimit, no dirty_ratelimit estimation.
 //! * Only file pages count in the dirty domain's NR_WRITEBACK (swap writeback is left out of
 //!   `nr_file_writeback`; the exported vmstat nr_writeback counts both, as the kernel's does).
 //! * The flusher writes one inode at a time, oldest dirtied_when first, MIN_WRITEBACK_PAGES
@@ -339,8 +339,7 @@ impl Mm {
         let p = p as usize;
         self.dirty.nr_dirtied[p] += 1;
         if self.dirty.nr_dirtied[p] >= self.dirty.nr_dirtied_pause[p] {
-            let fs = self.fs_of_region(region);
-            self.balance_dirty_pages(ctx, p, fs);
+            self.balance_dirty_pages(ctx, p, region);
         }
     }
 
@@ -349,22 +348,52 @@ impl Mm {
     /// dirty_poll_interval pages; above it, sleep for the pages dirtied at the throttled
     /// rate (device write bandwidth × pos_ratio); at the limit, sleep until enough of the
     /// writeback in flight completes, at most MAX_PAUSE, and look again at the next page.
-    fn balance_dirty_pages(&mut self, ctx: &mut Ctx, p: usize, fs: usize) {
+    /// On cgroup v2 the file's memcg domain (`mdtc`, mm/cgwb.rs) is a second constraint: the
+    /// writer runs free only under both freerun ceilings, polls at the shorter interval, and is
+    /// throttled by the domain with the lower pos_ratio.
+    fn balance_dirty_pages(&mut self, ctx: &mut Ctx, p: usize, region: usize) {
+        let fs = self.fs_of_region(region);
         let pages_dirtied = self.dirty.nr_dirtied[p];
         self.dirty.nr_dirtied[p] = 0;
         let (bg, thresh) = self.dirty_limits();
         let dirty = self.nr_dirty_domain();
         let freerun = (thresh + bg) / 2;
-        if dirty > bg {
-            // wb_start_background_writeback.
+        let mdtc = self
+            .cgwb_memcg(region)
+            .map(|m| self.mdtc(m, true, self.global_dirtyable_memory(), dirty));
+        if dirty > bg || mdtc.is_some_and(|d| !d.freerun()) {
+            // wb_start_background_writeback (of the memcg's wb once over its freerun ceiling).
             self.wb_wakeup(fs, ctx.now);
         }
-        if dirty <= freerun {
-            self.dirty.nr_dirtied_pause[p] = dirty_poll_interval(dirty, thresh);
+        if dirty <= freerun && mdtc.is_none_or(|d| d.freerun()) {
+            self.dirty.nr_dirtied_pause[p] = mdtc.map_or(dirty_poll_interval(dirty, thresh), |d| {
+                dirty_poll_interval(dirty, thresh).min(dirty_poll_interval(d.dirty, d.thresh))
+            });
             return;
         }
         let setpoint = (freerun + thresh) / 2;
-        let pos = pos_ratio_1024(setpoint, dirty, thresh);
+        let g_pos = pos_ratio_1024(setpoint, dirty, thresh);
+        // sdtc: the memcg domain when its pos_ratio is the lower.
+        let (pos, dirty, thresh, by_memcg) = match mdtc {
+            Some(d) => {
+                let m_setpoint = (d.freerun_ceiling() + d.thresh) / 2;
+                let m_pos = pos_ratio_1024(m_setpoint, d.dirty, d.thresh);
+                if m_pos < g_pos {
+                    (m_pos, d.dirty, d.thresh, true)
+                } else {
+                    (g_pos, dirty, thresh, false)
+                }
+            }
+            None => (g_pos, dirty, thresh, false),
+        };
+        // The memcg domain's pauses are the kernel's wb_max_pause for its wb (mm/cgwb.rs);
+        // the global domain keeps MAX_PAUSE.
+        let max_pause = if by_memcg {
+            let bw = self.fs[fs].bdev.model.write_bytes_per_s / PAGE_SIZE;
+            super::cgwb::wb_max_pause_jiffies(dirty, bw) * JIFFY_NS
+        } else {
+            MAX_PAUSE_NS
+        };
         let until = if pos > 0 {
             let bw = self.fs[fs].bdev.model.write_bytes_per_s.max(PAGE_SIZE);
             let rate = (bw / PAGE_SIZE * pos / 1024).max(1);
@@ -373,7 +402,7 @@ impl Mm {
             self.dirty.nr_dirtied_pause[p] = 32;
             later(
                 ctx.now,
-                (pages_dirtied * NSEC_PER_SEC / rate).min(MAX_PAUSE_NS),
+                (pages_dirtied * NSEC_PER_SEC / rate).min(max_pause),
             )
         } else {
             // At the limit: sleep until `dirty − thresh + 1` of the writes in flight complete
@@ -381,8 +410,13 @@ impl Mm {
             // dirtied looks again. The kernel loops inside balance_dirty_pages; returning
             // lets the flusher's events run while this task sleeps.
             let need = (dirty - thresh + 1) as usize;
+            if by_memcg {
+                // The memcg wb woken above submits before the writer looks at what is in
+                // flight (a small domain is written in one flusher chunk).
+                self.run_flushers_until(ctx.now);
+            }
             let inflight = &self.fs[fs].bdev.inflight;
-            let max = later(ctx.now, MAX_PAUSE_NS);
+            let max = later(ctx.now, max_pause);
             self.dirty.nr_dirtied_pause[p] = 1;
             inflight
                 .get(need - 1)
@@ -544,6 +578,19 @@ impl Mm {
                 self.fs[fs].wb.start_all_pending = false;
             } else {
                 self.fs[fs].wb.start_all = Some((left, since));
+            }
+        }
+        if written == 0 {
+            // The memcg wbs' background writeback (cgroup v2, mm/cgwb.rs): wb_over_bg_thresh
+            // on each one's memcg domain, its own inodes oldest first.
+            for m in self.cgwb_memcgs(fs) {
+                let over = self.memcg_over_bg_thresh(m);
+                if over > 0 {
+                    if let Some(r) = self.oldest_dirty_inode_of(fs, m) {
+                        written = self.writeback_inode(ctx, r, over.min(MIN_WRITEBACK_PAGES));
+                        break;
+                    }
+                }
             }
         }
         if written == 0 {

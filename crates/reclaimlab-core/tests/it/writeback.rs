@@ -412,3 +412,43 @@ fn a_loop_device_counts_its_io_twice_in_pgpgin_and_pgpgout() {
         counter(&own, "vmstat.pgpgout")
     );
 }
+
+#[test]
+fn on_v2_the_memcg_dirty_domain_keeps_the_memcgs_dirty_pages_at_its_share() {
+    // The streaming write through a 4000-page memcg, v1 against v2 (memory.max). v1 has the
+    // global domain only (20% of ~120k dirtyable pages, far above the memcg): the memcg's page
+    // cache goes mostly dirty. v2's memcg domain (mm/cgwb.rs) throttles the writer and
+    // flushes the memcg's inode at 20% / 10% of what the memcg can hold (its file pages, no
+    // headroom at the limit): about 800 / 400 pages.
+    // memory.stat: v1's dirty / writeback, v2's file_dirty / file_writeback.
+    let dirty_wb = |r: &reclaimlab_core::SimResult, prefix: &str| {
+        (counter(r, &format!("memcg[/t].memory.stat.{prefix}dirty"))
+            + counter(r, &format!("memcg[/t].memory.stat.{prefix}writeback")))
+            / 4096
+    };
+    let v1 = run(&streaming("ext4"));
+    let mut v = streaming("ext4");
+    v["cgroups"]["version"] = json!(2);
+    let v2 = run(&v);
+    assert!(dirty_wb(&v1, "") > 2000, "v1: {}", dirty_wb(&v1, ""));
+    assert!(
+        dirty_wb(&v2, "file_") <= 900,
+        "v2: {}",
+        dirty_wb(&v2, "file_")
+    );
+    // Everything was written back either way but what is still dirty or being written.
+    for r in [&v1, &v2] {
+        assert_eq!(
+            counter(r, "vmstat.nr_written")
+                + counter(r, "vmstat.nr_dirty")
+                + counter(r, "vmstat.nr_writeback"),
+            counter(r, "vmstat.nr_dirtied"),
+            "written {} dirty {} writeback {}",
+            counter(r, "vmstat.nr_written"),
+            counter(r, "vmstat.nr_dirty"),
+            counter(r, "vmstat.nr_writeback")
+        );
+    }
+    // The memcg's flusher work was throttling-driven: v2's writer slept in balance_dirty_pages.
+    assert!(phase_ns(&v2, "f0") > phase_ns(&v1, "f0"));
+}

@@ -2,9 +2,10 @@
 #
 #   mount proc, sys, dev, debugfs, a small /tmp; source /plan/plan.sh (the run's plan, written
 #   by reclaimlab.vm.plan: variables and plan_apply); load the kernel modules of the image;
-#   plan_apply (cgroup hierarchy, sysctls, cgroups, swap devices, zswap, MGLRU);
-#   start one reclaimlab-runner per process, move each into its cgroup once it says "ready",
-#   snapshot, "go", sample every SAMPLE_CS centiseconds until every runner has finished its
+#   plan_apply (cgroup hierarchy, sysctls, cgroups, swap devices, zswap, MGLRU, filesystems);
+#   start one reclaimlab-runner per process (with filesystems: --fs-dir per filesystem and
+#   --cgroup-procs, it writes its files in its cgroup before "ready"), move each into its
+#   cgroup once it says "ready", with filesystems sync and drop the page cache, snapshot, "go", sample every SAMPLE_CS centiseconds until every runner has finished its
 #   phases (or exited), snapshot again, let the runners exit, send their output, power off.
 #
 # Everything goes to the host on the second serial port (/dev/ttyS1), one record per line:
@@ -102,7 +103,11 @@ ev applied "$(now)"
 i=0
 while [ $i -lt "$NPROC" ]; do
     mkfifo /tmp/in$i
-    /bin/reclaimlab-runner --config /plan/lowered.json --process $i < /tmp/in$i > /tmp/out$i 2> /tmp/err$i 9>&- &
+    rargs=""
+    # FS_ARGS is "--fs-dir /mnt/fs0 ..." (no spaces in the paths): split on purpose.
+    [ -n "$FS_ARGS" ] && eval "rargs=\"$FS_ARGS --cgroup-procs \$cg$i/cgroup.procs\""
+    # shellcheck disable=SC2086
+    /bin/reclaimlab-runner --config /plan/lowered.json --process $i $rargs < /tmp/in$i > /tmp/out$i 2> /tmp/err$i 9>&- &
     eval "pid$i=\$!"
     eval "exec $((3 + i))>/tmp/in$i"
     i=$((i + 1))
@@ -112,12 +117,14 @@ while [ $i -lt "$NPROC" ]; do
     n=0
     until grep -q '"event":"ready"' /tmp/out$i; do
         alive $i || die "runner $i exited before it was ready: $(tail -c 600 /tmp/err$i /tmp/out$i | tr '\n' ' ')"
-        n=$((n + 1)); [ $n -gt 1200 ] && die "runner $i: no ready within 60 s"
+        n=$((n + 1)); [ $n -gt "$READY_POLLS" ] && die "runner $i: no ready within $((READY_POLLS / 20)) s"
         sleep 0.05
     done
     eval "echo \$pid$i > \$cg$i/cgroup.procs" || die "cannot move runner $i into its cgroup"
     i=$((i + 1))
 done
+# As the host lab (lab.host.drop_caches): the files are on their disks, none of them cached.
+if [ "$DROP_CACHES" = 1 ]; then sync; echo 3 > /proc/sys/vm/drop_caches || die "cannot drop the page cache"; fi
 
 # --trace: the hist triggers count from here (vm/trace.py)
 [ -n "$TRACE_FILES" ] && plan_trace
