@@ -4,8 +4,10 @@ Parallel and cached results must be the serial results byte for byte."""
 
 from __future__ import annotations
 
+import gc
 import json
 import signal
+import sys
 import threading
 import time
 from pathlib import Path
@@ -139,19 +141,30 @@ def test_the_core_runs_without_the_gil(real_core: object) -> None:
 def test_a_failing_configuration_names_the_scenario(real_core: object, monkeypatch: pytest.MonkeyPatch) -> None:
     # A core error in one worker thread is the scenario's error, naming its file and key; the
     # other configurations stop.
+    # The error is raised while that thread's Simulation exists (from inside its run), and the
+    # Simulation is still freed on its own thread: a native object dropped on another thread
+    # is reported as an unraisable RuntimeError ("unsendable").
     real_simulate = sim.simulate
 
-    def simulate(config_json: str, *args: Any, **kwargs: Any) -> Any:
-        if json.loads(config_json)["kernel"]["vm"]["swappiness"] == 100:
+    def simulate(config_json: str, interval_s: Any, limit_ns: Any, on_progress: Any = None, **kw: Any) -> Any:
+        def refuse(fraction: float) -> None:
             raise ValueError("seed: refused by the core")
-        return real_simulate(config_json, *args, **kwargs)
 
+        if json.loads(config_json)["kernel"]["vm"]["swappiness"] == 100:
+            on_progress = refuse
+        return real_simulate(config_json, interval_s, limit_ns, chunk=1000, on_progress=on_progress)
+
+    unraisable: list[Any] = []
+    monkeypatch.setattr(sys, "unraisablehook", unraisable.append)
     monkeypatch.setattr(sim, "simulate", simulate)
     with pytest.raises(ScenarioError) as e:
         compare(THREE_REGIONS, vary=VARY, jobs=2)
     assert e.value.file == str(THREE_REGIONS)
     assert "seed" in str(e.value) and "refused by the core" in str(e.value)
     assert not _sweep_threads()
+    del e
+    gc.collect()
+    assert not [u.exc_value for u in unraisable], [str(u.exc_value) for u in unraisable]
 
 
 def test_ctrl_c_stops_the_running_configurations_and_starts_no_more(monkeypatch: pytest.MonkeyPatch) -> None:
