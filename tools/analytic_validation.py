@@ -102,6 +102,8 @@ def summary(out: Path) -> str:
 
 
 if __name__ == "__main__":
+    if len(sys.argv) != 2 or sys.argv[1].startswith("-"):
+        sys.exit(__doc__)  # not a directory to write into (a `--help` here once became one)
     target = Path(sys.argv[1])
     run(target)
     print(summary(target), end="")

@@ -424,7 +424,7 @@ def compare(
     counters: CountersOption = None,
     show_all: Annotated[bool, typer.Option("--all", help="Show every counter, not only the headline.")] = False,
     jobs: Annotated[
-        int, typer.Option("--jobs", "-j", min=0, help="Configurations run at once, each in its own process (0: one per CPU).")
+        int, typer.Option("--jobs", "-j", min=0, help="Configurations run at once, each on a thread of its own (0: one per CPU).")
     ] = 1,
     no_cache: Annotated[
         bool,

@@ -259,7 +259,7 @@ def compare(
 ) -> CompareResult:
     """Run every configuration (sharing the scenario's seed) and collect results.
     ``interval_s``: sample the counters over time (the simulator's ``--interval``).
-    ``jobs``: configurations run at once in worker processes (0: one per CPU); ``ray_address``:
+    ``jobs``: configurations run at once, on threads (0: one per CPU); ``ray_address``:
     run them on that Ray cluster instead; ``cache``: reuse results of identical configurations
     (reclaimlab.sweep). Results are the same in every case. A custom ``run`` runs serially."""
     if isinstance(scenario, Scenario):

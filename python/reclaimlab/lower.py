@@ -88,7 +88,8 @@ def lower(scenario: Scenario, profile: Profile | None = _ACTIVE) -> dict[str, An
         # Only when asked for: a run without tracing lowers (and caches) as before.
         out["trace"] = sorted(set(scenario.trace))
     if scenario.engine.accesses != "exact":
-        # Likewise: an exact-mode scenario lowers (and caches) as before the switch existed.
+        # The core steps every access unless told otherwise (its default, config.rs Accesses):
+        # an exact-mode scenario lowers (and caches) as before the switch existed.
         out["engine"] = {"accesses": scenario.engine.accesses}
     return out
 

@@ -6,8 +6,16 @@ kernel of this host (the lab); it produces the same counter keys.
 
 from __future__ import annotations
 
-from reclaimlab.backends import kernel, sim
+from importlib import import_module
+from typing import Any
 
 __all__ = ["BACKENDS", "kernel", "sim"]
 
-BACKENDS = {"sim": sim.run, "kernel": kernel.run}
+
+def __getattr__(name: str) -> Any:
+    # Imported on first use: a simulator run does not import the lab (``kernel``) at start-up.
+    if name in ("kernel", "sim"):
+        return import_module(f"reclaimlab.backends.{name}")
+    if name == "BACKENDS":
+        return {b: import_module(f"reclaimlab.backends.{b}").run for b in ("sim", "kernel")}
+    raise AttributeError(f"module 'reclaimlab.backends' has no attribute {name!r}")

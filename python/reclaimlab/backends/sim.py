@@ -118,7 +118,7 @@ def simulate(
     zsmalloc_classes: bool = False,
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """Run a lowered config in the core: (the core's raw result, the series or {}). Needs only
-    the native module (sweeps run it in worker processes); raises ValueError if the core
+    the native module (sweeps run it on worker threads and Ray tasks); raises ValueError if the core
     refuses the config. ``zsmalloc_classes``: also each zsmalloc pool's debugfs ``classes``
     table (raw["zsmalloc"]; docs/model/zsmalloc.md)."""
     sim = native.core().Simulation(config_json)

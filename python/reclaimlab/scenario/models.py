@@ -915,11 +915,15 @@ class Lab(StrictModel):
 
 class Engine(StrictModel):
     """How the simulator carries the run out, not what it models (the lab ignores it).
-    ``accesses``: ``"exact"`` steps every access; ``"analytic"`` draws the resident hits of
-    uniform and hot/cold random phases in bulk (docs/model/analytic.md). The values are declared once, in
-    the core (config.rs ``Accesses``), which refuses any other with the list."""
+    ``accesses``: ``"analytic"`` draws the resident hits of random phases and sequential passes
+    in bulk (docs/model/analytic.md); ``"exact"`` steps every access (the lab's sequence, byte
+    for byte). The values are declared once, in the core (config.rs ``Accesses``), which
+    refuses any other with the list; a scenario's default is declared here, once: analytic,
+    since it is as close to the kernel as exact mode on the validation suite (analytic.md).
+    The core's own default for a lowered config without ``engine`` stays exact (its tests,
+    benches and the runner's sequence), so lower.py writes the mode whenever it is not that."""
 
-    accesses: str = "exact"
+    accesses: str = "analytic"
 
 
 class Scenario(StrictModel):
