@@ -658,3 +658,16 @@ def test_host_memcgs_lowers_only_when_set() -> None:
     assert "host_memcgs" not in lower(load(MINIMAL), None)["machine"]
     s = load(MINIMAL.replace('memory = "256MiB"', 'memory = "256MiB"\nhost_memcgs = 12'))
     assert lower(s, None)["machine"]["host_memcgs"] == 12
+
+
+def test_the_readahead_state_at_the_start_lowers_only_when_stated(write: Write) -> None:
+    from reclaimlab.lower import lower
+
+    machine = lower(load(MINIMAL), None)["machine"]
+    assert "swapin_readahead_hits" not in machine and "last_readahead_pages" not in machine
+    s = load(MINIMAL.replace('memory = "256MiB"', 'memory = "256MiB"\nswapin_readahead_hits = 0\nlast_readahead_pages = 1'))
+    machine = lower(s, None)["machine"]
+    assert (machine["swapin_readahead_hits"], machine["last_readahead_pages"]) == (0, 1)
+    # swapin_nr_pages only ever chooses 0 or a power of two.
+    bad = one(write, MINIMAL.replace('memory = "256MiB"', 'memory = "256MiB"\nlast_readahead_pages = 3'))
+    assert "machine.last_readahead_pages" in bad and "power of two" in bad

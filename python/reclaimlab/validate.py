@@ -376,7 +376,8 @@ def _workload_config(config: dict[str, Any]) -> dict[str, Any]:
     """``config`` without what only the simulator uses: its time costs, its swap devices' and
     filesystems' device models (the kernel ran on the real devices) and its memcg stats flush
     interval (the kernel has its own flusher), the host's other memcgs (``host_memcgs``: the
-    kernel had the real ones) and how the simulator steps accesses (``engine``: the kernel ran
+    kernel had the real ones), the swap readahead state at the start (``swapin_readahead_hits``,
+    ``last_readahead_pages``: the kernel had its own) and how the simulator steps accesses (``engine``: the kernel ran
     every access). What remains is what the kernel runs must share
     with the simulator's run: workload, cgroups, kernel settings, sizes. Trace phases are
     compared by their file's sha256, not by where a machine keeps the file."""
@@ -401,9 +402,11 @@ def _workload_config(config: dict[str, Any]) -> dict[str, Any]:
                 machine[key] = [
                     {k: v for k, v in d.items() if k not in ("device", "image_bytes")} if isinstance(d, dict) else d for d in machine[key]
                 ]
-        # host_memcgs describes the host for the simulator; the lab sets nothing from it (the
-        # kernel walked the host's real memcgs).
-        machine.pop("host_memcgs", None)
+        # host_memcgs and the swap readahead state at the start describe the host for the
+        # simulator; the lab sets nothing from them (the kernel walked the host's real memcgs
+        # and started from its own readahead statics).
+        for key in ("host_memcgs", "swapin_readahead_hits", "last_readahead_pages"):
+            machine.pop(key, None)
         out["machine"] = machine
     return out
 
