@@ -679,3 +679,16 @@ def test_page_reporting_order_reads_the_host_and_lowers_only_when_set(tmp_path: 
     assert lower(s, None)["machine"]["page_reporting_order"] == 9
     with pytest.raises(ScenarioError, match="page_reporting_order"):
         load(MINIMAL.replace('memory = "256MiB"', 'memory = "256MiB"\npage_reporting_order = "guest"'))
+
+
+def test_the_readahead_state_at_the_start_lowers_only_when_stated(write: Write) -> None:
+    from reclaimlab.lower import lower
+
+    machine = lower(load(MINIMAL), None)["machine"]
+    assert "swapin_readahead_hits" not in machine and "last_readahead_pages" not in machine
+    s = load(MINIMAL.replace('memory = "256MiB"', 'memory = "256MiB"\nswapin_readahead_hits = 0\nlast_readahead_pages = 1'))
+    machine = lower(s, None)["machine"]
+    assert (machine["swapin_readahead_hits"], machine["last_readahead_pages"]) == (0, 1)
+    # swapin_nr_pages only ever chooses 0 or a power of two.
+    bad = one(write, MINIMAL.replace('memory = "256MiB"', 'memory = "256MiB"\nlast_readahead_pages = 3'))
+    assert "machine.last_readahead_pages" in bad and "power of two" in bad

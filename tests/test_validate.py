@@ -464,6 +464,20 @@ def test_how_the_simulator_steps_accesses_is_not_part_of_the_kernel_runs_config(
     assert _workload_config({**exact, "engine": {"accesses": "analytic"}}) == _workload_config(exact)
 
 
+def test_the_machines_readahead_state_is_the_simulators_claim_not_the_kernel_runs_config() -> None:
+    """machine.swapin_readahead_hits / last_readahead_pages state what the simulated host's
+    swap readahead starts from; the lab sets nothing from them (the kernel had its own
+    statics), so stored kernel runs validate a simulation that states them. The swap devices
+    are still compared."""
+    from reclaimlab.validate import _workload_config
+
+    kernel_run = {"machine": {"memory_bytes": 1, "swap": [{"name": "swapfile", "size_bytes": 2}]}}
+    stated = {"machine": {**kernel_run["machine"], "swapin_readahead_hits": 0, "last_readahead_pages": 1}}
+    assert _workload_config(stated) == _workload_config(kernel_run)
+    resized = {"machine": {**stated["machine"], "swap": [{"name": "swapfile", "size_bytes": 3}]}}
+    assert _workload_config(resized) != _workload_config(kernel_run)
+
+
 def _on(result: ValidateResult, backend: str, provenance: dict[str, Any], cgroup_version: int) -> ValidateResult:
     runs = [
         RunResult(

@@ -16,8 +16,12 @@ taken out), in both cases times 1 / (1 - wait). The kernel's flusher has run sin
 phase against the run's start is unknown: the simulator runs at each of ``PHASES``. ``--sweep``
 and ``--fine`` add the simulator over a range of speeds (the knife edge, if there is one).
 
+``--set KEY=VALUE`` overrides a scenario key on the simulator's side (the kernel runs are the
+stored ones), e.g. ``kernel.switches.vmscan.pageout_anon_check=true`` for the outcomes of a
+model change against the same kernel runs.
+
 Usage: python tools/oom_race.py SCENARIO.toml RESULT.json [--rate-from OTHER.json ...]
-       [--sweep | --fine] [--out FILE.md]
+       [--set KEY=VALUE ...] [--sweep | --fine] [--out FILE.md]
 """
 
 from __future__ import annotations
@@ -107,11 +111,12 @@ def main(argv: list[str]) -> int:
         default=[],
         help="more `validate --json` files of the scenario whose completed runs give the kernel's busy-free rate",
     )
+    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a scenario key (the simulator's side)")
     ap.add_argument("--sweep", action="store_true")
     ap.add_argument("--fine", action="store_true", help="the sweep in steps of 5%% from x0.9 to x1.6 (around the profile's speed)")
     ap.add_argument("--out", type=Path)
     a = ap.parse_args(argv)
-    scenario = load(a.scenario)
+    scenario = load(a.scenario, a.set)
     stored = ValidateResult.load(a.result)
     profile = active_profile()
     ref = profile.measurements.get("speed_probe_ns") if profile is not None else None
@@ -126,7 +131,8 @@ def main(argv: list[str]) -> int:
     runs = list(stored.kernel_runs) + [r for f in a.rate_from for r in ValidateResult.load(f).kernel_runs]
     rates = [v for v in busy_free_rates(runs, proc, phase) if v > 0]
     lines = [
-        f"{a.result}: {len(stored.kernel_runs)} kernel runs; profile probe {ref:.0f} ns",
+        f"{a.result}: {len(stored.kernel_runs)} kernel runs; profile probe {ref:.0f} ns"
+        + (f"; simulator with {', '.join(a.set)}" if a.set else ""),
         "",
         f"{proc}/{phase}: the simulator at the profile's speed {sim_rate:,.0f} accesses/s; the kernel's busy-free rate "
         + (

@@ -146,6 +146,11 @@ def _machine(m: Machine, presets: dict[str, DeviceModel]) -> dict[str, Any]:
         out["host_memcgs"] = m.host_memcgs
     if m.page_reporting_order:  # optional in config.rs too
         out["page_reporting_order"] = m.page_reporting_order
+    # Optional in config.rs (unset: the boot values), so a machine without them lowers as before.
+    if m.swapin_readahead_hits is not None:
+        out["swapin_readahead_hits"] = m.swapin_readahead_hits
+    if m.last_readahead_pages is not None:
+        out["last_readahead_pages"] = m.last_readahead_pages
     # Optional in config.rs: a machine without filesystems lowers as before they existed.
     if m.filesystems:
         out["filesystems"] = [_filesystem(fs, presets) for fs in m.filesystems]

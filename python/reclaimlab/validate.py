@@ -376,7 +376,8 @@ def _workload_config(config: dict[str, Any], legacy_backing: str = "loop") -> di
     """``config`` without what only the simulator uses: its time costs, its swap devices' and
     filesystems' device models (the kernel ran on the real devices) and its memcg stats flush
     interval (the kernel has its own flusher), the host's other memcgs (``host_memcgs``: the
-    kernel had the real ones) and how the simulator steps accesses (``engine``: the kernel ran
+    kernel had the real ones), the swap readahead state at the start (``swapin_readahead_hits``,
+    ``last_readahead_pages``: the kernel had its own) and how the simulator steps accesses (``engine``: the kernel ran
     every access). What remains is what the kernel runs must share
     with the simulator's run: workload, cgroups, kernel settings, sizes. Trace phases are
     compared by their file's sha256, not by where a machine keeps the file."""
@@ -408,11 +409,12 @@ def _workload_config(config: dict[str, Any], legacy_backing: str = "loop") -> di
         for fs in machine.get("filesystems") or []:
             if isinstance(fs, dict) and fs.get("fstype") != "tmpfs":
                 fs.setdefault("backing", legacy_backing)
-        # host_memcgs and page_reporting_order describe the host for the simulator; the lab
-        # sets nothing from them (the kernel walked the host's real memcgs, its balloon
-        # reported what it reported).
-        machine.pop("host_memcgs", None)
-        machine.pop("page_reporting_order", None)
+        # host_memcgs, page_reporting_order and the swap readahead state at the start describe
+        # the host for the simulator; the lab sets nothing from them (the kernel walked the
+        # host's real memcgs, its balloon reported what it reported, and it started from its own
+        # readahead statics).
+        for key in ("host_memcgs", "page_reporting_order", "swapin_readahead_hits", "last_readahead_pages"):
+            machine.pop(key, None)
         out["machine"] = machine
     return out
 

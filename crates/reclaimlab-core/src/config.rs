@@ -104,6 +104,15 @@ pub struct Machine {
     /// (bare metal, and configs without it).
     #[serde(default, skip_serializing_if = "is_zero_u8")]
     pub page_reporting_order: u8,
+    /// The swap cluster readahead state the machine's kernel has when the run starts
+    /// (`machine.swapin_readahead_hits`, `machine.last_readahead_pages`): the global statics of
+    /// mm/swap_state.c (`swapin_readahead_hits`, swapin_nr_pages' `last_readahead_pages`), 4
+    /// and 0 after boot, afterwards whatever the machine's last swap-ins left. None: the boot
+    /// values (configs without them). crate::mm::swap.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub swapin_readahead_hits: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_readahead_pages: Option<u32>,
 }
 
 fn is_zero(n: &u32) -> bool {

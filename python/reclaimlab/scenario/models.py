@@ -128,6 +128,15 @@ class Filesystem(StrictModel):
     backing: Literal["loop", "device"] = "loop"
 
 
+def _readahead_window(v: int) -> int:
+    """``machine.last_readahead_pages``: 0 or a power of two, as swapin_nr_pages makes it."""
+    if v < 0 or v >= 2**32 or (v & (v - 1)) != 0:
+        raise PydanticCustomError(
+            "window", "expected 0 or a power of two below 2^32 (the window swapin_nr_pages last chose); got {got}", {"got": v}
+        )
+    return v
+
+
 class Machine(StrictModel):
     memory: Annotated[
         int, BeforeValidator(parse_memory), AfterValidator(positive), WithJsonSchema({"anyOf": [*SIZE_SCHEMA["anyOf"], {"const": "host"}]})
@@ -144,6 +153,11 @@ class Machine(StrictModel):
         IntRange(0, 10),  # type: ignore[valid-type]
         BeforeValidator(parse_page_reporting_order, json_schema_input_type=int | Literal["host"]),
     ] = 0
+    #: The swap cluster readahead state the machine's kernel starts the run with
+    #: (docs/scenario.md): mm/swap_state.c's global statics, 4 and 0 after boot, afterwards what
+    #: the machine's last swap-ins left. Unset: the boot values.
+    swapin_readahead_hits: IntRange(0, 2**32 - 1) | None = None  # type: ignore[valid-type]
+    last_readahead_pages: Annotated[int, AfterValidator(_readahead_window)] | None = None
 
 
 # ---------------------------------------------------------------------------------------------

@@ -220,11 +220,15 @@ impl Mm {
         zswap.host_memcgs = cfg.machine.host_memcgs;
         // Codec slot 0 is zswap's compressor; zram devices add theirs.
         let mut codecs = vec![zswap.codec];
-        let swap = Swap::from_config(
+        let mut swap = Swap::from_config(
             &cfg.machine.swap,
             &cfg.kernel.version,
             &switches,
             &mut codecs,
+        )?;
+        swap.start_readahead_state(
+            cfg.machine.swapin_readahead_hits,
+            cfg.machine.last_readahead_pages,
         )?;
         let fs = filemap::Filesystem::from_config(&cfg.machine.filesystems)?;
         let tmpfs = shmem::Tmpfs::from_config(&cfg.machine.filesystems, totalram)?;

@@ -323,7 +323,10 @@ pub struct Swap {
     pub total_swap_pages: u64,
     /// Any active rotational device: cluster readahead instead of VMA readahead.
     pub rotational: bool,
-    /// swapin_readahead_hits (starts at 4), prev_offset, last_readahead_pages.
+    /// swapin_readahead_hits (4 after boot), prev_offset, last_readahead_pages (0 after boot):
+    /// global statics of mm/swap_state.c, so on a real machine a run starts with what the
+    /// last swap-ins left (`machine.swapin_readahead_hits`, `machine.last_readahead_pages`;
+    /// [`Swap::start_readahead_state`]).
     pub ra_hits: u32,
     pub ra_prev_offset: u64,
     pub ra_last_pages: u32,
@@ -417,6 +420,34 @@ impl Swap {
             ra_prev_offset: 0,
             ra_last_pages: 0,
         }
+    }
+
+    /// The cluster readahead state the run starts with: the boot values (hits 4, no previous
+    /// window) unless the machine says otherwise. A machine that has swapped before keeps its
+    /// statics: after a random phase whose readahead collapsed, 0 hits and a one-page window
+    /// (docs/model/swap.md, "The readahead state at the start of a run"). prev_offset stays 0
+    /// (an offset no run's fault is adjacent to, as after boot). The last window is 0 or a
+    /// power of two, as __swapin_nr_pages makes it.
+    pub(crate) fn start_readahead_state(
+        &mut self,
+        hits: Option<u32>,
+        last_pages: Option<u32>,
+    ) -> Result<()> {
+        if let Some(p) = last_pages {
+            if p != 0 && !p.is_power_of_two() {
+                return Err(ConfigError::invalid(
+                    "machine.last_readahead_pages",
+                    format!(
+                        "{p}: expected 0 or a power of two (the window swapin_nr_pages last chose)"
+                    ),
+                ));
+            }
+            self.ra_last_pages = p;
+        }
+        if let Some(h) = hits {
+            self.ra_hits = h;
+        }
+        Ok(())
     }
 
     /// vm_swap_full(): less than half of the swap space is free.

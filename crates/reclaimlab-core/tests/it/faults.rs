@@ -212,3 +212,36 @@ fn a_readahead_folio_loaded_from_zswap_stays_until_a_fault_maps_it_with_pageout_
         "without the check: {unmapped} unmapped, {unhit} unhit"
     );
 }
+
+#[test]
+fn cluster_readahead_starts_from_the_machines_readahead_state() {
+    // swapin_readahead_hits and last_readahead_pages are global statics of mm/swap_state.c:
+    // 4 and 0 after boot, so the first swap-in of a fresh machine reads a whole cluster (8 pages
+    // with page-cluster 3) and the window shrinks from there. A machine that has swapped before
+    // starts where its last swap-ins left them: after a collapsed random phase, 0 hits and a
+    // one-page window, so a random fault reads only itself unless it is next to the last one.
+    let v = scenario(&[("a", 4096, "mix1024")], 300, 1024, false, false);
+    let ra = |v: &serde_json::Value| counter(&run(v), "vmstat.swap_ra");
+    let boot = ra(&v);
+    let mut collapsed = v.clone();
+    collapsed["machine"]["swapin_readahead_hits"] = json!(0);
+    collapsed["machine"]["last_readahead_pages"] = json!(1);
+    let after = ra(&collapsed);
+    assert!(
+        boot >= 4 && after < boot,
+        "boot state {boot} readahead pages, collapsed {after}"
+    );
+    // Stated as the boot values, the state is the default.
+    let mut stated = v.clone();
+    stated["machine"]["swapin_readahead_hits"] = json!(4);
+    stated["machine"]["last_readahead_pages"] = json!(0);
+    assert_eq!(ra(&stated), boot);
+    // The window swapin_nr_pages chose is 0 or a power of two.
+    collapsed["machine"]["last_readahead_pages"] = json!(3);
+    let cfg: reclaimlab_core::SimConfig = serde_json::from_value(collapsed).expect("parses");
+    let e = reclaimlab_core::Simulation::new(&cfg)
+        .err()
+        .expect("a window of 3 pages refused")
+        .to_string();
+    assert!(e.contains("machine.last_readahead_pages"), "{e}");
+}
