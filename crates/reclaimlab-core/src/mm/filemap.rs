@@ -885,6 +885,65 @@ impl Mm {
 mod tests {
     use super::*;
 
+    /// ReadsInFlight answers as the plain list it replaces (find the first read of a page
+    /// in issue order; retain the reads not done): windows of increasing pages handed over
+    /// twice, and reads out of page and completion order (a random miss, a slower request).
+    #[test]
+    fn reads_in_flight_answers_as_the_plain_list() {
+        let mut state = 0x2545_F491_4F6C_DD1Du64;
+        let mut rnd = |n: u64| {
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (state >> 33) % n
+        };
+        let (mut fast, mut plain) = (ReadsInFlight::default(), Vec::<(u32, Time)>::new());
+        let (mut now, mut next_page) = (0u64, 0u32);
+        for _ in 0..20_000 {
+            match rnd(8) {
+                0..=2 => {
+                    // A window: increasing pages, increasing completions, often handed over
+                    // again; now and then out of order.
+                    let n = 1 + rnd(6) as u32;
+                    let window: Vec<(u32, Time)> = (0..n)
+                        .map(|k| {
+                            let page = if rnd(10) == 0 {
+                                rnd(64) as u32
+                            } else {
+                                next_page + k
+                            };
+                            let done =
+                                now + 10 * (k as u64 + 1) + if rnd(10) == 0 { rnd(100) } else { 0 };
+                            (page, done)
+                        })
+                        .collect();
+                    next_page = (next_page + n) % 96;
+                    let times = if rnd(2) == 0 { 2 } else { 1 };
+                    for _ in 0..times {
+                        for &(p, t) in &window {
+                            fast.push(p, t);
+                            plain.push((p, t));
+                        }
+                    }
+                }
+                3..=5 => {
+                    let j = rnd(100) as u32;
+                    let want = plain.iter().find(|(p, _)| *p == j).map(|&(_, t)| t);
+                    assert_eq!(fast.first(j), want, "page {j} at {now}");
+                }
+                _ => {
+                    now += rnd(30);
+                    fast.forget_done(now);
+                    plain.retain(|&(_, t)| t > now);
+                }
+            }
+            for j in 0..100 {
+                let want = plain.iter().find(|(p, _)| *p == j).map(|&(_, t)| t);
+                assert_eq!(fast.first(j), want, "page {j} at {now}");
+            }
+        }
+    }
+
     #[test]
     fn readahead_window_ramps_to_ra_pages() {
         // A 4 KiB read at the start of a file: 4 pages, then 8, 16, 32, 32.
