@@ -179,9 +179,9 @@ pub struct FileState {
     pub ra_order: u32,
     /// ra->prev_pos >> PAGE_SHIFT of the last read(2), None before the first.
     pub prev_index: Option<u64>,
-    /// Page reads in flight: (page, done). A folio is locked until its read completes; an
-    /// access before that waits (folio_wait_locked).
-    pub pending: Vec<(u32, Time)>,
+    /// Page reads in flight. A folio is locked until its read completes; an access before
+    /// that waits (folio_wait_locked).
+    pub pending: ReadsInFlight,
     /// The inode's dirty pages and writeback state (mm/page_writeback.rs).
     pub wb: InodeWb,
     /// What the filesystem's journal needs of the inode (mm/journal.rs).
@@ -198,10 +198,137 @@ impl FileState {
             ra_async: 0,
             ra_order: 0,
             prev_index: None,
-            pending: Vec::new(),
+            pending: ReadsInFlight::default(),
             wb: InodeWb::default(),
             journal: InodeJournal::default(),
         }
+    }
+}
+
+/// The page reads of a file in flight: (page, done) in the order issued, and what makes the
+/// two questions asked on every access cheap (folio_wait_locked runs per read(2) and fault):
+/// which read of a page came first (a binary search while the pages were issued in strictly
+/// increasing order, as readahead windows are; a scan otherwise), and which reads have
+/// completed (none before the earliest completion; a prefix, dropped in one step, while the
+/// completions come in the order issued, as one device's do). A read handed over again (the
+/// same page and time) is kept once.
+#[derive(Debug, Clone)]
+pub struct ReadsInFlight {
+    /// The reads are `reads[head..]`; those before `head` are forgotten.
+    reads: Vec<(u32, Time)>,
+    head: usize,
+    /// The earliest `done` among the reads (Time::MAX when there are none).
+    min_done: Time,
+    /// The reads' pages strictly increase: each page has at most one read, found by bisection.
+    sorted: bool,
+    /// The reads' `done` times never decrease: the completed ones are a prefix.
+    in_order: bool,
+    /// Where the last read handed over again was found.
+    again: usize,
+}
+
+impl Default for ReadsInFlight {
+    fn default() -> Self {
+        ReadsInFlight {
+            reads: Vec::new(),
+            head: 0,
+            min_done: Time::MAX,
+            sorted: true,
+            in_order: true,
+            again: 0,
+        }
+    }
+}
+
+impl ReadsInFlight {
+    fn live(&self) -> &[(u32, Time)] {
+        &self.reads[self.head..]
+    }
+
+    /// When the first read of page `j` issued (and not yet forgotten) completes.
+    fn first(&self, j: u32) -> Option<Time> {
+        self.find(j).map(|k| self.reads[k].1)
+    }
+
+    /// Where in `reads` the first read of page `j` (not yet forgotten) is.
+    fn find(&self, j: u32) -> Option<usize> {
+        let live = self.live();
+        let k = if self.sorted {
+            // The reader's next page is usually the oldest read, or past the newest.
+            match (live.first(), live.last()) {
+                (Some(&(p, _)), _) if p == j => Some(0),
+                (Some(&(p, _)), Some(&(q, _))) if p < j && j <= q => {
+                    live.binary_search_by_key(&j, |&(p, _)| p).ok()
+                }
+                _ => None,
+            }
+        } else {
+            live.iter().position(|&(p, _)| p == j)
+        };
+        k.map(|k| self.head + k)
+    }
+
+    /// Forget the reads done by `now` (the others keep their order).
+    fn forget_done(&mut self, now: Time) {
+        if now < self.min_done {
+            return;
+        }
+        if self.in_order {
+            // Usually only the first few have completed.
+            while self.head < self.reads.len() && self.reads[self.head].1 <= now {
+                self.head += 1;
+            }
+            if self.head == self.reads.len() {
+                self.reads.clear();
+                self.head = 0;
+            } else if self.head >= 64 && self.head * 2 >= self.reads.len() {
+                self.reads.drain(..self.head);
+                self.head = 0;
+            }
+            self.min_done = self.live().first().map_or(Time::MAX, |&(_, t)| t);
+            return;
+        }
+        self.reads.drain(..self.head);
+        self.head = 0;
+        self.reads.retain(|&(_, t)| t > now);
+        self.min_done = self
+            .reads
+            .iter()
+            .map(|&(_, t)| t)
+            .min()
+            .unwrap_or(Time::MAX);
+        self.sorted = self.reads.windows(2).all(|w| w[0].0 < w[1].0);
+        self.in_order = self.reads.windows(2).all(|w| w[0].1 <= w[1].1);
+    }
+
+    fn push(&mut self, page: u32, done: Time) {
+        // A read the same as one already here changes nothing (whichever is found first
+        // has the same time, and both are forgotten at once); readahead hands each of its
+        // reads over twice (as submitted, and again as its plug finishes).
+        // The reads handed over again come in the order of the first time: try the one after
+        // the last found first.
+        let next = self.again + 1;
+        let same = if next >= self.head && self.reads.get(next) == Some(&(page, done)) {
+            Some(next)
+        } else {
+            self.find(page).filter(|&k| self.reads[k].1 == done)
+        };
+        if let Some(k) = same {
+            self.again = k;
+            return;
+        }
+        match self.live().last() {
+            Some(&(p, t)) => {
+                self.sorted &= p < page;
+                self.in_order &= t <= done;
+            }
+            None => {
+                self.sorted = true;
+                self.in_order = true;
+            }
+        }
+        self.min_done = self.min_done.min(done);
+        self.reads.push((page, done));
     }
 }
 
@@ -391,7 +518,7 @@ impl Mm {
         self.regions[region]
             .file
             .as_ref()
-            .and_then(|f| f.pending.iter().find(|(p, _)| *p == j).map(|&(_, t)| t))
+            .and_then(|f| f.pending.first(j))
     }
 
     /// folio_wait_locked: wait for page `i`'s read if it is still in flight; forget the reads
@@ -401,7 +528,7 @@ impl Mm {
             self.io_schedule_until(ctx, t);
         }
         let now = ctx.now;
-        self.file_state(region).pending.retain(|&(_, t)| t > now);
+        self.file_state(region).pending.forget_done(now);
     }
 
     /// page_cache_sync_ra (req_count 1) on a read(2) miss at `index`: the start of the file,
@@ -508,7 +635,6 @@ impl Mm {
         let dev = self.swap.devs.len() + fs;
         self.blk_start_plug();
         let mut result = Ok(());
-        let mut issued: Vec<(u32, Time)> = Vec::new();
         // read_pages → the filesystem's readahead (ext4_mpage_readpages, mpage_readahead):
         // consecutive new folios go into one bio, submitted when a cached page breaks the run
         // (or at the end); bio_submit_ns is charged per bio. Simplified: no BIO_MAX_VECS
@@ -567,13 +693,14 @@ impl Mm {
                 if let Some(done) =
                     self.submit_bio_page(ctx, dev, Dir::Read, (dev_off + y) as u32, jy, bio_pages)
                 {
-                    issued.push((jy, done));
+                    self.file_state(region).pending.push(jy, done);
                 }
             }
             x += nr;
         }
-        issued.extend(self.blk_finish_plug(ctx));
-        self.file_state(region).pending.extend(issued);
+        for (page, done) in self.blk_finish_plug(ctx) {
+            self.file_state(region).pending.push(page, done);
+        }
         result
     }
 
@@ -758,6 +885,65 @@ impl Mm {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// ReadsInFlight answers as the plain list it replaces (find the first read of a page
+    /// in issue order; retain the reads not done): windows of increasing pages handed over
+    /// twice, and reads out of page and completion order (a random miss, a slower request).
+    #[test]
+    fn reads_in_flight_answers_as_the_plain_list() {
+        let mut state = 0x2545_F491_4F6C_DD1Du64;
+        let mut rnd = |n: u64| {
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (state >> 33) % n
+        };
+        let (mut fast, mut plain) = (ReadsInFlight::default(), Vec::<(u32, Time)>::new());
+        let (mut now, mut next_page) = (0u64, 0u32);
+        for _ in 0..20_000 {
+            match rnd(8) {
+                0..=2 => {
+                    // A window: increasing pages, increasing completions, often handed over
+                    // again; now and then out of order.
+                    let n = 1 + rnd(6) as u32;
+                    let window: Vec<(u32, Time)> = (0..n)
+                        .map(|k| {
+                            let page = if rnd(10) == 0 {
+                                rnd(64) as u32
+                            } else {
+                                next_page + k
+                            };
+                            let done =
+                                now + 10 * (k as u64 + 1) + if rnd(10) == 0 { rnd(100) } else { 0 };
+                            (page, done)
+                        })
+                        .collect();
+                    next_page = (next_page + n) % 96;
+                    let times = if rnd(2) == 0 { 2 } else { 1 };
+                    for _ in 0..times {
+                        for &(p, t) in &window {
+                            fast.push(p, t);
+                            plain.push((p, t));
+                        }
+                    }
+                }
+                3..=5 => {
+                    let j = rnd(100) as u32;
+                    let want = plain.iter().find(|(p, _)| *p == j).map(|&(_, t)| t);
+                    assert_eq!(fast.first(j), want, "page {j} at {now}");
+                }
+                _ => {
+                    now += rnd(30);
+                    fast.forget_done(now);
+                    plain.retain(|&(_, t)| t > now);
+                }
+            }
+            for j in 0..100 {
+                let want = plain.iter().find(|(p, _)| *p == j).map(|&(_, t)| t);
+                assert_eq!(fast.first(j), want, "page {j} at {now}");
+            }
+        }
+    }
 
     #[test]
     fn readahead_window_ramps_to_ra_pages() {

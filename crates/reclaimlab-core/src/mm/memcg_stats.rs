@@ -219,9 +219,16 @@ impl Mm {
     }
 
     /// The subtree's folios on list `which`, without those an lru_add batch still holds.
+    /// (lru_size_tree less lru_batched_tree, in one walk of the subtree: workingset_refault
+    /// asks for up to four lists on every refault.)
     fn lru_size_tree_added(&self, m: u16, which: u8) -> u64 {
-        self.lru_size_tree(m, which)
-            .saturating_sub(self.lru_batched_tree(m, which))
+        let end = self.memcgs[m as usize].subtree_end;
+        let (mut size, mut batched) = (0u64, 0u64);
+        for c in &self.memcgs[m as usize..end as usize] {
+            size += c.nr_lru(which);
+            batched += c.lru_batched[which as usize - 1];
+        }
+        size.saturating_sub(batched)
     }
 
     fn flush_memcg_stats_one(&mut self, m: u16) {

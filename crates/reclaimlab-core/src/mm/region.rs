@@ -66,7 +66,15 @@ pub(crate) fn from_config(
     codecs: &[Codec],
 ) -> Result<(Vec<RegionInfo>, Vec<Page>)> {
     let mut regions = Vec::new();
-    let mut pages: Vec<Page> = Vec::new();
+    // Every page record at once: growing by doubling copied the records and touched twice
+    // their memory (a total past the limit is left to the check below).
+    let total = (cfg.processes.iter().flat_map(|p| &p.regions))
+        .fold(0u64, |n, r| n.saturating_add(r.pages));
+    let mut pages: Vec<Page> = Vec::with_capacity(if total < NONE as u64 {
+        total as usize
+    } else {
+        0
+    });
     let mut shared_tables: Vec<(Content, ContentTable)> = Vec::new();
     // Pages used so far on each filesystem (its device's, or a tmpfs's size).
     let mut fs_used = vec![0u64; cfg.machine.filesystems.len()];
