@@ -216,16 +216,7 @@ impl Mm {
     /// The dirty inode of filesystem `fs` owned by memcg `m`'s wb with the oldest
     /// dirtied_when (that wb's b_io order).
     pub(crate) fn oldest_dirty_inode_of(&self, fs: usize, m: u16) -> Option<usize> {
-        self.regions
-            .iter()
-            .enumerate()
-            .filter_map(|(k, r)| {
-                let f = r.file.as_ref()?;
-                let when = f.wb.dirtied_when?;
-                (f.fs as usize == fs && self.cgwb_memcg(k) == Some(m)).then_some((when, k))
-            })
-            .min()
-            .map(|(_, k)| k)
+        self.oldest_dirty_inode_where(fs, |k, _| self.cgwb_memcg(k) == Some(m))
     }
 }
 

@@ -530,13 +530,23 @@ impl Mm {
     /// The file region of filesystem `fs` with the oldest dirtied_when (the b_io order),
     /// optionally only inodes dirtied at or before `older_than`.
     fn oldest_dirty_inode(&self, fs: usize, older_than: Option<Time>) -> Option<usize> {
+        self.oldest_dirty_inode_where(fs, |_, when| older_than.is_none_or(|t| when <= t))
+    }
+
+    /// The dirty file region of filesystem `fs` with the oldest dirtied_when among those
+    /// `keep(region, dirtied_when)` accepts (the b_io order of a wb's inodes).
+    pub(crate) fn oldest_dirty_inode_where(
+        &self,
+        fs: usize,
+        keep: impl Fn(usize, Time) -> bool,
+    ) -> Option<usize> {
         self.regions
             .iter()
             .enumerate()
             .filter_map(|(k, r)| {
                 let f = r.file.as_ref()?;
                 let when = f.wb.dirtied_when?;
-                (f.fs as usize == fs && older_than.is_none_or(|t| when <= t)).then_some((when, k))
+                (f.fs as usize == fs && keep(k, when)).then_some((when, k))
             })
             .min()
             .map(|(_, k)| k)
