@@ -9,8 +9,9 @@
 //! prepare_scan_control's refault snapshot) act on sizes as old as the last flush of their
 //! memcg. The kernel flushes:
 //!
-//! 1. every FLUSH_TIME (2 s), `flush_memcg_stats_dwork`: the whole tree, forced (it ignores
-//!    the update threshold), and `flush_last_time` is set (a flush of the root);
+//! 1. every FLUSH_TIME (2 s, which the timer wheel makes 2.016 s), `flush_memcg_stats_dwork`:
+//!    the whole tree, forced (it ignores the update threshold), and `flush_last_time` is set
+//!    (a flush of the root);
 //! 2. on every read of `memory.stat` (memory_stat_show on v2, memcg1_stat_format on v1) and
 //!    `memory.numa_stat`: `mem_cgroup_flush_stats(memcg)`, the read memcg's subtree, only when
 //!    that memcg has more than MEMCG_CHARGE_BATCH × num_online_cpus() statistic updates
@@ -21,7 +22,7 @@
 //!    late (now after flush_last_time + 2 × FLUSH_TIME), then as 2.;
 //! 4. forced flushes of one subtree (do_flush_stats): obj_cgroup_may_zswap, zswap_current_read.
 //!
-//! Modelled: all four, with the kernel's flusher at `dwork_phase_ns` + k × FLUSH_TIME and the
+//! Modelled: all four, with the kernel's flusher at `dwork_phase_ns` + k × FLUSHER_PERIOD and the
 //! reader (the lab's sampler) reading every scenario cgroup's memory.stat in pre-order at
 //! k × `read_ns` (config.rs `StatsFlush`). Timers are in simulated time, checked before each
 //! event (the state at a flush time is the state the last event before it left). The 6.1
@@ -44,9 +45,19 @@
 use super::memcg::MEMCG_CHARGE_BATCH;
 use super::Mm;
 use crate::config::StatsFlush;
+use crate::sim::{timer_wheel_period, HZ, JIFFY_NS};
 
-/// FLUSH_TIME (mm/memcontrol.c; 6.1, 6.12, 6.18): the periodic flusher's period, 2 × HZ.
-pub const FLUSH_TIME_NS: u64 = 2_000_000_000;
+/// FLUSH_TIME (mm/memcontrol.c; 6.1, 6.12, 6.18): 2 × HZ, the delay the periodic flusher
+/// queues itself with, and what mem_cgroup_flush_stats_ratelimited counts its lateness in.
+pub const FLUSH_TIME_NS: u64 = 2 * HZ * JIFFY_NS;
+
+/// The periodic flusher's actual period: flush_memcg_stats_dwork queues itself FLUSH_TIME
+/// ahead from its own run, and the timer wheel fires that at the end of its 8-jiffy bucket,
+/// 504 jiffies = 2.016 s at HZ 250 ([`crate::sim::timer_wheel_period`]). Against the lab's
+/// reads every second the kernel's flusher so drifts 16 ms a cycle, through every phase of
+/// a long run (measured on the lab host, 2.016 s in 7 of 8 intervals:
+/// results/validation/oom-edge/, docs/model/memcg.md).
+pub const FLUSHER_PERIOD_NS: u64 = timer_wheel_period(2 * HZ) * JIFFY_NS;
 
 /// The flush schedule and its state.
 #[derive(Default)]
@@ -161,10 +172,10 @@ impl Mm {
         if t >= self.stats.next_dwork {
             let phase = phase.expect("a dwork time is set only with a phase");
             // flush_memcg_stats_dwork: __mem_cgroup_flush_stats(root_mem_cgroup, force).
-            let last = t - (t - phase) % FLUSH_TIME_NS;
+            let last = t - (t - phase) % FLUSHER_PERIOD_NS;
             self.do_flush_stats(0);
             self.stats.flush_last_time = last;
-            self.stats.next_dwork = next_after(t, phase, FLUSH_TIME_NS);
+            self.stats.next_dwork = next_after(t, phase, FLUSHER_PERIOD_NS);
         }
         if t >= self.stats.next_read {
             // The reader opens memory.stat of each cgroup in turn (pre-order, the scenario's

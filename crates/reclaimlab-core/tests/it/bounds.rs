@@ -4,7 +4,7 @@
 
 use crate::common::*;
 use reclaimlab_core::limits;
-use reclaimlab_core::mm::memcg_stats::FLUSH_TIME_NS;
+use reclaimlab_core::mm::memcg_stats::FLUSHER_PERIOD_NS;
 use reclaimlab_core::SimConfig;
 use serde_json::{json, Value};
 
@@ -45,7 +45,7 @@ fn every_time_at_its_bound_runs_without_overflow() {
     dev["read_bytes_per_s"] = json!(1);
     v["kernel"]["switches"] = json!({"zswap.writeback_pause_ms": limits::MAX_PAUSE_MS});
     v["cgroups"]["stats_flush"] =
-        json!({"dwork_phase_ns": FLUSH_TIME_NS - 1, "read_ns": limits::MAX_STATS_READ_NS});
+        json!({"dwork_phase_ns": FLUSHER_PERIOD_NS - 1, "read_ns": limits::MAX_STATS_READ_NS});
     v["processes"][0]["phases"][2]["phase"] = json!({"kind": "random", "regions": [0, 1], "dist": {"kind": "uniform"},
         "count": null, "duration_ns": limits::MAX_DURATION_NS, "write_percent": 50});
     let mut s = build(&v);
@@ -121,7 +121,9 @@ fn one_past_each_bound_is_refused_with_key_unit_and_bound() {
         ),
         (
             "cgroups.stats_flush.dwork_phase_ns",
-            Box::new(|v| v["cgroups"]["stats_flush"] = json!({"dwork_phase_ns": FLUSH_TIME_NS})),
+            Box::new(|v| {
+                v["cgroups"]["stats_flush"] = json!({"dwork_phase_ns": FLUSHER_PERIOD_NS})
+            }),
             "ns",
         ),
         (

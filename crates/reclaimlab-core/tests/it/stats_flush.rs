@@ -3,7 +3,7 @@
 //! rate-limited flushes of reclaim and refault decide when that was.
 
 use crate::common::{counter, run, scenario};
-use reclaimlab_core::mm::memcg_stats::FLUSH_TIME_NS;
+use reclaimlab_core::mm::memcg_stats::{FLUSHER_PERIOD_NS, FLUSH_TIME_NS};
 use serde_json::{json, Value};
 
 /// `scenario`'s random phase bound by `secs` of time instead of a count.
@@ -56,9 +56,10 @@ fn refaults_activate_only_against_flushed_sizes() {
 
 #[test]
 fn the_periodic_flusher_runs_every_flush_time_from_its_phase() {
-    // The kernel's flusher at phase 0 flushes at 0, 2 s, 4 s, ...: a reader at those same
-    // times finds nothing pending (the flusher reset the counts) and changes nothing, while
-    // the flusher at phase 1 s, or a reader every second, flushes at other times.
+    // The kernel's flusher at phase 0 flushes at 0, 2.016 s, 4.032 s, ... (FLUSH_TIME on the
+    // timer wheel): a reader at those same times finds nothing pending (the flusher reset the
+    // counts) and changes nothing, while the flusher at another phase, or a reader every
+    // half period, flushes at other times.
     // Under memory.high (v2): reclaim throttles, nothing is killed.
     let base = for_secs(scenario(&[("a", 3000, "text")], 0, 2000, true, true), 5);
     let with = |phase: u64, read: Option<u64>| {
@@ -67,10 +68,15 @@ fn the_periodic_flusher_runs_every_flush_time_from_its_phase() {
         run(&v)
     };
     let alone = with(0, None);
-    assert!(alone.stats.sim_time_ns > 2 * FLUSH_TIME_NS);
-    assert_eq!(alone.counters, with(0, Some(FLUSH_TIME_NS)).counters);
-    assert_ne!(alone.counters, with(FLUSH_TIME_NS / 2, None).counters);
-    assert_ne!(alone.counters, with(0, Some(FLUSH_TIME_NS / 2)).counters);
+    assert!(alone.stats.sim_time_ns > 2 * FLUSHER_PERIOD_NS);
+    assert_eq!(alone.counters, with(0, Some(FLUSHER_PERIOD_NS)).counters);
+    assert_ne!(alone.counters, with(FLUSHER_PERIOD_NS / 2, None).counters);
+    assert_ne!(
+        alone.counters,
+        with(0, Some(FLUSHER_PERIOD_NS / 2)).counters
+    );
+    // A reader every FLUSH_TIME (2 s) no longer meets the flusher after the first one.
+    assert_ne!(alone.counters, with(0, Some(FLUSH_TIME_NS)).counters);
 }
 
 #[test]
