@@ -258,11 +258,15 @@ def test_stats_flush() -> None:
 
 
 @pytest.mark.native
-def test_stats_flusher_phase_below_flush_time() -> None:
+def test_stats_flusher_phase_below_the_flushers_period() -> None:
+    """The flusher's period is FLUSH_TIME on the timer wheel, 2.016 s (memcg_stats.rs): its
+    first run comes within one period, so a phase of 2 s is fine and one of 2.016 s is not."""
     import reclaimlab
 
+    ok = reclaimlab.run(MINIMAL.replace("[[processes]]", '[cgroups]\nstats_flusher_phase = "2s"\n[[processes]]', 1))
+    assert ok.counters
     with pytest.raises(ScenarioError, match=r"cgroups\.stats_flusher_phase"):
-        reclaimlab.run(MINIMAL.replace("[[processes]]", '[cgroups]\nstats_flusher_phase = "2s"\n[[processes]]', 1))
+        reclaimlab.run(MINIMAL.replace("[[processes]]", '[cgroups]\nstats_flusher_phase = "2016ms"\n[[processes]]', 1))
 
 
 def test_swap_priorities_and_zram() -> None:

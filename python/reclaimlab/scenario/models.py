@@ -306,8 +306,9 @@ class Cgroups(StrictModel):
     #: refault activation decide on the flushed sizes (docs/model/memcg.md, "Statistics
     #: flushes"). "0s": nobody reads during the run.
     memory_stat_interval: Duration = 1_000_000_000
-    #: When the kernel's own periodic flusher (flush_memcg_stats_dwork, every 2 s since boot)
-    #: first runs after the workload's start, below 2 s. Unknown on a real host.
+    #: When the kernel's own periodic flusher (flush_memcg_stats_dwork, every 2.016 s since
+    #: boot: FLUSH_TIME on the timer wheel) first runs after the workload's start, below
+    #: 2.016 s. Unknown on a real host.
     stats_flusher_phase: Duration = 0
     #: The cgroup2 mount option memory_recursiveprot (v2; docs/model/memcg.md, "Protection"):
     #: a parent's memory.min/low not claimed by its children is shared among them by usage.
