@@ -39,9 +39,10 @@ from reclaimlab.result import RunResult
 from reclaimlab.scenario import Scenario
 from reclaimlab.validate import ValidateResult, costs_at_speed
 
-#: The kernel flusher's phases tried, ns (flush_memcg_stats_dwork every 2 s). With the lab's
-#: reads every second, phase 0 flushes only with the reads (as 1 s would); 0.5 s and 1.5 s add
-#: a flush half-way between two reads, in every other second, each in the other ones.
+#: The kernel flusher's phases tried, ns (flush_memcg_stats_dwork every 2.016 s). With the lab's
+#: reads every second, phase 0 starts on the reads (as 1 s would) and drifts 16 ms a cycle off
+#: them; 0.5 s and 1.5 s start with a flush half-way between two reads, in every other second,
+#: each in the other ones.
 PHASES = (0, 500_000_000, 1_500_000_000)
 #: Speeds of the sweep: the simulated workload's progress per wall-clock second against the
 #: profile's (1: the profile's CPU with no wait; 0.5: half as far per second).
