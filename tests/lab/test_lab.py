@@ -162,6 +162,7 @@ def test_killed_driver_then_lab_restore(lab: Lab, tmp_path: Path) -> None:
 
         _wait_for(applied, 60, "the journal to show the cgroup, swapon and runner")
         runner = next(e for e in read_entries(journal) if e["op"] == "runner")
+        scratch = Path(next(e for e in read_entries(journal) if e["op"] == "scratch")["path"])
         # Let the runner get into its cgroup and its phases.
         cgroup_dirs = [Path(e["path"]) for e in read_entries(journal) if e["op"] == "cgroup"]
         _wait_for(lambda: str(runner["pid"]) in host.read_text(cgroup_dirs[-1] / "cgroup.procs").split(), 30, "the runner to be moved")
@@ -179,6 +180,7 @@ def test_killed_driver_then_lab_restore(lab: Lab, tmp_path: Path) -> None:
     assert left["zswap"]["enabled"] == "Y"
     assert any("reclaimlab-" in c for c in left["cgroups"])
     assert host.pid_alive(runner["pid"], runner["start_time"])
+    assert (scratch / "lowered.json").exists()
     # A new run refuses while the leftovers are there.
     refused = _cli(lab, "run", "--backend", "kernel", "--no-build-runner", str(_scenario(tmp_path)))
     assert refused.returncode == 1
@@ -187,6 +189,7 @@ def test_killed_driver_then_lab_restore(lab: Lab, tmp_path: Path) -> None:
     r = _cli(lab, "lab", "restore")
     assert r.returncode == 0, r.stdout + r.stderr
     assert f"killed runner pid {runner['pid']}" in r.stdout
+    assert f"removed scratch directory {scratch}" in r.stdout and not scratch.exists()
     assert "swapoff" in r.stdout and "removed cgroup" in r.stdout and "kernel.zswap.enabled: Y -> N" in r.stdout
     assert not host.pid_alive(runner["pid"], runner["start_time"])
     assert not journal.exists()

@@ -209,10 +209,12 @@ def run(
             )
         runid = new_runid()
         applied: Applied | None = None
-        with (
-            tempfile.TemporaryDirectory(prefix="reclaimlab-") as tmp,
-            lab.journal(runid=runid, scenario=name, scenario_sha256=scenario.sha256) as journal,
-        ):
+        with lab.journal(runid=runid, scenario=name, scenario_sha256=scenario.sha256) as journal:
+            # The runner's copy of the config (and trace files): journaled before it exists, so
+            # `lab restore` removes it after a killed driver as it removes everything else.
+            tmp = Path(tempfile.gettempdir(), f"reclaimlab-{runid}")
+            journal.record("scratch", path=str(tmp))
+            tmp.mkdir(mode=0o700)
             applied = apply(journal, p, config, runid, lab.state)
             trace: HostTrace | None = None
             if config.get("trace"):
@@ -227,7 +229,7 @@ def run(
             on_disk = copy.deepcopy(config)
             for fname, src in trace_phase.trace_files(config).items():
                 shutil.copyfile(src, Path(tmp, fname))
-            trace_phase.relocate(on_disk, tmp)
+            trace_phase.relocate(on_disk, str(tmp))
             cfg_path.write_text(json.dumps(on_disk, sort_keys=True), encoding="utf-8")
             fs_args = [a for m in applied.filesystems for a in ("--fs-dir", str(m.point))]
             groups = config["cgroups"]["groups"]

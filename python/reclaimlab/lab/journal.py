@@ -29,6 +29,8 @@ op                 fields                              undo
 ``knob``           name (scenario key), path, old      write old back if the value differs
 ``zswap_param``    name, path, old                     (journals of older versions) as ``knob``
 ``runner``         pid, start_time, process            SIGKILL if pid still has that start time
+``scratch``        path                                remove the directory (the runner's copy of the
+                                                       lowered config and trace files) if it exists
 ``tracefs``        root, files (path -> old value),    (--trace, lab.tracing) if tracefs is mounted:
                    buffer_size_kb                      write files back, clear the ring buffer, write
                                                        buffer_size_kb back
@@ -50,6 +52,7 @@ import errno
 import fcntl
 import json
 import os
+import shutil
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -447,6 +450,12 @@ def _undo(e: dict[str, Any], completed_tokens: set[str]) -> str | None:
         except FileNotFoundError:
             return None
         return f"removed filesystem image {path}"
+    if op == "scratch":
+        path = Path(str(e["path"]))
+        if not path.exists():
+            return None
+        shutil.rmtree(path)
+        return f"removed scratch directory {path}"
     if op == "dirty_limit":
         return _dirty_limit_back(e)
     if op == "tracefs":
