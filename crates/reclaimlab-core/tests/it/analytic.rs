@@ -66,13 +66,21 @@ fn fully_resident_phase_is_the_exact_run() {
         scenario(&[("a", 2048, "random")], 300_000, 1 << 20, false, false),
         30,
     );
+    let e = analytic_is_the_exact_run(v, 300_000);
+    assert_eq!(e.stats.analytic_accesses, None);
+}
+
+/// `v` run in exact and in analytic mode: both make `accesses` accesses and end at the same
+/// nanosecond with the same counters, analytic mode having passed over all of them in bulk.
+/// The exact run, for further checks.
+fn analytic_is_the_exact_run(v: Value, accesses: u64) -> reclaimlab_core::SimResult {
     let (e, a) = (run(&v), run(&analytic(v)));
-    assert_eq!(measure(&e).accesses, 300_000);
-    assert_eq!(measure(&a).accesses, 300_000);
+    assert_eq!(measure(&e).accesses, accesses);
+    assert_eq!(measure(&a).accesses, accesses);
     assert_eq!(measure(&e).end_ns, measure(&a).end_ns);
     assert_eq!(e.counters, a.counters);
-    assert_eq!(a.stats.analytic_accesses, Some(300_000));
-    assert_eq!(e.stats.analytic_accesses, None);
+    assert_eq!(a.stats.analytic_accesses, Some(accesses));
+    e
 }
 
 fn conserved_every_event(v: &Value) {
@@ -376,12 +384,7 @@ fn sequential_resident_pass_is_the_exact_run() {
         4,
         30,
     );
-    let (e, a) = (run(&v), run(&analytic(v)));
-    assert_eq!(measure(&e).accesses, 12_000);
-    assert_eq!(measure(&a).accesses, 12_000);
-    assert_eq!(measure(&e).end_ns, measure(&a).end_ns);
-    assert_eq!(e.counters, a.counters);
-    assert_eq!(a.stats.analytic_accesses, Some(12_000));
+    analytic_is_the_exact_run(v, 12_000);
 }
 
 #[test]

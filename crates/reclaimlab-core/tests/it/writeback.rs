@@ -236,18 +236,7 @@ fn fsync_of_a_new_ext4_file_commits_its_metadata_with_two_flushes() {
     let mut v = scenario(&[("heap", 16, "text")], 1, 100_000, false, false);
     v["machine"]["memory_bytes"] = json!(512 * MIB);
     add_file(&mut v, "ext4", 200_000_000, 32, &[]);
-    let regs = v["processes"][0]["regions"].as_array_mut().unwrap();
-    let file = regs[1].clone();
-    for k in 1..8 {
-        let mut f = file.clone();
-        f["name"] = json!(format!("f{k}"));
-        regs.push(f);
-    }
-    v["processes"][0]["phases"]
-        .as_array_mut()
-        .unwrap()
-        .push(json!({"name": "create",
-        "phase": {"kind": "create_files", "regions": [1, 2, 3, 4, 5, 6, 7, 8], "fsync": true}}));
+    add_create_loop(&mut v, 8);
     let r = run(&with_flush(v.clone()));
     // Data (one bio), journal (descriptor and metadata: one bio each, merged) and commit:
     // 3 requests a file.
